@@ -1,0 +1,95 @@
+/**
+ * Layered configuration: built-in defaults, then environment variables with the service's prefix
+ * (for example SIGNING_PORT), then the shared SVC_ variables. Everything is parsed and validated at
+ * start, so a bad value stops the process with a message naming the variable.
+ */
+export interface Setting<T> {
+  default?: T;
+  parse: (raw: string) => T;
+  description: string;
+  /** Also read from SVC_<NAME>, for values every service shares (database URL, NATS URL). */
+  shared?: boolean;
+}
+
+export type Settings = Record<string, Setting<unknown>>;
+export type ConfigOf<S extends Settings> = { [K in keyof S]: S[K] extends Setting<infer T> ? T : never };
+
+export class ConfigError extends Error {}
+
+const envName = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase();
+
+export function loadConfig<S extends Settings>(prefix: string, settings: S, env: NodeJS.ProcessEnv = process.env): ConfigOf<S> {
+  const out: Record<string, unknown> = {};
+  const problems: string[] = [];
+  for (const [key, setting] of Object.entries(settings)) {
+    const own = `${prefix}_${envName(key)}`;
+    const shared = `SVC_${envName(key)}`;
+    const raw = env[own] ?? (setting.shared ? env[shared] : undefined);
+    if (raw === undefined || raw === "") {
+      if (setting.default === undefined) problems.push(`${own}${setting.shared ? ` (or ${shared})` : ""} is required: ${setting.description}`);
+      else out[key] = setting.default;
+      continue;
+    }
+    try {
+      out[key] = setting.parse(raw);
+    } catch (error) {
+      problems.push(`${own}: ${(error as Error).message}`);
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  ${problems.join("\n  ")}`);
+  return out as ConfigOf<S>;
+}
+
+export const parse = {
+  string: (raw: string) => raw,
+  port: (raw: string) => {
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`not a TCP port: ${raw}`);
+    return n;
+  },
+  positiveInt: (raw: string) => {
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n <= 0) throw new Error(`not a positive integer: ${raw}`);
+    return n;
+  },
+  url: (raw: string) => {
+    new URL(raw);
+    return raw.replace(/\/$/, "");
+  },
+  boolean: (raw: string) => {
+    if (!["true", "false", "1", "0"].includes(raw)) throw new Error(`not a boolean: ${raw}`);
+    return raw === "true" || raw === "1";
+  },
+  oneOf:
+    <T extends string>(...values: T[]) =>
+    (raw: string): T => {
+      if (!values.includes(raw as T)) throw new Error(`must be one of ${values.join(", ")}: ${raw}`);
+      return raw as T;
+    },
+  /** Durations as `90s`, `5m`, `2h`, `30d` or plain milliseconds; `0` means off where a setting allows it. */
+  duration: (raw: string) => {
+    const match = /^(\d+)(ms|s|m|h|d)?$/.exec(raw.trim());
+    if (!match) throw new Error(`not a duration (like 30s, 5m, 2h, 30d): ${raw}`);
+    const unit = { ms: 1, s: 1e3, m: 60e3, h: 3600e3, d: 86400e3 }[(match[2] ?? "ms") as "ms"];
+    return Number(match[1]) * unit;
+  },
+  base64Key32: (raw: string) => {
+    const key = Buffer.from(raw, "base64");
+    if (key.length !== 32) throw new Error("must be 32 bytes, base64-encoded");
+    return key;
+  },
+};
+
+/** Settings every service has. */
+export const commonSettings = {
+  databaseUrl: { parse: parse.url, shared: true, default: "postgres://postgres@127.0.0.1:5432/svc", description: "PostgreSQL connection URL" },
+  natsUrl: { parse: parse.string, shared: true, default: "nats://127.0.0.1:4222", description: "NATS server URL(s), comma-separated" },
+  eventStream: { parse: parse.string, shared: true, default: "EVENTS", description: "JetStream stream that carries domain events" },
+  eventSubjectPrefix: { parse: parse.string, shared: true, default: "events", description: "subject prefix of domain events" },
+  deployment: {
+    parse: parse.oneOf("development", "production"),
+    shared: true,
+    default: "development" as "development" | "production",
+    description: "development allows embedded defaults and the test clock; production refuses them",
+  },
+} satisfies Settings;

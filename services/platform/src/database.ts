@@ -1,0 +1,72 @@
+import { MikroORM, type Options } from "@mikro-orm/postgresql";
+import { Migration, Migrator } from "@mikro-orm/migrations";
+import type { EntitySchema, MigrationObject } from "@mikro-orm/core";
+import pg from "pg";
+import type { Logger } from "./logger.ts";
+
+export { Migration };
+export type Database = MikroORM;
+
+export interface DatabaseOptions {
+  url: string;
+  /** The service's own schema: every table, and its migration ledger, lives there. */
+  schema: string;
+  entities: EntitySchema<any, any>[];
+  migrations: MigrationObject[];
+  logger: Logger;
+  poolSize?: number;
+}
+
+/**
+ * One ORM per service, bound to the service's schema, with its migrations applied before it serves.
+ * An advisory lock keeps replicas that start together from migrating at the same time.
+ */
+export async function openDatabase(options: DatabaseOptions): Promise<MikroORM> {
+  await migrateUnderLock(options);
+  return MikroORM.init(ormOptions(options));
+}
+
+function ormOptions(options: DatabaseOptions): Options {
+  return {
+    clientUrl: options.url,
+    schema: options.schema,
+    entities: options.entities,
+    extensions: [Migrator],
+    pool: { min: 0, max: options.poolSize ?? 10 },
+    allowGlobalContext: false,
+    debug: false,
+    schemaGenerator: { skipTables: ["mikro_orm_migrations"] },
+    migrations: {
+      migrationsList: options.migrations,
+      schema: options.schema,
+      snapshot: false,
+      snapshotOnMigrate: false,
+      transactional: true,
+      allOrNothing: true,
+      silent: true,
+    },
+  };
+}
+
+async function migrateUnderLock(options: DatabaseOptions): Promise<void> {
+  const lock = new pg.Client({ connectionString: options.url });
+  await lock.connect();
+  try {
+    await lock.query("select pg_advisory_lock(hashtext($1))", [`migrate:${options.schema}`]);
+    await lock.query(`create schema if not exists "${options.schema}"`);
+    const orm = await MikroORM.init({ ...ormOptions(options), pool: { min: 0, max: 1 } });
+    try {
+      const applied = await orm.migrator.up();
+      if (applied.length > 0) options.logger.info("migrations applied", { schema: options.schema, migrations: applied.map((m) => m.name) });
+    } finally {
+      await orm.close(true);
+    }
+  } finally {
+    await lock.end();
+  }
+}
+
+/** Readiness: the database answers a trivial query. */
+export async function databaseReachable(orm: MikroORM): Promise<void> {
+  await orm.em.fork().execute("select 1");
+}

@@ -1,0 +1,122 @@
+import { createServer as createHttp1Server } from "node:http";
+import { createServer as createHttp2Server } from "node:http2";
+import { createServer as createTcpServer, type AddressInfo, type Socket } from "node:net";
+import type { ConnectRouter } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { Logger } from "./logger.ts";
+
+type NodeHandler = ReturnType<typeof connectNodeAdapter>;
+export type NodeServerRequest = Parameters<NodeHandler>[0];
+export type NodeServerResponse = Parameters<NodeHandler>[1];
+
+export interface ServiceOptions {
+  name: string;
+  host: string;
+  port: number;
+  logger: Logger;
+  routes: (router: ConnectRouter) => void;
+  /** Throws when a dependency (database, NATS) is unreachable; /readyz answers 503 then. */
+  ready: () => Promise<void>;
+  /** Extra plain-HTTP handler tried before the 404 (for example the gateway's public API). */
+  fallback?: (req: NodeServerRequest, res: NodeServerResponse) => boolean;
+  /** Releases what the service holds (NATS drain, ORM close) after the listener stopped. */
+  onStop: () => Promise<void>;
+}
+
+export interface RunningService {
+  port: number;
+  url: string;
+  stop(): Promise<void>;
+}
+
+const http2Preface = Buffer.from("PRI * HTTP/2.0");
+
+/**
+ * Serves Connect RPC on h2c and, on the same port, HTTP/1.1 for probes and tools that speak only
+ * HTTP/1.1 (kubelet's httpGet probes among them): the first bytes of a connection decide.
+ */
+export async function serveConnect(options: ServiceOptions): Promise<RunningService> {
+  const { logger } = options;
+  const handler = connectNodeAdapter({
+    routes: options.routes,
+    fallback: (req, res) => {
+      const path = (req.url ?? "").split("?")[0];
+      if (path === "/healthz") return sendJson(res, 200, { status: "ok", service: options.name });
+      if (path === "/readyz") {
+        options.ready().then(
+          () => sendJson(res, 200, { status: "ready", service: options.name }),
+          (error: Error) => sendJson(res, 503, { status: "unavailable", service: options.name, error: error.message }),
+        );
+        return;
+      }
+      if (options.fallback?.(req, res)) return;
+      sendJson(res, 404, { error: "not_found" });
+    },
+  });
+  const h2 = createHttp2Server({}, handler);
+  const h1 = createHttp1Server(handler);
+  const sockets = new Set<Socket>();
+  const tcp = createTcpServer((socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+    socket.once("readable", () => {
+      const head: Buffer | null = socket.read(http2Preface.length) ?? socket.read();
+      if (head === null) return;
+      socket.unshift(head);
+      (head.subarray(0, http2Preface.length).equals(http2Preface) ? h2 : h1).emit("connection", socket);
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    tcp.once("error", reject);
+    tcp.listen(options.port, options.host, () => resolve());
+  });
+  const port = (tcp.address() as AddressInfo).port;
+  logger.info("listening", { host: options.host, port });
+
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      logger.info("stopping");
+      await new Promise<void>((resolve) => {
+        tcp.close(() => resolve());
+        h1.closeIdleConnections();
+        for (const socket of sockets) socket.end();
+        setTimeout(() => {
+          for (const socket of sockets) socket.destroy();
+        }, 5000).unref();
+      });
+      await options.onStop();
+      logger.info("stopped");
+    })());
+  return { port, url: `http://${options.host}:${port}`, stop };
+}
+
+export function sendJson(res: NodeServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+  res.end(text);
+}
+
+/** Runs `start` when the file is the process's main module, and stops cleanly on SIGTERM or SIGINT. */
+export function runAsMain(importMetaUrl: string, start: () => Promise<RunningService>): void {
+  if (process.argv[1] === undefined || importMetaUrl !== new URL(`file://${process.argv[1]}`).href) return;
+  start().then(
+    (service) => {
+      const shutdown = () => {
+        service.stop().then(
+          () => process.exit(0),
+          (error: unknown) => {
+            console.error(error);
+            process.exit(1);
+          },
+        );
+      };
+      process.once("SIGTERM", shutdown);
+      process.once("SIGINT", shutdown);
+    },
+    (error: unknown) => {
+      console.error(error instanceof Error ? error.message : error);
+      process.exit(1);
+    },
+  );
+}
