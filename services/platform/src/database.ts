@@ -29,6 +29,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<MikroORM> 
 function ormOptions(options: DatabaseOptions): Options {
   return {
     clientUrl: options.url,
+    // Every pooled connection resolves unqualified names in the service's schema, so raw SQL needs no prefix.
+    driverOptions: { options: `-c search_path=${options.schema}` },
     schema: options.schema,
     entities: options.entities,
     extensions: [Migrator],

@@ -7,3 +7,4 @@ export * from "./nats.ts";
 export * from "./outbox.ts";
 export * from "./server.ts";
 export * from "./clients.ts";
+export * from "./service.ts";

@@ -1,0 +1,39 @@
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { ConsoleService, KeyType } from "@svc/proto/console/v1/console_pb.js";
+import { Environment } from "@svc/proto/common/v1/caller_pb.js";
+
+export interface DemoCredentials {
+  organization_id: string;
+  development_secret_key: string;
+  development_site_key: string;
+  site_key_origin: string;
+  production_secret_key: string;
+}
+
+/**
+ * On the first start, a demo organization with keys, so the quickstart works at once. The keys are
+ * shown once by the console, so they are kept in the local data folder for later starts.
+ */
+export async function provisionDemo(consoleUrl: string, file: string): Promise<DemoCredentials> {
+  const client = createClient(ConsoleService, createConnectTransport({ baseUrl: consoleUrl, httpVersion: "2" }));
+  if (existsSync(file)) {
+    const saved = JSON.parse(readFileSync(file, "utf8")) as DemoCredentials;
+    const { keys } = await client.listKeys({ organizationId: saved.organization_id });
+    if (keys.length > 0) return saved;
+  }
+  const { organizationId } = await client.createOrganization({ name: "Demo organization" });
+  const origin = "http://localhost:3000";
+  const key = async (environment: Environment, type: KeyType) =>
+    (await client.createKey({ organizationId, environment, type, allowedOrigins: type === KeyType.SITE ? [origin] : [] })).key;
+  const demo: DemoCredentials = {
+    organization_id: organizationId,
+    development_secret_key: await key(Environment.DEVELOPMENT, KeyType.SECRET),
+    development_site_key: await key(Environment.DEVELOPMENT, KeyType.SITE),
+    site_key_origin: origin,
+    production_secret_key: await key(Environment.PRODUCTION, KeyType.SECRET),
+  };
+  writeFileSync(file, `${JSON.stringify(demo, null, 2)}\n`, { mode: 0o600 });
+  return demo;
+}

@@ -1,0 +1,87 @@
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdir } from "node:fs/promises";
+import { resolve } from "node:path";
+import { findExecutable, freePort, isRoot, run, silent, type Log } from "./process-tools.ts";
+
+export type NatsOptions = { storeDir: string; port?: number; log?: Log };
+
+export type RunningNats = { url: string; stop(): Promise<void> };
+
+const READY_LINE = "Server is ready";
+const START_TIMEOUT_MS = 30_000;
+
+export async function startNats(options: NatsOptions): Promise<RunningNats> {
+  const log = options.log ?? silent;
+  const executable = await ensureNatsServerInstalled(log);
+  const storeDir = resolve(options.storeDir);
+  await mkdir(storeDir, { recursive: true });
+  const port = options.port ?? (await freePort());
+
+  const server = spawn(executable, ["-js", "-sd", storeDir, "-a", "127.0.0.1", "-p", String(port)], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const output: string[] = [];
+
+  // nats-server logs "Server is ready" once its client listener is open and JetStream is enabled.
+  await new Promise<void>((ready, fail) => {
+    const timer = setTimeout(() => fail(new Error(`nats-server did not become ready in ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS);
+    const onOutput = (chunk: Buffer) => {
+      output.push(chunk.toString());
+      if (output.join("").includes(READY_LINE)) {
+        clearTimeout(timer);
+        ready();
+      }
+    };
+    server.stdout.on("data", onOutput);
+    server.stderr.on("data", onOutput);
+    server.once("error", (error) => {
+      clearTimeout(timer);
+      fail(error);
+    });
+    server.once("exit", (code, signal) => {
+      clearTimeout(timer);
+      fail(new Error(`nats-server exited before it was ready (code ${code}, signal ${signal})`));
+    });
+  }).catch((error: unknown) => {
+    server.kill("SIGKILL");
+    throw new Error(`${String(error)}\n${output.join("")}`.trimEnd(), { cause: error });
+  });
+  // Keep draining its output so a chatty server never blocks on a full pipe.
+  server.stdout.removeAllListeners("data").resume();
+  server.stderr.removeAllListeners("data").resume();
+  log(`nats-server (JetStream in ${storeDir}) listening on 127.0.0.1:${port}`);
+
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    stop: async () => {
+      if (server.exitCode !== null || server.signalCode !== null) return;
+      const exited = once(server, "exit");
+      server.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
+
+/** Returns the path of nats-server, installing Debian's package when we are root and it is missing. */
+export async function ensureNatsServerInstalled(log: Log = silent): Promise<string> {
+  const found = findExecutable("nats-server");
+  if (found) return found;
+  if (!isRoot() || !findExecutable("apt-get")) {
+    throw new Error(
+      "nats-server is not on PATH. Install it (Debian/Ubuntu: `sudo apt-get install -y nats-server`) " +
+        "or put a nats-server 2.9+ binary on PATH.",
+    );
+  }
+  log("nats-server is missing; installing it with apt-get");
+  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+  const install = () => run("apt-get", ["install", "-y", "nats-server"], { env });
+  await install().catch(async () => {
+    // A fresh machine may have no package lists yet.
+    await run("apt-get", ["update"], { env });
+    await install();
+  });
+  const installed = findExecutable("nats-server");
+  if (!installed) throw new Error("apt-get installed nats-server, but it is not on PATH");
+  return installed;
+}

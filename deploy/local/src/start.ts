@@ -1,0 +1,73 @@
+import { mkdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { join } from "node:path";
+import pg from "pg";
+import { startInfrastructure } from "./infrastructure.ts";
+import { startMesh } from "./mesh.ts";
+import { provisionDemo, type DemoCredentials } from "./demo-provisioning.ts";
+
+const dataDir = fileURLToPath(new URL("../../../.data/", import.meta.url));
+const databaseName = "svc";
+const log = (line: string) => process.stdout.write(`${line}\n`);
+
+async function ensureDatabase(serverUrl: string, name: string): Promise<string> {
+  const client = new pg.Client({ connectionString: serverUrl });
+  await client.connect();
+  try {
+    const found = await client.query("select 1 from pg_database where datname = $1", [name]);
+    if (found.rowCount === 0) await client.query(`create database ${client.escapeIdentifier(name)}`);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+function banner(gatewayUrl: string, consoleUrl: string, demo: DemoCredentials): string {
+  return `
+The mesh is running. Data lives in ${dataDir} and survives a restart; Ctrl-C stops everything.
+
+  public API      ${gatewayUrl}/v1
+  key set         ${gatewayUrl}/.well-known/jwks.json
+  console (ops)   ${consoleUrl}   (npx svcctl --help)
+
+Demo organization ${demo.organization_id}
+  development secret key  ${demo.development_secret_key}
+  development site key    ${demo.development_site_key}   (origin ${demo.site_key_origin})
+  production secret key   ${demo.production_secret_key}
+
+Try:
+  curl -s ${gatewayUrl}/.well-known/jwks.json
+  curl -s -X POST ${gatewayUrl}/v1/sdk/verify-token -H 'content-type: application/json' -d '{"token":"not-a-token"}'
+  npx svcctl org create --name "Acme"
+`;
+}
+
+async function main(): Promise<void> {
+  mkdirSync(dataDir, { recursive: true });
+  const infrastructure = await startInfrastructure({ dir: dataDir, durable: true, log });
+  let mesh: Awaited<ReturnType<typeof startMesh>> | undefined;
+  let stopping = false;
+  const stop = async (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    log("stopping the mesh");
+    await mesh?.stop();
+    await infrastructure.stop();
+    process.exit(code);
+  };
+  process.once("SIGINT", () => void stop(0));
+  process.once("SIGTERM", () => void stop(0));
+  try {
+    const databaseUrl = await ensureDatabase(infrastructure.postgresUrl, databaseName);
+    mesh = await startMesh({ env: { SVC_DATABASE_URL: databaseUrl, SVC_NATS_URL: infrastructure.natsUrl }, ports: "default", log });
+    const demo = await provisionDemo(mesh.consoleUrl, join(dataDir, "demo.json"));
+    log(banner(mesh.gatewayUrl, mesh.consoleUrl, demo));
+  } catch (error) {
+    log(`start failed: ${error instanceof Error ? error.message : String(error)}`);
+    await stop(1);
+  }
+}
+
+await main();

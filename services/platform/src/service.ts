@@ -1,0 +1,89 @@
+import type { ConnectRouter } from "@connectrpc/connect";
+import type { EntitySchema, MigrationObject } from "@mikro-orm/core";
+import type { MikroORM } from "@mikro-orm/postgresql";
+import { clockFromEnvironment, type Clock } from "./clock.ts";
+import { commonSettings, loadConfig, parse, type ConfigOf, type Settings } from "./config.ts";
+import { databaseReachable, openDatabase } from "./database.ts";
+import { createLogger, type Logger } from "./logger.ts";
+import { connectEventBus, natsReachable, type EventBus } from "./nats.ts";
+import { OutboxEvent, outboxMigration, startOutboxRelay, type OutboxRelay } from "./outbox.ts";
+import { serveConnect, type RunningService } from "./server.ts";
+
+export interface ServiceDefinition<S extends Settings> {
+  /** Service name as in logs and the process list, e.g. "webhook-dispatch". */
+  name: string;
+  /** Prefix of the service's own environment variables, e.g. "WEBHOOK_DISPATCH". */
+  envPrefix: string;
+  defaultPort: number;
+  settings: S;
+  /** The schema the service owns; the outbox table is added to it. */
+  schema: string;
+  entities: EntitySchema<any, any>[];
+  migrations: MigrationObject[];
+  routes: (context: ServiceContext<S>) => (router: ConnectRouter) => void;
+  /** Background work (consumers, sweeps); the returned function stops it. */
+  background?: (context: ServiceContext<S>) => Promise<() => Promise<void>>;
+}
+
+export interface ServiceContext<S extends Settings> {
+  config: ConfigOf<S> & ConfigOf<typeof baseSettings>;
+  orm: MikroORM;
+  bus: EventBus;
+  outbox: OutboxRelay;
+  clock: Clock;
+  logger: Logger;
+}
+
+export interface StartOptions {
+  env?: NodeJS.ProcessEnv;
+  clock?: Clock;
+  logger?: Logger;
+}
+
+const baseSettings = {
+  ...commonSettings,
+  host: { parse: parse.string, default: "127.0.0.1", description: "address to listen on" },
+} satisfies Settings;
+
+/**
+ * The wiring every event-emitting service shares: configuration, its database schema with migrations,
+ * the event bus with the outbox relay, the Connect server with health probes, and an orderly stop.
+ */
+export async function startService<S extends Settings>(definition: ServiceDefinition<S>, options: StartOptions = {}): Promise<RunningService> {
+  const env = options.env ?? process.env;
+  const settings = { ...baseSettings, port: { parse: parse.port, default: definition.defaultPort, description: "port to listen on" }, ...definition.settings };
+  const config = loadConfig(definition.envPrefix, settings, env) as ServiceContext<S>["config"] & { port: number };
+  if (config.deployment === "production" && env.SVC_CLOCK_FILE) throw new Error("SVC_CLOCK_FILE is for tests only; production refuses it");
+  const logger = options.logger ?? createLogger(definition.name);
+  const clock = options.clock ?? clockFromEnvironment(env);
+
+  const orm = await openDatabase({
+    url: config.databaseUrl,
+    schema: definition.schema,
+    entities: [OutboxEvent, ...definition.entities],
+    migrations: [outboxMigration, ...definition.migrations],
+    logger,
+  });
+  const bus = await connectEventBus({ url: config.natsUrl, name: definition.name, stream: config.eventStream, subjectPrefix: config.eventSubjectPrefix });
+  const outbox = startOutboxRelay({ orm, bus, logger, clock });
+  const context: ServiceContext<S> = { config, orm, bus, outbox, clock, logger };
+  const stopBackground = definition.background ? await definition.background(context) : async () => {};
+
+  return serveConnect({
+    name: definition.name,
+    host: config.host,
+    port: config.port,
+    logger,
+    routes: definition.routes(context),
+    ready: async () => {
+      await databaseReachable(orm);
+      await natsReachable(bus);
+    },
+    onStop: async () => {
+      await stopBackground();
+      await outbox.stop();
+      await bus.nc.drain();
+      await orm.close();
+    },
+  });
+}

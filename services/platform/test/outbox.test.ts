@@ -1,0 +1,69 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { createLogger, connectEventBus, enqueueEvent, ManualClock, openDatabase, OutboxEvent, outboxMigration, startOutboxRelay, type EventBus } from "@svc/platform";
+import type { MikroORM } from "@mikro-orm/postgresql";
+import { createTestDatabase, natsUrl, uniqueName, type TestDatabase } from "../../../test/harness/index.ts";
+
+const logger = createLogger("platform-test", {}, "error");
+const clock = new ManualClock("2026-11-22T10:00:00Z");
+
+describe("transactional outbox", () => {
+  let db: TestDatabase;
+  let orm: MikroORM;
+  let bus: EventBus;
+  let stream: string;
+
+  beforeAll(async () => {
+    db = await createTestDatabase("outbox");
+    orm = await openDatabase({ url: db.url, schema: "outbox_test", entities: [OutboxEvent], migrations: [outboxMigration], logger });
+    stream = uniqueName("outbox").toUpperCase();
+    bus = await connectEventBus({ url: natsUrl(), name: "outbox-test", stream, subjectPrefix: stream.toLowerCase() });
+  });
+  afterAll(async () => {
+    await bus.nc.drain();
+    await orm.close();
+    await db.drop();
+  });
+
+  const streamMessages = async () => (await (await jetstreamManager(bus.nc)).streams.info(stream)).state.messages;
+
+  it("publishes only events whose transaction committed, each once under its message id", async () => {
+    await orm.em.fork().transactional(async (em) => {
+      enqueueEvent(em, clock, { type: "test.committed", messageId: "committed-1", payload: new TextEncoder().encode("one") }, bus);
+    });
+    await orm.em
+      .fork()
+      .transactional(async (em) => {
+        enqueueEvent(em, clock, { type: "test.rolled_back", messageId: "rolled-back-1", payload: new Uint8Array([1]) }, bus);
+        await em.flush();
+        throw new Error("abort the state change");
+      })
+      .catch(() => undefined);
+
+    const relay = startOutboxRelay({ orm, bus, logger, clock, pollMs: 50 });
+    await expect.poll(streamMessages, { timeout: 5000 }).toBe(1);
+    await relay.stop();
+
+    const rows = await orm.em.fork().execute<{ message_id: string; published_at: string }[]>("select message_id, published_at from outbox");
+    expect(rows.map((r) => [r.message_id, new Date(r.published_at).toISOString()])).toEqual([["committed-1", clock.now().toISOString()]]);
+  });
+
+  it("re-publishing a row after a crash (published but not marked) does not duplicate the event", async () => {
+    await orm.em.fork().transactional(async (em) => {
+      enqueueEvent(em, clock, { type: "test.retry", messageId: "retry-1", payload: new Uint8Array([2]) }, bus);
+    });
+    await bus.js.publish(bus.subject("test.retry"), new Uint8Array([2]), { msgID: "retry-1" });
+    const before = await streamMessages();
+    const relay = startOutboxRelay({ orm, bus, logger, clock, pollMs: 50 });
+    await expect.poll(async () => (await orm.em.fork().execute("select 1 from outbox where published_at is null")).length, { timeout: 5000 }).toBe(0);
+    await relay.stop();
+    expect(await streamMessages()).toBe(before);
+  });
+
+  it("a second migration run on an up-to-date schema changes nothing", async () => {
+    const again = await openDatabase({ url: db.url, schema: "outbox_test", entities: [OutboxEvent], migrations: [outboxMigration], logger });
+    const applied = await again.em.fork().execute<{ name: string }[]>("select name from outbox_test.mikro_orm_migrations");
+    expect(applied.map((r) => r.name)).toEqual(["0000_outbox"]);
+    await again.close();
+  });
+});

@@ -1,0 +1,36 @@
+import { chmod, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { TestProject } from "vitest/node";
+import { startInfrastructure } from "../../deploy/local/src/infrastructure.ts";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    postgresUrl: string;
+    natsUrl: string;
+  }
+}
+
+/** One PostgreSQL and one nats-server for the whole run; each test file makes its own database and names. */
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const dir = await mkdtemp(join(tmpdir(), "svc-test-"));
+  const removeDir = () => rm(dir, { recursive: true, force: true });
+  try {
+    // mkdtemp makes the directory private; as root, PostgreSQL runs as the postgres user and must get in.
+    await chmod(dir, 0o755);
+    const infrastructure = await startInfrastructure({
+      dir,
+      durable: false,
+      log: (line) => console.log(`[test infrastructure] ${line}`),
+    });
+    project.provide("postgresUrl", infrastructure.postgresUrl);
+    project.provide("natsUrl", infrastructure.natsUrl);
+    return async () => {
+      await infrastructure.stop();
+      await removeDir();
+    };
+  } catch (error) {
+    await removeDir();
+    throw error;
+  }
+}

@@ -1,0 +1,15 @@
+import { defineConfig } from "vitest/config";
+import { SummaryReporter } from "./test/harness/summary-reporter.ts";
+
+export default defineConfig({
+  test: {
+    include: ["services/*/test/**/*.test.ts", "gateway/test/**/*.test.ts", "test/**/*.test.ts"],
+    globalSetup: ["./test/harness/global-setup.ts"],
+    pool: "forks",
+    // The machines have 2 cores.
+    maxWorkers: 2,
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    reporters: ["default", new SummaryReporter()],
+  },
+});
