@@ -1,0 +1,18 @@
+import { runAsMain, startService, type StartOptions } from "@svc/platform";
+
+export const startAgentlink = (options: StartOptions = {}) =>
+  startService(
+    {
+      name: "agentlink",
+      envPrefix: "AGENTLINK",
+      defaultPort: 9094,
+      settings: {},
+      schema: "agentlink",
+      entities: [],
+      migrations: [],
+      routes: () => () => {},
+    },
+    options,
+  );
+
+runAsMain(import.meta.url, () => startAgentlink());
