@@ -34,8 +34,8 @@ export interface Mesh {
   urls: Record<string, string>;
   /** Sends a signal to one process (a kill -9 in a durability test) without restarting it. */
   kill(name: ServiceName, signal?: NodeJS.Signals): Promise<void>;
-  /** Starts a stopped or killed process again with the same settings. */
-  restart(name: ServiceName): Promise<void>;
+  /** Starts a stopped or killed process again, with the same settings unless `env` overrides some. */
+  restart(name: ServiceName, env?: Record<string, string>): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -124,8 +124,9 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
       p.child?.kill(signal);
       await p.exited;
     },
-    async restart(name) {
+    async restart(name, env = {}) {
       const p = find(name);
+      Object.assign(p.env, env);
       if (p.child && p.child.exitCode === null && p.child.signalCode === null) {
         p.child.kill("SIGTERM");
         await p.exited;

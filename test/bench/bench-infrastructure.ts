@@ -1,0 +1,50 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pg from "pg";
+import { startInfrastructure } from "@svc/local-mesh/infrastructure";
+import { startMesh, type ServiceName } from "@svc/local-mesh/mesh";
+
+/** A throwaway Postgres, NATS and (part of) the mesh for one benchmark script; everything goes at stop. */
+export async function startBenchMesh(only: ServiceName[]) {
+  const dir = mkdtempSync(join(tmpdir(), "svc-bench-"));
+  const infrastructure = await startInfrastructure({ dir, durable: false });
+  const client = new pg.Client({ connectionString: infrastructure.postgresUrl });
+  await client.connect();
+  await client.query("create database bench");
+  await client.end();
+  const databaseUrl = new URL(infrastructure.postgresUrl);
+  databaseUrl.pathname = "/bench";
+  const mesh = await startMesh({
+    env: { SVC_DATABASE_URL: databaseUrl.toString(), SVC_NATS_URL: infrastructure.natsUrl, SVC_LOG_LEVEL: "warn" },
+    ports: "free",
+    only,
+    log: () => {},
+  });
+  return {
+    ...mesh,
+    databaseUrl: databaseUrl.toString(),
+    async stop() {
+      await mesh.stop();
+      await infrastructure.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Runs `task` with `concurrency` loops in flight until `durationMs` passes; returns completed operations per second. */
+export async function measureThroughput(concurrency: number, durationMs: number, task: (i: number) => Promise<void>): Promise<number> {
+  let done = 0;
+  let next = 0;
+  const deadline = performance.now() + durationMs;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < deadline) {
+        await task(next++);
+        done++;
+      }
+    }),
+  );
+  return done / ((performance.now() - started) / 1000);
+}
