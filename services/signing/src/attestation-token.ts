@@ -1,0 +1,80 @@
+import { randomUUID } from "node:crypto";
+import type { JsonObject } from "@bufbuild/protobuf";
+import { epochSeconds } from "@svc/platform";
+import { signCompact, type JwsSigner } from "./compact-jws.ts";
+import { InvalidInputError, requireInstant, requireText } from "./invalid-input.ts";
+
+export const attestationLifetimeSeconds = 120;
+
+export type AgeResult = "over" | "under" | "unavailable";
+
+export interface AttestationInput {
+  requestId: string;
+  verified: boolean;
+  organizationId: string;
+  audience?: string | undefined;
+  verifiedAt?: Date | undefined;
+  /** Absent for a Human Gate. */
+  age?: AgeResult | undefined;
+  trusted: boolean;
+  trustedSince?: Date | undefined;
+  lastPassAt?: Date | undefined;
+}
+
+export interface AttestationContext {
+  issuer: string;
+  now: Date;
+  nonce: string;
+}
+
+const ageOver: Record<AgeResult, boolean | null> = { over: true, under: false, unavailable: null };
+
+/** The claims of the spec's attestation token, plus `iss`/`iat`/`exp` so standard JWT libraries enforce them. */
+export function attestationClaims(input: AttestationInput, context: AttestationContext): JsonObject {
+  const verifiedAt = requireInstant(input.verifiedAt, "verified_at");
+  if (input.audience !== undefined && input.audience.trim() === "") throw new InvalidInputError("audience, when given, must not be empty");
+  if (input.trusted && input.trustedSince === undefined) throw new InvalidInputError("trusted_since is required when trusted is true");
+  if (!input.trusted && (input.trustedSince !== undefined || input.lastPassAt !== undefined)) {
+    throw new InvalidInputError("trusted_since and last_pass_at must be absent when trusted is false");
+  }
+  const issuedAt = epochSeconds(context.now);
+  const expiresAt = issuedAt + attestationLifetimeSeconds;
+  const claims: JsonObject = {
+    request_id: requireText(input.requestId, "request_id"),
+    verified: input.verified,
+    organization_id: requireText(input.organizationId, "organization_id"),
+  };
+  if (input.audience !== undefined) claims.audience = input.audience;
+  claims.timestamp = verifiedAt.toISOString();
+  claims.nonce = context.nonce;
+  claims.issued_at = issuedAt;
+  claims.expires_at = expiresAt;
+  if (input.age !== undefined) claims.age_over = ageOver[input.age];
+  claims.trusted = input.trusted;
+  if (input.trusted) {
+    claims.trusted_since = requireInstant(input.trustedSince, "trusted_since").toISOString();
+    // The pass that produced this token is the verification itself unless the caller says otherwise.
+    claims.last_pass_at = (input.lastPassAt ?? verifiedAt).toISOString();
+  }
+  claims.iss = context.issuer;
+  claims.iat = issuedAt;
+  claims.exp = expiresAt;
+  return claims;
+}
+
+export interface SignedAttestation {
+  token: string;
+  kid: string;
+  issuedAt: Date;
+  expiresAt: Date;
+}
+
+export function signAttestation(input: AttestationInput, signer: JwsSigner, context: { issuer: string; now: Date }): SignedAttestation {
+  const claims = attestationClaims(input, { ...context, nonce: randomUUID() });
+  return {
+    token: signCompact(signer, claims),
+    kid: signer.kid,
+    issuedAt: new Date((claims.iat as number) * 1000),
+    expiresAt: new Date((claims.exp as number) * 1000),
+  };
+}

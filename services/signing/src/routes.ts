@@ -1,0 +1,162 @@
+import { create } from "@bufbuild/protobuf";
+import { timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
+import type { Clock } from "@svc/platform";
+import {
+  AgeResult as ProtoAgeResult,
+  GetKeySetResponseSchema,
+  KeyInfoSchema,
+  KeyState as ProtoKeyState,
+  ProofVerdict as ProtoProofVerdict,
+  PublicJwkSchema,
+  RotateKeysResponseSchema,
+  SignAttestationResponseSchema,
+  SigningService,
+  SignProofResponseSchema,
+  VerifyTokenResponseSchema,
+  type SignAttestationRequest,
+  type SignProofRequest,
+} from "@svc/proto/signing/v1/signing_pb.js";
+import { signAttestation, type AgeResult, type AttestationInput } from "./attestation-token.ts";
+import { InvalidInputError } from "./invalid-input.ts";
+import { SigningKeyUnavailableError, type KeyRing, type RingKey } from "./key-ring.ts";
+import type { AddedKey } from "./key-rotation.ts";
+import { signProof, type ProofInput, type ProofVerdict } from "./proof-token.ts";
+import { ReplayLedgerUnavailableError, type ReplayLedger } from "./replay-ledger.ts";
+import { keyState } from "./rotation-schedule.ts";
+import { verifyAttestation } from "./token-verification.ts";
+
+export interface SigningRouteDependencies {
+  clock: Clock;
+  issuer: string;
+  ring: KeyRing;
+  ledger: ReplayLedger;
+  rotate(): Promise<AddedKey>;
+}
+
+/** Thin Connect handlers: they translate messages and errors; the rules live in the domain modules. */
+export function signingRoutes(deps: SigningRouteDependencies): (router: ConnectRouter) => void {
+  const { clock, issuer, ring } = deps;
+  return (router) =>
+    router.service(SigningService, {
+      signAttestation: (request) =>
+        translateErrors(() => {
+          const now = clock.now();
+          const signed = signAttestation(attestationInput(request), ring.signer(now), { issuer, now });
+          return create(SignAttestationResponseSchema, {
+            token: signed.token,
+            kid: signed.kid,
+            issuedAt: timestampFromDate(signed.issuedAt),
+            expiresAt: timestampFromDate(signed.expiresAt),
+          });
+        }),
+
+      signProof: (request) =>
+        translateErrors(() => {
+          const signed = signProof(proofInput(request), ring.signer(clock.now()), issuer);
+          return create(SignProofResponseSchema, signed);
+        }),
+
+      getKeySet: async () => {
+        const keys = await ring.publishedFresh(clock.now());
+        return create(GetKeySetResponseSchema, {
+          keys: keys.map((key) => create(PublicJwkSchema, { kid: key.kid, kty: "EC", crv: "P-256", x: key.x, y: key.y, alg: "ES256", use: "sig" })),
+        });
+      },
+
+      verifyToken: (request) =>
+        translateErrors(async () => {
+          const now = clock.now();
+          const result = await verifyAttestation(request.token, request.audience, {
+            issuer,
+            now,
+            publishedKey: (kid, at) => ring.publishedKey(kid, at),
+            ledger: deps.ledger,
+          });
+          return create(VerifyTokenResponseSchema, {
+            valid: result.kind === "valid",
+            reason: result.kind === "invalid" ? result.reason : "",
+            replayed: result.replayed,
+            ...(result.claims !== undefined && { claims: result.claims }),
+            ...(result.kind === "invalid" && result.expiredAt !== undefined && { expiredAt: timestampFromDate(result.expiredAt) }),
+          });
+        }),
+
+      rotateKeys: async () => {
+        const added = await deps.rotate();
+        await ring.refresh();
+        const now = clock.now();
+        return create(RotateKeysResponseSchema, {
+          kid: added.kid,
+          signsFrom: timestampFromDate(added.window.signsFrom),
+          keys: ring.published(now).map((key) => keyInfo(key, now)),
+        });
+      },
+    });
+}
+
+async function translateErrors<T>(work: () => T | Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof InvalidInputError) throw new ConnectError(error.message, Code.InvalidArgument);
+    if (error instanceof SigningKeyUnavailableError || error instanceof ReplayLedgerUnavailableError) throw new ConnectError(error.message, Code.Unavailable);
+    throw error;
+  }
+}
+
+const ageResults = new Map<ProtoAgeResult, AgeResult | undefined>([
+  [ProtoAgeResult.UNSPECIFIED, undefined],
+  [ProtoAgeResult.OVER, "over"],
+  [ProtoAgeResult.UNDER, "under"],
+  [ProtoAgeResult.UNAVAILABLE, "unavailable"],
+]);
+
+function attestationInput(request: SignAttestationRequest): AttestationInput {
+  if (!ageResults.has(request.ageResult)) throw new InvalidInputError(`age_result ${request.ageResult} is not known`);
+  return {
+    requestId: request.requestId,
+    verified: request.verified,
+    organizationId: request.organizationId,
+    audience: request.audience,
+    verifiedAt: instant(request.verifiedAt),
+    age: ageResults.get(request.ageResult),
+    trusted: request.trusted,
+    trustedSince: instant(request.trustedSince),
+    lastPassAt: instant(request.lastPassAt),
+  };
+}
+
+const verdicts = new Map<ProtoProofVerdict, ProofVerdict>([
+  [ProtoProofVerdict.APPROVE, "approve"],
+  [ProtoProofVerdict.DENIED, "denied"],
+]);
+
+function proofInput(request: SignProofRequest): ProofInput {
+  return {
+    requestId: request.requestId,
+    verdict: verdicts.get(request.verdict),
+    ceremonyId: request.ceremonyId,
+    cardId: request.cardId,
+    resolutionId: request.resolutionId,
+    agentId: request.agentId,
+    organizationId: request.organizationId,
+    signedAt: instant(request.signedAt),
+  };
+}
+
+const instant = (timestamp: Timestamp | undefined): Date | undefined => (timestamp === undefined ? undefined : timestampDate(timestamp));
+
+const keyStates = { pending: ProtoKeyState.PENDING, active: ProtoKeyState.ACTIVE, retired: ProtoKeyState.RETIRED, unpublished: ProtoKeyState.UNSPECIFIED };
+
+function keyInfo(key: RingKey, now: Date) {
+  const { publishedAt, signsFrom, retiredAt, unpublishAt } = key.window;
+  return create(KeyInfoSchema, {
+    kid: key.kid,
+    state: keyStates[keyState(key.window, now)],
+    publishedAt: timestampFromDate(publishedAt),
+    signsFrom: timestampFromDate(signsFrom),
+    ...(retiredAt !== null && { retiredAt: timestampFromDate(retiredAt) }),
+    ...(unpublishAt !== null && { unpublishAt: timestampFromDate(unpublishAt) }),
+  });
+}

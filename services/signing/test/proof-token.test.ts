@@ -1,0 +1,49 @@
+import { describe, expect, it } from "vitest";
+import { decodeProtectedHeader, jwtVerify } from "jose";
+import { InvalidInputError } from "../src/invalid-input.ts";
+import { proofClaims, signProof, type ProofInput } from "../src/proof-token.ts";
+import { testKey } from "./support.ts";
+
+const issuer = "http://127.0.0.1:8080";
+const input: ProofInput = {
+  requestId: "7f1c0c39-6c7e-4b87-9d59-3f3b8f6d1a20",
+  verdict: "approve",
+  ceremonyId: "cer_1",
+  cardId: "card_1",
+  resolutionId: "res_1",
+  agentId: "agent_1",
+  organizationId: "org_1",
+  signedAt: new Date("2026-11-20T10:00:00.999Z"),
+};
+
+describe("Proof of Resolution", () => {
+  it("carries exactly jti, verdict, iat from signed_at, the ceremony and the resolution's ids, and no exp", () => {
+    expect(proofClaims(input, issuer)).toEqual({
+      iss: issuer,
+      jti: input.requestId,
+      verdict: "approve",
+      iat: 1795168800,
+      ceremony_id: "cer_1",
+      card_id: "card_1",
+      resolution_id: "res_1",
+      agent_id: "agent_1",
+      organization_id: "org_1",
+    });
+    expect(proofClaims({ ...input, verdict: "denied" }, issuer).verdict).toBe("denied");
+  });
+
+  it("refuses a missing verdict, signed_at or id", () => {
+    expect(() => proofClaims({ ...input, verdict: undefined }, issuer)).toThrow(new InvalidInputError("verdict must be approve or denied"));
+    expect(() => proofClaims({ ...input, signedAt: undefined }, issuer)).toThrow(/signed_at/);
+    expect(() => proofClaims({ ...input, ceremonyId: "" }, issuer)).toThrow(/ceremony_id/);
+  });
+
+  it("verifies with jose long after it was signed, with the key's kid in an ES256 header", async () => {
+    const key = testKey();
+    const { token, kid } = signProof(input, key.signer, issuer);
+    expect(kid).toBe(key.kid);
+    expect(decodeProtectedHeader(token)).toEqual({ alg: "ES256", kid: key.kid, typ: "JWT" });
+    const { payload } = await jwtVerify(token, key.publicKey, { issuer, algorithms: ["ES256"], currentDate: new Date("2027-12-01T00:00:00Z") });
+    expect(payload.jti).toBe(input.requestId);
+  });
+});
