@@ -1,0 +1,35 @@
+import { commonSettings, ConfigError, loadConfig, parse, type Logger } from "@svc/platform";
+
+export const settings = {
+  ...commonSettings,
+  host: { parse: parse.string, default: "127.0.0.1", description: "address the public API listens on" },
+  port: { parse: parse.port, default: 8080, description: "port of the public API ({base_url} is /v1 on it)" },
+  consoleHost: { parse: parse.string, default: "127.0.0.1", description: "address of the internal console service; never expose it" },
+  consolePort: { parse: parse.port, default: 9090, description: "port of the internal console service (svcctl talks to it)" },
+  signingUrl: { parse: parse.url, default: "http://127.0.0.1:9091", description: "base URL of the signing service" },
+  publicOrigin: { parse: parse.url, default: "http://127.0.0.1:8080", description: "the gateway's public origin ({api_origin}), used in links and documents" },
+  keyPepper: {
+    parse: parse.base64Key32,
+    // Development only: keys issued with it are worthless anywhere else. Production must set its own.
+    default: Buffer.from("c3ZjLWdhdGV3YXktZGV2ZWxvcG1lbnQtcGVwcGVyISE=", "base64"),
+    description: "HMAC-SHA256 pepper of API-key hashes, 32 bytes base64; required in production",
+  },
+};
+
+export type GatewayConfig = ReturnType<typeof loadGatewayConfig>;
+
+/** `GATEWAY_*` variables plus the shared `SVC_*` ones; production refuses the development defaults. */
+export function loadGatewayConfig(env: NodeJS.ProcessEnv, logger: Logger) {
+  const config = loadConfig("GATEWAY", settings, env);
+  const pepperGiven = Boolean(env.GATEWAY_KEY_PEPPER);
+  if (config.deployment === "production") {
+    const problems = [
+      ...(pepperGiven ? [] : ["GATEWAY_KEY_PEPPER is required in production"]),
+      ...(env.SVC_CLOCK_FILE ? ["SVC_CLOCK_FILE (the shared test clock) is refused in production"] : []),
+    ];
+    if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  ${problems.join("\n  ")}`);
+  } else if (!pepperGiven) {
+    logger.warn("GATEWAY_KEY_PEPPER is not set: using the built-in development pepper");
+  }
+  return config;
+}

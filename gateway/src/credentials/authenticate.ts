@@ -1,0 +1,158 @@
+import { create } from "@bufbuild/protobuf";
+import { CallerSchema, CredentialKind, Environment, type Caller } from "@svc/proto/common/v1/caller_pb.js";
+import type { Clock } from "@svc/platform";
+import { OperationError } from "../http/errors.ts";
+import type { Stage } from "../http/pipeline.ts";
+import type { AuthPolicy } from "../http/route.ts";
+import type { CredentialDirectory } from "./directory.ts";
+import { apiKeyTypeOf, type EnvironmentName, type KeyType } from "./key-format.ts";
+import type { ApiKey } from "./entities.ts";
+
+/** The public credential kinds (spec "Authentication"), as routes name them in `auth.accepts`. */
+export type CredentialKindName = "secret_key" | "site_key" | "grant_token" | "agent_key" | "user_session";
+
+/** Why a credential was refused; a route's `auth.statusFor` may turn a default 401 into 403. */
+export type AuthFailure =
+  | "missing_bearer"
+  | "unrecognized_credential"
+  | "credential_not_accepted"
+  | "invalid_key"
+  | "revoked_key"
+  | "expired_key"
+  | "invalid_site_key"
+  | "revoked_site_key"
+  | "expired_site_key"
+  | "origin_required"
+  | "origin_not_allowed";
+
+const defaultStatus: Record<AuthFailure, 401 | 403> = {
+  missing_bearer: 401,
+  unrecognized_credential: 401,
+  credential_not_accepted: 401,
+  invalid_key: 401,
+  revoked_key: 401,
+  expired_key: 401,
+  invalid_site_key: 401,
+  revoked_site_key: 401,
+  expired_site_key: 401,
+  origin_required: 403,
+  origin_not_allowed: 403,
+};
+
+const kindNames: Record<CredentialKindName, string> = {
+  secret_key: "a secret API key",
+  site_key: "a site key",
+  grant_token: "a grant token",
+  agent_key: "an agent key",
+  user_session: "a user session",
+};
+
+/** Who is calling, once authenticated. The secret itself never leaves the authenticate stage. */
+export interface AuthenticatedCredential {
+  kind: CredentialKindName;
+  /** What every business-service call carries. */
+  caller: Caller;
+  /** Gate keys the credential may use; empty allows every gate. */
+  allowedGates: readonly string[];
+  /** The request's Origin when a site key authenticated (it is then an allowed one). */
+  origin?: string;
+}
+
+export type Resolution = { ok: true; credential: AuthenticatedCredential } | { ok: false; failure: AuthFailure; message: string };
+
+/**
+ * Resolves the credentials of one kind. API keys are resolved here; the kinds other services own
+ * (grant tokens in `gate`, agent keys in `agentlink`, user sessions) add a resolver that asks them.
+ */
+export interface CredentialResolver {
+  kind: CredentialKindName;
+  /** Whether a bearer value has this kind's form (by prefix); the first resolver that recognises it decides. */
+  recognizes(credential: string): boolean;
+  resolve(credential: string, request: { origin: string | undefined }): Promise<Resolution>;
+}
+
+/**
+ * The credential of `Authorization: Bearer <credential>`; undefined when the header is absent, lacks
+ * the `Bearer ` prefix or carries nothing after it (spec: a missing prefix is 401 everywhere).
+ */
+export function bearerCredential(header: string | undefined): string | undefined {
+  const match = /^Bearer +(\S+) *$/i.exec(header ?? "");
+  return match?.[1];
+}
+
+/**
+ * Per route: no credential needed, or exactly one of the kinds it accepts, resolved and checked.
+ * A refusal is `data.error` with `statusCode` and `message` only (spec "Machine codes").
+ */
+export function authenticateStage(resolvers: readonly CredentialResolver[]): Stage {
+  return {
+    name: "authenticate",
+    async run(ctx, next) {
+      const policy = ctx.route.auth;
+      if (policy.accepts.length === 0) return next();
+      const resolution = await authenticate(resolvers, policy, {
+        authorization: ctx.headers.authorization,
+        origin: typeof ctx.headers.origin === "string" ? ctx.headers.origin : undefined,
+      });
+      if (!resolution.ok) throw new OperationError(policy.statusFor?.[resolution.failure] ?? defaultStatus[resolution.failure], resolution.message);
+      ctx.credential = resolution.credential;
+      return next();
+    },
+  };
+}
+
+export async function authenticate(
+  resolvers: readonly CredentialResolver[],
+  policy: AuthPolicy,
+  request: { authorization: string | undefined; origin: string | undefined },
+): Promise<Resolution> {
+  const credential = bearerCredential(request.authorization);
+  if (credential === undefined) return { ok: false, failure: "missing_bearer", message: "send the credential as Authorization: Bearer <credential>" };
+  const resolver = resolvers.find((r) => r.recognizes(credential));
+  if (!resolver) return { ok: false, failure: "unrecognized_credential", message: "the credential is not in a form this service issues" };
+  if (!policy.accepts.includes(resolver.kind)) {
+    const accepted = policy.accepts.map((k) => kindNames[k]).join(" or ");
+    return { ok: false, failure: "credential_not_accepted", message: `this operation takes ${accepted}, not ${kindNames[resolver.kind]}` };
+  }
+  return resolver.resolve(credential, { origin: request.origin });
+}
+
+export const environmentToProto = (environment: EnvironmentName): Environment =>
+  environment === "production" ? Environment.PRODUCTION : Environment.DEVELOPMENT;
+
+export const environmentFromProto = (environment: Environment): EnvironmentName | undefined =>
+  environment === Environment.PRODUCTION ? "production" : environment === Environment.DEVELOPMENT ? "development" : undefined;
+
+function callerOf(key: ApiKey): Caller {
+  return create(CallerSchema, {
+    organizationId: key.organizationId,
+    environment: environmentToProto(key.environment),
+    credentialId: key.id,
+    credentialKind: key.type === "secret" ? CredentialKind.SECRET_KEY : CredentialKind.SITE_KEY,
+  });
+}
+
+/** Secret keys (`svc_dev_`, `svc_production_`/`svc_prod_`) and site keys (`pk_test_`, `pk_live_`) from the directory. */
+export function apiKeyResolvers(directory: Pick<CredentialDirectory, "findKey">, clock: Clock): CredentialResolver[] {
+  const resolverFor = (type: KeyType): CredentialResolver => {
+    const kind: CredentialKindName = type === "secret" ? "secret_key" : "site_key";
+    const failures = type === "secret" ? (["invalid_key", "revoked_key", "expired_key"] as const) : (["invalid_site_key", "revoked_site_key", "expired_site_key"] as const);
+    const noun = type === "secret" ? "API key" : "site key";
+    return {
+      kind,
+      recognizes: (credential) => apiKeyTypeOf(credential) === type,
+      async resolve(credential, request) {
+        const key = await directory.findKey(credential);
+        if (!key) return { ok: false, failure: failures[0], message: `the ${noun} is not valid` };
+        if (key.revokedAt) return { ok: false, failure: failures[1], message: `the ${noun} has been revoked` };
+        if (key.expiresAt && key.expiresAt.getTime() <= clock.now().getTime()) return { ok: false, failure: failures[2], message: `the ${noun} has expired` };
+        const base = { kind, caller: callerOf(key), allowedGates: key.allowedGates };
+        if (type === "secret") return { ok: true, credential: base };
+        if (request.origin === undefined) return { ok: false, failure: "origin_required", message: "a site key is accepted only from a browser sending an allowed Origin" };
+        if (!key.allowedOrigins.includes(request.origin)) return { ok: false, failure: "origin_not_allowed", message: `origin ${request.origin} is not allowed for this site key` };
+        return { ok: true, credential: { ...base, origin: request.origin } };
+      },
+    };
+  };
+  return [resolverFor("secret"), resolverFor("site")];
+}

@@ -1,0 +1,121 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { StructSchema } from "@bufbuild/protobuf/wkt";
+import { toJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
+import type { ValidationIssue } from "./schema.ts";
+
+/**
+ * The one place where failures become what a partner reads. Three kinds:
+ * - an operation that ran and refused: `data.error` in an HTTP 200 (`OperationError`, or a `ConnectError`
+ *   from a business service, mapped by its code);
+ * - input that failed validation before the operation ran: HTTP 400 `InputValidationError`;
+ * - anything else is unhandled: HTTP 500, logged, with a body that reveals nothing.
+ */
+
+/** The statuses a partner branches on in `data.error.statusCode` (spec "Errors"); 410 is the app's confirm. */
+export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 410 | 422 | 429 | 500 | 502;
+
+/** `data.error`: `statusCode` and `message` always, `code` when there is one, plus code-specific fields. */
+export interface EnvelopeError {
+  statusCode: ErrorStatus;
+  message: string;
+  code?: string;
+  [field: string]: JsonValue | undefined;
+}
+
+/** Thrown (or returned through `fail`) by a stage or handler to refuse the request as `data.error`. */
+export class OperationError extends Error {
+  readonly statusCode: ErrorStatus;
+  readonly code: string | undefined;
+  /** Code-specific fields such as `min_ttl_seconds` or `violations`. */
+  readonly extra: JsonObject;
+
+  constructor(statusCode: ErrorStatus, message: string, extra: JsonObject & { code?: string } = {}) {
+    super(message);
+    this.name = "OperationError";
+    this.statusCode = statusCode;
+    const { code, ...rest } = extra;
+    this.code = code;
+    this.extra = rest;
+  }
+
+  toEnvelope(): EnvelopeError {
+    return { ...this.extra, statusCode: this.statusCode, message: this.message, ...(this.code === undefined ? {} : { code: this.code }) };
+  }
+}
+
+/** HTTP 400 body: the input as received and every problem found. */
+export interface InputValidationBody {
+  code: "InputValidationError";
+  message: string;
+  input: unknown;
+  errors: ValidationIssue[];
+}
+
+export class InputValidationError extends Error {
+  readonly input: unknown;
+  readonly errors: ValidationIssue[];
+
+  constructor(input: unknown, errors: ValidationIssue[]) {
+    super(`Input validation failed: ${errors.map((e) => e.message).join("; ")}`);
+    this.name = "InputValidationError";
+    this.input = input;
+    this.errors = errors;
+  }
+
+  toBody(): InputValidationBody {
+    return { code: "InputValidationError", message: this.message, input: this.input, errors: this.errors };
+  }
+}
+
+/**
+ * Connect codes of a business service's refusal, as the status a partner reads. Unavailable and
+ * DeadlineExceeded are 502 ("retry with backoff"): the gateway worked, a service behind it did not answer.
+ */
+const statusByConnectCode: Partial<Record<Code, ErrorStatus>> = {
+  [Code.InvalidArgument]: 400,
+  [Code.OutOfRange]: 400,
+  [Code.Unauthenticated]: 401,
+  [Code.PermissionDenied]: 403,
+  [Code.NotFound]: 404,
+  [Code.AlreadyExists]: 409,
+  [Code.Aborted]: 409,
+  [Code.FailedPrecondition]: 409,
+  [Code.ResourceExhausted]: 429,
+  [Code.Unavailable]: 502,
+  [Code.DeadlineExceeded]: 502,
+};
+
+const isErrorStatus = (n: unknown): n is ErrorStatus => typeof n === "number" && [400, 401, 403, 404, 409, 410, 422, 429, 500, 502].includes(n);
+
+/**
+ * A business service refines its refusal with a `google.protobuf.Struct` error detail:
+ * `code` becomes `data.error.code`, `status_code` overrides the status mapped from the Connect code
+ * (410, 422), and every other field is copied into `data.error` (`min_ttl_seconds`, `violations`, …).
+ */
+export function envelopeErrorFromConnect(error: ConnectError): EnvelopeError {
+  const detail: JsonObject = Object.assign({}, ...error.findDetails(StructSchema).map((struct) => toJson(StructSchema, struct)));
+  const { status_code: statusOverride, code, ...extra } = detail;
+  const statusCode = isErrorStatus(statusOverride) ? statusOverride : (statusByConnectCode[error.code] ?? 500);
+  const deliberate = statusByConnectCode[error.code] !== undefined || Object.keys(detail).length > 0;
+  return { ...extra, statusCode, message: publicMessage(error, statusCode, deliberate), ...(typeof code === "string" ? { code } : {}) };
+}
+
+/**
+ * A deliberate refusal's message is meant for the partner. Internal or Unknown without a detail is what
+ * Connect makes of an exception a service did not handle, and Unavailable names internal addresses:
+ * that text stays in the gateway's log.
+ */
+function publicMessage(error: ConnectError, statusCode: ErrorStatus, deliberate: boolean): string {
+  if (statusCode === 502) return "a service behind the gateway did not answer; retry with backoff";
+  if (!deliberate) return "the operation failed; retry with backoff";
+  return error.rawMessage;
+}
+
+/** A handled failure as `data.error`, or undefined when the failure is unhandled (HTTP 500). */
+export function envelopeErrorOf(error: unknown): EnvelopeError | undefined {
+  if (error instanceof OperationError) return error.toEnvelope();
+  if (error instanceof ConnectError) return envelopeErrorFromConnect(error);
+  return undefined;
+}
+
+export const unhandledBody = { message: "internal error" } as const;

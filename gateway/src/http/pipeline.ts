@@ -1,0 +1,99 @@
+import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
+import type { Clock, Logger } from "@svc/platform";
+import { InputValidationError, envelopeErrorOf, type EnvelopeError, type InputValidationBody } from "./errors.ts";
+import { validate } from "./schema.ts";
+import type { Route } from "./route.ts";
+import type { AuthenticatedCredential } from "../credentials/authenticate.ts";
+import type { GatewayServices } from "../services.ts";
+
+/**
+ * A public request passes through named stages, each a middleware around the rest:
+ *
+ *   parse → authenticate → (rate limit) → (alias) → validate → handle, then `envelope` renders the outcome.
+ *
+ * A stage may act before calling `next()` (read input, refuse), after it (add `_rateLimit`, add the
+ * old alias fields to a result), or both (release an in-flight slot). `next()` never throws: a failure
+ * further in arrives as an outcome, so every stage sees every result.
+ */
+export interface Stage {
+  name: string;
+  run(ctx: RequestContext, next: () => Promise<Outcome>): Promise<Outcome>;
+}
+
+/** What a request came to, before `envelope` makes it an HTTP response. */
+export type Outcome =
+  /** The handler's result: `data.data` or flat `data`, by the route's envelope style. */
+  | { kind: "ok"; data: unknown }
+  /** The operation refused: `data.error` in an HTTP 200. */
+  | { kind: "error"; error: EnvelopeError }
+  /** Input failed validation before the operation ran: HTTP 400. */
+  | { kind: "invalid"; body: InputValidationBody }
+  /** A response outside the envelope, for example the rate limiter's HTTP 403. */
+  | { kind: "http"; status: number; body: unknown }
+  /** Nothing handled it: HTTP 500, logged. */
+  | { kind: "unhandled"; error: unknown };
+
+export interface RequestContext {
+  route: Route;
+  request: IncomingMessage;
+  url: URL;
+  headers: IncomingHttpHeaders;
+  remoteAddress: string | undefined;
+  /** The input as received (body object or query parameters), set by `parse`; what a 400 echoes. */
+  rawInput: Record<string, unknown>;
+  /** The input after `validate`: declared fields only, defaults filled in. */
+  input: unknown;
+  /** Set by `authenticate` on routes that accept a credential. */
+  credential: AuthenticatedCredential | undefined;
+  /** Top-level siblings of `data` (`_rateLimit`, `_deprecation`). */
+  extras: Record<string, unknown>;
+  responseHeaders: Record<string, string>;
+  services: GatewayServices;
+  clock: Clock;
+  logger: Logger;
+}
+
+export function outcomeOf(error: unknown): Outcome {
+  if (error instanceof InputValidationError) return { kind: "invalid", body: error.toBody() };
+  const envelopeError = envelopeErrorOf(error);
+  return envelopeError ? { kind: "error", error: envelopeError } : { kind: "unhandled", error };
+}
+
+/** Runs `stages` in order; a stage's throw becomes the outcome its caller sees. */
+export function runPipeline(stages: readonly Stage[], ctx: RequestContext): Promise<Outcome> {
+  const dispatch = async (i: number): Promise<Outcome> => {
+    const stage = stages[i];
+    if (!stage) return { kind: "error", error: { statusCode: 500, message: "the request reached no handler" } };
+    try {
+      return await stage.run(ctx, () => dispatch(i + 1));
+    } catch (error) {
+      return outcomeOf(error);
+    }
+  };
+  return dispatch(0);
+}
+
+/** Checks the raw input against the route's schema: HTTP 400 `InputValidationError` with every problem. */
+export const validateStage: Stage = {
+  name: "validate",
+  async run(ctx, next) {
+    const result = validate(ctx.route.input, ctx.rawInput, { fromQuery: ctx.route.method === "GET" });
+    if (!result.ok) throw new InputValidationError(ctx.rawInput, result.errors);
+    ctx.input = result.value;
+    return next();
+  },
+};
+
+/** Calls the operation: the innermost stage. */
+export const handleStage: Stage = {
+  name: "handle",
+  async run(ctx) {
+    return ctx.route.handle(ctx.input, {
+      caller: ctx.credential?.caller,
+      credential: ctx.credential,
+      services: ctx.services,
+      clock: ctx.clock,
+      logger: ctx.logger,
+    });
+  },
+};

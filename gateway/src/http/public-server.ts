@@ -1,0 +1,149 @@
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Clock, Logger } from "@svc/platform";
+import { envelope } from "./envelope.ts";
+import { unhandledBody } from "./errors.ts";
+import { runPipeline, type RequestContext, type Stage } from "./pipeline.ts";
+import type { Route } from "./route.ts";
+import { jwksPath, serveKeySet } from "../operations/jwks.ts";
+import type { GatewayServices } from "../services.ts";
+
+/** `{base_url}` below the public origin. */
+export const basePath = "/v1";
+
+export interface PublicServerOptions {
+  host: string;
+  port: number;
+  routes: readonly Route[];
+  /** The pipeline every operation runs through, outermost first (see `pipeline.ts`). */
+  stages: readonly Stage[];
+  services: GatewayServices;
+  clock: Clock;
+  logger: Logger;
+  /** Throws when a dependency is unreachable; `/readyz` answers 503 then. */
+  ready: () => Promise<void>;
+}
+
+export interface RunningServer {
+  port: number;
+  url: string;
+  stop(): Promise<void>;
+}
+
+function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { ...headers, "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(text) });
+  res.end(text);
+}
+
+/** Routes by path, then method, so a known path with the wrong method can say which it takes. */
+function indexRoutes(routes: readonly Route[]): Map<string, Map<string, Route>> {
+  const byPath = new Map<string, Map<string, Route>>();
+  for (const route of routes) {
+    const methods = byPath.get(route.path) ?? new Map<string, Route>();
+    if (methods.has(route.method)) throw new Error(`two routes for ${route.method} ${route.path}`);
+    methods.set(route.method, route);
+    byPath.set(route.path, methods);
+  }
+  return byPath;
+}
+
+/**
+ * The public HTTP/1.1 server: probes, the key set, and the operations under `/v1`. A path that names
+ * no operation is a plain HTTP 404 (405 for a known path with another method): no operation ran, so
+ * there is nothing to put in the envelope, and an HTTP error makes a mistyped path loud.
+ */
+export async function startPublicServer(options: PublicServerOptions): Promise<RunningServer> {
+  const { logger } = options;
+  const routes = indexRoutes(options.routes);
+
+  const runOperation = async (req: IncomingMessage, res: ServerResponse, url: URL, route: Route): Promise<void> => {
+    const started = performance.now();
+    const ctx: RequestContext = {
+      route,
+      request: req,
+      url,
+      headers: req.headers,
+      remoteAddress: req.socket.remoteAddress,
+      rawInput: {},
+      input: undefined,
+      credential: undefined,
+      extras: {},
+      responseHeaders: {},
+      services: options.services,
+      clock: options.clock,
+      logger,
+    };
+    const outcome = await runPipeline(options.stages, ctx);
+    const reply = envelope(outcome, route.envelope, ctx.extras);
+    const log = {
+      operation: route.operationId,
+      status: reply.status,
+      ...(outcome.kind === "error" ? { error_status: outcome.error.statusCode } : {}),
+      credential_id: ctx.credential?.caller.credentialId,
+      duration_ms: Math.round(performance.now() - started),
+    };
+    if (outcome.kind === "unhandled") logger.error("unhandled failure", { ...log, error: outcome.error });
+    else logger.info("request", log);
+    send(res, reply.status, reply.body, ctx.responseHeaders);
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const method = req.method ?? "GET";
+    const url = new URL(req.url ?? "/", "http://gateway.invalid");
+    const path = url.pathname;
+
+    if (path === "/healthz") return send(res, 200, { status: "ok", service: "gateway" });
+    if (path === "/readyz") {
+      try {
+        await options.ready();
+        return send(res, 200, { status: "ready", service: "gateway" });
+      } catch (error) {
+        return send(res, 503, { status: "unavailable", service: "gateway", error: (error as Error).message });
+      }
+    }
+    if (path === jwksPath) {
+      if (method !== "GET" && method !== "HEAD") return send(res, 405, { error: "method_not_allowed", message: `${jwksPath} takes GET` }, { allow: "GET, HEAD" });
+      const reply = await serveKeySet(options.services.keySet);
+      return send(res, reply.status, reply.body, reply.headers);
+    }
+    if (path.startsWith(`${basePath}/`)) {
+      const methods = routes.get(path.slice(basePath.length));
+      const route = methods?.get(method);
+      if (route) return runOperation(req, res, url, route);
+      if (methods) {
+        const allowed = [...methods.keys()].join(", ");
+        return send(res, 405, { error: "method_not_allowed", message: `${path} takes ${allowed}, not ${method}` }, { allow: allowed });
+      }
+      return send(res, 404, { error: "not_found", message: `no such operation: ${method} ${path}` });
+    }
+    send(res, 404, { error: "not_found", message: `no such path: ${path}` });
+  };
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      logger.error("request failed outside the pipeline", { error, path: req.url });
+      if (!res.headersSent) send(res, 500, unhandledBody);
+      else res.destroy();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, options.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  logger.info("public API listening", { host: options.host, port });
+
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeIdleConnections();
+      // Requests under way get a moment to finish; then their connections go too.
+      setTimeout(() => server.closeAllConnections(), 5000).unref();
+    }));
+  return { port, url: `http://${options.host}:${port}`, stop };
+}

@@ -1,0 +1,61 @@
+import type { Caller } from "@svc/proto/common/v1/caller_pb.js";
+import type { Clock, Logger } from "@svc/platform";
+import type { Infer, ObjectSchema } from "./schema.ts";
+import { OperationError, type EnvelopeError, type ErrorStatus } from "./errors.ts";
+import type { AuthenticatedCredential, AuthFailure, CredentialKindName } from "../credentials/authenticate.ts";
+import type { GatewayServices } from "../services.ts";
+
+/** Which credentials an operation takes, and the status of each refusal where its error table differs. */
+export interface AuthPolicy {
+  /** Credential kinds accepted; empty means the operation takes none and ignores `Authorization`. */
+  accepts: readonly CredentialKindName[];
+  /** Default: 401 for every failure except a site key's missing or disallowed Origin (403). */
+  statusFor?: Partial<Record<AuthFailure, 401 | 403>>;
+}
+
+/** `nested`: the result is `data.data` (nearly every operation); `flat`: directly `data` (status, logout). */
+export type EnvelopeStyle = "nested" | "flat";
+
+export type HandlerResult = { kind: "ok"; data: unknown } | { kind: "error"; error: EnvelopeError };
+
+export const ok = (data: unknown): HandlerResult => ({ kind: "ok", data });
+
+/** A refusal as `data.error`; `extra` carries `code` and code-specific fields. Throwing `OperationError` is the same. */
+export const fail = (statusCode: ErrorStatus, message: string, extra: ConstructorParameters<typeof OperationError>[2] = {}): HandlerResult => ({
+  kind: "error",
+  error: new OperationError(statusCode, message, extra).toEnvelope(),
+});
+
+export interface HandlerContext {
+  /** Set when the route accepts a credential: who is calling, ready to pass to a business service. */
+  caller: Caller | undefined;
+  credential: AuthenticatedCredential | undefined;
+  services: GatewayServices;
+  clock: Clock;
+  logger: Logger;
+}
+
+/**
+ * One public operation. The route table (`operations/index.ts`) lists them all; everything a reader
+ * or the OpenAPI generator needs to know about an operation is here as data, except the handler.
+ */
+export interface RouteDefinition<S extends ObjectSchema> {
+  /** Stable name for logs and the OpenAPI document (`verifyToken`). */
+  operationId: string;
+  method: "GET" | "POST";
+  /** Below `{base_url}` (`/v1`), for example `/sdk/verify-token`. */
+  path: `/${string}`;
+  summary: string;
+  auth: AuthPolicy;
+  /** The JSON body of a POST, the query parameters of a GET. */
+  input: S;
+  envelope: EnvelopeStyle;
+  handle(input: Infer<S>, ctx: HandlerContext): Promise<HandlerResult>;
+}
+
+export type Route = RouteDefinition<ObjectSchema> & { handle(input: any, ctx: HandlerContext): Promise<HandlerResult> };
+
+/** Declares a route with its handler's input typed from the schema (declare the schema inline or `as const`). */
+export function defineRoute<const S extends ObjectSchema>(route: RouteDefinition<S>): Route {
+  return route as Route;
+}

@@ -1,0 +1,59 @@
+import type { Client } from "@connectrpc/connect";
+import type { PublicJwk, SigningService } from "@svc/proto/signing/v1/signing_pb.js";
+import type { Logger } from "@svc/platform";
+import type { HttpReply } from "../http/envelope.ts";
+
+/** `GET {jwks_url}`: served outside `/v1` and outside the envelope. */
+export const jwksPath = "/.well-known/jwks.json";
+
+/** The spec's key-set cache lifetime; signing starts a new key one such lifetime after publishing it. */
+export const keySetCacheControl = "public, max-age=300";
+
+export type Jwk = Record<string, string>;
+
+const toJwk = (key: PublicJwk): Jwk =>
+  Object.fromEntries(Object.entries({ kty: key.kty, crv: key.crv, x: key.x, y: key.y, kid: key.kid, alg: key.alg, use: key.use }).filter(([, v]) => v !== ""));
+
+/**
+ * The published key set, fetched from signing for every request so that a rotated key is served the
+ * moment signing publishes it (its publish lead covers verifiers' 300 s caches, not a cache of ours).
+ * The last good copy is kept and served while signing cannot be reached. Requests that arrive together
+ * share one fetch.
+ */
+export class KeySetCache {
+  readonly #signing: Pick<Client<typeof SigningService>, "getKeySet">;
+  readonly #logger: Logger;
+  #kept: Jwk[] | undefined;
+  #fetching: Promise<Jwk[] | undefined> | undefined;
+
+  constructor(options: { signing: Pick<Client<typeof SigningService>, "getKeySet">; logger: Logger }) {
+    this.#signing = options.signing;
+    this.#logger = options.logger;
+  }
+
+  /** The keys to publish; undefined when there are none to give (never fetched, signing unreachable). */
+  keys(): Promise<Jwk[] | undefined> {
+    this.#fetching ??= this.#fetch().finally(() => {
+      this.#fetching = undefined;
+    });
+    return this.#fetching;
+  }
+
+  async #fetch(): Promise<Jwk[] | undefined> {
+    try {
+      const response = await this.#signing.getKeySet({});
+      if (response.keys.length === 0) throw new Error("signing published no keys");
+      this.#kept = response.keys.map(toJwk);
+      return this.#kept;
+    } catch (error) {
+      this.#logger.warn(this.#kept ? "key set fetch failed; serving the kept copy" : "key set unavailable", { error });
+      return this.#kept;
+    }
+  }
+}
+
+export async function serveKeySet(cache: KeySetCache): Promise<HttpReply & { headers: Record<string, string> }> {
+  const keys = await cache.keys();
+  if (!keys) return { status: 503, headers: { "cache-control": "no-store" }, body: { keys: [], error: "jwks_unavailable" } };
+  return { status: 200, headers: { "cache-control": keySetCacheControl }, body: { keys } };
+}

@@ -1,0 +1,53 @@
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import type { VerifyTokenResponse } from "@svc/proto/signing/v1/signing_pb.js";
+import { defineRoute, ok } from "../http/route.ts";
+
+/**
+ * `POST /sdk/verify-token`: signing checks the token and records the check (replays); an invalid
+ * token is a normal result. Field rules: decisions.md ("verify-token result").
+ */
+export const verifyTokenRoute = defineRoute({
+  operationId: "verifyToken",
+  method: "POST",
+  path: "/sdk/verify-token",
+  summary: "Verify an attestation token once: signature, issuer, expiry, audience, and whether it was checked before.",
+  auth: { accepts: [] },
+  input: {
+    type: "object",
+    properties: {
+      token: { type: "string", minLength: 1, maxLength: 8192, description: "The attestation token (ES256 JWT)." },
+      audience: {
+        type: "string",
+        minLength: 1,
+        maxLength: 200,
+        description: "The organization id the caller expects; a token issued for another organization is then invalid.",
+      },
+    },
+    required: ["token"],
+  },
+  envelope: "nested",
+  async handle(input, { services }) {
+    const result = await services.signing.verifyToken({ token: input.token, audience: input.audience });
+    return ok(verifyTokenResult(result));
+  },
+});
+
+export interface VerifyTokenResult {
+  valid: boolean;
+  reason?: string;
+  expired_at?: string;
+  verdict?: "pass";
+  replayed: boolean;
+  claims?: Record<string, unknown>;
+}
+
+export function verifyTokenResult(response: VerifyTokenResponse): VerifyTokenResult {
+  return {
+    valid: response.valid,
+    ...(response.valid ? {} : { reason: response.reason || "invalid" }),
+    ...(response.expiredAt ? { expired_at: timestampDate(response.expiredAt).toISOString() } : {}),
+    ...(response.valid ? { verdict: "pass" as const } : {}),
+    replayed: response.replayed,
+    ...(response.claims ? { claims: response.claims } : {}),
+  };
+}

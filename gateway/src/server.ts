@@ -1,0 +1,98 @@
+import {
+  clockFromEnvironment,
+  createInternalClient,
+  createLogger,
+  databaseReachable,
+  openDatabase,
+  runAsMain,
+  serveConnect,
+  type Clock,
+  type Logger,
+} from "@svc/platform";
+import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
+import { loadGatewayConfig } from "./config.ts";
+import { consoleRoutes } from "./console/routes.ts";
+import { apiKeyResolvers, authenticateStage } from "./credentials/authenticate.ts";
+import { CredentialDirectory } from "./credentials/directory.ts";
+import { entities } from "./credentials/entities.ts";
+import { parseStage } from "./http/parse.ts";
+import { handleStage, validateStage, type Stage } from "./http/pipeline.ts";
+import { startPublicServer } from "./http/public-server.ts";
+import { migrations } from "./migrations/index.ts";
+import { KeySetCache } from "./operations/jwks.ts";
+import { routes } from "./operations/index.ts";
+import type { GatewayServices } from "./services.ts";
+
+export interface RunningGateway {
+  /** The public API's origin; `{base_url}` is `${url}/v1`. */
+  url: string;
+  port: number;
+  /** The internal console service (Connect). */
+  consoleUrl: string;
+  stop(): Promise<void>;
+}
+
+/** A dependency is reachable when its process answers its liveness probe (plain HTTP/1.1). */
+async function reachable(baseUrl: string, name: string): Promise<void> {
+  const response = await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(2000) }).catch((error: Error) => {
+    throw new Error(`${name} unreachable: ${error.message}`);
+  });
+  await response.body?.cancel();
+  if (!response.ok) throw new Error(`${name} unhealthy: HTTP ${response.status}`);
+}
+
+export async function startGateway(options: { env?: NodeJS.ProcessEnv; clock?: Clock; logger?: Logger } = {}): Promise<RunningGateway> {
+  const env = options.env ?? process.env;
+  const logger = options.logger ?? createLogger("gateway");
+  const config = loadGatewayConfig(env, logger);
+  const clock = options.clock ?? clockFromEnvironment(env);
+
+  const orm = await openDatabase({ url: config.databaseUrl, schema: "gateway", entities, migrations, logger });
+  const signing = createInternalClient(SigningService, config.signingUrl);
+  const directory = new CredentialDirectory({ orm, pepper: config.keyPepper, clock });
+  const services: GatewayServices = {
+    signing,
+    keySet: new KeySetCache({ signing, logger }),
+  };
+  const ready = async () => {
+    await databaseReachable(orm);
+    await reachable(config.signingUrl, "signing");
+  };
+
+  // The public pipeline, outermost first. Rate limiting goes after authenticate (it counts per
+  // credential), alias handling before validate (it renames old fields so the schema sees new ones).
+  const stages: Stage[] = [parseStage, authenticateStage(apiKeyResolvers(directory, clock)), validateStage, handleStage];
+
+  let publicServer: Awaited<ReturnType<typeof startPublicServer>> | undefined;
+  try {
+    publicServer = await startPublicServer({ host: config.host, port: config.port, routes, stages, services, clock, logger, ready });
+    const consoleServer = await serveConnect({
+      name: "gateway-console",
+      host: config.consoleHost,
+      port: config.consolePort,
+      logger: logger.child({ component: "console" }),
+      routes: consoleRoutes({ directory, signing }),
+      ready,
+      onStop: async () => {},
+    });
+    const running = publicServer;
+    let stopping: Promise<void> | undefined;
+    return {
+      url: running.url,
+      port: running.port,
+      consoleUrl: consoleServer.url,
+      stop: () =>
+        (stopping ??= (async () => {
+          await Promise.all([running.stop(), consoleServer.stop()]);
+          await orm.close();
+          logger.info("stopped");
+        })()),
+    };
+  } catch (error) {
+    await publicServer?.stop();
+    await orm.close(true);
+    throw error;
+  }
+}
+
+runAsMain(import.meta.url, () => startGateway());
