@@ -1,5 +1,6 @@
 import { webcrypto } from "node:crypto";
 import { Agent, request } from "node:http";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { createInternalClient } from "@svc/platform";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { startBenchMesh, measureThroughput } from "./bench-infrastructure.ts";
@@ -19,7 +20,7 @@ try {
   while (tokens.length < tokenCount) {
     const batch = await Promise.all(
       Array.from({ length: 200 }, (_, i) =>
-        signing.signAttestation({ requestId: `req_${(tokens.length + i).toString(16).padStart(32, "0")}`, verified: true, organizationId: "bench-org" }),
+        signing.signAttestation({ requestId: `req_${(tokens.length + i).toString(16).padStart(32, "0")}`, verified: true, organizationId: "bench-org", verifiedAt: timestampFromDate(new Date()) }),
       ),
     );
     tokens.push(...batch.map((r) => r.token));
