@@ -7,6 +7,10 @@ export const settings = {
   consoleHost: { parse: parse.string, default: "127.0.0.1", description: "address of the internal console service; never expose it" },
   consolePort: { parse: parse.port, default: 9090, description: "port of the internal console service (svcctl talks to it)" },
   signingUrl: { parse: parse.url, default: "http://127.0.0.1:9091", description: "base URL of the signing service" },
+  gateUrl: { parse: parse.url, default: "http://127.0.0.1:9092", description: "base URL of the gate service" },
+  accountUrl: { parse: parse.url, default: "http://127.0.0.1:9093", description: "base URL of the account service" },
+  agentlinkUrl: { parse: parse.url, default: "http://127.0.0.1:9094", description: "base URL of the agentlink service" },
+  webhookDispatchUrl: { parse: parse.url, default: "http://127.0.0.1:9095", description: "base URL of the webhook-dispatch service" },
   publicOrigin: { parse: parse.url, default: "http://127.0.0.1:8080", description: "the gateway's public origin ({api_origin}), used in links and documents" },
   keyPepper: {
     parse: parse.base64Key32,

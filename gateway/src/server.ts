@@ -11,6 +11,7 @@ import {
 } from "@svc/platform";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { loadGatewayConfig } from "./config.ts";
+import { consoleForwarding } from "./console/forwarding.ts";
 import { consoleRoutes } from "./console/routes.ts";
 import { apiKeyResolvers, authenticateStage } from "./credentials/authenticate.ts";
 import { CredentialDirectory } from "./credentials/directory.ts";
@@ -72,6 +73,15 @@ export async function startGateway(options: { env?: NodeJS.ProcessEnv; clock?: C
       port: config.consolePort,
       logger: logger.child({ component: "console" }),
       routes: consoleRoutes({ directory, signing }),
+      fallback: consoleForwarding(
+        {
+          "svc.gate.v1": config.gateUrl,
+          "svc.account.v1": config.accountUrl,
+          "svc.agentlink.v1": config.agentlinkUrl,
+          "svc.webhook.v1": config.webhookDispatchUrl,
+        },
+        logger.child({ component: "console" }),
+      ),
       ready,
       onStop: async () => {},
     });

@@ -1,4 +1,5 @@
 import { parseArgs } from "node:util";
+import type { DescService } from "@bufbuild/protobuf";
 import { createClient, type Client } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { ConsoleService } from "@svc/proto/console/v1/console_pb.js";
@@ -31,6 +32,11 @@ export interface CliContext {
   consoleUrl: string;
   /** The console's client, made on first use. */
   console(): Client<typeof ConsoleService>;
+  /**
+   * A client for a service's own console service (`svc.<package>.v1.<Name>ConsoleService`), reached
+   * through the same console address, which forwards it to the owning service.
+   */
+  serviceConsole<S extends DescService>(service: S): Client<S>;
 }
 
 export interface Command {
@@ -51,11 +57,13 @@ export interface CommandGroup {
 }
 
 export function consoleContext(consoleUrl: string): CliContext {
+  // HTTP/1.1: a short-lived command should not keep an HTTP/2 session open after its one call.
+  const transport = createConnectTransport({ baseUrl: consoleUrl, httpVersion: "1.1", defaultTimeoutMs: 15_000 });
   let client: Client<typeof ConsoleService> | undefined;
   return {
     consoleUrl,
-    // HTTP/1.1: a short-lived command should not keep an HTTP/2 session open after its one call.
-    console: () => (client ??= createClient(ConsoleService, createConnectTransport({ baseUrl: consoleUrl, httpVersion: "1.1", defaultTimeoutMs: 15_000 }))),
+    console: () => (client ??= createClient(ConsoleService, transport)),
+    serviceConsole: (service) => createClient(service, transport),
   };
 }
 
