@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
@@ -8,6 +8,8 @@ import { startMesh, type ServiceName } from "@svc/local-mesh/mesh";
 /** A throwaway Postgres, NATS and (part of) the mesh for one benchmark script; everything goes at stop. */
 export async function startBenchMesh(only: ServiceName[]) {
   const dir = mkdtempSync(join(tmpdir(), "svc-bench-"));
+  // As root, PostgreSQL runs as the postgres user, which must be able to enter the data dir's parent.
+  chmodSync(dir, 0o755);
   const infrastructure = await startInfrastructure({ dir, durable: false });
   const client = new pg.Client({ connectionString: infrastructure.postgresUrl });
   await client.connect();
