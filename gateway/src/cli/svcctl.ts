@@ -7,12 +7,13 @@ import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { ConnectError, Code } from "@connectrpc/connect";
 import { commandUsage, consoleContext, groupUsage, parseOptions, UsageError, type CommandGroup } from "./command.ts";
+import { humanCommands } from "./commands/human.ts";
 import { keyCommands } from "./commands/key.ts";
 import { orgCommands } from "./commands/org.ts";
 import { signingCommands } from "./commands/signing.ts";
 
 /** One file per group in `commands/`; a new group is one import and one entry here. */
-const groups: readonly CommandGroup[] = [orgCommands, keyCommands, signingCommands];
+const groups: readonly CommandGroup[] = [orgCommands, keyCommands, signingCommands, humanCommands];
 
 const defaultConsoleUrl = "http://127.0.0.1:9090";
 

@@ -1,0 +1,86 @@
+import type { EntityManager } from "@mikro-orm/postgresql";
+import { uuid, type Clock } from "@svc/platform";
+import { AccountError } from "../errors.ts";
+import { requireText, requireUuid } from "../input.ts";
+import { Human, SignInIdentity } from "./human.entity.ts";
+
+export interface HumanSummary {
+  svcUserId: string;
+  passkeyCount: number;
+  deviceCount: number;
+  sandboxBehavior: NonNullable<Human["sandboxBehavior"]> | null;
+  sandboxEnvironment: NonNullable<Human["sandboxEnvironment"]> | null;
+  createdAt: Date;
+}
+
+/** The human with this id, or NotFound. Every operation naming a human goes through here. */
+export async function requireHuman(em: EntityManager, svcUserId: string, field = "svc_user_id"): Promise<Human> {
+  const id = requireUuid(svcUserId, field);
+  const human = await em.findOne(Human, { id });
+  if (human === null) throw new AccountError("not_found", `no human with svc_user_id ${id}`);
+  return human;
+}
+
+export async function describeHuman(em: EntityManager, svcUserId: string): Promise<HumanSummary> {
+  const human = await requireHuman(em, svcUserId);
+  const [counts] = await em.execute<{ passkeys: string; devices: string }[]>(
+    `select (select count(*) from passkey where svc_user_id = ?) as passkeys, (select count(*) from device where svc_user_id = ?) as devices`,
+    [human.id, human.id],
+  );
+  return {
+    svcUserId: human.id,
+    passkeyCount: Number(counts?.passkeys ?? 0),
+    deviceCount: Number(counts?.devices ?? 0),
+    sandboxBehavior: human.sandboxBehavior ?? null,
+    sandboxEnvironment: human.sandboxEnvironment ?? null,
+    createdAt: human.createdAt,
+  };
+}
+
+/** Inserts a human row now, so rows that refer to it can follow in the same transaction. */
+export async function insertHuman(em: EntityManager, human: Pick<Human, "id" | "createdAt"> & Partial<Pick<Human, "sandboxBehavior" | "sandboxEnvironment">>): Promise<void> {
+  await em.execute(`insert into human (id, created_at, sandbox_behavior, sandbox_environment) values (?, ?, ?, ?)`, [
+    human.id,
+    human.createdAt,
+    human.sandboxBehavior ?? null,
+    human.sandboxEnvironment ?? null,
+  ]);
+}
+
+/** Another call created the identity first; this transaction's human must not stay behind. */
+class IdentityTaken extends Error {}
+
+/**
+ * The human behind an OpenID Connect identity, created on first sight. Concurrent first sign-ins
+ * create one human: the identity's primary key decides, and the loser's transaction (with the human
+ * it inserted) rolls back before it reads the winner's.
+ */
+export async function resolveSignedInHuman(em: EntityManager, clock: Clock, input: { issuer: string; subject: string }): Promise<{ svcUserId: string; created: boolean }> {
+  const issuer = requireText(input.issuer, "issuer");
+  const subject = requireText(input.subject, "subject", 255);
+  const existing = await findIdentity(em, issuer, subject);
+  if (existing !== undefined) return { svcUserId: existing, created: false };
+  try {
+    const svcUserId = await em.transactional(async (tx) => {
+      const now = clock.now();
+      const id = uuid();
+      await insertHuman(tx, { id, createdAt: now });
+      const inserted = await tx.execute<{ svc_user_id: string }[]>(
+        `insert into sign_in_identity (issuer, subject, svc_user_id, created_at) values (?, ?, ?, ?) on conflict (issuer, subject) do nothing returning svc_user_id`,
+        [issuer, subject, id, now],
+      );
+      if (inserted.length === 0) throw new IdentityTaken();
+      return id;
+    });
+    return { svcUserId, created: true };
+  } catch (error) {
+    if (!(error instanceof IdentityTaken)) throw error;
+  }
+  const winner = await findIdentity(em, issuer, subject);
+  if (winner === undefined) throw new Error(`sign-in identity ${issuer} ${subject} conflicted but cannot be read`);
+  return { svcUserId: winner, created: false };
+}
+
+async function findIdentity(em: EntityManager, issuer: string, subject: string): Promise<string | undefined> {
+  return (await em.findOne(SignInIdentity, { issuer, subject }))?.svcUserId;
+}

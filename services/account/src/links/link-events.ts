@@ -1,0 +1,55 @@
+import { create, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import { enqueueEvent, uuid, type Clock, type EventBus } from "@svc/platform";
+import { Environment } from "@svc/proto/common/v1/caller_pb.js";
+import { EventSchema } from "@svc/proto/events/v1/events_pb.js";
+import type { EnvironmentName } from "../input.ts";
+
+interface LinkFacts {
+  organizationId: string;
+  environment: EnvironmentName;
+  handle: string;
+  surfaceId: string | null;
+}
+
+const environments: Record<EnvironmentName, Environment> = { development: Environment.DEVELOPMENT, production: Environment.PRODUCTION };
+
+/**
+ * account.secured and account.unlinked leave through the outbox in the caller's transaction. The spec
+ * deduplicates them by the webhook-id alone, so each gets a fresh uuid as its dedup key.
+ */
+export function enqueueAccountSecured(em: EntityManager, clock: Clock, bus: Pick<EventBus, "subject">, link: LinkFacts & { securedAt: Date }): void {
+  enqueue(em, clock, bus, link, link.securedAt, {
+    case: "accountSecured",
+    value: { handle: link.handle, securedAt: timestampFromDate(link.securedAt), ...(link.surfaceId !== null && { surfaceId: link.surfaceId }) },
+  });
+}
+
+export function enqueueAccountUnlinked(
+  em: EntityManager,
+  clock: Clock,
+  bus: Pick<EventBus, "subject">,
+  link: LinkFacts & { unlinkedAt: Date; by: "human" | "platform"; reason: "human" | "platform" | "credential_changed" },
+): void {
+  enqueue(em, clock, bus, link, link.unlinkedAt, {
+    case: "accountUnlinked",
+    value: { handle: link.handle, by: link.by, unlinkedAt: timestampFromDate(link.unlinkedAt), reason: link.reason, ...(link.surfaceId !== null && { surfaceId: link.surfaceId }) },
+  });
+}
+
+type AccountPayload = Extract<NonNullable<MessageInitShape<typeof EventSchema>["payload"]>, { case: "accountSecured" | "accountUnlinked" }>;
+
+const webhookTypes: Record<AccountPayload["case"], string> = { accountSecured: "account.secured", accountUnlinked: "account.unlinked" };
+
+function enqueue(em: EntityManager, clock: Clock, bus: Pick<EventBus, "subject">, link: LinkFacts, occurredAt: Date, payload: AccountPayload): void {
+  const dedupKey = uuid();
+  const event = create(EventSchema, {
+    dedupKey,
+    organizationId: link.organizationId,
+    environment: environments[link.environment],
+    occurredAt: timestampFromDate(occurredAt),
+    payload,
+  });
+  enqueueEvent(em, clock, { type: webhookTypes[payload.case], messageId: dedupKey, payload: toBinary(EventSchema, event) }, bus);
+}

@@ -1,0 +1,8 @@
+import { createHumans } from "./0001-humans.ts";
+import { createPasskeys } from "./0002-passkeys.ts";
+import { createDevices } from "./0003-devices.ts";
+import { createAgeEvidence } from "./0004-age-evidence.ts";
+import { createAccountLinks } from "./0005-account-links.ts";
+
+/** Applied in order at start; a migration, once released, is never edited (add a new one). */
+export const migrations = [createHumans, createPasskeys, createDevices, createAgeEvidence, createAccountLinks];

@@ -1,0 +1,173 @@
+import { create } from "@bufbuild/protobuf";
+import { timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
+import type { MikroORM } from "@mikro-orm/postgresql";
+import type { Clock, EventBus, OutboxRelay } from "@svc/platform";
+import {
+  AccountConsoleService,
+  AccountService,
+  AgeVerdict as ProtoAgeVerdict,
+  DeviceSchema,
+  LinkConflict as ProtoLinkConflict,
+  SandboxBehavior as ProtoSandboxBehavior,
+} from "@svc/proto/account/v1/account_pb.js";
+import { Environment } from "@svc/proto/common/v1/caller_pb.js";
+import type { AgeVerdict } from "./age/age-evaluation.ts";
+import { evaluateAge } from "./age/age-evidence.ts";
+import type { AccountSecrets } from "./config.ts";
+import { listDevices, registerDevice } from "./devices/devices.ts";
+import { AccountError, type AccountErrorKind } from "./errors.ts";
+import { describeHuman, resolveSignedInHuman } from "./humans/humans.ts";
+import type { EnvironmentName } from "./input.ts";
+import { accountLinkState, secureAccount, type LinkConflict, type LinkContext } from "./links/account-links.ts";
+import { beginAssertion, finishAssertion } from "./passkeys/assertion.ts";
+import { beginRegistration, finishRegistration, type PasskeyContext } from "./passkeys/registration.ts";
+import { createSandboxHuman, sandboxAssert, type SandboxBehavior, type SandboxContext } from "./sandbox/sandbox-humans.ts";
+
+export interface RouteDependencies {
+  orm: MikroORM;
+  clock: Clock;
+  bus: Pick<EventBus, "subject">;
+  outbox: Pick<OutboxRelay, "wake">;
+  secrets: AccountSecrets;
+  devIssuer: string;
+  rpName: string;
+}
+
+/** Thin handlers: translate the wire to the domain operations and back, one unit of work (a fresh entity manager) each. */
+export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) => void {
+  const { clock } = deps;
+  const em = () => deps.orm.em.fork();
+  const passkeys = (): PasskeyContext => ({ em: em(), clock });
+  const links = (): LinkContext => ({ em: em(), clock, pepper: deps.secrets.refPepper, bus: deps.bus, outbox: deps.outbox });
+  const sandbox = (): SandboxContext => ({ em: em(), clock, sandboxKey: deps.secrets.sandboxKey, devIssuer: deps.devIssuer });
+
+  return (router) => {
+    router.service(AccountService, {
+      resolveSignedInHuman: (req) => wireErrors(() => resolveSignedInHuman(em(), clock, req)),
+
+      getHuman: (req) =>
+        wireErrors(async () => {
+          const human = await describeHuman(em(), req.svcUserId);
+          return {
+            svcUserId: human.svcUserId,
+            passkeyCount: human.passkeyCount,
+            deviceCount: human.deviceCount,
+            sandboxBehavior: human.sandboxBehavior === null ? ProtoSandboxBehavior.UNSPECIFIED : toProtoBehavior[human.sandboxBehavior],
+            sandboxEnvironment: human.sandboxEnvironment === null ? Environment.UNSPECIFIED : Environment.DEVELOPMENT,
+            createdAt: timestampFromDate(human.createdAt),
+          };
+        }),
+
+      beginPasskeyRegistration: (req) =>
+        wireErrors(async () => {
+          const begun = await beginRegistration({ ...passkeys(), rpName: deps.rpName }, req);
+          return { ceremonyId: begun.ceremonyId, optionsJson: begun.optionsJson, expiresAt: timestampFromDate(begun.expiresAt) };
+        }),
+
+      finishPasskeyRegistration: (req) => wireErrors(() => finishRegistration(passkeys(), req)),
+
+      beginPasskeyAssertion: (req) =>
+        wireErrors(async () => {
+          const begun = await beginAssertion(passkeys(), req);
+          return { ceremonyId: begun.ceremonyId, optionsJson: begun.optionsJson, expiresAt: timestampFromDate(begun.expiresAt) };
+        }),
+
+      finishPasskeyAssertion: (req) => wireErrors(() => finishAssertion(passkeys(), req)),
+
+      registerDevice: (req) => wireErrors(async () => ({ deviceId: await registerDevice(em(), clock, req) })),
+
+      listDevices: (req) =>
+        wireErrors(async () => ({
+          devices: (await listDevices(em(), req.svcUserId)).map((device) =>
+            create(DeviceSchema, { deviceId: device.id, platform: device.platform, registeredAt: timestampFromDate(device.registeredAt) }),
+          ),
+        })),
+
+      evaluateAge: (req) =>
+        wireErrors(async () => {
+          const result = await evaluateAge(em(), { svcUserId: req.svcUserId, threshold: req.threshold, at: instant(req.at) });
+          return { verdict: toProtoVerdict[result.verdict], source: result.source };
+        }),
+
+      secureAccount: (req) =>
+        wireErrors(async () => {
+          const outcome = await secureAccount(links(), {
+            organizationId: req.organizationId,
+            environment: environmentName(req.environment),
+            partnerUserRef: req.partnerUserRef,
+            svcUserId: req.svcUserId,
+            surfaceId: req.surfaceId,
+            at: instant(req.at),
+          });
+          if (outcome.kind === "conflict") return { conflict: toProtoConflict[outcome.conflict] };
+          return { handle: outcome.handle, firstTime: outcome.firstTime, trustedSince: timestampFromDate(outcome.trustedSince) };
+        }),
+
+      getAccountLink: (req) =>
+        wireErrors(async () => {
+          const state = await accountLinkState(links(), {
+            organizationId: req.organizationId,
+            environment: environmentName(req.environment),
+            partnerUserRef: req.partnerUserRef,
+            svcUserId: req.svcUserId,
+          });
+          return state.trusted ? { trusted: true, handle: state.handle, trustedSince: timestampFromDate(state.trustedSince) } : { trusted: false };
+        }),
+
+      sandboxAssert: (req) => wireErrors(async () => ({ responseJson: await sandboxAssert(sandbox(), req) })),
+    });
+
+    router.service(AccountConsoleService, {
+      createSandboxHuman: (req) =>
+        wireErrors(() =>
+          createSandboxHuman(sandbox(), {
+            environment: environmentName(req.environment),
+            behavior: fromProtoBehavior.get(req.behavior),
+            age: req.age,
+          }),
+        ),
+    });
+  };
+}
+
+const codes: Record<AccountErrorKind, Code> = {
+  invalid_argument: Code.InvalidArgument,
+  not_found: Code.NotFound,
+  failed_precondition: Code.FailedPrecondition,
+  permission_denied: Code.PermissionDenied,
+  already_exists: Code.AlreadyExists,
+};
+
+/** The one place where domain refusals become Connect codes. */
+async function wireErrors<T>(operation: () => Promise<T>): Promise<T> {
+  try {
+    return await operation();
+  } catch (error) {
+    if (error instanceof AccountError) throw new ConnectError(error.message, codes[error.kind]);
+    throw error;
+  }
+}
+
+const instant = (timestamp: Timestamp | undefined): Date | undefined => (timestamp === undefined ? undefined : timestampDate(timestamp));
+
+function environmentName(environment: Environment): EnvironmentName | undefined {
+  if (environment === Environment.DEVELOPMENT) return "development";
+  if (environment === Environment.PRODUCTION) return "production";
+  return undefined;
+}
+
+const toProtoBehavior: Record<SandboxBehavior, ProtoSandboxBehavior> = {
+  confirm: ProtoSandboxBehavior.CONFIRM,
+  decline: ProtoSandboxBehavior.DECLINE,
+  silent: ProtoSandboxBehavior.SILENT,
+};
+
+const fromProtoBehavior = new Map<ProtoSandboxBehavior, SandboxBehavior>(Object.entries(toProtoBehavior).map(([name, value]) => [value, name as SandboxBehavior]));
+
+const toProtoVerdict: Record<AgeVerdict, ProtoAgeVerdict> = { over: ProtoAgeVerdict.OVER, under: ProtoAgeVerdict.UNDER, unavailable: ProtoAgeVerdict.UNAVAILABLE };
+
+const toProtoConflict: Record<LinkConflict, ProtoLinkConflict> = {
+  already_trusted: ProtoLinkConflict.ALREADY_TRUSTED,
+  rebind_requires_prior_id: ProtoLinkConflict.REBIND_REQUIRES_PRIOR_ID,
+};
