@@ -9,6 +9,8 @@ import { createTestDatabase, natsUrl, uniqueName } from "./index.ts";
 
 export interface TestMesh extends Mesh {
   console: Client<typeof ConsoleService>;
+  /** The settings every process got: database, NATS, this mesh's own stream and subject prefix, clock file. */
+  env: Record<string, string>;
   /** Moves the clock of every process of this mesh; `null` returns it to the system time. */
   setClock(at: Date | string | null): void;
   /** What the processes printed, for a failing test's message. */
@@ -27,15 +29,16 @@ export async function startTestMesh(label: string, options: { only?: ServiceName
   setClock(options.clockAt ?? null);
   const stream = uniqueName(label).toUpperCase();
   const lines: string[] = [];
+  const env = {
+    SVC_DATABASE_URL: database.url,
+    SVC_NATS_URL: natsUrl(),
+    SVC_EVENT_STREAM: stream,
+    SVC_EVENT_SUBJECT_PREFIX: `ev_${stream.toLowerCase()}`,
+    SVC_CLOCK_FILE: clockFile,
+    SVC_LOG_LEVEL: "warn",
+  };
   const mesh = await startMesh({
-    env: {
-      SVC_DATABASE_URL: database.url,
-      SVC_NATS_URL: natsUrl(),
-      SVC_EVENT_STREAM: stream,
-      SVC_EVENT_SUBJECT_PREFIX: `ev_${stream.toLowerCase()}`,
-      SVC_CLOCK_FILE: clockFile,
-      SVC_LOG_LEVEL: "warn",
-    },
+    env,
     ports: "free",
     only: options.only,
     log: (line) => {
@@ -45,6 +48,7 @@ export async function startTestMesh(label: string, options: { only?: ServiceName
   });
   return {
     ...mesh,
+    env,
     console: createClient(ConsoleService, createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" })),
     setClock,
     logs: () => lines.join("\n"),

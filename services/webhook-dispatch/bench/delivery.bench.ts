@@ -1,0 +1,209 @@
+/**
+ * Deliveries per second of a burst of events to one local receiver that answers 204, against a
+ * baseline measured on the same machine in the same run: the lower of what a bare node:http server
+ * answers (at the dispatcher's per-endpoint concurrency) and how many single-row UPDATEs the same
+ * PostgreSQL commits one after another. The ratio says how much of those primitives the dispatcher
+ * turns into signed, recorded deliveries. Starts its own PostgreSQL and nats-server in a temporary
+ * directory, runs webhook-dispatch as its own process with its defaults, stops by itself, and prints
+ * one JSON line on stdout (progress, and the output of the processes it starts, go to stderr).
+ *
+ *   node services/webhook-dispatch/bench/delivery.bench.ts
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { chmod, mkdtemp, rm } from "node:fs/promises";
+import { Agent, request } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import pg from "pg";
+import { connectEventBus } from "@svc/platform";
+import { WebhookConsoleService } from "@svc/proto/webhook/v1/webhook_pb.js";
+import { startInfrastructure } from "../../../deploy/local/src/infrastructure.ts";
+import { freePort } from "../../../deploy/local/src/process-tools.ts";
+import { gateEvent, publish } from "../test/support/events.ts";
+
+const events = 2000;
+const warmUpEvents = 1000;
+const baselineRequests = 5000;
+const baselineUpdates = 5000;
+/** The dispatcher's default per-endpoint concurrency; the HTTP baseline gets the same. */
+const concurrency = 4;
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+/** A bare node:http server answering 204 in its own process; it reports its port, then its count on request. */
+const receiverScript = `
+  let count = 0;
+  const server = require("node:http").createServer((req, res) => {
+    req.resume();
+    req.on("end", () => { count += 1; res.writeHead(204).end(); });
+  });
+  server.listen(0, "127.0.0.1", () => process.send({ port: server.address().port }));
+  process.on("message", () => process.send({ count }));
+  process.on("disconnect", () => process.exit(0));
+`;
+
+interface Receiver {
+  child: ChildProcess;
+  url: string;
+  count(): Promise<number>;
+}
+
+async function startReceiverProcess(): Promise<Receiver> {
+  const child = spawn(process.execPath, ["-e", receiverScript], { stdio: ["ignore", 2, 2, "ipc"] });
+  const [{ port }] = (await once(child, "message")) as [{ port: number }];
+  return {
+    child,
+    url: `http://127.0.0.1:${port}/webhooks`,
+    async count() {
+      child.send("count");
+      const [{ count }] = (await once(child, "message")) as [{ count: number }];
+      return count;
+    },
+  };
+}
+
+/** The service as it runs in production: its own process, with its defaults. */
+async function startDispatcherProcess(env: Record<string, string>) {
+  const child = spawn(process.execPath, [fileURLToPath(new URL("../src/server.ts", import.meta.url))], { env: { ...process.env, ...env }, stdio: ["ignore", 2, 2] });
+  const exited = once(child, "exit");
+  const baseUrl = `http://127.0.0.1:${env.WEBHOOK_DISPATCH_PORT}`;
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill("SIGCONT");
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  for (let tries = 0; (await fetch(`${baseUrl}/readyz`).catch(() => undefined))?.status !== 200; tries += 1) {
+    if (tries > 200) {
+      await stop();
+      throw new Error("webhook-dispatch did not become ready");
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return {
+    console: createClient(WebhookConsoleService, createConnectTransport({ baseUrl, httpVersion: "2" })),
+    pause: () => child.kill("SIGSTOP"),
+    resume: () => child.kill("SIGCONT"),
+    stop,
+  };
+}
+
+async function httpRate(url: string): Promise<number> {
+  const agent = new Agent({ keepAlive: true });
+  const post = () =>
+    new Promise<void>((resolve, reject) => {
+      const req = request(url, { method: "POST", agent, headers: { "content-type": "application/json" } }, (res) => {
+        res.resume();
+        res.on("end", resolve);
+      });
+      req.on("error", reject);
+      req.end('{"type":"gate.human_verified"}');
+    });
+  let sent = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (sent < baselineRequests) {
+        sent += 1;
+        await post();
+      }
+    }),
+  );
+  const rate = baselineRequests / ((performance.now() - started) / 1000);
+  agent.destroy();
+  return rate;
+}
+
+async function updateRate(databaseUrl: string): Promise<number> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  await client.query("create table bench_counter (id int primary key, n bigint not null)");
+  await client.query("insert into bench_counter values (1, 0)");
+  const started = performance.now();
+  for (let i = 0; i < baselineUpdates; i += 1) await client.query("update bench_counter set n = n + 1 where id = 1");
+  const rate = baselineUpdates / ((performance.now() - started) / 1000);
+  await client.query("drop table bench_counter");
+  await client.end();
+  return rate;
+}
+
+/** Seconds from resuming a paused dispatcher, with `events` waiting on the stream, until all are delivered. */
+async function measureDeliveries(infrastructure: { postgresUrl: string; natsUrl: string }, receiver: Receiver): Promise<number> {
+  const env = {
+    SVC_DATABASE_URL: infrastructure.postgresUrl,
+    SVC_NATS_URL: infrastructure.natsUrl,
+    SVC_EVENT_STREAM: "BENCH",
+    SVC_EVENT_SUBJECT_PREFIX: "bench",
+    SVC_LOG_LEVEL: "error",
+    WEBHOOK_DISPATCH_PORT: String(await freePort()),
+  };
+  const dispatcher = await startDispatcherProcess(env);
+  const bus = await connectEventBus({ url: infrastructure.natsUrl, name: "bench", stream: "BENCH", subjectPrefix: "bench" });
+  const db = new pg.Client({ connectionString: infrastructure.postgresUrl, options: "-c search_path=webhook_dispatch" });
+  try {
+    await db.connect();
+    await dispatcher.console.addEndpoint({ organizationId: "org-bench", url: receiver.url, types: [] });
+    const publishBurst = async (count: number) => {
+      const burst = Array.from({ length: count }, () => gateEvent("org-bench"));
+      for (let i = 0; i < burst.length; i += 100) await Promise.all(burst.slice(i, i + 100).map((event) => publish(bus, event)));
+    };
+    const before = await receiver.count();
+    // Done when Postgres records every delivery as delivered. The receiver's count (over IPC) is
+    // watched first, so that watching does not load the database under test.
+    const delivered = async () => (await db.query<{ n: number }>("select count(*)::int as n from deliveries where status = 'delivered'")).rows[0]!.n;
+    const allDelivered = async (total: number) => {
+      const deadline = Date.now() + 120_000;
+      while ((await receiver.count()) - before < total || (await delivered()) < total) {
+        if (Date.now() > deadline) throw new Error(`only ${await delivered()} of ${total} delivered after 120 s`);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    };
+
+    // A warm-up burst, so that the measured one runs on optimised code, as a long-running process does.
+    await publishBurst(warmUpEvents);
+    await allDelivered(warmUpEvents);
+    // The measured burst waits on the stream while the dispatcher is paused, so that the time covers
+    // the dispatcher's work (consume, store, fan out, sign, send, record) and not the publishing.
+    dispatcher.pause();
+    await publishBurst(events);
+    const started = performance.now();
+    dispatcher.resume();
+    await allDelivered(warmUpEvents + events);
+    return (performance.now() - started) / 1000;
+  } finally {
+    await db.end();
+    await bus.nc.drain();
+    await dispatcher.stop();
+  }
+}
+
+async function main(): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), "webhook-bench-"));
+  // PostgreSQL runs as the postgres user when we are root and must get into the directory.
+  await chmod(dir, 0o755);
+  const infrastructure = await startInfrastructure({ dir, durable: false, log });
+  const receiver = await startReceiverProcess();
+  try {
+    const http = await httpRate(receiver.url);
+    const update = await updateRate(infrastructure.postgresUrl);
+    log(`baseline: bare node:http ${http.toFixed(0)} requests/s at concurrency ${concurrency}; single-row UPDATE ${update.toFixed(0)}/s`);
+    const seconds = await measureDeliveries(infrastructure, receiver);
+    log(`delivered ${events} events in ${seconds.toFixed(2)} s`);
+    const deliveriesPerS = events / seconds;
+    const baselinePerS = Math.min(http, update);
+    process.stdout.write(
+      `${JSON.stringify({ name: "webhook-delivery", deliveries_per_s: Math.round(deliveriesPerS), baseline_per_s: Math.round(baselinePerS), ratio: Number((deliveriesPerS / baselinePerS).toFixed(3)) })}\n`,
+    );
+  } finally {
+    receiver.child.kill();
+    await infrastructure.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) await main();

@@ -1,0 +1,48 @@
+import { commonSettings, loadConfig, parse, type Logger, type Settings } from "@svc/platform";
+import { defaultRetrySchedule } from "./delivery/retry-schedule.ts";
+
+/** WEBHOOK_DISPATCH_<NAME> variables; the README lists them with their defaults. */
+export const settings = {
+  secretKey: {
+    parse: parse.base64Key32,
+    default: null as Buffer | null,
+    description: "AES-256-GCM key for endpoint secrets at rest, base64 of 32 bytes; required in production",
+  },
+  deliveryTimeout: { parse: parse.duration, default: 15_000, description: "how long an endpoint has to answer an attempt" },
+  retrySchedule: {
+    parse: (raw: string) => raw.split(",").map((part) => parse.duration(part)),
+    default: defaultRetrySchedule.map((part) => parse.duration(part)),
+    description: "comma-separated delays before each attempt; its length is the number of attempts",
+  },
+  retryJitterPercent: {
+    parse: (raw: string) => {
+      const n = Number(raw);
+      if (!Number.isInteger(n) || n < 0 || n > 50) throw new Error(`not a whole percentage from 0 to 50: ${raw}`);
+      return n;
+    },
+    default: 20,
+    description: "random spread of each retry delay, plus or minus this percentage",
+  },
+  retryAfterMax: { parse: parse.duration, default: 3_600_000, description: "the longest wait a receiver's Retry-After can ask for" },
+  perEndpointConcurrency: { parse: parse.positiveInt, default: 4, description: "attempts in flight to one endpoint at a time" },
+  globalConcurrency: { parse: parse.positiveInt, default: 64, description: "attempts in flight in this process at a time" },
+  pollInterval: { parse: parse.duration, default: 1000, description: "how often the worker looks for due retries when nothing woke it" },
+  autoDisableAfter: { parse: parse.duration, default: 5 * 86_400_000, description: "an endpoint whose every attempt failed for this long is disabled" },
+  consumerName: { parse: parse.string, default: "webhook-dispatch", description: "durable JetStream consumer name" },
+  ackWait: { parse: parse.duration, default: 30_000, description: "JetStream redelivers an event not acknowledged within this time" },
+} satisfies Settings;
+
+/** A fixed key so a development mesh starts without setup; production refuses to run on it. */
+const developmentSecretKey = Buffer.from("webhook-dispatch development key", "utf8");
+
+/**
+ * The key that seals endpoint secrets, checked before the service opens anything: production needs
+ * its own key, development falls back to the built-in one with a warning.
+ */
+export function resolveSecretKey(env: NodeJS.ProcessEnv, logger: Logger): Buffer {
+  const { secretKey, deployment } = loadConfig("WEBHOOK_DISPATCH", { secretKey: settings.secretKey, deployment: commonSettings.deployment }, env);
+  if (secretKey) return secretKey;
+  if (deployment === "production") throw new Error("WEBHOOK_DISPATCH_SECRET_KEY is required in production (base64 of 32 random bytes)");
+  logger.warn("WEBHOOK_DISPATCH_SECRET_KEY is not set: endpoint secrets are sealed with the built-in development key");
+  return developmentSecretKey;
+}

@@ -1,0 +1,216 @@
+import type { EntityManager } from "@mikro-orm/postgresql";
+
+/** A delivery this process owns until its lease ends, with what it needs to send it. */
+export interface ClaimedDelivery {
+  deliveryId: string;
+  /** The delivery's attempt count including this attempt; the result is written only if it still matches. */
+  attempts: number;
+  /** Attempts of the current retry schedule including this one. */
+  scheduleStep: number;
+  /** When the delivery comes due again if no result is written: for another worker, after a crash. */
+  leaseUntil: Date;
+  messageId: string;
+  body: Buffer;
+  endpointId: string;
+  url: string;
+  secretVersion: number;
+  secretSealed: Buffer;
+  previousSecretSealed: Buffer | null;
+  previousSecretExpiresAt: Date | null;
+}
+
+/**
+ * How a worker takes deliveries: at most `perEndpoint` held per endpoint (in flight or queued
+ * behind those), counting what it already `holds`. Each claimed delivery's lease covers the worst
+ * case ahead of it: every attempt queued before it on its endpoint using the whole timeout.
+ */
+export interface ClaimTerms {
+  now: Date;
+  perEndpoint: number;
+  holds: ReadonlyMap<string, number>;
+  concurrency: number;
+  timeoutMs: number;
+  marginMs: number;
+}
+
+/** SQL: the lease end of a delivery with `ahead` deliveries of its endpoint before it in the worker's hands. */
+export const leaseEndSql = `(:now::timestamptz + ((ahead / :concurrency) + 1) * :timeoutMs * interval '1 millisecond' + :marginMs * interval '1 millisecond')`;
+
+/** SQL: how many deliveries of endpoint `e` the worker holds already. */
+export const heldSql = `coalesce((:holds::jsonb ->> e.id)::int, 0)`;
+
+export const termsParams = (terms: ClaimTerms) => ({
+  now: terms.now,
+  perEndpoint: terms.perEndpoint,
+  holds: JSON.stringify(Object.fromEntries(terms.holds)),
+  concurrency: terms.concurrency,
+  timeoutMs: terms.timeoutMs,
+  marginMs: terms.marginMs,
+});
+
+export type ClaimedRow = {
+  id: string;
+  attempts: number;
+  schedule_step: number;
+  lease_until: string;
+  message_id: string;
+  body: Buffer;
+  endpoint_id: string;
+  url: string;
+  secret_version: number;
+  secret_sealed: Buffer;
+  previous_secret_sealed: Buffer | null;
+  previous_secret_expires_at: string | null;
+};
+
+export const claimedDelivery = (r: ClaimedRow): ClaimedDelivery => ({
+  deliveryId: String(r.id),
+  attempts: r.attempts,
+  scheduleStep: r.schedule_step,
+  leaseUntil: new Date(r.lease_until),
+  messageId: r.message_id,
+  body: r.body,
+  endpointId: r.endpoint_id,
+  url: r.url,
+  secretVersion: r.secret_version,
+  secretSealed: r.secret_sealed,
+  previousSecretSealed: r.previous_secret_sealed,
+  previousSecretExpiresAt: r.previous_secret_expires_at === null ? null : new Date(r.previous_secret_expires_at),
+});
+
+/**
+ * Claims due deliveries in one statement: per enabled endpoint up to the worker's room, oldest due
+ * first, skipping rows another worker holds, at most `limit` in all. A claim counts as an attempt and
+ * moves the next attempt to the lease's end. The schedule lives in Postgres, so a restart loses nothing.
+ */
+export async function claimDueDeliveries(em: EntityManager, terms: ClaimTerms & { limit: number }): Promise<ClaimedDelivery[]> {
+  const rows = await em.execute<ClaimedRow[]>(
+    `with claimable as (
+       select due.id, ${heldSql} + row_number() over (partition by e.id order by due.next_attempt_at, due.id) - 1 as ahead
+       from endpoints e
+       cross join lateral (
+         select d.id, d.next_attempt_at from deliveries d
+         where d.endpoint_id = e.id and d.status = 'pending' and d.next_attempt_at <= :now
+         order by d.next_attempt_at, d.id
+         limit greatest(:perEndpoint - ${heldSql}, 0)
+         for update of d skip locked
+       ) due
+       where e.status = 'enabled'
+       order by due.next_attempt_at, due.id
+       limit :limit
+     )
+     update deliveries d
+     set attempts = d.attempts + 1, schedule_step = d.schedule_step + 1, next_attempt_at = ${leaseEndSql}
+     from claimable c, messages m, endpoints e
+     where d.id = c.id and m.id = d.message_id and e.id = d.endpoint_id
+     returning d.id, d.attempts, d.schedule_step, d.next_attempt_at as lease_until, m.id as message_id, m.body, e.id as endpoint_id, e.url,
+       e.secret_version, e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at`,
+    { ...termsParams(terms), limit: terms.limit },
+  );
+  return rows.map(claimedDelivery);
+}
+
+/**
+ * Gives back claimed deliveries whose attempt never started (the worker stops, or their endpoint was
+ * disabled): pending and due now, as if they had not been claimed, instead of waiting for the lease.
+ */
+export async function releaseClaims(em: EntityManager, deliveries: readonly ClaimedDelivery[], now: Date): Promise<void> {
+  await em.execute(
+    `update deliveries d
+     set attempts = d.attempts - 1, schedule_step = d.schedule_step - 1, next_attempt_at = :now
+     from jsonb_to_recordset(:claims::jsonb) as c(id bigint, attempts int)
+     where d.id = c.id and d.attempts = c.attempts and d.status = 'pending'`,
+    { now, claims: JSON.stringify(deliveries.map((d) => ({ id: d.deliveryId, attempts: d.attempts }))) },
+  );
+}
+
+export interface AttemptResult {
+  deliveryId: string;
+  endpointId: string;
+  attempts: number;
+  startedAt: Date;
+  /** When the attempt ended. */
+  at: Date;
+  succeeded: boolean;
+  statusCode: number | null;
+  error: string | null;
+  /** What the delivery becomes: delivered, pending again at nextAttemptAt, or failed for good. */
+  status: "delivered" | "pending" | "failed";
+  nextAttemptAt: Date | null;
+}
+
+/**
+ * Writes a batch of attempt results in one statement: the deliveries (only where the attempt count
+ * still matches, so a late result never overwrites a newer claim), each endpoint's failure streak
+ * (the first failure since its last success), and the disabling of every endpoint whose streak
+ * reached `autoDisableAfterMs`. Endpoint rows whose streak did not change are not written.
+ * Returns the endpoints it disabled.
+ */
+export async function recordAttemptResults(em: EntityManager, results: readonly AttemptResult[], options: { now: Date; autoDisableAfterMs: number }): Promise<string[]> {
+  const rows = await em.execute<{ id: string }[]>(
+    `with written as (
+       update deliveries d
+       set status = r.status, next_attempt_at = r.next_attempt_at, last_attempt_at = r.started_at, last_status_code = r.status_code,
+         last_error = r.error, delivered_at = case when r.status = 'delivered' then r.at else d.delivered_at end
+       from jsonb_to_recordset(:results::jsonb)
+         as r(id bigint, attempts int, status text, next_attempt_at timestamptz, started_at timestamptz, status_code int, error text, at timestamptz)
+       where d.id = r.id and d.attempts = r.attempts
+     ), streaks as (
+       select id, failing_since, status = 'enabled' and failing_since <= :disableIfFailingSince as disable
+       from (
+         select s.id, e.status, case when s.succeeded then s.failing_since else coalesce(e.failing_since, s.failing_since) end as failing_since
+         from jsonb_to_recordset(:streaks::jsonb) as s(id text, succeeded boolean, failing_since timestamptz)
+         join endpoints e on e.id = s.id
+       ) updated
+     ), changed as (
+       update endpoints e
+       set failing_since = s.failing_since,
+         status = case when s.disable then 'disabled' else e.status end,
+         disabled_at = case when s.disable then :now::timestamptz else e.disabled_at end,
+         disabled_reason = case when s.disable
+           then format('disabled automatically: every delivery attempt since %s failed', to_char(s.failing_since at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'))
+           else e.disabled_reason end
+       from streaks s
+       where e.id = s.id and (e.failing_since is distinct from s.failing_since or s.disable)
+       returning e.id, s.disable
+     )
+     select id from changed where disable`,
+    {
+      results: JSON.stringify(
+        results.map((r) => ({
+          id: r.deliveryId,
+          attempts: r.attempts,
+          status: r.status,
+          next_attempt_at: r.nextAttemptAt,
+          started_at: r.startedAt,
+          status_code: r.statusCode,
+          error: r.error,
+          at: r.at,
+        })),
+      ),
+      disableIfFailingSince: new Date(options.now.getTime() - options.autoDisableAfterMs),
+      streaks: JSON.stringify(failureStreaks(results)),
+      now: options.now,
+    },
+  );
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Per endpoint, in the order the attempts ended: whether any succeeded, and the first failure after
+ * the last success (null when the last attempt succeeded).
+ */
+function failureStreaks(results: readonly AttemptResult[]): { id: string; succeeded: boolean; failing_since: Date | null }[] {
+  const streaks = new Map<string, { id: string; succeeded: boolean; failing_since: Date | null }>();
+  for (const r of [...results].sort((a, b) => a.at.getTime() - b.at.getTime())) {
+    const streak = streaks.get(r.endpointId) ?? { id: r.endpointId, succeeded: false, failing_since: null };
+    if (r.succeeded) {
+      streak.succeeded = true;
+      streak.failing_since = null;
+    } else {
+      streak.failing_since ??= r.at;
+    }
+    streaks.set(r.endpointId, streak);
+  }
+  return [...streaks.values()];
+}

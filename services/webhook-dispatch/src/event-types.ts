@@ -1,0 +1,60 @@
+import { Environment } from "@svc/proto/common/v1/caller_pb.js";
+import type { Event } from "@svc/proto/events/v1/events_pb.js";
+import { WebhookError } from "./errors.ts";
+
+/** The webhook type of each payload case of the event envelope: one place that names them. */
+export const typeOfPayloadCase = {
+  gateHumanVerified: "gate.human_verified",
+  gateUnavailable: "gate.unavailable",
+  accountSecured: "account.secured",
+  accountUnlinked: "account.unlinked",
+  agentsAskCardProposed: "agents_ask.card.proposed",
+  agentsAskResolutionConfirmed: "agents_ask.resolution.confirmed",
+  agentsAskResolutionDenied: "agents_ask.resolution.denied",
+  agentsAskResolutionExpired: "agents_ask.resolution.expired",
+} as const satisfies Record<NonNullable<Event["payload"]["case"]>, string>;
+
+export type WebhookType = (typeof typeOfPayloadCase)[keyof typeof typeOfPayloadCase];
+
+export const webhookTypes: readonly WebhookType[] = Object.values(typeOfPayloadCase);
+
+/** The spec's retired names and their replacements: never sent, and refused in a filter. */
+export const retiredTypes: Readonly<Record<string, WebhookType>> = {
+  "census.human_verified": "gate.human_verified",
+  "verification.success": "gate.human_verified",
+  "census.unavailable": "gate.unavailable",
+  "census.human_unavailable": "gate.unavailable",
+  "verification.failed": "gate.unavailable",
+  "verification.expired": "gate.unavailable",
+  "q.card.proposed": "agents_ask.card.proposed",
+  "q.resolution.confirmed": "agents_ask.resolution.confirmed",
+  "q.resolution.denied": "agents_ask.resolution.denied",
+  "q.resolution.expired": "agents_ask.resolution.expired",
+};
+
+/** An endpoint's type filter, checked and in a stable order; empty means every type. */
+export function parseTypeFilter(types: readonly string[]): WebhookType[] {
+  const accepted = new Set<WebhookType>();
+  for (const type of types) {
+    const replacement = retiredTypes[type];
+    if (replacement) throw new WebhookError("invalid_argument", `"${type}" is a retired event type and is no longer sent; use "${replacement}"`);
+    if (!webhookTypes.includes(type as WebhookType)) {
+      throw new WebhookError("invalid_argument", `unknown event type "${type}"; the types are ${webhookTypes.join(", ")}`);
+    }
+    accepted.add(type as WebhookType);
+  }
+  return webhookTypes.filter((type) => accepted.has(type));
+}
+
+export type EnvironmentName = "development" | "production";
+
+const environmentNames = new Map<Environment, EnvironmentName>([
+  [Environment.DEVELOPMENT, "development"],
+  [Environment.PRODUCTION, "production"],
+]);
+
+/** The spec's name of an envelope's environment; null when the producer left it unspecified. */
+export const environmentName = (environment: Environment): EnvironmentName | null => environmentNames.get(environment) ?? null;
+
+export const environmentOf = (name: EnvironmentName | null): Environment =>
+  name === "development" ? Environment.DEVELOPMENT : name === "production" ? Environment.PRODUCTION : Environment.UNSPECIFIED;

@@ -1,0 +1,81 @@
+import type { EntityManager } from "@mikro-orm/postgresql";
+import { randomBase62 } from "@svc/platform";
+import type { EnvironmentName } from "../event-types.ts";
+import { claimedDelivery, heldSql, leaseEndSql, termsParams, type ClaimTerms, type ClaimedDelivery, type ClaimedRow } from "../delivery/delivery-store.ts";
+
+export interface IncomingMessage {
+  organizationId: string;
+  dedupKey: string;
+  type: string;
+  environment: EnvironmentName | null;
+  occurredAt: Date | null;
+  body: Buffer;
+}
+
+export const newMessageId = (): string => `msg_${randomBase62(24)}`;
+
+export interface StoreResult {
+  /** Deliveries created, claimed or not. */
+  created: number;
+  /** New deliveries claimed for the worker's first attempt in the same statement. */
+  claimed: ClaimedDelivery[];
+}
+
+/**
+ * Stores a batch of events as messages and fans each new one out to every enabled endpoint of its
+ * organization whose filter takes its type, in one statement. A dedup key seen before (the producer
+ * re-published, or the stream redelivered after a crash) adds neither a message nor a delivery.
+ *
+ * When the first attempt is immediate, the same statement claims the new deliveries the worker has
+ * room for (`claim`), so they go out without waiting for a claim of their own; the others are
+ * pending and due at `firstAttemptAt`.
+ */
+export async function storeMessages(
+  em: EntityManager,
+  messages: readonly IncomingMessage[],
+  options: { firstAttemptAt: Date; claim: ClaimTerms },
+): Promise<StoreResult> {
+  const rows = uniqueByDedupKey(messages).map((m) => ({
+    id: newMessageId(),
+    organization_id: m.organizationId,
+    dedup_key: m.dedupKey,
+    type: m.type,
+    environment: m.environment,
+    occurred_at: m.occurredAt?.toISOString() ?? null,
+    body: m.body.toString("base64"),
+  }));
+  if (rows.length === 0) return { created: 0, claimed: [] };
+  // The rows travel as one JSON parameter: the driver would expand a JS array into a list of parameters.
+  const created = await em.execute<(Partial<ClaimedRow> & { claimed: boolean })[]>(
+    `with stored as (
+       insert into messages (id, organization_id, dedup_key, type, environment, occurred_at, body, received_at)
+       select id, organization_id, dedup_key, type, environment, occurred_at, decode(body, 'base64'), :now
+       from jsonb_to_recordset(:rows::jsonb)
+         as t(id text, organization_id text, dedup_key text, type text, environment text, occurred_at timestamptz, body text)
+       on conflict (dedup_key) do nothing
+       returning id, seq, organization_id, type, body
+     ), targets as (
+       select s.id as message_id, s.body, e.id as endpoint_id, e.url, e.secret_version, e.secret_sealed, e.previous_secret_sealed,
+         e.previous_secret_expires_at, ${heldSql} + row_number() over (partition by e.id order by s.seq) - 1 as ahead
+       from stored s
+       join endpoints e on e.organization_id = s.organization_id and e.status = 'enabled'
+         and (cardinality(e.types) = 0 or s.type = any(e.types))
+     ), fanned_out as (
+       insert into deliveries (message_id, endpoint_id, status, attempts, schedule_step, next_attempt_at, created_at)
+       select message_id, endpoint_id, 'pending', claimed::int, claimed::int, case when claimed then ${leaseEndSql} else :firstAttemptAt end, :now
+       from (select *, ahead < :perEndpoint as claimed from targets) t
+       returning id, message_id, endpoint_id, attempts, schedule_step, next_attempt_at
+     )
+     select f.attempts = 1 as claimed, f.id, f.attempts, f.schedule_step, f.next_attempt_at as lease_until, f.message_id, f.endpoint_id,
+       t.url, t.secret_version, t.secret_sealed, t.previous_secret_sealed, t.previous_secret_expires_at,
+       case when f.attempts = 1 then t.body end as body
+     from fanned_out f join targets t using (message_id, endpoint_id)`,
+    { ...termsParams(options.claim), rows: JSON.stringify(rows), firstAttemptAt: options.firstAttemptAt },
+  );
+  return { created: created.length, claimed: created.filter((row) => row.claimed).map((row) => claimedDelivery(row as ClaimedRow)) };
+}
+
+function uniqueByDedupKey(messages: readonly IncomingMessage[]): IncomingMessage[] {
+  const seen = new Set<string>();
+  return messages.filter((m) => !seen.has(m.dedupKey) && seen.add(m.dedupKey));
+}

@@ -1,0 +1,57 @@
+import { createClient, type Client } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import pg from "pg";
+import { connectEventBus, createLogger, type Clock, type EventBus, type RunningService } from "@svc/platform";
+import type { Event } from "@svc/proto/events/v1/events_pb.js";
+import { WebhookConsoleService } from "@svc/proto/webhook/v1/webhook_pb.js";
+import { createTestDatabase, natsUrl, uniqueName, type TestDatabase } from "../../../../test/harness/index.ts";
+import { startWebhookDispatch } from "../../src/server.ts";
+import { publish } from "./events.ts";
+
+export interface TestDispatcher {
+  service: RunningService;
+  console: Client<typeof WebhookConsoleService>;
+  bus: EventBus;
+  /** The settings the service ran with: another process can join the same database and stream. */
+  env: Record<string, string>;
+  publish(event: Event, msgId?: string): Promise<void>;
+  /** Raw SQL in the service's schema, for what no RPC shows (the schedule, the stored secret). */
+  sql<R extends pg.QueryResultRow>(text: string, params?: unknown[]): Promise<R[]>;
+  stop(): Promise<void>;
+}
+
+/**
+ * webhook-dispatch in this process on its own database, stream and subjects, with the worker
+ * polling every 20 ms of real time while what is due comes from the given clock.
+ */
+export async function startTestDispatcher(label: string, options: { clock?: Clock; env?: Record<string, string> } = {}): Promise<TestDispatcher> {
+  const database: TestDatabase = await createTestDatabase(label);
+  const stream = uniqueName(label).toUpperCase();
+  const env: Record<string, string> = {
+    SVC_DATABASE_URL: database.url,
+    SVC_NATS_URL: natsUrl(),
+    SVC_EVENT_STREAM: stream,
+    SVC_EVENT_SUBJECT_PREFIX: `ev_${stream.toLowerCase()}`,
+    WEBHOOK_DISPATCH_PORT: "0",
+    WEBHOOK_DISPATCH_POLL_INTERVAL: "20ms",
+    ...options.env,
+  };
+  const service = await startWebhookDispatch({ env, clock: options.clock, logger: createLogger("webhook-dispatch", {}, "error") });
+  const bus = await connectEventBus({ url: natsUrl(), name: `${label}-publisher`, stream, subjectPrefix: env.SVC_EVENT_SUBJECT_PREFIX! });
+  const db = new pg.Client({ connectionString: database.url, options: "-c search_path=webhook_dispatch" });
+  await db.connect();
+  return {
+    service,
+    console: createClient(WebhookConsoleService, createConnectTransport({ baseUrl: service.url, httpVersion: "2" })),
+    bus,
+    env,
+    publish: (event, msgId) => publish(bus, event, msgId),
+    sql: async (text, params) => (await db.query(text, params)).rows,
+    async stop() {
+      await service.stop();
+      await bus.nc.drain();
+      await db.end();
+      await database.drop();
+    },
+  };
+}
