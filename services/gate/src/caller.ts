@@ -1,0 +1,34 @@
+import { CredentialKind, Environment, type Caller } from "@svc/proto/common/v1/caller_pb.js";
+import type { EnvironmentName } from "./events/gate-events.ts";
+import { Refusal } from "./refusal.ts";
+
+export type CallerKind = "secret_key" | "site_key" | "grant_token";
+
+/** The authenticated partner credential the gateway passes with every partner call. */
+export interface PartnerCaller {
+  organizationId: string;
+  environment: EnvironmentName;
+  credentialId: string;
+  kind: CallerKind;
+}
+
+const kinds = new Map<CredentialKind, CallerKind>([
+  [CredentialKind.SECRET_KEY, "secret_key"],
+  [CredentialKind.SITE_KEY, "site_key"],
+  [CredentialKind.GRANT_TOKEN, "grant_token"],
+]);
+
+export const environmentName = (environment: Environment): EnvironmentName | undefined =>
+  environment === Environment.DEVELOPMENT ? "development" : environment === Environment.PRODUCTION ? "production" : undefined;
+
+export const environmentProto = (environment: EnvironmentName): Environment => (environment === "production" ? Environment.PRODUCTION : Environment.DEVELOPMENT);
+
+/** Refuses a call without a complete caller of one of the kinds the operation takes. */
+export function partnerCaller(caller: Caller | undefined, accepts: readonly CallerKind[]): PartnerCaller {
+  const environment = caller ? environmentName(caller.environment) : undefined;
+  const kind = caller ? kinds.get(caller.credentialKind) : undefined;
+  if (!caller || !environment || !kind || caller.organizationId === "" || caller.credentialId === "")
+    throw new Refusal("unauthenticated", "the call carries no authenticated caller");
+  if (!accepts.includes(kind)) throw new Refusal("unauthenticated", `this operation does not take a ${kind.replace("_", " ")}`);
+  return { organizationId: caller.organizationId, environment, credentialId: caller.credentialId, kind };
+}

@@ -1,0 +1,4 @@
+import { CreateGateTables } from "./0001-gate-tables.ts";
+
+/** Applied in order at start; a released migration is never edited (add a new one). */
+export const migrations = [{ name: "0001_gate_tables", class: CreateGateTables }];

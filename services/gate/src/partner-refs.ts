@@ -1,0 +1,33 @@
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from "node:crypto";
+
+/**
+ * The partner's user references (`partner_user_id`, `partner_user_ref`) are never stored readably.
+ * Lookups (the 409 rule, Recent Presence, revoke) use a keyed hash scoped to the organization. The
+ * secured-account step needs the reference itself when the person confirms, so a pending request also
+ * keeps it sealed (AES-256-GCM, the request id as associated data); the sealed copy is erased when the
+ * request ends. Both keys derive from GATE_REF_KEY.
+ */
+export interface PartnerRefs {
+  hash(organizationId: string, value: string): Buffer;
+  seal(requestId: string, value: string): Buffer;
+  open(requestId: string, sealed: Buffer): string;
+}
+
+export function partnerRefs(secret: Buffer): PartnerRefs {
+  const hashKey = Buffer.from(hkdfSync("sha256", secret, Buffer.alloc(0), "gate partner-ref hash", 32));
+  const sealKey = Buffer.from(hkdfSync("sha256", secret, Buffer.alloc(0), "gate partner-ref seal", 32));
+  return {
+    hash: (organizationId, value) => createHmac("sha256", hashKey).update(`${organizationId}\n${value}`).digest(),
+    seal(requestId, value) {
+      const nonce = randomBytes(12);
+      const cipher = createCipheriv("aes-256-gcm", sealKey, nonce).setAAD(Buffer.from(requestId));
+      const body = Buffer.concat([cipher.update(value, "utf8"), cipher.final()]);
+      return Buffer.concat([nonce, body, cipher.getAuthTag()]);
+    },
+    open(requestId, sealed) {
+      const decipher = createDecipheriv("aes-256-gcm", sealKey, sealed.subarray(0, 12)).setAAD(Buffer.from(requestId));
+      decipher.setAuthTag(sealed.subarray(sealed.length - 16));
+      return Buffer.concat([decipher.update(sealed.subarray(12, sealed.length - 16)), decipher.final()]).toString("utf8");
+    },
+  };
+}

@@ -1,0 +1,46 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+
+/**
+ * A request the gate service refuses on purpose. Domain code throws these; `asConnectError` is the one
+ * place that turns them into Connect codes, which the gateway renders as the spec's `data.error` statuses.
+ */
+export type RefusalKind =
+  /** 401: the grant token is unknown, expired, used or revoked. */
+  | "unauthenticated"
+  /** 400: bad input, or no Active gate with this key in the caller's environment. */
+  | "invalid"
+  /** 403: the gate is not among the key's allowed gates; a grant token of another organization. */
+  | "forbidden"
+  /** 404: no such request (or not the caller's). */
+  | "not_found"
+  /** 409: a blocking pending request (the 409 rule); a request that is no longer pending. */
+  | "conflict";
+
+export class Refusal extends Error {
+  readonly kind: RefusalKind;
+  constructor(kind: RefusalKind, message: string) {
+    super(message);
+    this.name = "Refusal";
+    this.kind = kind;
+  }
+}
+
+const codes: Record<RefusalKind, Code> = {
+  unauthenticated: Code.Unauthenticated,
+  invalid: Code.InvalidArgument,
+  forbidden: Code.PermissionDenied,
+  not_found: Code.NotFound,
+  conflict: Code.FailedPrecondition,
+};
+
+export function asConnectError(error: unknown): unknown {
+  return error instanceof Refusal ? new ConnectError(error.message, codes[error.kind]) : error;
+}
+
+export async function refusalsAsConnectErrors<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw asConnectError(error);
+  }
+}

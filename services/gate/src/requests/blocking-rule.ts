@@ -1,0 +1,60 @@
+/**
+ * The 409 rule (spec "Errors", "The 409 rule"): which requests a new request is checked against, and
+ * which existing requests block it. revoke-verification ends exactly the requests this rule says would
+ * block, so both operations read it from here.
+ *
+ * Clauses:
+ * 1. The same user is the `partner_user_ref` sent to create-verification-link, else the
+ *    `partner_user_id` sent to create-session.
+ * 2. Only pending unexpired requests block; completed, failed and expired ones never do.
+ * 3. Requests with neither value, or naming no gate, are not checked.
+ * 4. A browser request with a site key and no `partner_user_id` on the session is not checked.
+ * 5. Clearing: revoke-verification with the same gate key and the user's reference as
+ *    `partner_user_id` ends the blocking requests, after which the same grant token may create again.
+ * Our addition: a presence ceremony (`parent_request_id`) is never blocked by its own pre-check,
+ * which it replaces.
+ */
+
+export type SessionCredentialKind = "secret_key" | "site_key";
+
+export interface NewRequestFacts {
+  gate: string;
+  /** `partner_user_ref` of create-verification-link. */
+  partnerUserRef: string | undefined;
+  /** `partner_user_id` of create-session. */
+  sessionPartnerUserId: string | undefined;
+  /** The credential that created the session. */
+  sessionCredentialKind: SessionCredentialKind;
+}
+
+const given = (value: string | undefined): value is string => value !== undefined && value !== "";
+
+/**
+ * The user a new request is checked as (clauses 1, 3 and 4), or undefined when it is not checked.
+ * A request that is not checked keeps no user, so it never blocks another one either.
+ */
+export function blockingUser(facts: NewRequestFacts): string | undefined {
+  if (!given(facts.gate)) return undefined;
+  if (facts.sessionCredentialKind === "site_key" && !given(facts.sessionPartnerUserId)) return undefined;
+  if (given(facts.partnerUserRef)) return facts.partnerUserRef;
+  if (given(facts.sessionPartnerUserId)) return facts.sessionPartnerUserId;
+  return undefined;
+}
+
+export interface ExistingRequest {
+  requestId: string;
+  status: string;
+  expiresAt: Date;
+}
+
+/** Clause 2: whether an existing request of the same user and gate blocks a new one at `now`. */
+export function blocks(existing: ExistingRequest, now: Date, parentRequestId?: string): boolean {
+  if (parentRequestId !== undefined && existing.requestId === parentRequestId) return false;
+  return existing.status === "pending" && existing.expiresAt.getTime() > now.getTime();
+}
+
+/**
+ * Clause 5: the user revoke-verification clears. Its `partner_user_id` names the user the same way
+ * clause 1 does, so a request checked under a `partner_user_ref` is cleared by that value.
+ */
+export const revokedUser = (partnerUserId: string): string | undefined => (given(partnerUserId) ? partnerUserId : undefined);

@@ -1,0 +1,58 @@
+import type { MikroORM } from "@mikro-orm/postgresql";
+import type { Clock } from "@svc/platform";
+import type { PartnerCaller } from "../caller.ts";
+import { acceptsRequests } from "../gates/gate-status.ts";
+import { findGate, type Gate } from "../gates/gate-store.ts";
+import type { PartnerRefs } from "../partner-refs.ts";
+import { Refusal } from "../refusal.ts";
+import { revokedUser } from "./blocking-rule.ts";
+import { requestIdForm } from "./request-ids.ts";
+import { storedRequest, type RequestRow } from "./request-row.ts";
+import { statusRecord, type StatusRecord } from "./status-record.ts";
+
+/** The partner's reads and its revoke: each scoped to the caller's organization and environment. */
+export class PartnerQueries {
+  readonly #orm: MikroORM;
+  readonly #clock: Clock;
+  readonly #refs: PartnerRefs;
+
+  constructor(options: { orm: MikroORM; clock: Clock; refs: PartnerRefs }) {
+    this.#orm = options.orm;
+    this.#clock = options.clock;
+    this.#refs = options.refs;
+  }
+
+  /** decisions.md: another organization's request id reads `found: false`, `not_found`. */
+  async status(caller: PartnerCaller, requestId: string): Promise<StatusRecord> {
+    const now = this.#clock.now();
+    if (!requestIdForm.test(requestId)) return statusRecord(undefined, now);
+    const rows = await this.#orm.em
+      .fork()
+      .execute<RequestRow[]>(`select * from requests where id = ? and organization_id = ? and environment = ?`, [requestId, caller.organizationId, caller.environment]);
+    return statusRecord(rows[0] ? storedRequest(rows[0]) : undefined, now);
+  }
+
+  /** revoke-verification: ends exactly the requests the 409 rule says would block a new one. */
+  async revoke(caller: PartnerCaller, gateKey: string, partnerUserId: string): Promise<number> {
+    const user = revokedUser(partnerUserId);
+    if (user === undefined) throw new Refusal("invalid", "partner_user_id is required");
+    const em = this.#orm.em.fork();
+    const gate = await findGate(em, caller.organizationId, caller.environment, gateKey);
+    if (!gate || !acceptsRequests(gate.status)) throw new Refusal("invalid", `no active gate ${JSON.stringify(gateKey)} in the ${caller.environment} environment`);
+    const now = this.#clock.now();
+    const rows = await em.execute<{ id: string }[]>(
+      `update requests set status = 'expired', ended_at = ?, ended_by = 'revoked', partner_ref_sealed = null
+        where organization_id = ? and environment = ? and gate_key = ? and blocking_user_hash = ? and status = 'pending' and expires_at > ? returning id`,
+      [now, caller.organizationId, caller.environment, gate.key, this.#refs.hash(caller.organizationId, user), now],
+    );
+    return rows.length;
+  }
+
+  /** What the widget needs to render a gate; any status, so it can tell a draft or archived gate apart. */
+  async partnerConfig(caller: PartnerCaller, gateKey: string, allowedGates: readonly string[]): Promise<Gate> {
+    const gate = await findGate(this.#orm.em.fork(), caller.organizationId, caller.environment, gateKey);
+    if (!gate) throw new Refusal("invalid", `no gate ${JSON.stringify(gateKey)} in the ${caller.environment} environment`);
+    if (allowedGates.length > 0 && !allowedGates.includes(gate.key)) throw new Refusal("forbidden", `gate ${JSON.stringify(gate.key)} is not allowed for this key`);
+    return gate;
+  }
+}

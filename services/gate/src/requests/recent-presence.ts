@@ -1,0 +1,18 @@
+/**
+ * Recent Presence (decisions.md): a request naming a returning person who completed a ceremony on the
+ * same gate and environment within the presence window is answered at once with `pass`. Who the
+ * person is: the `svc_user_id` when given (the human who confirmed), else the `partner_user_ref` (the
+ * reference a ceremony was completed under). A request that asks to secure an account always runs a
+ * ceremony: a link is made only by a passkey confirmation.
+ */
+export type PresenceLookup = { by: "human"; svcUserId: string } | { by: "reference"; refHash: Buffer };
+
+export function presenceLookup(input: { svcUserId: string; refHash: Buffer | null; securesAccount: boolean }): PresenceLookup | undefined {
+  if (input.securesAccount) return undefined;
+  if (input.svcUserId !== "") return { by: "human", svcUserId: input.svcUserId };
+  if (input.refHash) return { by: "reference", refHash: input.refHash };
+  return undefined;
+}
+
+/** The earliest completion instant that still counts at `now`. */
+export const presenceSince = (now: Date, windowMs: number): Date => new Date(now.getTime() - windowMs);

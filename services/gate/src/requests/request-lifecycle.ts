@@ -1,0 +1,131 @@
+import type { MikroORM } from "@mikro-orm/postgresql";
+import { enqueueEvent, type Clock, type EventBus, type OutboxRelay } from "@svc/platform";
+import { humanVerified, unavailableExpired, unavailableFailed, type FailureReason, type LinkRefusal, type OutboxMessage } from "../events/gate-events.ts";
+import { eventSubject, type RequestRow } from "./request-row.ts";
+
+type Em = Parameters<Parameters<MikroORM["em"]["transactional"]>[0]>[0];
+
+export interface Completion {
+  humanId: string;
+  trusted: boolean;
+  firstTime: boolean;
+  handle: string | undefined;
+  ageVerdict: string | null;
+  token: string;
+  tokenExpiresAt: Date;
+}
+
+export interface Failure {
+  reason: FailureReason;
+  errorMessage: string;
+  refusal?: LinkRefusal;
+}
+
+/**
+ * The request state table (spec "States and transitions"). Each terminal move is one conditional
+ * update on a pending row in the same transaction as its event, so a request yields at most one
+ * terminal event however many moves race for it:
+ *   pending → completed (gate.human_verified), pending → failed (gate.unavailable with failed_at),
+ *   pending → expired when the window passes (no event if nobody opened it; gate.unavailable with
+ *   expired_at when it was opened, or when it is opened afterwards), pending → expired by revoke.
+ */
+export class RequestLifecycle {
+  readonly #orm: MikroORM;
+  readonly #clock: Clock;
+  readonly #bus: EventBus;
+  readonly #outbox: OutboxRelay;
+
+  constructor(options: { orm: MikroORM; clock: Clock; bus: EventBus; outbox: OutboxRelay }) {
+    this.#orm = options.orm;
+    this.#clock = options.clock;
+    this.#bus = options.bus;
+    this.#outbox = options.outbox;
+  }
+
+  async load(requestId: string): Promise<RequestRow | undefined> {
+    const rows = await this.#orm.em.fork().execute<RequestRow[]>(`select * from requests where id = ?`, [requestId]);
+    return rows[0];
+  }
+
+  /** Marks a pending request opened; false when it is no longer pending inside its window. */
+  async markOpened(requestId: string): Promise<boolean> {
+    const now = this.#clock.now();
+    const rows = await this.#orm.em.fork().execute<{ id: string }[]>(
+      `update requests set opened_at = coalesce(opened_at, ?) where id = ? and status = 'pending' and expires_at > ? returning id`,
+      [now, requestId, now],
+    );
+    return rows.length > 0;
+  }
+
+  async complete(requestId: string, completion: Completion): Promise<RequestRow | undefined> {
+    const now = this.#clock.now();
+    return this.#transition(
+      `update requests set status = 'completed', ended_at = ?, ended_by = 'confirmed', human_id = ?, trusted = ?, first_time = ?, age_verdict = ?,
+         token = ?, token_expires_at = ?, event_sent = true, partner_ref_sealed = null
+       where id = ? and status = 'pending' and expires_at > ? returning *`,
+      [now, completion.humanId, completion.trusted, completion.firstTime, completion.ageVerdict, completion.token, completion.tokenExpiresAt, requestId, now],
+      (row) => [humanVerified(eventSubject(row), { verifiedAt: now, trusted: completion.trusted, firstTime: completion.firstTime, handle: completion.handle })],
+    );
+  }
+
+  /** pending → failed; the status record's reason is the link refusal's code, otherwise `unavailable`. */
+  async fail(requestId: string, failure: Failure): Promise<RequestRow | undefined> {
+    const now = this.#clock.now();
+    return this.#transition(
+      `update requests set status = 'failed', ended_at = ?, ended_by = ?, failure_reason = ?, event_sent = true, partner_ref_sealed = null
+       where id = ? and status = 'pending' and expires_at > ? returning *`,
+      [now, failure.reason, failure.refusal?.failureCode ?? "unavailable", requestId, now],
+      (row) => [unavailableFailed(eventSubject(row), { failedAt: now, ...failure })],
+    );
+  }
+
+  /**
+   * The person reached a request after its window: it expires (if the sweep has not done so yet) and,
+   * unless an event already went out for it, sends gate.unavailable with `expired_at`. Revoked and
+   * superseded requests were ended by the partner, not by time, and send nothing.
+   */
+  async expireOnLateOpen(requestId: string): Promise<RequestRow | undefined> {
+    const now = this.#clock.now();
+    return this.#transition(
+      `update requests set status = 'expired', ended_at = coalesce(ended_at, expires_at), ended_by = coalesce(ended_by, 'window'), event_sent = true, partner_ref_sealed = null
+       where id = ? and not event_sent and ((status = 'pending' and expires_at <= ?) or (status = 'expired' and ended_by = 'window')) returning *`,
+      [requestId, now],
+      (row) => [unavailableExpired(eventSubject(row), new Date(row.expires_at), now)],
+    );
+  }
+
+  /**
+   * The expiry sweep: pending requests past their window become expired. One nobody opened sends no
+   * event; one that was opened but not finished sends gate.unavailable with `expired_at`.
+   */
+  async sweep(limit: number): Promise<number> {
+    const now = this.#clock.now();
+    let count = 0;
+    await this.#orm.em.fork().transactional(async (em) => {
+      const rows = await em.execute<RequestRow[]>(
+        `with due as (select id from requests where status = 'pending' and expires_at <= ? order by expires_at limit ? for update skip locked)
+         update requests r set status = 'expired', ended_at = r.expires_at, ended_by = 'window', event_sent = (r.opened_at is not null), partner_ref_sealed = null
+         from due where r.id = due.id returning r.*`,
+        [now, limit],
+      );
+      count = rows.length;
+      for (const row of rows) if (row.opened_at !== null) this.#enqueue(em, unavailableExpired(eventSubject(row), new Date(row.expires_at), now));
+    });
+    if (count > 0) this.#outbox.wake();
+    return count;
+  }
+
+  async #transition(sql: string, params: unknown[], events: (row: RequestRow) => OutboxMessage[]): Promise<RequestRow | undefined> {
+    const row = await this.#orm.em.fork().transactional(async (em) => {
+      const rows = await em.execute<RequestRow[]>(sql, params);
+      if (rows[0]) for (const event of events(rows[0])) this.#enqueue(em, event);
+      return rows[0];
+    });
+    if (row) this.#outbox.wake();
+    return row;
+  }
+
+  #enqueue(em: Em, event: OutboxMessage): void {
+    enqueueEvent(em, this.#clock, event, this.#bus);
+  }
+}

@@ -1,0 +1,164 @@
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { ConnectRouter } from "@connectrpc/connect";
+import { CallerSchema, CredentialKind } from "@svc/proto/common/v1/caller_pb.js";
+import {
+  AuthenticateGrantResponseSchema,
+  ConfirmRequestResponseSchema,
+  CreateSessionResponseSchema,
+  CreateVerificationLinkResponseSchema,
+  DeclineRequestResponseSchema,
+  GateService,
+  GateType as ProtoGateType,
+  GetPartnerConfigResponseSchema,
+  GetVerificationStatusResponseSchema,
+  LogoutResponseSchema,
+  OpenRequestResponseSchema,
+  ReportFailureResponseSchema,
+  RevokeVerificationResponseSchema,
+  type RequestAccess,
+} from "@svc/proto/gate/v1/gate_pb.js";
+import { environmentProto, partnerCaller } from "./caller.ts";
+import type { Access } from "./ceremony/ceremony.ts";
+import type { GateType } from "./gates/gate-store.ts";
+import { Refusal, refusalsAsConnectErrors } from "./refusal.ts";
+import { requestLifetimeMs } from "./requests/lifetimes.ts";
+import type { GateServices } from "./services.ts";
+
+export const gateTypeProto = (type: GateType): ProtoGateType => (type === "age" ? ProtoGateType.AGE : ProtoGateType.HUMAN);
+
+const access = (value: RequestAccess | undefined): Access => ({ flowSecret: value?.flowSecret ?? "", svcUserId: value?.svcUserId ?? "" });
+
+/** Thin handlers: they translate messages and refusals; the rules live in the domain modules. */
+export function gateRoutes(services: GateServices): (router: ConnectRouter) => void {
+  const { sessions, queries, ceremony } = services;
+  return (router) =>
+    router.service(GateService, {
+      createSession: (request) =>
+        refusalsAsConnectErrors(async () => {
+          const caller = partnerCaller(request.caller, ["secret_key", "site_key"]);
+          const session = await sessions.create(caller, { partnerUserId: request.partnerUserId, metadata: request.metadata, allowedGates: request.allowedGates });
+          return create(CreateSessionResponseSchema, {
+            anchorGrantToken: session.token,
+            organizationId: session.organizationId,
+            expiresAt: timestampFromDate(session.expiresAt),
+          });
+        }),
+
+      authenticateGrant: (request) =>
+        refusalsAsConnectErrors(async () => {
+          const session = await sessions.authenticate(request.anchorGrantToken);
+          return create(AuthenticateGrantResponseSchema, {
+            caller: create(CallerSchema, {
+              organizationId: session.organization_id,
+              environment: environmentProto(session.environment),
+              credentialId: session.id,
+              credentialKind: CredentialKind.GRANT_TOKEN,
+            }),
+            allowedGates: session.allowed_gates,
+          });
+        }),
+
+      createVerificationLink: (request) =>
+        refusalsAsConnectErrors(async () => {
+          const caller = partnerCaller(request.caller, ["grant_token"]);
+          const link = await services.createVerificationLink(caller, {
+            gate: request.gate,
+            returnUrl: request.returnUrl,
+            mode: request.mode,
+            svcUserId: request.svcUserId,
+            partnerUserRef: request.partnerUserRef,
+            parentRequestId: request.parentRequestId,
+            metadata: request.metadata,
+            notarize: request.notarize,
+          });
+          return create(CreateVerificationLinkResponseSchema, {
+            requestId: link.requestId,
+            status: link.status,
+            flowSecret: link.flowSecret,
+            expiresAt: timestampFromDate(link.expiresAt),
+            pushedToDevices: link.pushedToDevices,
+            sdkType: link.sdkType,
+            authMode: link.authMode,
+            gate: link.gate.key,
+            organizationId: link.gate.organizationId,
+            gateType: gateTypeProto(link.gate.type),
+            ...(link.gate.ageThreshold !== null ? { ageThreshold: link.gate.ageThreshold } : {}),
+          });
+        }),
+
+      getVerificationStatus: (request) =>
+        refusalsAsConnectErrors(async () => {
+          const record = await queries.status(partnerCaller(request.caller, ["secret_key", "site_key"]), request.requestId);
+          return create(GetVerificationStatusResponseSchema, {
+            found: record.found,
+            status: record.status,
+            message: record.message,
+            trusted: record.trusted,
+            firstTime: record.firstTime,
+            reason: record.reason,
+            ageVerdict: record.ageVerdict,
+            token: record.token,
+            ...(record.expiresAt ? { expiresAt: timestampFromDate(record.expiresAt) } : {}),
+          });
+        }),
+
+      revokeVerification: (request) =>
+        refusalsAsConnectErrors(async () => {
+          const count = await queries.revoke(partnerCaller(request.caller, ["secret_key", "site_key"]), request.gate, request.partnerUserId);
+          return create(RevokeVerificationResponseSchema, { revokedCount: count });
+        }),
+
+      logout: (request) =>
+        refusalsAsConnectErrors(async () => {
+          const revoked = await sessions.revoke(partnerCaller(request.caller, ["secret_key", "site_key"]), request.anchorGrantToken);
+          return create(LogoutResponseSchema, { revoked });
+        }),
+
+      getPartnerConfig: (request) =>
+        refusalsAsConnectErrors(async () => {
+          const gate = await queries.partnerConfig(partnerCaller(request.caller, ["secret_key", "site_key"]), request.gate, request.allowedGates);
+          return create(GetPartnerConfigResponseSchema, {
+            gate: gate.key,
+            gateType: gateTypeProto(gate.type),
+            ...(gate.ageThreshold !== null ? { ageThreshold: gate.ageThreshold } : {}),
+            status: gate.status,
+            notarizeOffered: gate.notarizeOffer,
+            organizationId: gate.organizationId,
+            requestLifetimeSeconds: requestLifetimeMs / 1000,
+          });
+        }),
+
+      openRequest: (request) =>
+        refusalsAsConnectErrors(async () => {
+          if (request.rpId === "" || request.origin === "") throw new Refusal("invalid", "rp_id and origin are required");
+          const opened = await ceremony.open(request.requestId, access(request.access), { rpId: request.rpId, origin: request.origin });
+          const row = opened.row;
+          return create(OpenRequestResponseSchema, {
+            requestId: row.id,
+            status: opened.status,
+            gate: row.gate_key,
+            gateType: gateTypeProto(row.gate_type),
+            ...(row.age_threshold !== null ? { ageThreshold: row.age_threshold } : {}),
+            organizationId: row.organization_id,
+            notarizeOffered: row.notarize_offered,
+            authMode: row.mode,
+            expiresAt: timestampFromDate(new Date(row.expires_at)),
+            ceremonyId: opened.ceremonyId,
+            optionsJson: opened.optionsJson,
+          });
+        }),
+
+      confirmRequest: (request) =>
+        refusalsAsConnectErrors(async () => {
+          const result = await ceremony.confirm(request.requestId, access(request.access), { ceremonyId: request.ceremonyId, responseJson: request.responseJson });
+          return create(ConfirmRequestResponseSchema, result);
+        }),
+
+      declineRequest: (request) =>
+        refusalsAsConnectErrors(async () => create(DeclineRequestResponseSchema, await ceremony.decline(request.requestId, access(request.access)))),
+
+      reportFailure: (request) =>
+        refusalsAsConnectErrors(async () => create(ReportFailureResponseSchema, await ceremony.reportFailure(request.requestId, access(request.access), request.reason))),
+    });
+}

@@ -1,0 +1,70 @@
+import type { Client } from "@connectrpc/connect";
+import type { Clock, EventBus, Logger, OutboxRelay } from "@svc/platform";
+import type { MikroORM } from "@mikro-orm/postgresql";
+import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
+import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
+import type { PartnerCaller } from "./caller.ts";
+import { Ceremony } from "./ceremony/ceremony.ts";
+import { SandboxResponder } from "./ceremony/sandbox.ts";
+import { GateStore } from "./gates/gate-store.ts";
+import { partnerRefs } from "./partner-refs.ts";
+import { createLink, type CreatedLink, type LinkInput } from "./requests/create-link.ts";
+import { PartnerQueries } from "./requests/partner-queries.ts";
+import { RequestLifecycle } from "./requests/request-lifecycle.ts";
+import { SessionStore } from "./sessions/session-store.ts";
+
+export interface GateServices {
+  gates: GateStore;
+  sessions: SessionStore;
+  queries: PartnerQueries;
+  lifecycle: RequestLifecycle;
+  ceremony: Ceremony;
+  createVerificationLink(caller: PartnerCaller, input: LinkInput): Promise<CreatedLink>;
+}
+
+export interface GateDependencies {
+  orm: MikroORM;
+  bus: EventBus;
+  outbox: OutboxRelay;
+  clock: Clock;
+  logger: Logger;
+  account: Client<typeof AccountService>;
+  signing: Client<typeof SigningService>;
+  refKey: Buffer;
+  presenceWindowMs: number;
+  passkeyOrigin: string;
+  deployment: "development" | "production";
+}
+
+/** The gate service's domain objects, built once per process from its context. */
+export function gateServices(deps: GateDependencies): GateServices {
+  const { orm, clock, logger, account } = deps;
+  const refs = partnerRefs(deps.refKey);
+  const lifecycle = new RequestLifecycle({ orm, clock, bus: deps.bus, outbox: deps.outbox });
+  const ceremony = new Ceremony({ lifecycle, account, signing: deps.signing, refs, clock, logger });
+  const sandbox = new SandboxResponder({
+    ceremony,
+    account,
+    rp: { rpId: new URL(deps.passkeyOrigin).hostname, origin: deps.passkeyOrigin },
+    logger,
+    deployment: deps.deployment,
+  });
+
+  return {
+    gates: new GateStore({ orm, clock }),
+    sessions: new SessionStore({ orm, clock, refs }),
+    queries: new PartnerQueries({ orm, clock, refs }),
+    lifecycle,
+    ceremony,
+    async createVerificationLink(caller, input) {
+      // The account calls run before the transaction, so it holds no lock while another service answers.
+      const [devices, behavior] = input.svcUserId === "" ? [0, undefined] : await Promise.all([
+        account.listDevices({ svcUserId: input.svcUserId }).then((r) => r.devices.length),
+        sandbox.behaviorOf(input.svcUserId, caller.environment),
+      ]);
+      const link = await createLink({ orm, clock, refs, presenceWindowMs: deps.presenceWindowMs }, caller, input, { devices });
+      if (link.status === "pending" && behavior !== undefined) sandbox.answer(link.requestId, input.svcUserId, behavior);
+      return link;
+    },
+  };
+}
