@@ -1,0 +1,140 @@
+import { ManualClock } from "@svc/platform";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { aliasTable, sunset } from "../src/edge/aliases.ts";
+import { jsonSchemaOf, openApiDocument } from "../src/edge/openapi.ts";
+import { validate, type Schema } from "../src/http/schema.ts";
+import { routes } from "../src/operations/index.ts";
+import { startTestMesh, type TestMesh } from "./support.ts";
+
+/**
+ * The OpenAPI document is generated from the route table and the validation schemas: every route is
+ * in it, every documented path is served, and what it says about inputs is what validation does.
+ */
+
+type Json = Record<string, any>;
+const publicOrigin = "https://api.svc.test";
+const document = openApiDocument({ routes, aliases: aliasTable, sunset, publicOrigin }) as Json;
+
+/** Every `$ref` in the document, so each can be checked to resolve. */
+function refs(value: unknown, found: string[] = []): string[] {
+  if (Array.isArray(value)) value.forEach((v) => refs(v, found));
+  else if (typeof value === "object" && value !== null) {
+    for (const [key, v] of Object.entries(value)) {
+      if (key === "$ref" && typeof v === "string") found.push(v);
+      else refs(v, found);
+    }
+  }
+  return found;
+}
+
+describe("the document", () => {
+  test("is OpenAPI 3.1 with the spec's version, and has every route under its path, method and operationId", () => {
+    expect(document).toMatchObject({ openapi: "3.1.0", info: { version: "2.0.0" }, servers: [{ url: `${publicOrigin}/v1` }] });
+    for (const route of routes) {
+      const operation = document.paths[route.path]?.[route.method.toLowerCase()];
+      expect(operation, `${route.method} ${route.path}`).toBeDefined();
+      expect(operation.operationId).toBe(route.operationId);
+      expect(operation.summary).toBe(route.summary);
+      expect(operation.security).toHaveLength(route.auth.accepts.length);
+      for (const requirement of operation.security) expect(document.components.securitySchemes[Object.keys(requirement)[0]!]).toMatchObject({ type: "http", scheme: "bearer" });
+      expect(Object.keys(operation.responses).sort()).toEqual(["200", "400", "403", "500"]);
+    }
+    const operationIds = Object.values(document.paths).flatMap((item: any) => Object.values(item).filter((o: any) => o?.operationId).map((o: any) => o.operationId));
+    expect(new Set(operationIds).size).toBe(operationIds.length);
+  });
+
+  test("every $ref resolves", () => {
+    for (const reference of refs(document)) {
+      const target = reference
+        .slice(2)
+        .split("/")
+        .reduce<any>((node, part) => node?.[part], document);
+      expect(target, reference).toBeDefined();
+    }
+  });
+
+  test("describes the envelope, the rate-limit body and headers, and the validation error", () => {
+    const verify = document.paths["/sdk/verify-token"].post;
+    const ok = verify.responses["200"];
+    expect(Object.keys(ok.headers)).toEqual(["RateLimit-Policy", "RateLimit"]);
+    expect(ok.content["application/json"].schema.properties.data.oneOf[0]).toMatchObject({ required: ["data"], properties: { data: { type: "object" } } });
+    expect(ok.content["application/json"].schema.properties.data.oneOf[1]).toEqual({ type: "object", required: ["error"], properties: { error: { $ref: "#/components/schemas/EnvelopeError" } } });
+    expect(document.components.schemas.RateLimited.required).toEqual(["errors", "_rateLimit"]);
+    expect(document.components.schemas.InputValidationError.properties.errors.items.required).toEqual(["propertyPath", "invalidValue", "message"]);
+    expect(document.paths["/.well-known/jwks.json"].servers).toEqual([{ url: publicOrigin }]);
+  });
+
+  test("old names are documented as deprecated, and a required field may come under either name", () => {
+    const link = document.paths["/sdk/create-verification-link"]?.post;
+    if (link) {
+      const schema = link.requestBody.content["application/json"].schema;
+      expect(schema.properties.scope).toMatchObject({ type: "string", deprecated: true });
+      expect(schema.properties.enroll).toMatchObject({ type: "boolean", deprecated: true });
+      expect(schema.anyOf).toEqual([{ required: ["gate"] }, { required: ["scope"] }]);
+      expect(link.responses["200"].headers).toHaveProperty("Deprecation");
+    }
+    const config = document.paths["/sdk/partner-config"]?.get;
+    if (config) expect(config.parameters.find((p: Json) => p.name === "scope")).toMatchObject({ in: "query", deprecated: true, required: false });
+    expect(Boolean(link) || Boolean(config)).toBe(aliasTable.some((row) => routes.some((r) => r.operationId === row.operationId)));
+  });
+
+  test("a schema converts to JSON Schema 2020-12: null unions, uuid-v4 as a uuid with its pattern", () => {
+    const schema: Schema = {
+      type: "object",
+      properties: { id: { type: "string", format: "uuid-v4" }, note: { type: "string", nullable: true, enum: ["a"] }, free: { type: "object", additionalProperties: true } },
+      required: ["id"],
+    };
+    const converted = jsonSchemaOf(schema) as Json;
+    expect(converted).toEqual({
+      type: "object",
+      properties: {
+        id: { type: "string", format: "uuid", pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$" },
+        note: { type: ["string", "null"], enum: ["a", null] },
+        free: { type: "object", additionalProperties: true },
+      },
+      required: ["id"],
+    });
+    // The pattern is the one validation applies (case-insensitively there, so test lower case).
+    const pattern = new RegExp(converted.properties.id.pattern);
+    for (const id of ["0b6f7a52-3a3c-4c1e-9d7e-2f1f5b0c9a11", "0b6f7a52-3a3c-1c1e-9d7e-2f1f5b0c9a11"]) {
+      expect(pattern.test(id)).toBe(validate(schema, { id }).ok);
+    }
+  });
+});
+
+describe("served", () => {
+  const clock = new ManualClock("2026-12-01T10:00:00Z");
+  let mesh: TestMesh;
+  beforeAll(async () => {
+    mesh = await startTestMesh("edge_openapi", clock);
+  });
+  afterAll(() => mesh?.stop());
+
+  test("at {base_url}/openapi.json, generated from the routes the gateway serves", async () => {
+    const response = await fetch(`${mesh.gateway.url}/v1/openapi.json`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toMatch(/^application\/json/);
+    const served = await response.json();
+    expect(served).toEqual(openApiDocument({ routes, aliases: aliasTable, sunset, publicOrigin: mesh.env.GATEWAY_PUBLIC_ORIGIN! }));
+    expect((await fetch(`${mesh.gateway.url}/v1/openapi.json`, { method: "POST" })).status).toBe(405);
+  });
+
+  test("an answer matches the result schema the document declares", async () => {
+    const route = routes.find((r) => r.operationId === "verifyToken")!;
+    const response = await fetch(`${mesh.gateway.url}/v1${route.path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ token: "a.b.c" }) });
+    const answer = (await response.json()).data.data;
+    expect(answer).toMatchObject({ valid: false, reason: "malformed" });
+    expect(validate(route.output!, answer)).toEqual({ ok: true, value: answer });
+  });
+
+  test("every documented path and method exists", async () => {
+    for (const [path, item] of Object.entries(document.paths as Record<string, Json>)) {
+      const base = item.servers ? mesh.gateway.url : `${mesh.gateway.url}/v1`;
+      for (const method of Object.keys(item).filter((key) => ["get", "post"].includes(key))) {
+        const response = await fetch(`${base}${path}`, { method: method.toUpperCase(), ...(method === "post" && { headers: { "content-type": "application/json" }, body: "{}" }) });
+        expect([404, 405], `${method} ${path}`).not.toContain(response.status);
+        await response.body?.cancel();
+      }
+    }
+  });
+});

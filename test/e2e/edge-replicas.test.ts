@@ -1,0 +1,136 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { fileClock } from "@svc/platform";
+import { Environment } from "@svc/proto/common/v1/caller_pb.js";
+import { ConsoleService, KeyType } from "@svc/proto/console/v1/console_pb.js";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { freePort } from "../../deploy/local/src/process-tools.ts";
+import { routes } from "../../gateway/src/operations/index.ts";
+import { startSigning } from "../../services/signing/src/server.ts";
+import { createTestDatabase, type TestDatabase } from "../harness/index.ts";
+
+/**
+ * Two gateway processes on one database share every limit exactly: requests sent to both at once
+ * pass exactly `limit` times in all, and a limit raised through one replica's console holds on the
+ * other from its next request.
+ */
+
+const gatewayEntry = fileURLToPath(new URL("../../gateway/src/server.ts", import.meta.url));
+const anonymousLimit = 7;
+
+interface Replica {
+  url: string;
+  consoleUrl: string;
+  child: ChildProcess;
+  output: string[];
+}
+
+let database: TestDatabase;
+let signing: Awaited<ReturnType<typeof startSigning>>;
+let dir: string;
+const replicas: Replica[] = [];
+
+async function startReplica(env: Record<string, string>): Promise<Replica> {
+  const [port, consolePort] = [await freePort(), await freePort()];
+  const output: string[] = [];
+  const child = spawn(process.execPath, [gatewayEntry], {
+    env: { ...process.env, ...env, GATEWAY_PORT: String(port), GATEWAY_CONSOLE_PORT: String(consolePort) },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  child.stdout!.on("data", (chunk: Buffer) => output.push(chunk.toString()));
+  child.stderr!.on("data", (chunk: Buffer) => output.push(chunk.toString()));
+  const replica = { url: `http://127.0.0.1:${port}`, consoleUrl: `http://127.0.0.1:${consolePort}`, child, output };
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) break;
+    const ready = await fetch(`${replica.url}/readyz`).then((r) => r.ok, () => false);
+    if (ready) return replica;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  child.kill("SIGKILL");
+  throw new Error(`gateway replica did not become ready:\n${output.join("")}`);
+}
+
+beforeAll(async () => {
+  database = await createTestDatabase("edge_replicas");
+  dir = mkdtempSync(join(tmpdir(), "edge-replicas-"));
+  const clockFile = join(dir, "clock");
+  // 10:00:03: the minute windows stay open for the whole file.
+  writeFileSync(clockFile, "2026-12-01T10:00:03.000Z");
+  signing = await startSigning({
+    env: { SVC_DATABASE_URL: database.url, SIGNING_PORT: "0", SIGNING_KEK: randomBytes(32).toString("base64"), SVC_LOG_LEVEL: "warn" },
+    clock: fileClock(clockFile),
+  });
+  const env = {
+    SVC_DATABASE_URL: database.url,
+    SVC_CLOCK_FILE: clockFile,
+    SVC_LOG_LEVEL: "warn",
+    GATEWAY_SIGNING_URL: signing.url,
+    GATEWAY_KEY_PEPPER: randomBytes(32).toString("base64"),
+    GATEWAY_RATE_LIMIT_ANONYMOUS_PER_MINUTE: String(anonymousLimit),
+  };
+  // Started together: the migrations of both run under one advisory lock.
+  replicas.push(...(await Promise.all([startReplica(env), startReplica(env)])));
+});
+
+afterAll(async () => {
+  for (const replica of replicas) {
+    replica.child.kill("SIGTERM");
+    if (replica.child.exitCode === null) await new Promise((resolve) => replica.child.once("exit", resolve));
+  }
+  await signing?.stop();
+  await database?.drop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+/** Sends `count` requests at once, alternating between the replicas. */
+function burst(count: number, request: (replica: Replica) => Promise<Response>): Promise<{ status: number; body: any }[]> {
+  return Promise.all(
+    Array.from({ length: count }, async (_, i) => {
+      const response = await request(replicas[i % replicas.length]!);
+      return { status: response.status, body: await response.json() };
+    }),
+  );
+}
+
+describe("two gateway processes on one database", () => {
+  test("a key's per_minute limit holds exactly across both, and a raise through one console holds on the other", async () => {
+    const route = routes.find((r) => r.method === "POST" && r.auth.accepts.includes("secret_key"))!;
+    const console_ = createClient(ConsoleService, createConnectTransport({ baseUrl: replicas[0]!.consoleUrl, httpVersion: "1.1" }));
+    const { organizationId } = await console_.createOrganization({ name: "Replicas" });
+    const { key, keyId } = await console_.createKey({ organizationId, environment: Environment.PRODUCTION, type: KeyType.SECRET });
+    await console_.setKeyLimits({ keyId, bucket: "per_minute", limit: 9 });
+    const send = (replica: Replica) =>
+      fetch(`${replica.url}/v1${route.path}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: "{}" });
+
+    const answers = await burst(30, send);
+    const passed = answers.filter((a) => a.status !== 403);
+    expect(passed).toHaveLength(9);
+    expect(passed.map((a) => a.body._rateLimit.primary.remaining).sort((x: number, y: number) => x - y)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
+    for (const refused of answers.filter((a) => a.status === 403)) {
+      expect(refused.body).toMatchObject({ errors: [{ code: "RATE_LIMITED" }], _rateLimit: { scope: "bs_prod", primary: { bucket: "per_minute", limit: 9, remaining: 0 } } });
+    }
+
+    const other = createClient(ConsoleService, createConnectTransport({ baseUrl: replicas[1]!.consoleUrl, httpVersion: "1.1" }));
+    await other.setKeyLimits({ keyId, bucket: "per_minute", limit: 11 });
+    const more = await burst(6, send);
+    expect(more.filter((a) => a.status !== 403)).toHaveLength(2);
+  });
+
+  test("operations without a credential are limited per client IP across both", async () => {
+    const answers = await burst(24, (replica) => fetch(`${replica.url}/v1/sdk/verify-token`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ token: "x.y.z" }) }));
+    expect(answers.filter((a) => a.status === 200)).toHaveLength(anonymousLimit);
+    expect(answers.filter((a) => a.status === 403)).toHaveLength(24 - anonymousLimit);
+    expect(answers.find((a) => a.status === 403)!.body._rateLimit).toEqual({
+      scope: "ip",
+      primary: { bucket: "per_minute", limit: anonymousLimit, remaining: 0, resetIn: 57 },
+      buckets: { per_minute: { limit: anonymousLimit, remaining: 0, resetIn: 57 } },
+    });
+  });
+});
