@@ -1,5 +1,13 @@
 import { commonSettings, ConfigError, loadConfig, parse, type Logger } from "@svc/platform";
 
+const wholeNumber =
+  (max: number) =>
+  (raw: string): number => {
+    const n = Number(raw);
+    if (!/^\d+$/.test(raw) || n > max) throw new Error(`not a whole number from 0 to ${max}: ${raw}`);
+    return n;
+  };
+
 export const settings = {
   ...commonSettings,
   host: { parse: parse.string, default: "127.0.0.1", description: "address the public API listens on" },
@@ -12,6 +20,18 @@ export const settings = {
   agentlinkUrl: { parse: parse.url, default: "http://127.0.0.1:9094", description: "base URL of the agentlink service" },
   webhookDispatchUrl: { parse: parse.url, default: "http://127.0.0.1:9095", description: "base URL of the webhook-dispatch service" },
   publicOrigin: { parse: parse.url, default: "http://127.0.0.1:8080", description: "the gateway's public origin ({api_origin}), used in links and documents" },
+  rateLimitAnonymousPerMinute: {
+    parse: wholeNumber(1_000_000_000),
+    default: 600,
+    description: "requests per minute and client IP of operations without a credential (verify-token); 0 leaves them uncounted",
+  },
+  trustedProxyHops: {
+    parse: wholeNumber(10),
+    default: 0,
+    description: "reverse proxies in front of the gateway whose X-Forwarded-For entries name the client (per-IP limits)",
+  },
+  inFlightLease: { parse: parse.duration, default: 60_000, description: "how long an in_flight slot of a replica that died stays taken" },
+  upgradeUrl: { parse: parse.url, default: "", description: "upgrade_url of a development key's rate-limit refusal (default: {api_origin}/upgrade)" },
   keyPepper: {
     parse: parse.base64Key32,
     // Development only: keys issued with it are worthless anywhere else. Production must set its own.
@@ -35,5 +55,5 @@ export function loadGatewayConfig(env: NodeJS.ProcessEnv, logger: Logger) {
   } else if (!pepperGiven) {
     logger.warn("GATEWAY_KEY_PEPPER is not set: using the built-in development pepper");
   }
-  return config;
+  return { ...config, upgradeUrl: config.upgradeUrl || `${config.publicOrigin}/upgrade` };
 }

@@ -10,15 +10,27 @@ import {
   type Logger,
 } from "@svc/platform";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
+import { GateService } from "@svc/proto/gate/v1/gate_pb.js";
+import { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import { loadGatewayConfig } from "./config.ts";
 import { consoleForwarding } from "./console/forwarding.ts";
 import { consoleRoutes } from "./console/routes.ts";
 import { apiKeyResolvers, authenticateStage } from "./credentials/authenticate.ts";
 import { CredentialDirectory } from "./credentials/directory.ts";
+import { grantTokenResolver } from "./credentials/grant-token.ts";
+import { loadOidcConfig, userSessionResolver } from "./credentials/user-session.ts";
+import { DevIdentityProvider } from "./dev-idp/dev-identity-provider.ts";
+import { webFlowPages } from "./app/web-flow.ts";
 import { entities } from "./credentials/entities.ts";
+import { aliasStage } from "./edge/alias-stage.ts";
+import { aliasTable, sunset } from "./edge/aliases.ts";
+import { KeyLimits } from "./edge/key-limits.ts";
+import { openApiDocument, openApiPath } from "./edge/openapi.ts";
+import { openRateLimitPool, RateLimiter } from "./edge/rate-limiter.ts";
+import { rateLimitStage } from "./edge/rate-limit-stage.ts";
 import { parseStage } from "./http/parse.ts";
 import { handleStage, validateStage, type Stage } from "./http/pipeline.ts";
-import { startPublicServer } from "./http/public-server.ts";
+import { basePath, startPublicServer } from "./http/public-server.ts";
 import { migrations } from "./migrations/index.ts";
 import { KeySetCache } from "./operations/jwks.ts";
 import { routes } from "./operations/index.ts";
@@ -51,28 +63,55 @@ export async function startGateway(options: { env?: NodeJS.ProcessEnv; clock?: C
   const orm = await openDatabase({ url: config.databaseUrl, schema: "gateway", entities, migrations, logger });
   const signing = createInternalClient(SigningService, config.signingUrl);
   const directory = new CredentialDirectory({ orm, pepper: config.keyPepper, clock });
+  const gate = createInternalClient(GateService, config.gateUrl);
+  const account = createInternalClient(AccountService, config.accountUrl);
   const services: GatewayServices = {
     signing,
     keySet: new KeySetCache({ signing, logger }),
+    gate,
+    account,
+    publicOrigin: config.publicOrigin,
   };
+  // The development identity provider signs sandbox humans in; production never runs it.
+  const devIdp = config.deployment === "production" ? undefined : await DevIdentityProvider.open({ orm, clock, publicOrigin: config.publicOrigin });
+  const userSessions = userSessionResolver({ oidc: loadOidcConfig(env), devIdp, account, clock });
   const ready = async () => {
     await databaseReachable(orm);
     await reachable(config.signingUrl, "signing");
   };
 
+  const rateLimitPool = openRateLimitPool(config.databaseUrl, logger);
+  const limiter = new RateLimiter({ pool: rateLimitPool, leaseTtlMs: config.inFlightLease, logger });
+  const openApiLink = `${config.publicOrigin}${basePath}${openApiPath}`;
+
   // The public pipeline, outermost first. Rate limiting goes after authenticate (it counts per
   // credential), alias handling before validate (it renames old fields so the schema sees new ones).
-  const stages: Stage[] = [parseStage, authenticateStage(apiKeyResolvers(directory, clock)), validateStage, handleStage];
+  const stages: Stage[] = [
+    parseStage,
+    authenticateStage([...apiKeyResolvers(directory, clock), grantTokenResolver(gate), userSessions]),
+    rateLimitStage({
+      limiter,
+      upgradeUrl: config.upgradeUrl,
+      anonymousPerMinute: config.rateLimitAnonymousPerMinute,
+      trustedProxyHops: config.trustedProxyHops,
+      logger,
+    }),
+    aliasStage({ table: aliasTable, sunset, link: openApiLink }),
+    validateStage,
+    handleStage,
+  ];
+  const openApi = openApiDocument({ routes, aliases: aliasTable, sunset, publicOrigin: config.publicOrigin });
+  const stopSweeping = limiter.startSweeping(() => clock.now(), 10 * 60_000);
 
   let publicServer: Awaited<ReturnType<typeof startPublicServer>> | undefined;
   try {
-    publicServer = await startPublicServer({ host: config.host, port: config.port, routes, stages, services, clock, logger, ready });
+    publicServer = await startPublicServer({ host: config.host, port: config.port, routes, stages, services, clock, logger, ready, openApi, pages: webFlowPages({ devIdp }) });
     const consoleServer = await serveConnect({
       name: "gateway-console",
       host: config.consoleHost,
       port: config.consolePort,
       logger: logger.child({ component: "console" }),
-      routes: consoleRoutes({ directory, signing }),
+      routes: consoleRoutes({ directory, signing, keyLimits: new KeyLimits({ orm, clock }), devIdp }),
       fallback: consoleForwarding(
         {
           "svc.gate.v1": config.gateUrl,
@@ -93,13 +132,17 @@ export async function startGateway(options: { env?: NodeJS.ProcessEnv; clock?: C
       consoleUrl: consoleServer.url,
       stop: () =>
         (stopping ??= (async () => {
+          stopSweeping();
           await Promise.all([running.stop(), consoleServer.stop()]);
+          await rateLimitPool.end();
           await orm.close();
           logger.info("stopped");
         })()),
     };
   } catch (error) {
+    stopSweeping();
     await publicServer?.stop();
+    await rateLimitPool.end();
     await orm.close(true);
     throw error;
   }

@@ -1,9 +1,15 @@
 import type { Client } from "@connectrpc/connect";
 import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
+import type { GateService } from "@svc/proto/gate/v1/gate_pb.js";
+import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import type { KeySetCache } from "./operations/jwks.ts";
 
 /** What operation handlers reach beyond the request: the business services' clients and shared caches. */
 export interface GatewayServices {
   signing: Client<typeof SigningService>;
   keySet: KeySetCache;
+  gate: Client<typeof GateService>;
+  account: Client<typeof AccountService>;
+  /** `{api_origin}`, for the links a response carries. */
+  publicOrigin: string;
 }

@@ -11,9 +11,11 @@ import { humanCommands } from "./commands/human.ts";
 import { keyCommands } from "./commands/key.ts";
 import { orgCommands } from "./commands/org.ts";
 import { signingCommands } from "./commands/signing.ts";
+import { gateCommands } from "./commands/gate.ts";
+import { webhookCommands } from "./commands/webhook.ts";
 
 /** One file per group in `commands/`; a new group is one import and one entry here. */
-const groups: readonly CommandGroup[] = [orgCommands, keyCommands, signingCommands, humanCommands];
+const groups: readonly CommandGroup[] = [orgCommands, keyCommands, signingCommands, gateCommands, humanCommands, webhookCommands];
 
 const defaultConsoleUrl = "http://127.0.0.1:9090";
 

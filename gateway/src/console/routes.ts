@@ -8,18 +8,25 @@ import {
   KeySummarySchema,
   KeyType as ProtoKeyType,
   ListKeysResponseSchema,
+  MintDevSessionResponseSchema,
   RevokeKeyResponseSchema,
   RotateSigningKeysResponseSchema,
+  SetKeyLimitsResponseSchema,
 } from "@svc/proto/console/v1/console_pb.js";
 import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { CredentialError, type CredentialDirectory } from "../credentials/directory.ts";
 import { environmentFromProto, environmentToProto } from "../credentials/authenticate.ts";
 import type { ApiKey } from "../credentials/entities.ts";
 import type { KeyType } from "../credentials/key-format.ts";
+import type { KeyLimits } from "../edge/key-limits.ts";
+import type { DevIdentityProvider } from "../dev-idp/dev-identity-provider.ts";
 
 export interface ConsoleDependencies {
   directory: CredentialDirectory;
   signing: Pick<Client<typeof SigningService>, "rotateKeys">;
+  keyLimits: Pick<KeyLimits, "set">;
+  /** Present in development only. */
+  devIdp?: Pick<DevIdentityProvider, "issuer" | "mint">;
 }
 
 const keyTypeFromProto = (type: ProtoKeyType): KeyType | undefined =>
@@ -29,7 +36,7 @@ const keyTypeToProto = (type: KeyType): ProtoKeyType => (type === "secret" ? Pro
 
 /** The operator console (internal port only): thin handlers over the credential directory and signing. */
 export function consoleRoutes(deps: ConsoleDependencies): (router: ConnectRouter) => void {
-  const { directory, signing } = deps;
+  const { directory, signing, keyLimits } = deps;
   return (router) =>
     router.service(ConsoleService, {
       createOrganization: (request) =>
@@ -66,6 +73,24 @@ export function consoleRoutes(deps: ConsoleDependencies): (router: ConnectRouter
           const records = await directory.listKeys(request.organizationId);
           return create(ListKeysResponseSchema, { keys: records.map(keySummary) });
         }),
+
+      setKeyLimits: (request) =>
+        translateErrors(async () => {
+          const limits = await keyLimits.set(request.keyId, request.bucket, request.limit);
+          return create(SetKeyLimitsResponseSchema, {
+            keyId: request.keyId,
+            limits: limits.map((l) => ({ bucket: l.bucket, limit: l.limit, windowSeconds: l.windowSeconds ?? 0, raised: l.raised })),
+          });
+        }),
+
+      mintDevSession: async (request) => {
+        const { devIdp } = deps;
+        if (!devIdp) throw new ConnectError("the development identity provider does not run in production", Code.FailedPrecondition);
+        if (request.issuer !== devIdp.issuer) throw new ConnectError(`issuer must be the development identity provider, ${devIdp.issuer}`, Code.InvalidArgument);
+        if (request.subject === "") throw new ConnectError("subject is required", Code.InvalidArgument);
+        const session = await devIdp.mint(request.subject);
+        return create(MintDevSessionResponseSchema, { sessionToken: session.token, expiresAt: timestampFromDate(session.expiresAt) });
+      },
 
       rotateSigningKeys: async () => {
         // Signing's own ConnectError passes through unchanged.

@@ -12,7 +12,13 @@ export const bodyLimitBytes = 64 * 1024;
 export const parseStage: Stage = {
   name: "parse",
   async run(ctx, next) {
+    const repeated = repeatedHeader(ctx.request.headersDistinct);
+    if (repeated !== undefined) {
+      if (!ctx.request.complete) ctx.responseHeaders.connection = "close";
+      throw bodyError(`the ${repeated} header must be sent once`);
+    }
     if (ctx.route.method === "GET") {
+      if (!isReadableQuery(ctx.request.url ?? "")) throw bodyError("the query string is not valid percent-encoded UTF-8");
       ctx.rawInput = queryInput(ctx.url.searchParams);
     } else {
       try {
@@ -29,12 +35,41 @@ export const parseStage: Stage = {
 
 /** A parameter given once is a string; given several times, an array (the schema decides if that is allowed). */
 export function queryInput(params: URLSearchParams): Record<string, unknown> {
-  const out: Record<string, string | string[]> = {};
-  for (const key of new Set(params.keys())) {
-    const values = params.getAll(key);
-    out[key] = values.length === 1 ? values[0]! : values;
+  // fromEntries defines own properties, so a parameter named __proto__ is a parameter like any other.
+  return Object.fromEntries(
+    [...new Set(params.keys())].map((key) => {
+      const values = params.getAll(key);
+      return [key, values.length === 1 ? values[0]! : values];
+    }),
+  );
+}
+
+/**
+ * URLSearchParams reads a broken escape as text and invalid UTF-8 as U+FFFD, so a garbled parameter
+ * would pass for another value: the raw query must be printable ASCII whose escapes decode as UTF-8.
+ */
+export function isReadableQuery(target: string): boolean {
+  const start = target.indexOf("?");
+  if (start === -1) return true;
+  const query = target.slice(start + 1).split("#")[0]!;
+  if (!/^[\x21-\x7e]*$/.test(query)) return false;
+  try {
+    for (const part of query.split(/[&=]/)) decodeURIComponent(part.replaceAll("+", " "));
+    return true;
+  } catch {
+    return false;
   }
-  return out;
+}
+
+/**
+ * Headers that decide how a request is read or who sends it. Node keeps the first of two
+ * Authorization or Content-Type headers and silently drops the other; a request that sends two is
+ * ambiguous, and is refused rather than guessed at.
+ */
+const singleHeaders = ["authorization", "content-type", "content-length", "origin", "x-svc-include-ratelimit"] as const;
+
+function repeatedHeader(headers: NodeJS.Dict<string[]>): string | undefined {
+  return singleHeaders.find((name) => (headers[name]?.length ?? 0) > 1);
 }
 
 const bodyError = (message: string) => new InputValidationError({}, [{ propertyPath: "", invalidValue: null, message }]);
@@ -57,7 +92,20 @@ export async function readJsonObject(request: IncomingMessage, limit: number): P
     throw bodyError(`request body is not valid JSON: ${(error as Error).message}`);
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) throw bodyError("request body must be a JSON object");
+  if (nestedDeeperThan(value, maxNesting)) throw bodyError(`request body is nested deeper than ${maxNesting} levels`);
   return value as Record<string, unknown>;
+}
+
+/**
+ * Far deeper than any operation's input (an Adaptive Card nests a few levels), and shallow enough that
+ * echoing the input in a 400 or copying it can never exhaust the stack.
+ */
+export const maxNesting = 32;
+
+function nestedDeeperThan(value: unknown, levels: number): boolean {
+  if (typeof value !== "object" || value === null) return false;
+  if (levels === 0) return true;
+  return Object.values(value).some((item) => nestedDeeperThan(item, levels - 1));
 }
 
 function readText(request: IncomingMessage, limit: number): Promise<string> {

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import type { Clock, Logger } from "@svc/platform";
 import { envelope } from "./envelope.ts";
-import { unhandledBody } from "./errors.ts";
+import { InputValidationError, unhandledBody } from "./errors.ts";
 import { runPipeline, type RequestContext, type Stage } from "./pipeline.ts";
 import type { Route } from "./route.ts";
 import { jwksPath, serveKeySet } from "../operations/jwks.ts";
@@ -22,6 +22,10 @@ export interface PublicServerOptions {
   logger: Logger;
   /** Throws when a dependency is unreachable; `/readyz` answers 503 then. */
   ready: () => Promise<void>;
+  /** The OpenAPI document, served as it is at `{base_url}/openapi.json`. */
+  openApi?: unknown;
+  /** Pages outside `{base_url}` (the web flow, the development identity provider's key set); true when it answered. */
+  pages?: (req: IncomingMessage, res: ServerResponse, url: URL) => boolean;
 }
 
 export interface RunningServer {
@@ -35,6 +39,8 @@ function send(res: ServerResponse, status: number, body: unknown, headers: Recor
   res.writeHead(status, { ...headers, "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(text) });
   res.end(text);
 }
+
+const badRequest = (message: string) => new InputValidationError({}, [{ propertyPath: "", invalidValue: null, message }]).toBody();
 
 /** Routes by path, then method, so a known path with the wrong method can say which it takes. */
 function indexRoutes(routes: readonly Route[]): Map<string, Map<string, Route>> {
@@ -90,7 +96,8 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const method = req.method ?? "GET";
-    const url = new URL(req.url ?? "/", "http://gateway.invalid");
+    const url = URL.parse(req.url ?? "/", "http://gateway.invalid");
+    if (!url) return send(res, 400, badRequest("the request target is not a valid URL"));
     const path = url.pathname;
 
     if (path === "/healthz") return send(res, 200, { status: "ok", service: "gateway" });
@@ -107,6 +114,10 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
       const reply = await serveKeySet(options.services.keySet);
       return send(res, reply.status, reply.body, reply.headers);
     }
+    if (options.openApi !== undefined && path === `${basePath}/openapi.json`) {
+      if (method !== "GET" && method !== "HEAD") return send(res, 405, { error: "method_not_allowed", message: `${path} takes GET` }, { allow: "GET, HEAD" });
+      return send(res, 200, options.openApi);
+    }
     if (path.startsWith(`${basePath}/`)) {
       const methods = routes.get(path.slice(basePath.length));
       const route = methods?.get(method);
@@ -117,6 +128,7 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
       }
       return send(res, 404, { error: "not_found", message: `no such operation: ${method} ${path}` });
     }
+    if (options.pages?.(req, res, url)) return;
     send(res, 404, { error: "not_found", message: `no such path: ${path}` });
   };
 
@@ -126,6 +138,13 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
       if (!res.headersSent) send(res, 500, unhandledBody);
       else res.destroy();
     });
+  });
+  // What Node's parser refuses (oversized or malformed headers, control characters) is a 400 in our
+  // shape rather than Node's bare 400/431; the connection cannot be trusted after it, so it closes.
+  server.on("clientError", (error: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable) return socket.destroy();
+    const text = JSON.stringify(badRequest(error.code === "HPE_HEADER_OVERFLOW" ? "request headers are too large" : "the request is not valid HTTP/1.1"));
+    socket.end(`HTTP/1.1 400 Bad Request\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`);
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

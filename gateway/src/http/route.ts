@@ -1,6 +1,6 @@
 import type { Caller } from "@svc/proto/common/v1/caller_pb.js";
 import type { Clock, Logger } from "@svc/platform";
-import type { Infer, ObjectSchema } from "./schema.ts";
+import type { Infer, ObjectSchema, Schema } from "./schema.ts";
 import { OperationError, type EnvelopeError, type ErrorStatus } from "./errors.ts";
 import type { AuthenticatedCredential, AuthFailure, CredentialKindName } from "../credentials/authenticate.ts";
 import type { GatewayServices } from "../services.ts";
@@ -50,6 +50,10 @@ export interface RouteDefinition<S extends ObjectSchema> {
   /** The JSON body of a POST, the query parameters of a GET. */
   input: S;
   envelope: EnvelopeStyle;
+  /** The result (`data.data`, or `data` when flat), for the OpenAPI document; undescribed when absent. */
+  output?: Schema;
+  /** `exempt`: not counted by the rate limiter (the default counts every request). */
+  rateLimit?: "exempt";
   handle(input: Infer<S>, ctx: HandlerContext): Promise<HandlerResult>;
 }
 

@@ -159,6 +159,7 @@ function check(schema: Schema, value: unknown, path: string, errors: ValidationI
   switch (schema.type) {
     case "string": {
       if (typeof value !== "string") return fail(`must be a string, not ${describeType(value)}`);
+      if (!isStorableText(value)) return fail(unstorableMessage);
       const length = [...value].length;
       if (schema.minLength !== undefined && length < schema.minLength)
         return fail(schema.minLength === 1 ? "must not be empty" : `must be at least ${schema.minLength} characters long`);
@@ -194,6 +195,10 @@ function check(schema: Schema, value: unknown, path: string, errors: ValidationI
     case "object": {
       if (!isPlainObject(value)) return fail(`must be an object, not ${describeType(value)}`);
       const out: Record<string, unknown> = schema.additionalProperties ? { ...value } : {};
+      if (schema.additionalProperties) {
+        const bad = unstorablePath(value, path, schema.properties ?? {});
+        if (bad !== undefined) errors.push({ propertyPath: bad, invalidValue: null, message: `${label(bad)} ${unstorableMessage}` });
+      }
       const properties = schema.properties ?? {};
       for (const name of schema.required ?? []) {
         if (value[name] === undefined) errors.push({ propertyPath: child(path, name), invalidValue: null, message: `${child(path, name)} is required` });
@@ -210,6 +215,34 @@ function check(schema: Schema, value: unknown, path: string, errors: ValidationI
       return out;
     }
   }
+}
+
+/**
+ * Text no store can keep: NUL (PostgreSQL text and jsonb refuse it) and unpaired surrogates (not
+ * Unicode, so not UTF-8). Refused here, as invalid input, rather than failing deep in a service.
+ */
+const isStorableText = (text: string): boolean => text.isWellFormed() && !text.includes("\u0000");
+const unstorableMessage = "must not contain NUL characters or unpaired surrogates";
+
+/** The first place in a free-form value (keys included) holding unstorable text; declared properties are checked by their schemas. */
+function unstorablePath(value: unknown, path: string, declared: Readonly<Record<string, Schema>>): string | undefined {
+  if (typeof value === "string") return isStorableText(value) ? undefined : path;
+  if (Array.isArray(value)) {
+    for (const [i, item] of value.entries()) {
+      const bad = unstorablePath(item, `${path}[${i}]`, {});
+      if (bad !== undefined) return bad;
+    }
+    return undefined;
+  }
+  if (!isPlainObject(value)) return undefined;
+  for (const [key, item] of Object.entries(value)) {
+    if (Object.hasOwn(declared, key)) continue;
+    const at = child(path, key);
+    if (!isStorableText(key)) return at;
+    const bad = unstorablePath(item, at, {});
+    if (bad !== undefined) return bad;
+  }
+  return undefined;
 }
 
 const article = (type: string) => (/^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`);

@@ -1,5 +1,30 @@
 import type { Route } from "../http/route.ts";
 import { verifyTokenRoute } from "./verify-token.ts";
+import { createSessionRoute } from "./create-session.ts";
+import { createVerificationLinkRoute } from "./create-verification-link.ts";
+import { verificationStatusRoute } from "./verification-status.ts";
+import { revokeVerificationRoute } from "./revoke-verification.ts";
+import { logoutRoute } from "./logout.ts";
+import { partnerConfigRoute } from "./partner-config.ts";
+import { appMeRoute, beginPasskeyRegistrationRoute, finishPasskeyRegistrationRoute, registerDeviceRoute } from "../app/passkeys.ts";
+import { appRequestRoutes, flowRequestRoutes } from "../app/requests.ts";
+import { flowBeginPasskeyRegistrationRoute, flowFinishPasskeyRegistrationRoute } from "../app/flow-passkeys.ts";
 
 /** Every public operation under `{base_url}`, one file each in this folder. */
-export const routes: readonly Route[] = [verifyTokenRoute];
+export const routes: readonly Route[] = [
+  verifyTokenRoute,
+  createSessionRoute,
+  createVerificationLinkRoute,
+  verificationStatusRoute,
+  revokeVerificationRoute,
+  logoutRoute,
+  partnerConfigRoute,
+  appMeRoute,
+  beginPasskeyRegistrationRoute,
+  finishPasskeyRegistrationRoute,
+  registerDeviceRoute,
+  ...appRequestRoutes,
+  ...flowRequestRoutes,
+  flowBeginPasskeyRegistrationRoute,
+  flowFinishPasskeyRegistrationRoute,
+];

@@ -1,10 +1,22 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { VerifyTokenResponse } from "@svc/proto/signing/v1/signing_pb.js";
 import { defineRoute, ok } from "../http/route.ts";
+import type { GatewayServices } from "../services.ts";
+import { VerifyTokenBatcher } from "./verify-token-batcher.ts";
+
+/** One batcher per signing client, made on first use: concurrent requests share its batches. */
+const batchers = new WeakMap<GatewayServices["signing"], VerifyTokenBatcher>();
+
+function batcherFor(signing: GatewayServices["signing"]): VerifyTokenBatcher {
+  let batcher = batchers.get(signing);
+  if (batcher === undefined) batchers.set(signing, (batcher = new VerifyTokenBatcher(signing)));
+  return batcher;
+}
 
 /**
  * `POST /sdk/verify-token`: signing checks the token and records the check (replays); an invalid
- * token is a normal result. Field rules: decisions.md ("verify-token result").
+ * token is a normal result. Field rules: decisions.md ("verify-token result"). Concurrent requests
+ * reach signing together, in one VerifyTokens call (verify-token-batcher.ts).
  */
 export const verifyTokenRoute = defineRoute({
   operationId: "verifyToken",
@@ -26,8 +38,20 @@ export const verifyTokenRoute = defineRoute({
     required: ["token"],
   },
   envelope: "nested",
+  output: {
+    type: "object",
+    properties: {
+      valid: { type: "boolean" },
+      reason: { type: "string", description: "Why the token is invalid (only when it is): malformed, unsupported_algorithm, unknown_key, bad_signature, wrong_issuer, not_an_attestation, expired, audience_mismatch, replayed." },
+      expired_at: { type: "string", format: "date-time", description: "When an expired token expired." },
+      verdict: { type: "string", enum: ["pass"], description: "Only on a valid token." },
+      replayed: { type: "boolean", description: "The token was checked before." },
+      claims: { type: "object", additionalProperties: true, description: "The token's claims, whenever the signature verified." },
+    },
+    required: ["valid", "replayed"],
+  },
   async handle(input, { services }) {
-    const result = await services.signing.verifyToken({ token: input.token, audience: input.audience });
+    const result = await batcherFor(services.signing).verify({ token: input.token, audience: input.audience });
     return ok(verifyTokenResult(result));
   },
 });

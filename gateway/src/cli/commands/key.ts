@@ -45,6 +45,26 @@ export const keyCommands: CommandGroup = {
       },
     },
     {
+      name: "limits",
+      summary: 'Sets one rate-limit bucket of a key; prints {"key_id","limits":[...]} with every bucket\'s limit now.',
+      details:
+        "Buckets: per_minute (burst), hourly, daily, in_flight for development secret keys; per_minute, hourly, daily for production secret keys; per_minute, daily, per_ip for site keys. --limit 0 returns the bucket to its default. Every gateway replica applies it from the next request on.",
+      options: {
+        "key-id": { type: "string", required: true, valueName: "ID", description: "id of the key (from key create or key list)" },
+        bucket: { type: "string", required: true, valueName: "NAME", description: "the bucket to set" },
+        limit: { type: "string", required: true, valueName: "N", description: "requests per window (in_flight: at once); 0 for the default" },
+      },
+      async run(values, ctx) {
+        const limit = Number(values.limit);
+        if (!/^\d+$/.test(String(values.limit)) || limit > 0xffff_ffff) throw new UsageError(`--limit must be a whole number up to 4294967295, not ${JSON.stringify(values.limit)}`);
+        const response = await ctx.console().setKeyLimits({ keyId: values["key-id"] as string, bucket: values.bucket as string, limit });
+        return {
+          key_id: response.keyId,
+          limits: response.limits.map((l) => ({ bucket: l.bucket, limit: l.limit, ...(l.windowSeconds > 0 && { window_seconds: l.windowSeconds }), raised: l.raised })),
+        };
+      },
+    },
+    {
       name: "list",
       summary: 'Lists an organization\'s keys, oldest first; prints {"keys":[...]} (never the secrets).',
       options: { org: { type: "string", required: true, valueName: "ID", description: "organization id" } },

@@ -1,0 +1,70 @@
+import { defineRoute, ok } from "../http/route.ts";
+import { relyingParty } from "./relying-party.ts";
+
+const origin = { type: "string", maxLength: 200, description: "The page's origin (web flow); ignored unless on the relying party's host." } as const;
+
+/** App API: the signed-in person registers a passkey (WebAuthn registration through the account service). */
+export const beginPasskeyRegistrationRoute = defineRoute({
+  operationId: "appBeginPasskeyRegistration",
+  method: "POST",
+  path: "/app/passkeys/begin-registration",
+  summary: "Start registering a passkey for the signed-in person; answers the WebAuthn creation options.",
+  auth: { accepts: ["user_session"] },
+  input: { type: "object", properties: { origin } },
+  envelope: "nested",
+  async handle(input, { caller, services }) {
+    const begun = await services.account.beginPasskeyRegistration({ svcUserId: caller!.credentialId, ...relyingParty(services.publicOrigin, input.origin) });
+    return ok({ ceremony_id: begun.ceremonyId, options: JSON.parse(begun.optionsJson) });
+  },
+});
+
+export const finishPasskeyRegistrationRoute = defineRoute({
+  operationId: "appFinishPasskeyRegistration",
+  method: "POST",
+  path: "/app/passkeys/finish-registration",
+  summary: "Finish registering a passkey with the authenticator's RegistrationResponseJSON.",
+  auth: { accepts: ["user_session"] },
+  input: {
+    type: "object",
+    properties: { ceremony_id: { type: "string", minLength: 1, maxLength: 100 }, response: { type: "object", additionalProperties: true } },
+    required: ["ceremony_id", "response"],
+  },
+  envelope: "nested",
+  async handle(input, { services }) {
+    const finished = await services.account.finishPasskeyRegistration({ ceremonyId: input.ceremony_id, responseJson: JSON.stringify(input.response) });
+    return ok({ credential_id: finished.credentialId });
+  },
+});
+
+/** App API: the phone registers itself for pushes. */
+export const registerDeviceRoute = defineRoute({
+  operationId: "appRegisterDevice",
+  method: "POST",
+  path: "/app/devices",
+  summary: "Register the signed-in person's phone to receive pushed requests.",
+  auth: { accepts: ["user_session"] },
+  input: {
+    type: "object",
+    properties: { push_token: { type: "string", minLength: 1, maxLength: 4096 }, platform: { type: "string", enum: ["ios", "android", "web"] } },
+    required: ["push_token", "platform"],
+  },
+  envelope: "nested",
+  async handle(input, { caller, services }) {
+    const device = await services.account.registerDevice({ svcUserId: caller!.credentialId, pushToken: input.push_token, platform: input.platform });
+    return ok({ device_id: device.deviceId });
+  },
+});
+
+/** App API: who the session belongs to (the person's own `svc_user_id`, which partners may pass back as a returning user). */
+export const appMeRoute = defineRoute({
+  operationId: "appMe",
+  method: "GET",
+  path: "/app/me",
+  summary: "The signed-in person's svc_user_id.",
+  auth: { accepts: ["user_session"] },
+  input: { type: "object", properties: {} },
+  envelope: "nested",
+  async handle(_input, { caller }) {
+    return ok({ svc_user_id: caller!.credentialId });
+  },
+});

@@ -1,0 +1,112 @@
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import type { OpenRequestResponse } from "@svc/proto/gate/v1/gate_pb.js";
+import { defineRoute, ok, type Route } from "../http/route.ts";
+import type { ObjectSchema } from "../http/schema.ts";
+import { gateTypeName } from "../operations/create-verification-link.ts";
+import { relyingParty } from "./relying-party.ts";
+
+/**
+ * The person's side of a verification request, twice: for the app (`/app/requests/…`, a signed-in user
+ * session; the deep link's `t` optional when the request names the person) and for the web flow
+ * (`/flow/requests/…`, no session; the flow secret `t` from the web_url is required).
+ */
+const requestId = { type: "string", pattern: "^req_[0-9a-f]{32}$" } as const;
+const secret = { type: "string", minLength: 1, maxLength: 100, description: "The flow secret from the web_url or deep_link." } as const;
+const pageOrigin = { type: "string", maxLength: 200, description: "The page's origin; ignored unless on the relying party's host." } as const;
+
+const opened = (response: OpenRequestResponse) => ({
+  request_id: response.requestId,
+  status: response.status,
+  gate: response.gate,
+  gate_type: gateTypeName(response.gateType),
+  ...(response.ageThreshold !== undefined ? { age_threshold: response.ageThreshold } : {}),
+  organization: { id: response.organizationId },
+  notarize_offered: response.notarizeOffered,
+  auth_mode: response.authMode,
+  ...(response.expiresAt ? { expires_at: timestampDate(response.expiresAt).toISOString() } : {}),
+  ...(response.ceremonyId !== "" ? { ceremony_id: response.ceremonyId, options: JSON.parse(response.optionsJson) } : {}),
+});
+
+function requestRoutes(side: "app" | "flow"): Route[] {
+  const app = side === "app";
+  const auth = app ? ({ accepts: ["user_session"] } as const) : ({ accepts: [] } as const);
+  const base = (extra: Record<string, unknown>, required: string[]): ObjectSchema => ({
+    type: "object",
+    properties: { request_id: requestId, t: secret, ...extra },
+    required: ["request_id", ...(app ? [] : ["t"]), ...required],
+  });
+  const access = (input: { t?: string }, caller: { credentialId: string } | undefined) => ({ flowSecret: input.t ?? "", svcUserId: app ? caller!.credentialId : "" });
+  const prefix = app ? "app" : "flow";
+  const id = (name: string) => `${prefix}${name}`;
+
+  return [
+    defineRoute({
+      operationId: id("OpenRequest"),
+      method: "POST",
+      path: `/${prefix}/requests/open`,
+      summary: "Open a verification request: what to show, and passkey assertion options bound to the request.",
+      auth,
+      input: base({ origin: pageOrigin }, []) as { type: "object"; properties: { request_id: typeof requestId; t: typeof secret; origin: typeof pageOrigin }; required: ["request_id"] },
+      envelope: "nested",
+      async handle(input, { caller, services }) {
+        const response = await services.gate.openRequest({ requestId: input.request_id, access: access(input, caller), ...relyingParty(services.publicOrigin, input.origin) });
+        return ok(opened(response));
+      },
+    }),
+    defineRoute({
+      operationId: id("ConfirmRequest"),
+      method: "POST",
+      path: `/${prefix}/requests/confirm`,
+      summary: "Confirm with the passkey assertion (AuthenticationResponseJSON).",
+      auth,
+      input: base({ ceremony_id: { type: "string", minLength: 1, maxLength: 100 }, response: { type: "object", additionalProperties: true } }, ["ceremony_id", "response"]) as {
+        type: "object";
+        properties: { request_id: typeof requestId; t: typeof secret; ceremony_id: { type: "string" }; response: { type: "object"; additionalProperties: true } };
+        required: ["request_id", "ceremony_id", "response"];
+      },
+      envelope: "nested",
+      async handle(input, { caller, services }) {
+        const result = await services.gate.confirmRequest({
+          requestId: input.request_id,
+          access: access(input, caller),
+          ceremonyId: input.ceremony_id,
+          responseJson: JSON.stringify(input.response),
+        });
+        return ok({ status: result.status, ...(result.token !== undefined ? { token: result.token } : {}), ...(result.returnUrl !== "" ? { return_url: result.returnUrl } : {}) });
+      },
+    }),
+    defineRoute({
+      operationId: id("DeclineRequest"),
+      method: "POST",
+      path: `/${prefix}/requests/decline`,
+      summary: "Decline the request (it fails with reason user_denied).",
+      auth,
+      input: base({}, []) as { type: "object"; properties: { request_id: typeof requestId; t: typeof secret }; required: ["request_id"] },
+      envelope: "nested",
+      async handle(input, { caller, services }) {
+        const result = await services.gate.declineRequest({ requestId: input.request_id, access: access(input, caller) });
+        return ok({ status: result.status, ...(result.returnUrl !== "" ? { return_url: result.returnUrl } : {}) });
+      },
+    }),
+    defineRoute({
+      operationId: id("ReportFailure"),
+      method: "POST",
+      path: `/${prefix}/requests/fail`,
+      summary: "Report that the device could not run the ceremony.",
+      auth,
+      input: base({ reason: { type: "string", enum: ["device_lock_required", "platform_declined"] } }, ["reason"]) as {
+        type: "object";
+        properties: { request_id: typeof requestId; t: typeof secret; reason: { type: "string" } };
+        required: ["request_id", "reason"];
+      },
+      envelope: "nested",
+      async handle(input, { caller, services }) {
+        const result = await services.gate.reportFailure({ requestId: input.request_id, access: access(input, caller), reason: input.reason });
+        return ok({ status: result.status, ...(result.returnUrl !== "" ? { return_url: result.returnUrl } : {}) });
+      },
+    }),
+  ];
+}
+
+export const appRequestRoutes = requestRoutes("app");
+export const flowRequestRoutes = requestRoutes("flow");

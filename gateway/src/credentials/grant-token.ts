@@ -1,0 +1,27 @@
+import { Code, ConnectError, type Client } from "@connectrpc/connect";
+import type { GateService } from "@svc/proto/gate/v1/gate_pb.js";
+import type { CredentialResolver } from "./authenticate.ts";
+
+/** The grant-token prefix (spec "Authentication"); what follows is the gate service's business. */
+export const grantTokenPrefix = "svcs_";
+
+/**
+ * Grant tokens belong to the gate service: the gateway recognises them by prefix and asks gate which
+ * session one stands for. Asking does not consume the token; create-verification-link does, in gate.
+ */
+export function grantTokenResolver(gate: Pick<Client<typeof GateService>, "authenticateGrant">): CredentialResolver {
+  return {
+    kind: "grant_token",
+    recognizes: (credential) => credential.startsWith(grantTokenPrefix),
+    async resolve(credential) {
+      try {
+        const session = await gate.authenticateGrant({ anchorGrantToken: credential });
+        if (!session.caller) throw new Error("gate answered a grant token without its caller");
+        return { ok: true, credential: { kind: "grant_token", caller: session.caller, allowedGates: session.allowedGates } };
+      } catch (error) {
+        if (error instanceof ConnectError && error.code === Code.Unauthenticated) return { ok: false, failure: "invalid_key", message: error.rawMessage };
+        throw error;
+      }
+    },
+  };
+}

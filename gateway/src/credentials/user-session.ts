@@ -1,0 +1,74 @@
+import { create } from "@bufbuild/protobuf";
+import type { Client } from "@connectrpc/connect";
+import { createRemoteJWKSet, decodeJwt, jwtVerify, type JWTPayload } from "jose";
+import { loadConfig, parse, type Clock } from "@svc/platform";
+import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
+import { CallerSchema, CredentialKind } from "@svc/proto/common/v1/caller_pb.js";
+import type { DevIdentityProvider } from "../dev-idp/dev-identity-provider.ts";
+import type { CredentialResolver } from "./authenticate.ts";
+
+/** The OpenID Connect issuer whose ID tokens sign users in to the app API (GATEWAY_OIDC_*). */
+export const oidcSettings = {
+  oidcIssuer: { parse: parse.string, default: "", description: "issuer (iss) of user-session JWTs from the configured OpenID Connect provider" },
+  oidcJwksUrl: { parse: parse.url, default: "", description: "key set URL of that provider" },
+  oidcAudience: { parse: parse.string, default: "", description: "audience (aud) the provider's tokens must carry; empty skips the check" },
+};
+
+export const loadOidcConfig = (env: NodeJS.ProcessEnv) => loadConfig("GATEWAY", oidcSettings, env);
+
+/** A compact JWS: three base64url segments, the first a JSON header (`eyJ`). */
+const jwtForm = /^eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+
+/**
+ * A signed-in user session: a JWT from the configured OpenID Connect issuer, verified with jose against
+ * its key set, or, in development, one minted by the development identity provider. The (issuer,
+ * subject) pair names a human in the account service; the caller carries that human's `svc_user_id`
+ * as its credential id.
+ */
+export function userSessionResolver(options: {
+  oidc: ReturnType<typeof loadOidcConfig>;
+  devIdp: DevIdentityProvider | undefined;
+  account: Pick<Client<typeof AccountService>, "resolveSignedInHuman">;
+  clock: Clock;
+}): CredentialResolver {
+  const { oidc, devIdp, account, clock } = options;
+  const remote = oidc.oidcIssuer !== "" && oidc.oidcJwksUrl !== "" ? createRemoteJWKSet(new URL(oidc.oidcJwksUrl)) : undefined;
+  const refused = { ok: false as const, failure: "invalid_key" as const, message: "the user session is not valid" };
+
+  const verify = async (token: string): Promise<JWTPayload | undefined> => {
+    const issuer = decodeJwt(token).iss;
+    if (devIdp && issuer === devIdp.issuer) return devIdp.verify(token);
+    if (remote && issuer === oidc.oidcIssuer) {
+      const { payload } = await jwtVerify(token, remote, {
+        issuer: oidc.oidcIssuer,
+        ...(oidc.oidcAudience !== "" ? { audience: oidc.oidcAudience } : {}),
+        currentDate: clock.now(),
+      });
+      return payload;
+    }
+    return undefined;
+  };
+
+  return {
+    kind: "user_session",
+    recognizes: (credential) => jwtForm.test(credential),
+    async resolve(credential) {
+      let payload: JWTPayload | undefined;
+      try {
+        payload = await verify(credential);
+      } catch {
+        return refused;
+      }
+      if (!payload?.iss || !payload.sub) return refused;
+      const human = await account.resolveSignedInHuman({ issuer: payload.iss, subject: payload.sub });
+      return {
+        ok: true,
+        credential: {
+          kind: "user_session",
+          caller: create(CallerSchema, { credentialId: human.svcUserId, credentialKind: CredentialKind.USER_SESSION }),
+          allowedGates: [],
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,45 @@
+import { defineRoute, ok } from "../http/route.ts";
+import { gateTypeName } from "./create-verification-link.ts";
+
+/**
+ * `GET /sdk/partner-config`: what the widget needs to render a gate. Any status is returned (the
+ * widget shows a draft or archived gate as unavailable); 400 when the environment has no gate with
+ * this key, 403 when the key may not use it.
+ */
+export const partnerConfigRoute = defineRoute({
+  operationId: "getPartnerConfig",
+  method: "GET",
+  path: "/sdk/partner-config",
+  summary: "Read what the widget needs to render a gate.",
+  auth: { accepts: ["site_key", "secret_key"] },
+  input: {
+    type: "object",
+    properties: { gate: { type: "string", minLength: 1, maxLength: 200, description: "The gate key (old name: scope)." } },
+    required: ["gate"],
+  },
+  envelope: "nested",
+  output: {
+    type: "object",
+    properties: {
+      gate: { type: "string" },
+      gate_type: { type: "string", enum: ["human", "age"] },
+      age_threshold: { type: "integer" },
+      status: { type: "string", enum: ["draft", "active", "archived"] },
+      notarize_offered: { type: "boolean" },
+      organization: { type: "object", properties: { id: { type: "string" } } },
+      request_lifetime_seconds: { type: "integer" },
+    },
+  },
+  async handle(input, { caller, credential, services }) {
+    const config = await services.gate.getPartnerConfig({ caller, gate: input.gate, allowedGates: [...(credential?.allowedGates ?? [])] });
+    return ok({
+      gate: config.gate,
+      gate_type: gateTypeName(config.gateType),
+      ...(config.ageThreshold !== undefined ? { age_threshold: config.ageThreshold } : {}),
+      status: config.status,
+      notarize_offered: config.notarizeOffered,
+      organization: { id: config.organizationId },
+      request_lifetime_seconds: config.requestLifetimeSeconds,
+    });
+  },
+});
