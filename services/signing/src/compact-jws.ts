@@ -62,8 +62,13 @@ function decodeObject(segment: string): JsonObject | undefined {
   }
 }
 
-/** Checks a raw r||s ES256 signature; converting to DER first is faster than Node's own conversion. */
-export function verifyEs256(publicKey: KeyObject, signingInput: Buffer, signature: Buffer): boolean {
-  if (signature.length !== 64) return false;
-  return verify("sha256", signingInput, publicKey, joseToDer(signature));
+/**
+ * Checks a raw r||s ES256 signature; converting to DER first is faster than Node's own conversion.
+ * It runs on the thread pool, so the tokens of one batch are checked on every core at once.
+ */
+export function verifyEs256(publicKey: KeyObject, signingInput: Buffer, signature: Buffer): Promise<boolean> {
+  if (signature.length !== 64) return Promise.resolve(false);
+  return new Promise((resolve, reject) => {
+    verify("sha256", signingInput, publicKey, joseToDer(signature), (error, valid) => (error ? reject(error) : resolve(valid)));
+  });
 }

@@ -4,26 +4,49 @@ import { TokenCheck } from "./token-check.entity.ts";
 /** Without the ledger no check can be called first, so verification fails rather than guessing. */
 export class ReplayLedgerUnavailableError extends Error {}
 
+/** One check of a token that passed every other rule. */
+export interface LedgerCheck {
+  /** SHA-256 of the token's payload segment. */
+  tokenKey: Buffer;
+  /** The token's own expiry: the row is kept until a margin after it. */
+  expiresAt: Date;
+}
+
 export interface ReplayLedger {
-  /** Records a check of the token; true only for the first check of it, however many run at once. */
-  recordCheck(tokenKey: Buffer, checkedAt: Date, expiresAt: Date): Promise<boolean>;
+  /**
+   * Records checks made at `checkedAt`, answering in their order: true only for the first check of a
+   * token, however many run at once. Of copies of one token in the same call, only the first listed can be.
+   */
+  recordChecks(checks: readonly LedgerCheck[], checkedAt: Date): Promise<boolean[]>;
 }
 
 export function databaseReplayLedger(orm: MikroORM): ReplayLedger & { prune(expiredBefore: Date): Promise<number> } {
   return {
-    async recordCheck(tokenKey, checkedAt, expiresAt) {
-      // One statement, one round trip: the primary key decides which of concurrent checks is first.
-      try {
-        const rows = await orm.em
-          .fork()
-          .execute<{ payload_hash: Buffer }[]>(
-            `insert into token_check (payload_hash, checked_at, expires_at) values (?, ?, ?) on conflict do nothing returning payload_hash`,
-            [tokenKey, checkedAt, expiresAt],
-          );
-        return rows.length === 1;
-      } catch (cause) {
-        throw new ReplayLedgerUnavailableError("the replay ledger could not record the check", { cause });
+    async recordChecks(checks, checkedAt) {
+      if (checks.length === 0) return [];
+      const byKey = new Map<string, LedgerCheck>();
+      for (const check of checks) {
+        const hex = check.tokenKey.toString("hex");
+        if (!byKey.has(hex)) byKey.set(hex, check);
       }
+      // Rows go in sorted by key, so concurrent writes that share tokens wait for each other in the same
+      // order and cannot deadlock.
+      const rows = [...byKey.keys()].sort().map((hex) => byKey.get(hex)!);
+      // One statement, one round trip: the primary key decides which of concurrent checks is first.
+      let inserted: { payload_hash: Buffer }[];
+      try {
+        inserted = await orm.em
+          .fork()
+          .execute(
+            `insert into token_check (payload_hash, checked_at, expires_at) values ${rows.map(() => "(?, ?, ?)").join(", ")} on conflict do nothing returning payload_hash`,
+            rows.flatMap((row) => [row.tokenKey, checkedAt, row.expiresAt]),
+          );
+      } catch (cause) {
+        throw new ReplayLedgerUnavailableError("the replay ledger could not record the checks", { cause });
+      }
+      const firsts = new Set(inserted.map((row) => row.payload_hash.toString("hex")));
+      // Deleting as we go leaves `true` to the first listed copy of a token.
+      return checks.map((check) => firsts.delete(check.tokenKey.toString("hex")));
     },
     prune: (expiredBefore) => orm.em.fork().nativeDelete(TokenCheck, { expiresAt: { $lt: expiredBefore } }),
   };

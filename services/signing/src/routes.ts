@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
+import { Code, ConnectError, type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
 import type { Clock } from "@svc/platform";
 import {
   AgeResult as ProtoAgeResult,
@@ -14,6 +14,7 @@ import {
   SigningService,
   SignProofResponseSchema,
   VerifyTokenResponseSchema,
+  VerifyTokensResponseSchema,
   type SignAttestationRequest,
   type SignProofRequest,
 } from "@svc/proto/signing/v1/signing_pb.js";
@@ -24,7 +25,10 @@ import type { AddedKey } from "./key-rotation.ts";
 import { signProof, type ProofInput, type ProofVerdict } from "./proof-token.ts";
 import { ReplayLedgerUnavailableError, type ReplayLedger } from "./replay-ledger.ts";
 import { keyState } from "./rotation-schedule.ts";
-import { verifyAttestation } from "./token-verification.ts";
+import { verifyAttestation, verifyAttestations, type Verification, type VerificationContext } from "./token-verification.ts";
+
+/** Bounds one VerifyTokens call: its ledger write is a single statement of at most this many rows. */
+export const verifyTokensLimit = 256;
 
 export interface SigningRouteDependencies {
   clock: Clock;
@@ -34,65 +38,72 @@ export interface SigningRouteDependencies {
   rotate(): Promise<AddedKey>;
 }
 
+/**
+ * Answers go out uncompressed whatever the caller accepts: every caller is inside the mesh, and gzip
+ * (on the thread pool, at both ends) cost a batch of claims more CPU and latency than its bytes did.
+ */
+const uncompressed = { acceptCompression: [] };
+
 /** Thin Connect handlers: they translate messages and errors; the rules live in the domain modules. */
 export function signingRoutes(deps: SigningRouteDependencies): (router: ConnectRouter) => void {
   const { clock, issuer, ring } = deps;
-  return (router) =>
-    router.service(SigningService, {
-      signAttestation: (request) =>
-        translateErrors(() => {
-          const now = clock.now();
-          const signed = signAttestation(attestationInput(request), ring.signer(now), { issuer, now });
-          return create(SignAttestationResponseSchema, {
-            token: signed.token,
-            kid: signed.kid,
-            issuedAt: timestampFromDate(signed.issuedAt),
-            expiresAt: timestampFromDate(signed.expiresAt),
-          });
-        }),
-
-      signProof: (request) =>
-        translateErrors(() => {
-          const signed = signProof(proofInput(request), ring.signer(clock.now()), issuer);
-          return create(SignProofResponseSchema, signed);
-        }),
-
-      getKeySet: async () => {
-        const keys = await ring.publishedFresh(clock.now());
-        return create(GetKeySetResponseSchema, {
-          keys: keys.map((key) => create(PublicJwkSchema, { kid: key.kid, kty: "EC", crv: "P-256", x: key.x, y: key.y, alg: "ES256", use: "sig" })),
-        });
-      },
-
-      verifyToken: (request) =>
-        translateErrors(async () => {
-          const now = clock.now();
-          const result = await verifyAttestation(request.token, request.audience, {
-            issuer,
-            now,
-            publishedKey: (kid, at) => ring.publishedKey(kid, at),
-            ledger: deps.ledger,
-          });
-          return create(VerifyTokenResponseSchema, {
-            valid: result.kind === "valid",
-            reason: result.kind === "invalid" ? result.reason : "",
-            replayed: result.replayed,
-            ...(result.claims !== undefined && { claims: result.claims }),
-            ...(result.kind === "invalid" && result.expiredAt !== undefined && { expiredAt: timestampFromDate(result.expiredAt) }),
-          });
-        }),
-
-      rotateKeys: async () => {
-        const added = await deps.rotate();
-        await ring.refresh();
+  const verificationContext = (): VerificationContext => ({
+    issuer,
+    now: clock.now(),
+    publishedKey: (kid, at) => ring.publishedKey(kid, at),
+    ledger: deps.ledger,
+  });
+  const implementation: ServiceImpl<typeof SigningService> = {
+    signAttestation: (request) =>
+      translateErrors(() => {
         const now = clock.now();
-        return create(RotateKeysResponseSchema, {
-          kid: added.kid,
-          signsFrom: timestampFromDate(added.window.signsFrom),
-          keys: ring.published(now).map((key) => keyInfo(key, now)),
+        const signed = signAttestation(attestationInput(request), ring.signer(now), { issuer, now });
+        return create(SignAttestationResponseSchema, {
+          token: signed.token,
+          kid: signed.kid,
+          issuedAt: timestampFromDate(signed.issuedAt),
+          expiresAt: timestampFromDate(signed.expiresAt),
         });
-      },
-    });
+      }),
+
+    signProof: (request) =>
+      translateErrors(() => {
+        const signed = signProof(proofInput(request), ring.signer(clock.now()), issuer);
+        return create(SignProofResponseSchema, signed);
+      }),
+
+    getKeySet: async () => {
+      const keys = await ring.publishedFresh(clock.now());
+      return create(GetKeySetResponseSchema, {
+        keys: keys.map((key) => create(PublicJwkSchema, { kid: key.kid, kty: "EC", crv: "P-256", x: key.x, y: key.y, alg: "ES256", use: "sig" })),
+      });
+    },
+
+    verifyToken: (request) =>
+      translateErrors(async () => {
+        const result = await verifyAttestation(request.token, request.audience, verificationContext());
+        return verificationResponse(result);
+      }),
+
+    verifyTokens: (request) =>
+      translateErrors(async () => {
+        if (request.requests.length > verifyTokensLimit) throw new InvalidInputError(`at most ${verifyTokensLimit} tokens per call, not ${request.requests.length}`);
+        const results = await verifyAttestations(request.requests, verificationContext());
+        return create(VerifyTokensResponseSchema, { responses: results.map(verificationResponse) });
+      }),
+
+    rotateKeys: async () => {
+      const added = await deps.rotate();
+      await ring.refresh();
+      const now = clock.now();
+      return create(RotateKeysResponseSchema, {
+        kid: added.kid,
+        signsFrom: timestampFromDate(added.window.signsFrom),
+        keys: ring.published(now).map((key) => keyInfo(key, now)),
+      });
+    },
+  };
+  return (router) => router.service(SigningService, implementation, uncompressed);
 }
 
 async function translateErrors<T>(work: () => T | Promise<T>): Promise<T> {
@@ -143,6 +154,16 @@ function proofInput(request: SignProofRequest): ProofInput {
     organizationId: request.organizationId,
     signedAt: instant(request.signedAt),
   };
+}
+
+function verificationResponse(result: Verification) {
+  return create(VerifyTokenResponseSchema, {
+    valid: result.kind === "valid",
+    reason: result.kind === "invalid" ? result.reason : "",
+    replayed: result.replayed,
+    ...(result.claims !== undefined && { claims: result.claims }),
+    ...(result.kind === "invalid" && result.expiredAt !== undefined && { expiredAt: timestampFromDate(result.expiredAt) }),
+  });
 }
 
 const instant = (timestamp: Timestamp | undefined): Date | undefined => (timestamp === undefined ? undefined : timestampDate(timestamp));

@@ -5,8 +5,8 @@ import { ManualClock } from "@svc/platform";
 import { signAttestation, type AttestationInput } from "../src/attestation-token.ts";
 import { signCompact } from "../src/compact-jws.ts";
 import { signProof } from "../src/proof-token.ts";
-import type { ReplayLedger } from "../src/replay-ledger.ts";
-import { verifyAttestation, type Verification } from "../src/token-verification.ts";
+import type { LedgerCheck, ReplayLedger } from "../src/replay-ledger.ts";
+import { verifyAttestation, verifyAttestations, type Verification } from "../src/token-verification.ts";
 import { testKey } from "./support.ts";
 
 const issuer = "http://127.0.0.1:8080";
@@ -18,12 +18,14 @@ function memoryLedger(): ReplayLedger & { calls: number } {
   const seen = new Set<string>();
   const ledger = {
     calls: 0,
-    async recordCheck(tokenKey: Buffer) {
+    async recordChecks(checks: readonly LedgerCheck[]) {
       ledger.calls++;
-      const hex = tokenKey.toString("hex");
-      if (seen.has(hex)) return false;
-      seen.add(hex);
-      return true;
+      return checks.map(({ tokenKey }) => {
+        const hex = tokenKey.toString("hex");
+        if (seen.has(hex)) return false;
+        seen.add(hex);
+        return true;
+      });
     },
   };
   return ledger;
@@ -179,8 +181,72 @@ describe("replay", () => {
       issuer,
       now: clock.now(),
       publishedKey: () => key.publicKey,
-      ledger: { recordCheck: async (tokenKey, checkedAt, expiresAt) => (keys.push(`${tokenKey.toString("hex")} ${checkedAt.toISOString()} ${expiresAt.toISOString()}`), true) },
+      ledger: {
+        recordChecks: async (checks, checkedAt) =>
+          checks.map(({ tokenKey, expiresAt }) => (keys.push(`${tokenKey.toString("hex")} ${checkedAt.toISOString()} ${expiresAt.toISOString()}`), true)),
+      },
     });
     expect(keys).toEqual([`${createHash("sha256").update(token.split(".")[1]!).digest("hex")} 2026-11-20T10:00:00.000Z 2026-11-20T10:02:00.000Z`]);
+  });
+});
+
+describe("verifying a batch", () => {
+  const at = (instant: string) => {
+    const clock = new ManualClock(instant);
+    const ledger = memoryLedger();
+    const fresh = (fields: Partial<AttestationInput> = {}) => signAttestation({ ...human, ...fields }, key.signer, { issuer, now: clock.now() }).token;
+    const verify = (requests: { token: string; audience?: string }[]) =>
+      verifyAttestations(requests, { issuer, now: clock.now(), publishedKey: (kid) => (kid === key.kid ? key.publicKey : undefined), ledger });
+    return { clock, ledger, fresh, verify };
+  };
+
+  it("answers each token in order by the rules of one, with one ledger write for those that passed them", async () => {
+    const { clock, ledger, fresh, verify } = at("2026-11-20T10:00:00Z");
+    const expiring = fresh();
+    clock.advance(120_000);
+    const [h, p, s] = fresh().split(".") as [string, string, string];
+    const first = fresh({ requestId: "req_first" });
+    const last = fresh({ requestId: "req_last" });
+    const results = await verify([
+      { token: first },
+      { token: "not-a-token" },
+      { token: expiring },
+      { token: `${h}.${segment({ ...JSON.parse(Buffer.from(p, "base64url").toString()), verified: false })}.${s}` },
+      { token: fresh(), audience: "org_b" },
+      { token: last, audience: "org_a" },
+    ]);
+    expect(results.map((result) => (result.kind === "valid" ? "valid" : result.reason))).toEqual(["valid", "malformed", "expired", "bad_signature", "audience_mismatch", "valid"]);
+    expect(results[0]).toMatchObject({ claims: { request_id: "req_first" }, replayed: false });
+    expect(results[5]).toMatchObject({ claims: { request_id: "req_last" }, replayed: false });
+    expect(results[2]).toMatchObject({ expiredAt: new Date("2026-11-20T10:02:00Z") });
+    expect(ledger.calls).toBe(1);
+    expect(await verify([{ token: first }, { token: last }])).toMatchObject([{ reason: "replayed" }, { reason: "replayed" }]);
+  });
+
+  it("of copies of one token in one batch only the first listed is first; before 15 November 2026 the others stay valid", async () => {
+    const { fresh, verify } = at("2026-11-14T23:59:59.999Z");
+    const token = fresh();
+    const results = await verify([{ token }, { token: fresh() }, { token }, { token }]);
+    expect(results).toMatchObject([
+      { kind: "valid", replayed: false },
+      { kind: "valid", replayed: false },
+      { kind: "valid", replayed: true },
+      { kind: "valid", replayed: true },
+    ]);
+  });
+
+  it("from 15 November 2026 the later copies in one batch are invalid with reason replayed", async () => {
+    const { fresh, verify } = at("2026-11-15T00:00:00Z");
+    const token = fresh();
+    const results = await verify([{ token }, { token }]);
+    expect(results[0]).toMatchObject({ kind: "valid", replayed: false });
+    expect(results[1]).toMatchObject({ kind: "invalid", reason: "replayed", replayed: true, claims: { request_id: human.requestId } });
+  });
+
+  it("leaves the ledger alone when no token passes the other checks, and answers an empty batch", async () => {
+    const { ledger, verify } = at("2026-11-20T10:00:00Z");
+    expect(await verify([{ token: "a.b.c" }, { token: "" }])).toMatchObject([{ reason: "malformed" }, { reason: "malformed" }]);
+    expect(await verify([])).toEqual([]);
+    expect(ledger.calls).toBe(0);
   });
 });
