@@ -10,39 +10,15 @@ import { EventSchema, GateHumanVerifiedSchema, GateUnavailableSchema, type Event
  * machine makes sure it yields at most one terminal event at all.
  */
 
-/** Keys the service sets itself; the spec drops them from the partner's metadata in webhooks. */
-export const reservedMetadataKeys: ReadonlySet<string> = new Set([
-  "auth_mode",
-  "auth_source",
-  "consumer_api_token_id",
-  "link_on_verify",
-  "webhook_url",
-  "return_url",
-  "environment",
-  "sdk_type",
-  "scope",
-  "scope_id",
-  "parent_request_id",
-  "gate_type",
-  "age_threshold",
-  "age_verdict",
-  "age_source",
-  "account_classes",
-  "notarize",
-  "notarize_fallback_reason",
-  "trusted",
-  "first_time",
-  "failure_code",
-]);
-
 /**
  * The metadata a gate event carries: the partner's create-session keys, overridden by its
- * create-verification-link keys, without reserved keys; undefined (omitted) when nothing is left.
+ * create-verification-link keys; undefined (omitted) when there are none. Reserved keys are dropped
+ * where webhooks are rendered (webhook-dispatch), the one place that rule lives.
  */
 export function eventMetadata(session: JsonObject | null | undefined, link: JsonObject | null | undefined): JsonObject | undefined {
   const merged: JsonObject = {};
   for (const [key, value] of Object.entries({ ...session, ...link })) {
-    if (!reservedMetadataKeys.has(key) && value !== undefined) merged[key] = value;
+    if (value !== undefined) merged[key] = value;
   }
   return Object.keys(merged).length > 0 ? merged : undefined;
 }
