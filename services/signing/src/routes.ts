@@ -38,12 +38,6 @@ export interface SigningRouteDependencies {
   rotate(): Promise<AddedKey>;
 }
 
-/**
- * Answers go out uncompressed whatever the caller accepts: every caller is inside the mesh, and gzip
- * (on the thread pool, at both ends) cost a batch of claims more CPU and latency than its bytes did.
- */
-const uncompressed = { acceptCompression: [] };
-
 /** Thin Connect handlers: they translate messages and errors; the rules live in the domain modules. */
 export function signingRoutes(deps: SigningRouteDependencies): (router: ConnectRouter) => void {
   const { clock, issuer, ring } = deps;
@@ -103,7 +97,7 @@ export function signingRoutes(deps: SigningRouteDependencies): (router: ConnectR
       });
     },
   };
-  return (router) => router.service(SigningService, implementation, uncompressed);
+  return (router) => router.service(SigningService, implementation);
 }
 
 async function translateErrors<T>(work: () => T | Promise<T>): Promise<T> {
