@@ -25,22 +25,35 @@ async function ensureDatabase(serverUrl: string, name: string): Promise<string> 
 }
 
 function banner(gatewayUrl: string, consoleUrl: string, demo: DemoCredentials): string {
+  const base = `${gatewayUrl}/v1`;
+  const key = demo.development_secret_key;
   return `
 The mesh is running. Data lives in ${dataDir} and survives a restart; Ctrl-C stops everything.
 
-  public API      ${gatewayUrl}/v1
+  public API      ${base}   (described at ${base}/openapi.json)
   key set         ${gatewayUrl}/.well-known/jwks.json
   console (ops)   ${consoleUrl}   (npx svcctl --help)
 
 Demo organization ${demo.organization_id}
-  development secret key  ${demo.development_secret_key}
+  development secret key  ${key}
   development site key    ${demo.development_site_key}   (origin ${demo.site_key_origin})
   production secret key   ${demo.production_secret_key}
+  development gates       ${demo.human_gate} (Human Gate), ${demo.age_gate} (Age Gate, 18)
+  sandbox human           ${demo.sandbox_human}   (confirms at once; age 30)
 
-Try:
-  curl -s ${gatewayUrl}/.well-known/jwks.json
-  curl -s -X POST ${gatewayUrl}/v1/sdk/verify-token -H 'content-type: application/json' -d '{"token":"not-a-token"}'
-  npx svcctl org create --name "Acme"
+Try a whole verification as a partner would:
+  # 1. a single-use grant token
+  curl -s -X POST ${base}/sdk/create-session -H 'authorization: Bearer ${key}' \\
+    -H 'content-type: application/json' -d '{"partner_user_id":"user-1"}'
+  # 2. a verification request, pushed to the sandbox human, who confirms with its passkey
+  curl -s -X POST ${base}/sdk/create-verification-link -H 'authorization: Bearer <svcs_ grant token>' \\
+    -H 'content-type: application/json' -d '{"gate":"${demo.age_gate}","svc_user_id":"${demo.sandbox_human}"}'
+  # 3. its status, with the signed attestation token while it is valid (120 s)
+  curl -s '${base}/verification/status?request_id=<req_ id>' -H 'authorization: Bearer ${key}'
+  # 4. check the token once (a second check is a replay)
+  curl -s -X POST ${base}/sdk/verify-token -H 'content-type: application/json' -d '{"token":"<token>"}'
+
+Or open the web flow: the web_url of a request created without svc_user_id, in a browser with a passkey.
 `;
 }
 
