@@ -8,3 +8,4 @@ export * from "./outbox.ts";
 export * from "./server.ts";
 export * from "./clients.ts";
 export * from "./service.ts";
+export * from "./wakeable-loop.ts";

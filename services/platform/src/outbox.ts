@@ -3,6 +3,7 @@ import type { EventBus } from "./nats.ts";
 import type { Logger } from "./logger.ts";
 import type { Clock } from "./clock.ts";
 import { Migration } from "./database.ts";
+import { startWakeableLoop } from "./wakeable-loop.ts";
 
 /**
  * Transactional outbox: an event row commits in the same transaction as the state change that caused
@@ -60,10 +61,6 @@ export function startOutboxRelay(options: { orm: MikroORM; bus: EventBus; logger
   const { orm, bus, logger, clock } = options;
   const pollMs = options.pollMs ?? 1000;
   const batchSize = options.batchSize ?? 100;
-  let running = true;
-  let wakeUp: (() => void) | undefined;
-  let pending = false;
-
   const publishBatch = async (): Promise<number> =>
     orm.em.fork().transactional(async (em) => {
       const rows = await em.execute<{ id: string; subject: string; message_id: string; payload: Buffer }[]>(
@@ -79,40 +76,9 @@ export function startOutboxRelay(options: { orm: MikroORM; bus: EventBus; logger
       return rows.length;
     });
 
-  const loop = async () => {
-    while (running) {
-      let published = 0;
-      try {
-        published = await publishBatch();
-      } catch (error) {
-        logger.warn("outbox relay could not publish; will retry", { error });
-      }
-      if (published > 0 || !running) continue;
-      if (pending) {
-        pending = false;
-        continue;
-      }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, pollMs);
-        wakeUp = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      wakeUp = undefined;
-    }
-  };
-  const done = loop();
-
-  return {
-    wake() {
-      pending = true;
-      wakeUp?.();
-    },
-    async stop() {
-      running = false;
-      wakeUp?.();
-      await done;
-    },
-  };
+  return startWakeableLoop({
+    pollMs,
+    work: async () => (await publishBatch()) > 0,
+    onError: (error) => logger.warn("outbox relay could not publish; will retry", { error }),
+  });
 }

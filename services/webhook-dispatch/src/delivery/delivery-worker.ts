@@ -1,5 +1,5 @@
 import type { MikroORM } from "@mikro-orm/postgresql";
-import type { Clock, Logger } from "@svc/platform";
+import { startWakeableLoop, type Clock, type Logger } from "@svc/platform";
 import { claimDueDeliveries, recordAttemptResults, releaseClaims, type AttemptResult, type ClaimedDelivery, type ClaimTerms } from "./delivery-store.ts";
 import type { EndpointKeys } from "./endpoint-keys.ts";
 import type { HttpSender, SendOutcome } from "./http-sender.ts";
@@ -59,8 +59,6 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
   const attempts = new Set<Promise<void>>();
   let waitingCount = 0;
   let running = true;
-  let woken = false;
-  let wakeUp: (() => void) | undefined;
   const writer = startResultWriter(options, (endpointId) => forget(endpointId));
 
   const release = async (deliveries: readonly ClaimedDelivery[]) => {
@@ -77,10 +75,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
     await release(queue);
   };
 
-  const wake = () => {
-    woken = true;
-    wakeUp?.();
-  };
+  const wake = () => loop.wake();
 
   const claimTerms = (): ClaimTerms => {
     const holds = new Map<string, number>();
@@ -171,29 +166,14 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
     return resultOf(delivery, outcome, { startedAt, endedAt: clock.now() }, options.retry);
   };
 
-  const loop = async () => {
-    while (running) {
-      try {
-        await claim();
-      } catch (error) {
-        logger.warn("could not claim due deliveries; will retry", { error });
-      }
-      if (!running) break;
-      if (woken) {
-        woken = false;
-        continue;
-      }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, options.pollMs);
-        wakeUp = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      wakeUp = undefined;
-    }
-  };
-  const done = loop();
+  const loop = startWakeableLoop({
+    pollMs: options.pollMs,
+    work: async () => {
+      await claim();
+      return false;
+    },
+    onError: (error) => logger.warn("could not claim due deliveries; will retry", { error }),
+  });
 
   return {
     claimTerms,
@@ -202,8 +182,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
     forget,
     async stop() {
       running = false;
-      wakeUp?.();
-      await done;
+      await loop.stop();
       const unstarted = [...waiting.values()].flat();
       waiting.clear();
       waitingCount = 0;
