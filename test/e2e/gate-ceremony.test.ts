@@ -204,13 +204,18 @@ describe("gate ceremonies end to end", () => {
       { age: undefined, verdict: "unavailable", claim: null },
     ];
     for (const c of cases) {
-      const link = await createLink({ gate: "adults", svc_user_id: await sandbox(SandboxBehavior.CONFIRM, c.age) });
+      const human = await sandbox(SandboxBehavior.CONFIRM, c.age);
+      const link = await createLink({ gate: "adults", svc_user_id: human });
       expect(link).toMatchObject({ gate_type: "age", age_threshold: 18 });
       const record = await waitForStatus(link.request_id, "completed");
       expect(record.age_verdict).toBe(c.verdict);
       expect((await verifyIndependently(mesh, record.token, now)).age_over).toBe(c.claim);
       // An Age Gate sends gate.human_verified even when the age is unavailable, without the age.
       expect((await waitForEvent(link.request_id, "gate.human_verified")).age_verdict).toBeUndefined();
+      // No Recent Presence on an Age Gate: a returning human's age is read again, never skipped.
+      const again = await createLink({ gate: "adults", svc_user_id: human });
+      expect(again.sdk_type).toBe("signal");
+      expect((await waitForStatus(again.request_id, "completed")).age_verdict).toBe(c.verdict);
     }
     const declined = await createLink({ gate: "plain", svc_user_id: await sandbox(SandboxBehavior.DECLINE) });
     await waitForStatus(declined.request_id, "failed");

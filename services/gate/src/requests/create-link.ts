@@ -104,7 +104,7 @@ export async function createLink(
 
     const refHash = input.partnerUserRef === "" ? null : refs.hash(organizationId, input.partnerUserRef);
     const notarizeOffered = input.notarize && gate.notarizeOffer && input.partnerUserRef !== "";
-    const lookup = presenceLookup({ svcUserId: input.svcUserId, refHash, securesAccount: notarizeOffered });
+    const lookup = presenceLookup({ svcUserId: input.svcUserId, refHash, securesAccount: notarizeOffered, ageGate: gate.type === "age" });
     const presence = lookup && (await recentPresence(em, lookup, { organizationId, environment: session.environment, gate: gate.key, since: presenceSince(now, deps.presenceWindowMs) }));
 
     const flowSecret = newFlowSecret();
@@ -149,8 +149,9 @@ export async function createLink(
       // The presence ceremony replaces its pre-check, so one user never has two pending requests.
       await em.execute(
         `update requests set status = 'expired', ended_at = ?, ended_by = 'superseded', partner_ref_sealed = null
-          where id = ? and organization_id = ? and environment = ? and gate_key = ? and status = 'pending'`,
-        [now, parent, organizationId, session.environment, gate.key],
+          where id = ? and organization_id = ? and environment = ? and gate_key = ? and status = 'pending'
+            and blocking_user_hash is not distinct from ?`,
+        [now, parent, organizationId, session.environment, gate.key, blockingHash],
       );
     }
     return { requestId, status, flowSecret, expiresAt, pushedToDevices, sdkType, authMode, gate };

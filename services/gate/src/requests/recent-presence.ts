@@ -3,12 +3,13 @@
  * same gate and environment within the presence window is answered at once with `pass`. Who the
  * person is: the `svc_user_id` when given (the human who confirmed), else the `partner_user_ref` (the
  * reference a ceremony was completed under). A request that asks to secure an account always runs a
- * ceremony: a link is made only by a passkey confirmation.
+ * ceremony: a link is made only by a passkey confirmation. An Age Gate always runs one too: a pass
+ * carries no age result, and a partner must read one before unlocking anything behind an Age Gate.
  */
 export type PresenceLookup = { by: "human"; svcUserId: string } | { by: "reference"; refHash: Buffer };
 
-export function presenceLookup(input: { svcUserId: string; refHash: Buffer | null; securesAccount: boolean }): PresenceLookup | undefined {
-  if (input.securesAccount) return undefined;
+export function presenceLookup(input: { svcUserId: string; refHash: Buffer | null; securesAccount: boolean; ageGate: boolean }): PresenceLookup | undefined {
+  if (input.securesAccount || input.ageGate) return undefined;
   if (input.svcUserId !== "") return { by: "human", svcUserId: input.svcUserId };
   if (input.refHash) return { by: "reference", refHash: input.refHash };
   return undefined;
