@@ -20,6 +20,8 @@ describe("Kubernetes manifests", () => {
     const pod = deployment.spec.template.spec;
     const container = pod.containers[0];
     expect(pod.serviceAccountName).toBe(name);
+    // Service links would set <SERVICE>_PORT=tcp://…, which each service reads as its own port setting.
+    expect(pod.enableServiceLinks).toBe(false);
     expect(pod.securityContext.runAsNonRoot).toBe(true);
     expect(container.securityContext).toMatchObject({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } });
     expect(container.resources.requests).toBeDefined();
@@ -40,6 +42,31 @@ describe("Kubernetes manifests", () => {
         const provider = meshLayout.find((p) => key === `${consumer.envPrefix}_${p.envPrefix}_URL`);
         expect(provider, key).toBeDefined();
         expect(value).toBe(`http://${provider!.name}:${provider!.port}`);
+      }
+    }
+  });
+
+  it("lets through exactly the calls the mesh makes: each address a service is given, and nothing else internal", () => {
+    const policies = documents("network-policy.yaml");
+    const selects = (selector: { matchLabels?: Record<string, string>; matchExpressions?: { key: string; values: string[] }[] }, name: string) =>
+      selector.matchLabels?.["app.kubernetes.io/name"] === name ||
+      (selector.matchExpressions ?? []).some((e) => e.key === "app.kubernetes.io/name" && e.values.includes(name));
+    const allowed = (from: string, to: string, port: number) =>
+      policies.some(
+        (p) =>
+          selects(p.spec.podSelector, to) &&
+          (p.spec.ingress ?? []).some(
+            (rule: { from?: { podSelector?: object }[]; ports?: { port: number }[] }) =>
+              (rule.ports ?? []).some((x) => x.port === port) && (rule.from ?? []).some((f) => f.podSelector && selects(f.podSelector, from)),
+          ),
+      );
+    expect(policies.find((p) => p.metadata.name === "default-deny-ingress")?.spec).toEqual({ podSelector: {}, policyTypes: ["Ingress"] });
+    const shared = documents("config.yaml")[0].data as Record<string, string>;
+    for (const consumer of meshLayout) {
+      for (const provider of meshLayout) {
+        const given = `${consumer.envPrefix}_${provider.envPrefix}_URL` in shared;
+        if (consumer.name === provider.name) continue;
+        expect(allowed(consumer.name, provider.name, provider.port), `${consumer.name} -> ${provider.name}`).toBe(given);
       }
     }
   });
