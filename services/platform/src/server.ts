@@ -1,5 +1,5 @@
 import { createServer as createHttp1Server } from "node:http";
-import { createServer as createHttp2Server } from "node:http2";
+import { createServer as createHttp2Server, type Http2Session } from "node:http2";
 import { createServer as createTcpServer, type AddressInfo, type Socket } from "node:net";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
@@ -19,8 +19,10 @@ export interface ServiceOptions {
   ready: () => Promise<void>;
   /** Extra plain-HTTP handler tried before the 404 (for example the gateway's public API). */
   fallback?: (req: NodeServerRequest, res: NodeServerResponse) => boolean;
-  /** Releases what the service holds (NATS drain, ORM close) after the listener stopped. */
+  /** Releases what the service holds (NATS drain, ORM close) after the requests in flight ended. */
   onStop: () => Promise<void>;
+  /** How long a stop waits for requests in flight before it cuts them (default 20 s, inside Kubernetes' 30 s grace). */
+  drainTimeoutMs?: number;
 }
 
 export interface RunningService {
@@ -53,8 +55,22 @@ export async function serveConnect(options: ServiceOptions): Promise<RunningServ
       sendJson(res, 404, { error: "not_found" });
     },
   });
-  const h2 = createHttp2Server({}, handler);
-  const h1 = createHttp1Server(handler);
+  let inFlight = 0;
+  let drained: (() => void) | undefined;
+  const counted: typeof handler = (req, res) => {
+    inFlight++;
+    res.once("close", () => {
+      if (--inFlight === 0) drained?.();
+    });
+    handler(req, res);
+  };
+  const h2 = createHttp2Server({}, counted);
+  const h2Sessions = new Set<Http2Session>();
+  h2.on("session", (session) => {
+    h2Sessions.add(session);
+    session.once("close", () => h2Sessions.delete(session));
+  });
+  const h1 = createHttp1Server(counted);
   const sockets = new Set<Socket>();
   const tcp = createTcpServer((socket) => {
     sockets.add(socket);
@@ -76,15 +92,19 @@ export async function serveConnect(options: ServiceOptions): Promise<RunningServ
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
-      logger.info("stopping");
-      await new Promise<void>((resolve) => {
-        tcp.close(() => resolve());
-        h1.closeIdleConnections();
-        for (const socket of sockets) socket.end();
-        setTimeout(() => {
-          for (const socket of sockets) socket.destroy();
-        }, 5000).unref();
-      });
+      logger.info("stopping", { inFlight });
+      // No new connections, no new HTTP/2 streams (GOAWAY); requests already running finish first,
+      // so a rolling update neither cuts a call nor closes the database under its handler.
+      tcp.close();
+      for (const session of h2Sessions) session.close();
+      h1.closeIdleConnections();
+      if (inFlight > 0) {
+        await new Promise<void>((resolve) => {
+          drained = resolve;
+          setTimeout(resolve, options.drainTimeoutMs ?? 20_000).unref();
+        });
+      }
+      for (const socket of sockets) socket.destroy();
       await options.onStop();
       logger.info("stopped");
     })());
