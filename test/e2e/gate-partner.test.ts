@@ -26,7 +26,7 @@ describe("gate partner operations through the gateway", () => {
   };
 
   beforeAll(async () => {
-    mesh = await startTestMesh("gate_partner", { only: ["signing", "gate"], clockAt: start });
+    mesh = await startTestMesh("gate_partner", { only: ["signing", "account", "gate"], clockAt: start });
     api = partnerApi(mesh);
     partner = await newPartner(mesh, "Shop");
     other = await newPartner(mesh, "Other");
@@ -134,6 +134,17 @@ describe("gate partner operations through the gateway", () => {
       expect(result(await status(prod.request_id, partner.devSecret), true)).toMatchObject({ found: false, status: "not_found" });
     });
 
+    it("does not tell whether an svc_user_id exists: an unknown one is pushed to no device", async () => {
+      const created = result(await link(await session(partner.devSecret), { gate: "checkout", svc_user_id: crypto.randomUUID() }));
+      expect(created).toMatchObject({ pushed_to_devices: 0, auth_mode: "linked-account" });
+    });
+
+    it("takes only an http or https return_url", async () => {
+      const refused = await link(await session(partner.devSecret), { gate: "checkout", return_url: "javascript:alert(1)//" });
+      expect(refused.status).toBe(400);
+      expect(refused.body.errors[0].propertyPath).toBe("return_url");
+    });
+
     it("answers 403 for a gate not in the key's allowed gates", async () => {
       const restricted = await partner.key(Environment.DEVELOPMENT, KeyType.SECRET, { allowedGates: ["adults"] });
       const grant = await session(restricted);
@@ -214,6 +225,13 @@ describe("gate partner operations through the gateway", () => {
       expect(dataError(await api.post("/sdk/revoke-verification", { gate: "drafted", partner_user_id: "x" }, partner.devSecret)).statusCode).toBe(400);
       expect(dataError(await api.post("/sdk/revoke-verification", { gate: "checkout", partner_user_id: "x" })).statusCode).toBe(401);
       expect(dataError(await api.post("/sdk/revoke-verification", { gate: "checkout", partner_user_id: "x" }, `svc_dev_${"q".repeat(32)}`)).statusCode).toBe(401);
+    });
+
+    it("answers 403 for a gate the key may not use, and ends nothing", async () => {
+      const pending = result(await link(await session(partner.devSecret, { partner_user_id: "frida" }), { gate: "checkout" }));
+      const restricted = await partner.key(Environment.DEVELOPMENT, KeyType.SECRET, { allowedGates: ["adults"] });
+      expect(dataError(await api.post("/sdk/revoke-verification", { gate: "checkout", partner_user_id: "frida" }, restricted)).statusCode).toBe(403);
+      expect(result(await status(pending.request_id), true).status).toBe("pending");
     });
   });
 

@@ -23,7 +23,7 @@ export const createVerificationLinkRoute = defineRoute({
     properties: {
       gate: { type: "string", minLength: 1, maxLength: 200, description: "The gate key (old name: scope)." },
       user_email: { type: "string", maxLength: 320, deprecated: true, description: "Accepted and ignored; never stored." },
-      return_url: { type: "string", format: "uri", maxLength: 2048, description: "Where the web flow returns after verification, with the token." },
+      return_url: { type: "string", format: "uri", pattern: "^https?://", maxLength: 2048, description: "Where the web flow returns after verification, with the token (http or https)." },
       webhook_url: { type: "string", maxLength: 2048, description: "Reserved: endpoints are configured in the console." },
       mode: { type: "string", enum: ["linked-account", "private"], description: "Default: private, or linked-account when svc_user_id is given." },
       svc_user_id: { type: "string", format: "uuid", description: "A returning user: the request is pushed to their devices." },

@@ -25,10 +25,10 @@ export const revokeVerificationRoute = defineRoute({
     type: "object",
     properties: { success: { type: "boolean" }, revoked_count: { type: "integer" }, message: { type: "string" } },
   },
-  async handle(input, { caller, services }) {
+  async handle(input, { caller, credential, services }) {
     if (!input.partner_user_id) return fail(400, "partner_user_id is required");
     const result = await failingAs500("the revoke failed; retry", () =>
-      services.gate.revokeVerification({ caller, gate: input.gate, partnerUserId: input.partner_user_id! }),
+      services.gate.revokeVerification({ caller, gate: input.gate, partnerUserId: input.partner_user_id!, allowedGates: [...(credential?.allowedGates ?? [])] }),
     );
     const count = result.revokedCount;
     return ok({ success: true, revoked_count: count, message: count === 0 ? "no pending request to revoke" : `revoked ${count} pending request${count === 1 ? "" : "s"}` });

@@ -105,7 +105,7 @@ export function gateRoutes(services: GateServices): (router: ConnectRouter) => v
 
       revokeVerification: (request) =>
         refusalsAsConnectErrors(async () => {
-          const count = await queries.revoke(partnerCaller(request.caller, ["secret_key", "site_key"]), request.gate, request.partnerUserId);
+          const count = await queries.revoke(partnerCaller(request.caller, ["secret_key", "site_key"]), request.gate, request.partnerUserId, request.allowedGates);
           return create(RevokeVerificationResponseSchema, { revokedCount: count });
         }),
 

@@ -1,4 +1,4 @@
-import type { Client } from "@connectrpc/connect";
+import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import type { Clock, EventBus, Logger, OutboxRelay } from "@svc/platform";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
@@ -58,9 +58,11 @@ export function gateServices(deps: GateDependencies): GateServices {
     ceremony,
     async createVerificationLink(caller, input) {
       // The account calls run before the transaction, so it holds no lock while another service answers.
+      // An svc_user_id nobody holds is a request pushed to no device: answering otherwise would tell a
+      // partner which global user ids exist.
       const [devices, behavior] = input.svcUserId === "" ? [0, undefined] : await Promise.all([
-        account.listDevices({ svcUserId: input.svcUserId }).then((r) => r.devices.length),
-        sandbox.behaviorOf(input.svcUserId, caller.environment),
+        account.listDevices({ svcUserId: input.svcUserId }).then((r) => r.devices.length, unknownHumanAs(0)),
+        sandbox.behaviorOf(input.svcUserId, caller.environment).catch(unknownHumanAs(undefined)),
       ]);
       const link = await createLink({ orm, clock, refs, presenceWindowMs: deps.presenceWindowMs }, caller, input, { devices });
       if (link.status === "pending" && behavior !== undefined) sandbox.answer(link.requestId, input.svcUserId, behavior);
@@ -68,3 +70,10 @@ export function gateServices(deps: GateDependencies): GateServices {
     },
   };
 }
+
+const unknownHumanAs =
+  <T>(value: T) =>
+  (error: unknown): T => {
+    if (error instanceof ConnectError && error.code === Code.NotFound) return value;
+    throw error;
+  };

@@ -33,12 +33,13 @@ export class PartnerQueries {
   }
 
   /** revoke-verification: ends exactly the requests the 409 rule says would block a new one. */
-  async revoke(caller: PartnerCaller, gateKey: string, partnerUserId: string): Promise<number> {
+  async revoke(caller: PartnerCaller, gateKey: string, partnerUserId: string, allowedGates: readonly string[]): Promise<number> {
     const user = revokedUser(partnerUserId);
     if (user === undefined) throw new Refusal("invalid", "partner_user_id is required");
     const em = this.#orm.em.fork();
     const gate = await findGate(em, caller.organizationId, caller.environment, gateKey);
     if (!gate || !acceptsRequests(gate.status)) throw new Refusal("invalid", `no active gate ${JSON.stringify(gateKey)} in the ${caller.environment} environment`);
+    if (allowedGates.length > 0 && !allowedGates.includes(gate.key)) throw new Refusal("forbidden", `gate ${JSON.stringify(gate.key)} is not allowed for this key`);
     const now = this.#clock.now();
     const rows = await em.execute<{ id: string }[]>(
       `update requests set status = 'expired', ended_at = ?, ended_by = 'revoked', partner_ref_sealed = null
