@@ -4,6 +4,7 @@ import { developmentKek, kekId } from "./key-encryption.ts";
 import type { RotationPolicy } from "./rotation-schedule.ts";
 
 const day = 86_400_000;
+const keySetCacheLifetimeMs = 300_000;
 
 const settings = {
   databaseUrl: commonSettings.databaseUrl,
@@ -40,6 +41,10 @@ export function loadSigningConfig(env: NodeJS.ProcessEnv = process.env): Signing
   if (config.refreshEvery <= 0) problems.push("SIGNING_REFRESH_EVERY must be longer than 0");
   // Another replica learns of a new key at its next refresh; it must know the key before the key signs.
   if (config.publishLead < config.refreshEvery) problems.push("SIGNING_PUBLISH_LEAD must be at least SIGNING_REFRESH_EVERY");
+  // Verifiers cache the key set for 300 s: a key that signed sooner could meet a cache without it.
+  if (config.publishLead < keySetCacheLifetimeMs) problems.push("SIGNING_PUBLISH_LEAD must be at least the key set's cache lifetime, 5m");
+  // Every token's iss must be {api_origin}; the development default is a loopback address.
+  if (production && !env.SIGNING_ISSUER?.startsWith("https://")) problems.push("SIGNING_ISSUER must be set to the public https origin ({api_origin}) in production");
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  ${problems.join("\n  ")}`);
   const kek = config.kek ?? developmentKek;
   return {

@@ -41,8 +41,10 @@ const developmentSecretKey = Buffer.from("webhook-dispatch development key", "ut
  */
 export function resolveSecretKey(env: NodeJS.ProcessEnv, logger: Logger): Buffer {
   const { secretKey, deployment } = loadConfig("WEBHOOK_DISPATCH", { secretKey: settings.secretKey, deployment: commonSettings.deployment }, env);
+  if (deployment === "production" && (!secretKey || secretKey.equals(developmentSecretKey))) {
+    throw new Error("WEBHOOK_DISPATCH_SECRET_KEY is required in production, and not the built-in development key (base64 of 32 random bytes)");
+  }
   if (secretKey) return secretKey;
-  if (deployment === "production") throw new Error("WEBHOOK_DISPATCH_SECRET_KEY is required in production (base64 of 32 random bytes)");
   logger.warn("WEBHOOK_DISPATCH_SECRET_KEY is not set: endpoint secrets are sealed with the built-in development key");
   return developmentSecretKey;
 }

@@ -27,6 +27,12 @@ describe("production mode", () => {
   it("refuses to start without its own secret key, before opening anything", async () => {
     const started = startWebhookDispatch({ env: { SVC_DEPLOYMENT: "production", SVC_DATABASE_URL: "postgres://nowhere.invalid/x" }, logger: createLogger("t", {}, "error") });
     await expect(started).rejects.toThrow("WEBHOOK_DISPATCH_SECRET_KEY is required in production");
+    const developmentKey = Buffer.from("webhook-dispatch development key").toString("base64");
+    const onDevelopmentKey = startWebhookDispatch({
+      env: { SVC_DEPLOYMENT: "production", SVC_DATABASE_URL: "postgres://nowhere.invalid/x", WEBHOOK_DISPATCH_SECRET_KEY: developmentKey },
+      logger: createLogger("t", {}, "error"),
+    });
+    await expect(onDevelopmentKey).rejects.toThrow("not the built-in development key");
   });
 
   it.each([
