@@ -1,4 +1,4 @@
-import { toBinary } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { WebhookVerificationError } from "standardwebhooks";
@@ -10,7 +10,7 @@ import { uniqueName } from "../../../test/harness/index.ts";
 import { renderPayload } from "../src/delivery/payload-rendering.ts";
 import { webhookTypes } from "../src/event-types.ts";
 import { startTestDispatcher, type TestDispatcher } from "./support/dispatcher.ts";
-import { gateEvent, oneOfEachType, typeOf } from "./support/events.ts";
+import { at, gateEvent, oneOfEachType, typeOf } from "./support/events.ts";
 import { startReceiver, verifyDelivery, type Receiver } from "./support/receiver.ts";
 
 const second = 1000;
@@ -130,6 +130,27 @@ describe("delivery", () => {
     }
     await expect.poll(() => partner.requests.length, { timeout: 10_000 }).toBe(1);
     await expect.poll(async () => (await consumerInfo()).num_ack_pending, { timeout: 10_000 }).toBe(0);
+  });
+
+  it("drops an event that breaks the contract (no payload, an impossible instant) and goes on with the next", async () => {
+    const organizationId = uniqueName("org");
+    const partner = await receiver();
+    await endpoint(organizationId, partner.url);
+    const noPayload = create(EventSchema, { dedupKey: `none:${uniqueName("k")}`, organizationId, occurredAt: at("2026-11-22T10:00:00Z") });
+    await dispatcher.bus.js.publish(dispatcher.bus.subject("gate.human_verified"), toBinary(EventSchema, noPayload), { msgID: noPayload.dedupKey });
+    const impossible = gateEvent(organizationId);
+    impossible.occurredAt = { $typeName: "google.protobuf.Timestamp", seconds: 10n ** 15n, nanos: 0 };
+    await dispatcher.publish(impossible);
+    const good = gateEvent(organizationId);
+    await dispatcher.publish(good);
+    await workerHasLookedNow();
+
+    await expect.poll(() => partner.requests.length, { timeout: 10_000 }).toBe(1);
+    expect(JSON.parse(partner.requests[0]!.body.toString()).event_id).toBe((good.payload.value as { eventId: string }).eventId);
+    // Dropped for good (terminated), not parked among the consumer's pending messages.
+    const pending = async () => (await (await jetstreamManager(dispatcher.bus.nc)).consumers.info(dispatcher.env.SVC_EVENT_STREAM!, "webhook-dispatch")).num_ack_pending;
+    await expect.poll(pending, { timeout: 10_000 }).toBe(0);
+    expect(await dispatcher.sql("select 1 from messages where dedup_key in ($1, $2)", [noPayload.dedupKey, impossible.dedupKey])).toHaveLength(0);
   });
 
   it("retries on the default schedule, from the clock, with one webhook-id and a fresh timestamp per attempt, then fails", async () => {

@@ -34,7 +34,7 @@ const unknownTypeRetryMs = 5 * 60 * 1000;
 /** After Postgres refused a batch, its events come back after this long. */
 const storeRetryMs = 1000;
 
-type Decoded = { kind: "store"; msg: JsMsg; message: IncomingMessage } | { kind: "unknown_type"; msg: JsMsg } | { kind: "invalid"; msg: JsMsg; reason: string };
+type Decoded = { kind: "store"; msg: JsMsg; message: IncomingMessage } | { kind: "unknown_type"; msg: JsMsg } | { kind: "invalid"; msg: JsMsg };
 
 /**
  * Reads every domain event from the stream through a durable consumer and stores it as a message
@@ -112,13 +112,14 @@ export async function startEventConsumer(options: EventConsumerOptions): Promise
 function settle(d: Decoded): void {
   if (d.kind === "store") d.msg.ack();
   else if (d.kind === "unknown_type") d.msg.nak(unknownTypeRetryMs);
-  else d.msg.term(d.reason);
+  // The reason is logged where it is found: a +TERM with a reason is not understood by servers before 2.10.
+  else d.msg.term();
 }
 
 function decode(msg: JsMsg, logger: Logger): Decoded {
   const invalid = (reason: string, dedupKey?: string): Decoded => {
     logger.error("event breaks the event contract; it cannot be delivered", { subject: msg.subject, seq: msg.seq, dedupKey, reason });
-    return { kind: "invalid", msg, reason };
+    return { kind: "invalid", msg };
   };
   let event: Event;
   try {
@@ -126,14 +127,24 @@ function decode(msg: JsMsg, logger: Logger): Decoded {
   } catch {
     return invalid("not a valid Event envelope");
   }
-  const rendering = renderPayload(event);
+  let rendering: ReturnType<typeof renderPayload>;
+  try {
+    rendering = renderPayload(event);
+  } catch (error) {
+    return invalid(`the payload cannot be rendered: ${(error as Error).message}`, event.dedupKey);
+  }
   if (rendering.kind === "unknown_type") {
+    // A newer producer's type arrives as unknown fields; an envelope with none has no payload at all,
+    // and offering that again would only hold a place among the consumer's pending messages.
+    if (!event.$unknown?.length) return invalid("the envelope carries no payload", event.dedupKey);
     logger.warn("event of a type this build does not know; it will be offered again", { subject: msg.subject, seq: msg.seq, dedupKey: event.dedupKey });
     return { kind: "unknown_type", msg };
   }
   if (rendering.kind === "invalid") return invalid(rendering.reason, event.dedupKey);
   if (!event.dedupKey) return invalid("dedup_key is missing");
   if (!event.organizationId) return invalid("organization_id is missing", event.dedupKey);
+  const occurredAt = event.occurredAt ? timestampDate(event.occurredAt) : null;
+  if (occurredAt && Number.isNaN(occurredAt.getTime())) return invalid("occurred_at is not a valid instant", event.dedupKey);
   return {
     kind: "store",
     msg,
@@ -142,7 +153,7 @@ function decode(msg: JsMsg, logger: Logger): Decoded {
       dedupKey: event.dedupKey,
       type: rendering.type,
       environment: environmentName(event.environment),
-      occurredAt: event.occurredAt ? timestampDate(event.occurredAt) : null,
+      occurredAt,
       body: rendering.body,
     },
   };
