@@ -10,6 +10,8 @@ export default defineConfig({
     maxWorkers: 2,
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    // Polls wait for other processes (the mesh, the dispatcher); on two busy cores a second is too short.
+    expect: { poll: { timeout: 10_000 } },
     reporters: ["default", new SummaryReporter()],
   },
 });
