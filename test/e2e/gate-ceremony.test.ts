@@ -173,6 +173,23 @@ describe("gate ceremonies end to end", () => {
     expect(refused.expired_at).toBeUndefined();
   });
 
+  it("a confirmation retried after signing was down still reports the link it created as first_time", async () => {
+    const gail = await person();
+    const link = await createLink({ gate: "login", svc_user_id: gail.svcUserId, partner_user_ref: "acct-gail", notarize: true });
+    await mesh.kill("signing");
+    try {
+      const opened = result(await gail.app("/requests/open", { request_id: link.request_id }));
+      const refused = await gail.app("/requests/confirm", { request_id: link.request_id, ceremony_id: opened.ceremony_id, response: gail.authenticator.assert(opened.options, origin) });
+      expect(dataError(refused).statusCode).toBeGreaterThanOrEqual(500);
+      expect((await status(link.request_id)).status).toBe("pending");
+    } finally {
+      await mesh.restart("signing");
+    }
+    expect((await confirmInApp(gail, link.request_id)).status).toBe("completed");
+    expect(await status(link.request_id)).toMatchObject({ status: "completed", trusted: true, first_time: true });
+    expect(await waitForEvent(link.request_id, "gate.human_verified")).toMatchObject({ trusted: true, first_time: true });
+  });
+
   it("decline and reported failures fail the request with their reason; one terminal event each", async () => {
     const frank = await person();
     const declined = await createLink({ gate: "plain", svc_user_id: frank.svcUserId });

@@ -107,6 +107,7 @@ export class Ceremony {
       });
       return { status: failed ? "failed" : await this.#afterRace(row.id), returnUrl };
     }
+    if (link.firstTime) await this.#lifecycle.recordLinkCreated(row.id);
     // A token without trusted_since is never trusted (spec "Attestation token").
     const trusted = link.trusted && link.trustedSince !== undefined;
     const signed = await this.#signing.signAttestation({

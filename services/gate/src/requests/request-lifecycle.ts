@@ -57,14 +57,22 @@ export class RequestLifecycle {
     return rows.length > 0;
   }
 
+  /**
+   * Remembers that this request's confirmation created the account link (account.secured went out),
+   * so a confirmation retried after a failure further on still reports `first_time: true`.
+   */
+  async recordLinkCreated(requestId: string): Promise<void> {
+    await this.#orm.em.fork().execute(`update requests set first_time = true where id = ? and status = 'pending'`, [requestId]);
+  }
+
   async complete(requestId: string, completion: Completion): Promise<RequestRow | undefined> {
     const now = this.#clock.now();
     return this.#transition(
-      `update requests set status = 'completed', ended_at = ?, ended_by = 'confirmed', human_id = ?, trusted = ?, first_time = ?, age_verdict = ?,
+      `update requests set status = 'completed', ended_at = ?, ended_by = 'confirmed', human_id = ?, trusted = ?, first_time = coalesce(first_time, ?), age_verdict = ?,
          token = ?, token_expires_at = ?, event_sent = true, partner_ref_sealed = null
        where id = ? and status = 'pending' and expires_at > ? returning *`,
       [now, completion.humanId, completion.trusted, completion.firstTime, completion.ageVerdict, completion.token, completion.tokenExpiresAt, requestId, now],
-      (row) => [humanVerified(eventSubject(row), { verifiedAt: now, trusted: completion.trusted, firstTime: completion.firstTime, handle: completion.handle })],
+      (row) => [humanVerified(eventSubject(row), { verifiedAt: now, trusted: completion.trusted, firstTime: row.first_time === true, handle: completion.handle })],
     );
   }
 
