@@ -1,8 +1,8 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
+import { Code, type ConnectRouter } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import type { Clock, EventBus, OutboxRelay } from "@svc/platform";
+import { refusalTranslator, type Clock, type EventBus, type OutboxRelay } from "@svc/platform";
 import {
   AccountConsoleService,
   AccountService,
@@ -16,7 +16,7 @@ import type { AgeVerdict } from "./age/age-evaluation.ts";
 import { evaluateAge } from "./age/age-evidence.ts";
 import type { AccountSecrets } from "./config.ts";
 import { listDevices, registerDevice } from "./devices/devices.ts";
-import { AccountError, type AccountErrorKind } from "./errors.ts";
+import type { AccountErrorKind } from "./errors.ts";
 import { describeHuman, resolveSignedInHuman } from "./humans/humans.ts";
 import type { EnvironmentName } from "./input.ts";
 import { accountLinkState, secureAccount, type LinkConflict, type LinkContext } from "./links/account-links.ts";
@@ -131,23 +131,15 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
   };
 }
 
-const codes: Record<AccountErrorKind, Code> = {
+/** The one place where domain refusals become Connect codes. */
+const wireErrors = refusalTranslator<AccountErrorKind>({
   invalid_argument: Code.InvalidArgument,
   not_found: Code.NotFound,
   failed_precondition: Code.FailedPrecondition,
   permission_denied: Code.PermissionDenied,
   already_exists: Code.AlreadyExists,
-};
+});
 
-/** The one place where domain refusals become Connect codes. */
-async function wireErrors<T>(operation: () => Promise<T>): Promise<T> {
-  try {
-    return await operation();
-  } catch (error) {
-    if (error instanceof AccountError) throw new ConnectError(error.message, codes[error.kind]);
-    throw error;
-  }
-}
 
 const instant = (timestamp: Timestamp | undefined): Date | undefined => (timestamp === undefined ? undefined : timestampDate(timestamp));
 

@@ -1,8 +1,9 @@
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
+import { DomainRefusal, refusalTranslator } from "@svc/platform";
 
 /**
- * A request the gate service refuses on purpose. Domain code throws these; `asConnectError` is the one
- * place that turns them into Connect codes, which the gateway renders as the spec's `data.error` statuses.
+ * A request the gate service refuses on purpose. Domain code throws these; `refusalsAsConnectErrors` is
+ * the one place that turns them into Connect codes, which the gateway renders as the spec's `data.error` statuses.
  */
 export type RefusalKind =
   /** 401: the grant token is unknown, expired, used or revoked. */
@@ -16,31 +17,12 @@ export type RefusalKind =
   /** 409: a blocking pending request (the 409 rule); a request that is no longer pending. */
   | "conflict";
 
-export class Refusal extends Error {
-  readonly kind: RefusalKind;
-  constructor(kind: RefusalKind, message: string) {
-    super(message);
-    this.name = "Refusal";
-    this.kind = kind;
-  }
-}
+export class Refusal extends DomainRefusal<RefusalKind> {}
 
-const codes: Record<RefusalKind, Code> = {
+export const refusalsAsConnectErrors = refusalTranslator<RefusalKind>({
   unauthenticated: Code.Unauthenticated,
   invalid: Code.InvalidArgument,
   forbidden: Code.PermissionDenied,
   not_found: Code.NotFound,
   conflict: Code.FailedPrecondition,
-};
-
-export function asConnectError(error: unknown): unknown {
-  return error instanceof Refusal ? new ConnectError(error.message, codes[error.kind]) : error;
-}
-
-export async function refusalsAsConnectErrors<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (error) {
-    throw asConnectError(error);
-  }
-}
+});

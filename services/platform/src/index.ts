@@ -9,3 +9,4 @@ export * from "./server.ts";
 export * from "./clients.ts";
 export * from "./service.ts";
 export * from "./wakeable-loop.ts";
+export * from "./refusal.ts";

@@ -1,8 +1,8 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
+import { Code, type ConnectRouter } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import type { Clock } from "@svc/platform";
+import { refusalTranslator, type Clock } from "@svc/platform";
 import {
   DeliverySchema,
   DeliveryStatus,
@@ -25,7 +25,7 @@ import {
   type EndpointContext,
 } from "./endpoints/endpoint-operations.ts";
 import type { SecretBox } from "./endpoints/endpoint-secret.ts";
-import { WebhookError, type WebhookErrorKind } from "./errors.ts";
+import type { WebhookErrorKind } from "./errors.ts";
 import { environmentOf } from "./event-types.ts";
 import { listMessages, replayMessage, type DeliveryView, type MessageView } from "./messages/message-operations.ts";
 
@@ -96,21 +96,13 @@ export function createRoutes(deps: RouteDependencies) {
     });
 }
 
-const codes: Record<WebhookErrorKind, Code> = {
+/** The one place where domain refusals become Connect codes. */
+const wireErrors = refusalTranslator<WebhookErrorKind>({
   invalid_argument: Code.InvalidArgument,
   not_found: Code.NotFound,
   failed_precondition: Code.FailedPrecondition,
-};
+});
 
-/** The one place where domain refusals become Connect codes. */
-async function wireErrors<T>(operation: () => Promise<T>): Promise<T> {
-  try {
-    return await operation();
-  } catch (error) {
-    if (error instanceof WebhookError) throw new ConnectError(error.message, codes[error.kind]);
-    throw error;
-  }
-}
 
 function toEndpointMessage(endpoint: Endpoint, now: Date): EndpointMessage {
   const previousLive = endpoint.previousSecretExpiresAt && endpoint.previousSecretExpiresAt > now ? endpoint.previousSecretExpiresAt : null;
