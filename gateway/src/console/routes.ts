@@ -15,7 +15,7 @@ import {
 } from "@svc/proto/console/v1/console_pb.js";
 import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { CredentialError, type CredentialDirectory } from "../credentials/directory.ts";
-import { environmentFromProto, environmentToProto } from "../credentials/authenticate.ts";
+import { environmentName, environmentProto } from "@svc/platform";
 import type { ApiKey } from "../credentials/entities.ts";
 import type { KeyType } from "../credentials/key-format.ts";
 import type { KeyLimits } from "../edge/key-limits.ts";
@@ -47,7 +47,7 @@ export function consoleRoutes(deps: ConsoleDependencies): (router: ConnectRouter
 
       createKey: (request) =>
         translateErrors(async () => {
-          const environment = environmentFromProto(request.environment);
+          const environment = environmentName(request.environment);
           if (!environment) throw new ConnectError("environment is required (development or production)", Code.InvalidArgument);
           const type = keyTypeFromProto(request.type);
           if (!type) throw new ConnectError("type is required (secret or site)", Code.InvalidArgument);
@@ -104,7 +104,7 @@ function keySummary(record: ApiKey) {
   return create(KeySummarySchema, {
     keyId: record.id,
     type: keyTypeToProto(record.type),
-    environment: environmentToProto(record.environment),
+    environment: environmentProto(record.environment),
     displayPrefix: record.displayPrefix,
     allowedOrigins: record.allowedOrigins,
     allowedGates: record.allowedGates,

@@ -1,11 +1,11 @@
 import { create } from "@bufbuild/protobuf";
-import { CallerSchema, CredentialKind, Environment, type Caller } from "@svc/proto/common/v1/caller_pb.js";
-import type { Clock } from "@svc/platform";
+import { CallerSchema, CredentialKind, type Caller } from "@svc/proto/common/v1/caller_pb.js";
+import { environmentProto, type Clock } from "@svc/platform";
 import { OperationError } from "../http/errors.ts";
 import type { Stage } from "../http/pipeline.ts";
 import type { AuthPolicy } from "../http/route.ts";
 import type { CredentialDirectory } from "./directory.ts";
-import { apiKeyTypeOf, type EnvironmentName, type KeyType } from "./key-format.ts";
+import { apiKeyTypeOf, type KeyType } from "./key-format.ts";
 import type { ApiKey } from "./entities.ts";
 
 /** The public credential kinds (spec "Authentication"), as routes name them in `auth.accepts`. */
@@ -117,16 +117,10 @@ export async function authenticate(
   return resolver.resolve(credential, { origin: request.origin });
 }
 
-export const environmentToProto = (environment: EnvironmentName): Environment =>
-  environment === "production" ? Environment.PRODUCTION : Environment.DEVELOPMENT;
-
-export const environmentFromProto = (environment: Environment): EnvironmentName | undefined =>
-  environment === Environment.PRODUCTION ? "production" : environment === Environment.DEVELOPMENT ? "development" : undefined;
-
 function callerOf(key: ApiKey): Caller {
   return create(CallerSchema, {
     organizationId: key.organizationId,
-    environment: environmentToProto(key.environment),
+    environment: environmentProto(key.environment),
     credentialId: key.id,
     credentialKind: key.type === "secret" ? CredentialKind.SECRET_KEY : CredentialKind.SITE_KEY,
   });

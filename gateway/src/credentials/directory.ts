@@ -1,7 +1,7 @@
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { constantTimeEqual, keyedHash, uuid, type Clock } from "@svc/platform";
+import { constantTimeEqual, keyedHash, uuid, type Clock, type EnvironmentName } from "@svc/platform";
 import { ApiKey, Organization } from "./entities.ts";
-import { displayPrefix, generateKey, hashInput, parseKey, type EnvironmentName, type KeyType } from "./key-format.ts";
+import { displayPrefix, generateKey, hashInput, parseKey, type KeyType } from "./key-format.ts";
 
 /** A request the directory refuses: `invalid` input, or something `not_found`. */
 export class CredentialError extends Error {

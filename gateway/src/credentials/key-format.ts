@@ -1,7 +1,6 @@
-import { randomBase62 } from "@svc/platform";
+import { randomBase62, type EnvironmentName } from "@svc/platform";
 
 export type KeyType = "secret" | "site";
-export type EnvironmentName = "development" | "production";
 
 /** Length of the random part of every API key: 32 base62 characters, about 190 bits. */
 export const secretLength = 32;

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
-import { bearerCredential, environmentFromProto, type AuthenticatedCredential } from "../credentials/authenticate.ts";
+import { environmentName } from "@svc/platform";
+import { bearerCredential, type AuthenticatedCredential } from "../credentials/authenticate.ts";
 
 /**
  * The spec's tier table ("Limits"), as data: which buckets count a request, how many requests each
@@ -104,7 +105,7 @@ export interface RatePlan {
  * it is the credential, and the gateway never learns more of it than its form.
  */
 export function planFor(credential: AuthenticatedCredential, authorization: string | undefined, clientIp: string): RatePlan {
-  const development = environmentFromProto(credential.caller.environment) === "development";
+  const development = environmentName(credential.caller.environment) === "development";
   const id = credential.caller.credentialId;
   switch (credential.kind) {
     case "secret_key":

@@ -37,4 +37,3 @@ export function parseJsonObject(text: string, field: string): Record<string, unk
   return value as Record<string, unknown>;
 }
 
-export type EnvironmentName = "development" | "production";

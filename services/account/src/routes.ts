@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { Code, type ConnectRouter } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { refusalTranslator, type Clock, type EventBus, type OutboxRelay } from "@svc/platform";
+import { environmentName, refusalTranslator, type Clock, type EventBus, type OutboxRelay } from "@svc/platform";
 import {
   AccountConsoleService,
   AccountService,
@@ -18,7 +18,6 @@ import type { AccountSecrets } from "./config.ts";
 import { listDevices, registerDevice } from "./devices/devices.ts";
 import type { AccountErrorKind } from "./errors.ts";
 import { describeHuman, resolveSignedInHuman } from "./humans/humans.ts";
-import type { EnvironmentName } from "./input.ts";
 import { accountLinkState, secureAccount, type LinkConflict, type LinkContext } from "./links/account-links.ts";
 import { beginAssertion, finishAssertion } from "./passkeys/assertion.ts";
 import { beginRegistration, finishRegistration, type PasskeyContext } from "./passkeys/registration.ts";
@@ -143,11 +142,6 @@ const wireErrors = refusalTranslator<AccountErrorKind>({
 
 const instant = (timestamp: Timestamp | undefined): Date | undefined => (timestamp === undefined ? undefined : timestampDate(timestamp));
 
-function environmentName(environment: Environment): EnvironmentName | undefined {
-  if (environment === Environment.DEVELOPMENT) return "development";
-  if (environment === Environment.PRODUCTION) return "production";
-  return undefined;
-}
 
 const toProtoBehavior: Record<SandboxBehavior, ProtoSandboxBehavior> = {
   confirm: ProtoSandboxBehavior.CONFIRM,

@@ -1,5 +1,5 @@
-import { CredentialKind, Environment, type Caller } from "@svc/proto/common/v1/caller_pb.js";
-import type { EnvironmentName } from "./events/gate-events.ts";
+import { environmentName, type EnvironmentName } from "@svc/platform";
+import { CredentialKind, type Caller } from "@svc/proto/common/v1/caller_pb.js";
 import { Refusal } from "./refusal.ts";
 
 export type CallerKind = "secret_key" | "site_key" | "grant_token";
@@ -17,11 +17,6 @@ const kinds = new Map<CredentialKind, CallerKind>([
   [CredentialKind.SITE_KEY, "site_key"],
   [CredentialKind.GRANT_TOKEN, "grant_token"],
 ]);
-
-export const environmentName = (environment: Environment): EnvironmentName | undefined =>
-  environment === Environment.DEVELOPMENT ? "development" : environment === Environment.PRODUCTION ? "production" : undefined;
-
-export const environmentProto = (environment: EnvironmentName): Environment => (environment === "production" ? Environment.PRODUCTION : Environment.DEVELOPMENT);
 
 /** Refuses a call without a complete caller of one of the kinds the operation takes. */
 export function partnerCaller(caller: Caller | undefined, accepts: readonly CallerKind[]): PartnerCaller {

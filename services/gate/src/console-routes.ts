@@ -11,7 +11,7 @@ import {
   ListGatesResponseSchema,
   SetGateStatusResponseSchema,
 } from "@svc/proto/gate/v1/gate_pb.js";
-import { environmentName, environmentProto } from "./caller.ts";
+import { environmentName, environmentProto } from "@svc/platform";
 import { legacyGateStatus } from "./gates/gate-status.ts";
 import type { Gate, GateStore } from "./gates/gate-store.ts";
 import { Refusal, refusalsAsConnectErrors } from "./refusal.ts";

@@ -18,7 +18,8 @@ import {
   RevokeVerificationResponseSchema,
   type RequestAccess,
 } from "@svc/proto/gate/v1/gate_pb.js";
-import { environmentProto, partnerCaller } from "./caller.ts";
+import { environmentProto } from "@svc/platform";
+import { partnerCaller } from "./caller.ts";
 import type { Access } from "./ceremony/ceremony.ts";
 import type { GateType } from "./gates/gate-store.ts";
 import { Refusal, refusalsAsConnectErrors } from "./refusal.ts";

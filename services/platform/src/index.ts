@@ -10,3 +10,4 @@ export * from "./clients.ts";
 export * from "./service.ts";
 export * from "./wakeable-loop.ts";
 export * from "./refusal.ts";
+export * from "./environment.ts";

@@ -1,4 +1,3 @@
-import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import type { Event } from "@svc/proto/events/v1/events_pb.js";
 import { WebhookError } from "./errors.ts";
 
@@ -46,15 +45,3 @@ export function parseTypeFilter(types: readonly string[]): WebhookType[] {
   return webhookTypes.filter((type) => accepted.has(type));
 }
 
-export type EnvironmentName = "development" | "production";
-
-const environmentNames = new Map<Environment, EnvironmentName>([
-  [Environment.DEVELOPMENT, "development"],
-  [Environment.PRODUCTION, "production"],
-]);
-
-/** The spec's name of an envelope's environment; null when the producer left it unspecified. */
-export const environmentName = (environment: Environment): EnvironmentName | null => environmentNames.get(environment) ?? null;
-
-export const environmentOf = (name: EnvironmentName | null): Environment =>
-  name === "development" ? Environment.DEVELOPMENT : name === "production" ? Environment.PRODUCTION : Environment.UNSPECIFIED;

@@ -2,7 +2,8 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, type ConnectRouter } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { refusalTranslator, type Clock } from "@svc/platform";
+import { environmentProto, refusalTranslator, type Clock } from "@svc/platform";
+import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import {
   DeliverySchema,
   DeliveryStatus,
@@ -26,7 +27,6 @@ import {
 } from "./endpoints/endpoint-operations.ts";
 import type { SecretBox } from "./endpoints/endpoint-secret.ts";
 import type { WebhookErrorKind } from "./errors.ts";
-import { environmentOf } from "./event-types.ts";
 import { listMessages, replayMessage, type DeliveryView, type MessageView } from "./messages/message-operations.ts";
 
 export interface RouteDependencies {
@@ -142,7 +142,7 @@ function toMessageMessage(message: MessageView) {
   return create(MessageSchema, {
     messageId: message.id,
     type: message.type,
-    environment: environmentOf(message.environment),
+    environment: message.environment ? environmentProto(message.environment) : Environment.UNSPECIFIED,
     occurredAt: optionalTimestamp(message.occurredAt),
     receivedAt: timestampFromDate(message.receivedAt),
     deliveries: message.deliveries.map(toDeliveryMessage),

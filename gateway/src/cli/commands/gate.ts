@@ -1,10 +1,11 @@
+import { environmentProto, type EnvironmentName } from "@svc/platform";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { GateConsoleService, GateType, type Gate } from "@svc/proto/gate/v1/gate_pb.js";
 import { stringValue, UsageError, type CommandGroup } from "../command.ts";
 import { environmentName, instant } from "./format.ts";
 
-const environmentOf = (value: string | undefined): Environment =>
-  value === "production" ? Environment.PRODUCTION : value === "development" ? Environment.DEVELOPMENT : Environment.UNSPECIFIED;
+/** --env takes only the two names (its choices); without it, every environment. */
+const environmentOf = (value: string | undefined): Environment => (value ? environmentProto(value as EnvironmentName) : Environment.UNSPECIFIED);
 
 /** Statuses as svcctl accepts them: the new names, and the old ones during the alias window. */
 const statusChoices = ["draft", "active", "archived", "pending", "pending_revisions", "approved", "denied", "cancelled"];

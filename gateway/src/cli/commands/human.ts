@@ -1,4 +1,4 @@
-import { Environment } from "@svc/proto/common/v1/caller_pb.js";
+import { environmentProto, type EnvironmentName } from "@svc/platform";
 import { AccountConsoleService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import { stringValue, UsageError, type CommandGroup } from "../command.ts";
 
@@ -25,7 +25,7 @@ export const humanCommands: CommandGroup = {
         if (ageText !== undefined && !/^\d{1,3}$/.test(ageText)) throw new UsageError(`--age must be a whole number of years: ${ageText}`);
         const behavior = (stringValue(values, "behavior") ?? "confirm") as keyof typeof behaviors;
         const response = await ctx.serviceConsole(AccountConsoleService).createSandboxHuman({
-          environment: values.env === "production" ? Environment.PRODUCTION : Environment.DEVELOPMENT,
+          environment: environmentProto(values.env as EnvironmentName),
           behavior: behaviors[behavior],
           ...(ageText !== undefined && { age: Number(ageText) }),
         });

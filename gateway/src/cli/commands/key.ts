@@ -1,5 +1,5 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { Environment } from "@svc/proto/common/v1/caller_pb.js";
+import { environmentProto, type EnvironmentName } from "@svc/platform";
 import { KeyType } from "@svc/proto/console/v1/console_pb.js";
 import { stringList, stringValue, UsageError, type CommandGroup } from "../command.ts";
 import { environmentName, instant, keyTypeName } from "./format.ts";
@@ -26,7 +26,7 @@ export const keyCommands: CommandGroup = {
         if (expiresAt && Number.isNaN(expiresAt.getTime())) throw new UsageError(`--expires-at is not an ISO 8601 instant: ${expiresText}`);
         const response = await ctx.console().createKey({
           organizationId: values.org as string,
-          environment: values.env === "production" ? Environment.PRODUCTION : Environment.DEVELOPMENT,
+          environment: environmentProto(values.env as EnvironmentName),
           type: values.type === "site" ? KeyType.SITE : KeyType.SECRET,
           allowedOrigins: stringList(values, "origin"),
           allowedGates: stringList(values, "gate"),

@@ -1,8 +1,8 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { uuid, type Clock, type EventBus, type OutboxRelay } from "@svc/platform";
+import { uuid, type Clock, type EnvironmentName, type EventBus, type OutboxRelay } from "@svc/platform";
 import { AccountError, invalidArgument } from "../errors.ts";
 import { requireHuman } from "../humans/humans.ts";
-import { optionalUuid, requireInstant, requireText, requireUuid, type EnvironmentName } from "../input.ts";
+import { optionalUuid, requireInstant, requireText, requireUuid } from "../input.ts";
 import { AccountLink } from "./account-link.entity.ts";
 import { newHandle } from "./handle.ts";
 import { enqueueAccountSecured, enqueueAccountUnlinked } from "./link-events.ts";

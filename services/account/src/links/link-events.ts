@@ -1,10 +1,8 @@
 import { create, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { enqueueEvent, uuid, type Clock, type EventBus } from "@svc/platform";
-import { Environment } from "@svc/proto/common/v1/caller_pb.js";
+import { enqueueEvent, environmentProto, uuid, type Clock, type EnvironmentName, type EventBus } from "@svc/platform";
 import { EventSchema } from "@svc/proto/events/v1/events_pb.js";
-import type { EnvironmentName } from "../input.ts";
 
 interface LinkFacts {
   organizationId: string;
@@ -13,7 +11,6 @@ interface LinkFacts {
   surfaceId: string | null;
 }
 
-const environments: Record<EnvironmentName, Environment> = { development: Environment.DEVELOPMENT, production: Environment.PRODUCTION };
 
 /**
  * account.secured and account.unlinked leave through the outbox in the caller's transaction. The spec
@@ -47,7 +44,7 @@ function enqueue(em: EntityManager, clock: Clock, bus: Pick<EventBus, "subject">
   const event = create(EventSchema, {
     dedupKey,
     organizationId: link.organizationId,
-    environment: environments[link.environment],
+    environment: environmentProto(link.environment),
     occurredAt: timestampFromDate(occurredAt),
     payload,
   });

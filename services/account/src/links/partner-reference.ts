@@ -1,5 +1,4 @@
-import { keyedHash } from "@svc/platform";
-import type { EnvironmentName } from "../input.ts";
+import { keyedHash, type EnvironmentName } from "@svc/platform";
 
 /**
  * The partner's reference for its user is stored only as HMAC-SHA256 under ACCOUNT_REF_PEPPER. The

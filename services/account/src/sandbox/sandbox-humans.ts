@@ -1,12 +1,12 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { PublicKeyCredentialRequestOptionsJSON } from "@simplewebauthn/server";
-import { uuid, type Clock } from "@svc/platform";
+import { uuid, type Clock, type EnvironmentName } from "@svc/platform";
 import { birthDateForAge } from "../age/age-evaluation.ts";
 import { recordAgeEvidence } from "../age/age-evidence.ts";
 import { addSandboxDevice } from "../devices/devices.ts";
 import { AccountError, invalidArgument } from "../errors.ts";
 import { insertHuman, requireHuman } from "../humans/humans.ts";
-import { parseJsonObject, requireText, type EnvironmentName } from "../input.ts";
+import { parseJsonObject, requireText } from "../input.ts";
 import { userHandleOf } from "../passkeys/webauthn-policy.ts";
 import { openPrivateKey, sealPrivateKey } from "./key-sealing.ts";
 import { SandboxPasskey } from "./sandbox-passkey.entity.ts";

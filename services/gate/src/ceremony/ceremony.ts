@@ -1,9 +1,8 @@
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { Client } from "@connectrpc/connect";
-import { constantTimeEqual, type Clock, type Logger } from "@svc/platform";
+import { constantTimeEqual, environmentProto, type Clock, type Logger } from "@svc/platform";
 import { AgeVerdict, LinkConflict, type AccountService } from "@svc/proto/account/v1/account_pb.js";
 import { AgeResult, type SigningService } from "@svc/proto/signing/v1/signing_pb.js";
-import { environmentProto } from "../caller.ts";
 import type { FailureReason, LinkRefusal } from "../events/gate-events.ts";
 import type { PartnerRefs } from "../partner-refs.ts";
 import { Refusal } from "../refusal.ts";

@@ -1,7 +1,6 @@
 import type { Client } from "@connectrpc/connect";
-import type { Logger } from "@svc/platform";
+import type { EnvironmentName, Logger } from "@svc/platform";
 import { SandboxBehavior, type AccountService } from "@svc/proto/account/v1/account_pb.js";
-import type { EnvironmentName } from "../events/gate-events.ts";
 import type { Ceremony, RelyingParty } from "./ceremony.ts";
 
 /**

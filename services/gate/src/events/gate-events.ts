@@ -1,6 +1,6 @@
 import { create, toBinary, type JsonObject } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { Environment } from "@svc/proto/common/v1/caller_pb.js";
+import { environmentProto, type EnvironmentName } from "@svc/platform";
 import { EventSchema, GateHumanVerifiedSchema, GateUnavailableSchema, type Event } from "@svc/proto/events/v1/events_pb.js";
 
 /**
@@ -23,7 +23,6 @@ export function eventMetadata(session: JsonObject | null | undefined, link: Json
   return Object.keys(merged).length > 0 ? merged : undefined;
 }
 
-export type EnvironmentName = "development" | "production";
 
 export interface GateEventSubject {
   requestId: string;
@@ -41,7 +40,6 @@ export interface OutboxMessage {
 /** Every request of ours names a gate, so every gate event is a `census` product event. */
 const product = "census";
 
-const environmentProto = (environment: EnvironmentName) => (environment === "production" ? Environment.PRODUCTION : Environment.DEVELOPMENT);
 
 function envelope(type: string, subject: GateEventSubject, occurredAt: Date, payload: Event["payload"]): OutboxMessage {
   const dedupKey = `${type}:${subject.requestId}`;

@@ -1,7 +1,6 @@
 import type { EntityManager, MikroORM } from "@mikro-orm/postgresql";
-import { uuid, type Clock } from "@svc/platform";
+import { uuid, type Clock, type EnvironmentName } from "@svc/platform";
 import { Refusal } from "../refusal.ts";
-import type { EnvironmentName } from "../events/gate-events.ts";
 import { parseGateStatus, type GateStatus } from "./gate-status.ts";
 
 export type GateType = "human" | "age";

@@ -1,5 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import type { EnvironmentName, GateEventSubject } from "../events/gate-events.ts";
+import type { EnvironmentName } from "@svc/platform";
+import type { GateEventSubject } from "../events/gate-events.ts";
 import type { StoredRequest, StoredStatus } from "./status-record.ts";
 
 /** A verification request as stored in `requests`. */

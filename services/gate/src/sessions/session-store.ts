@@ -1,8 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { uuid, type Clock } from "@svc/platform";
+import { uuid, type Clock, type EnvironmentName } from "@svc/platform";
 import type { PartnerCaller } from "../caller.ts";
-import type { EnvironmentName } from "../events/gate-events.ts";
 import type { PartnerRefs } from "../partner-refs.ts";
 import { Refusal } from "../refusal.ts";
 import { grantTokenLifetimeMs } from "../requests/lifetimes.ts";

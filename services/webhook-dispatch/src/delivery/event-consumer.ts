@@ -2,9 +2,8 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { AckPolicy, DeliverPolicy, jetstreamManager, type ConsumerConfig, type JsMsg } from "@nats-io/jetstream";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import type { EventBus, Logger } from "@svc/platform";
+import { environmentName, type EventBus, type Logger } from "@svc/platform";
 import { EventSchema, type Event } from "@svc/proto/events/v1/events_pb.js";
-import { environmentName } from "../event-types.ts";
 import { storeMessages, type IncomingMessage } from "../messages/message-store.ts";
 import type { DeliveryWorker } from "./delivery-worker.ts";
 import { renderPayload } from "./payload-rendering.ts";
@@ -152,7 +151,7 @@ function decode(msg: JsMsg, logger: Logger): Decoded {
       organizationId: event.organizationId,
       dedupKey: event.dedupKey,
       type: rendering.type,
-      environment: environmentName(event.environment),
+      environment: environmentName(event.environment) ?? null,
       occurredAt,
       body: rendering.body,
     },

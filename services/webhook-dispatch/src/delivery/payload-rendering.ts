@@ -2,7 +2,8 @@ import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import type { Event } from "@svc/proto/events/v1/events_pb.js";
-import { environmentName, typeOfPayloadCase, type EnvironmentName, type WebhookType } from "../event-types.ts";
+import { environmentName, type EnvironmentName } from "@svc/platform";
+import { typeOfPayloadCase, type WebhookType } from "../event-types.ts";
 
 /**
  * Turns an event envelope into the exact webhook body the spec describes for its type: `type` first,

@@ -1,8 +1,7 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
-import type { Clock } from "@svc/platform";
+import type { Clock, EnvironmentName } from "@svc/platform";
 import { findEndpoint } from "../endpoints/endpoint-operations.ts";
 import { WebhookError } from "../errors.ts";
-import type { EnvironmentName } from "../event-types.ts";
 import { WebhookMessage, type Delivery } from "./message.entity.ts";
 
 export type DeliveryStatus = Delivery["status"];

@@ -1,6 +1,5 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { randomBase62 } from "@svc/platform";
-import type { EnvironmentName } from "../event-types.ts";
+import { randomBase62, type EnvironmentName } from "@svc/platform";
 import { claimedDelivery, heldSql, leaseEndSql, termsParams, type ClaimTerms, type ClaimedDelivery, type ClaimedRow } from "../delivery/delivery-store.ts";
 
 export interface IncomingMessage {
