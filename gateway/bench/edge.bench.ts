@@ -1,13 +1,13 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { createInternalClient, createLogger, openDatabase, systemClock } from "@svc/platform";
+import { createInternalClient, createLogger, openDatabase, openStatementPool, systemClock } from "@svc/platform";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { measureThroughput, startBenchMesh } from "../../test/bench/bench-infrastructure.ts";
 import { entities } from "../src/credentials/entities.ts";
 import { aliasStage } from "../src/edge/alias-stage.ts";
 import { aliasTable, sunset } from "../src/edge/aliases.ts";
-import { openRateLimitPool, RateLimiter } from "../src/edge/rate-limiter.ts";
+import { RateLimiter } from "../src/edge/rate-limiter.ts";
 import { rateLimitStage } from "../src/edge/rate-limit-stage.ts";
 import { parseStage } from "../src/http/parse.ts";
 import { handleStage, validateStage, type Stage } from "../src/http/pipeline.ts";
@@ -32,7 +32,7 @@ const logger = createLogger("bench", {}, "warn");
 try {
   const signing = createInternalClient(SigningService, mesh.urls.signing!, { timeoutMs: 30_000 });
   const orm = await openDatabase({ url: mesh.databaseUrl, schema: "gateway", entities, migrations, logger });
-  const pool = openRateLimitPool(mesh.databaseUrl, logger);
+  const pool = openStatementPool({ url: mesh.databaseUrl, schema: "gateway", max: 4, logger });
   const limiter = new RateLimiter({ pool, leaseTtlMs: 60_000, logger });
   const services = { signing, keySet: new KeySetCache({ signing, logger }) } as unknown as GatewayServices;
   const edge: Stage[] = [

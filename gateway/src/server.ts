@@ -4,6 +4,7 @@ import {
   createLogger,
   databaseReachable,
   openDatabase,
+  openStatementPool,
   runAsMain,
   serveConnect,
   type Clock,
@@ -26,7 +27,7 @@ import { aliasStage } from "./edge/alias-stage.ts";
 import { aliasTable, sunset } from "./edge/aliases.ts";
 import { KeyLimits } from "./edge/key-limits.ts";
 import { openApiDocument, openApiPath } from "./edge/openapi.ts";
-import { openRateLimitPool, RateLimiter } from "./edge/rate-limiter.ts";
+import { RateLimiter } from "./edge/rate-limiter.ts";
 import { rateLimitStage } from "./edge/rate-limit-stage.ts";
 import { parseStage } from "./http/parse.ts";
 import { handleStage, validateStage, type Stage } from "./http/pipeline.ts";
@@ -80,7 +81,8 @@ export async function startGateway(options: { env?: NodeJS.ProcessEnv; clock?: C
     await reachable(config.signingUrl, "signing");
   };
 
-  const rateLimitPool = openRateLimitPool(config.databaseUrl, logger);
+  // A few connections suffice: every statement decides a whole batch of requests.
+  const rateLimitPool = openStatementPool({ url: config.databaseUrl, schema: "gateway", max: 4, logger });
   const limiter = new RateLimiter({ pool: rateLimitPool, leaseTtlMs: config.inFlightLease, logger });
   const openApiLink = `${config.publicOrigin}${basePath}${openApiPath}`;
 

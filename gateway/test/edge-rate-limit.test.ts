@@ -1,14 +1,14 @@
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { CallerSchema, CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
-import { ManualClock, openDatabase, type Database } from "@svc/platform";
+import { ManualClock, openDatabase, openStatementPool, type Database } from "@svc/platform";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/harness/index.ts";
 import { apiKeyResolvers, authenticateStage, type CredentialResolver } from "../src/credentials/authenticate.ts";
 import { CredentialDirectory } from "../src/credentials/directory.ts";
 import { entities } from "../src/credentials/entities.ts";
 import { KeyLimits } from "../src/edge/key-limits.ts";
-import { openRateLimitPool, RateLimiter } from "../src/edge/rate-limiter.ts";
+import { RateLimiter } from "../src/edge/rate-limiter.ts";
 import { rateLimitStage } from "../src/edge/rate-limit-stage.ts";
 import { tiers } from "../src/edge/rate-tiers.ts";
 import { parseStage } from "../src/http/parse.ts";
@@ -34,7 +34,7 @@ let database: TestDatabase;
 let orm: Database;
 let directory: CredentialDirectory;
 let limiter: RateLimiter;
-let pool: ReturnType<typeof openRateLimitPool>;
+let pool: ReturnType<typeof openStatementPool>;
 let server: RunningServer;
 let organizationId: string;
 /** Runs of each handler: a refused request must run none. */
@@ -130,7 +130,7 @@ beforeAll(async () => {
   directory = new CredentialDirectory({ orm, pepper: randomBytes(32), clock });
   organizationId = (await directory.createOrganization("Limits")).id;
   const logger = memoryLogger();
-  pool = openRateLimitPool(database.url, logger);
+  pool = openStatementPool({ url: database.url, schema: "gateway", max: 4, logger });
   limiter = new RateLimiter({ pool, leaseTtlMs, logger });
   server = await startPublicServer({
     host: "127.0.0.1",

@@ -1,4 +1,4 @@
-import pg from "pg";
+import type pg from "pg";
 import { uuid, type Logger } from "@svc/platform";
 import type { BucketName, RatePlan } from "./rate-tiers.ts";
 
@@ -44,14 +44,6 @@ interface Waiting {
   leaseId: string | undefined;
   resolve(decision: RateDecision): void;
   reject(error: unknown): void;
-}
-
-/** The limiter's own connections: a few suffice, as every statement decides a whole batch. */
-export function openRateLimitPool(databaseUrl: string, logger: Logger): pg.Pool {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: 4, options: "-c search_path=gateway" });
-  // An idle connection the server dropped is replaced on next use; without a listener it would crash the process.
-  pool.on("error", (error) => logger.warn("rate-limit connection lost", { error }));
-  return pool;
 }
 
 /** The statement that decides a batch; prepared once per connection under this name. */

@@ -19,6 +19,7 @@ export const startGate = (options: StartOptions = {}) => {
   const servicesOf = (context: Parameters<Parameters<typeof startService<typeof settings>>[0]["routes"]>[0]) =>
     (services ??= gateServices({
       orm: context.orm,
+      statements: context.statements,
       bus: context.bus,
       outbox: context.outbox,
       clock: context.clock,

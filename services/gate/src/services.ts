@@ -1,16 +1,19 @@
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import type { Clock, EventBus, Logger, OutboxRelay } from "@svc/platform";
 import type { MikroORM } from "@mikro-orm/postgresql";
+import type pg from "pg";
 import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import type { PartnerCaller } from "./caller.ts";
 import { Ceremony } from "./ceremony/ceremony.ts";
 import { SandboxResponder } from "./ceremony/sandbox.ts";
+import { GateFactsLookup } from "./gates/gate-facts.ts";
 import { GateStore } from "./gates/gate-store.ts";
 import { partnerRefs } from "./partner-refs.ts";
 import { createLink, type CreatedLink, type LinkInput } from "./requests/create-link.ts";
 import { PartnerQueries } from "./requests/partner-queries.ts";
 import { RequestLifecycle } from "./requests/request-lifecycle.ts";
+import { SessionFactsLookup } from "./sessions/session-facts.ts";
 import { SessionStore } from "./sessions/session-store.ts";
 
 export interface GateServices {
@@ -24,6 +27,7 @@ export interface GateServices {
 
 export interface GateDependencies {
   orm: MikroORM;
+  statements: pg.Pool;
   bus: EventBus;
   outbox: OutboxRelay;
   clock: Clock;
@@ -40,6 +44,9 @@ export interface GateDependencies {
 export function gateServices(deps: GateDependencies): GateServices {
   const { orm, clock, logger, account } = deps;
   const refs = partnerRefs(deps.refKey);
+  const db = deps.statements;
+  const sessionFacts = new SessionFactsLookup(db);
+  const gateFacts = new GateFactsLookup(db);
   const lifecycle = new RequestLifecycle({ orm, clock, bus: deps.bus, outbox: deps.outbox });
   const ceremony = new Ceremony({ lifecycle, account, signing: deps.signing, refs, clock, logger });
   const sandbox = new SandboxResponder({
@@ -52,7 +59,7 @@ export function gateServices(deps: GateDependencies): GateServices {
 
   return {
     gates: new GateStore({ orm, clock }),
-    sessions: new SessionStore({ orm, clock, refs }),
+    sessions: new SessionStore({ db, clock, refs, facts: sessionFacts }),
     queries: new PartnerQueries({ orm, clock, refs }),
     lifecycle,
     ceremony,
@@ -64,7 +71,7 @@ export function gateServices(deps: GateDependencies): GateServices {
         account.listDevices({ svcUserId: input.svcUserId }).then((r) => r.devices.length, unknownHumanAs(0)),
         sandbox.behaviorOf(input.svcUserId, caller.environment).catch(unknownHumanAs(undefined)),
       ]);
-      const link = await createLink({ orm, clock, refs, presenceWindowMs: deps.presenceWindowMs }, caller, input, { devices });
+      const link = await createLink({ db, sessions: sessionFacts, gates: gateFacts, clock, refs, presenceWindowMs: deps.presenceWindowMs }, caller, input, { devices });
       if (link.status === "pending" && behavior !== undefined) sandbox.answer(link.requestId, input.svcUserId, behavior);
       return link;
     },

@@ -68,6 +68,18 @@ async function migrateUnderLock(options: DatabaseOptions): Promise<void> {
   }
 }
 
+/**
+ * A plain driver pool in the service's schema, for the few statements on a hot path where the ORM's
+ * per-query work would cost as much as the statement itself: each such statement is one prepared
+ * call that decides everything at once.
+ */
+export function openStatementPool(options: { url: string; schema: string; max: number; logger: Logger }): pg.Pool {
+  const pool = new pg.Pool({ connectionString: options.url, max: options.max, options: `-c search_path=${options.schema}` });
+  // An idle connection the server dropped is replaced on next use; without a listener it would crash the process.
+  pool.on("error", (error) => options.logger.warn("database connection lost", { error, schema: options.schema }));
+  return pool;
+}
+
 /** Readiness: the database answers a trivial query. */
 export async function databaseReachable(orm: MikroORM): Promise<void> {
   await orm.em.fork().execute("select 1");

@@ -3,7 +3,8 @@ import type { EntitySchema, MigrationObject } from "@mikro-orm/core";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { clockFromEnvironment, type Clock } from "./clock.ts";
 import { commonSettings, loadConfig, parse, type ConfigOf, type Settings } from "./config.ts";
-import { databaseReachable, openDatabase } from "./database.ts";
+import { databaseReachable, openDatabase, openStatementPool } from "./database.ts";
+import type pg from "pg";
 import { createLogger, type Logger } from "./logger.ts";
 import { connectEventBus, natsReachable, type EventBus } from "./nats.ts";
 import { OutboxEvent, outboxMigration, startOutboxRelay, type OutboxRelay } from "./outbox.ts";
@@ -28,6 +29,8 @@ export interface ServiceDefinition<S extends Settings> {
 export interface ServiceContext<S extends Settings> {
   config: ConfigOf<S> & ConfigOf<typeof baseSettings>;
   orm: MikroORM;
+  /** Prepared statements on hot paths, outside the ORM (see `openStatementPool`). */
+  statements: pg.Pool;
   bus: EventBus;
   outbox: OutboxRelay;
   clock: Clock;
@@ -43,6 +46,7 @@ export interface StartOptions {
 const baseSettings = {
   ...commonSettings,
   host: { parse: parse.string, default: "127.0.0.1", description: "address to listen on" },
+  statementPoolSize: { parse: parse.positiveInt, default: 8, description: "connections for the prepared statements on hot paths (besides the ORM's pool)" },
 } satisfies Settings;
 
 /**
@@ -64,9 +68,10 @@ export async function startService<S extends Settings>(definition: ServiceDefini
     migrations: [outboxMigration, ...definition.migrations],
     logger,
   });
+  const statements = openStatementPool({ url: config.databaseUrl, schema: definition.schema, max: config.statementPoolSize, logger });
   const bus = await connectEventBus({ url: config.natsUrl, name: definition.name, stream: config.eventStream, subjectPrefix: config.eventSubjectPrefix });
   const outbox = startOutboxRelay({ orm, bus, logger, clock });
-  const context: ServiceContext<S> = { config, orm, bus, outbox, clock, logger };
+  const context: ServiceContext<S> = { config, orm, statements, bus, outbox, clock, logger };
   const stopBackground = definition.background ? await definition.background(context) : async () => {};
 
   return serveConnect({
@@ -83,6 +88,7 @@ export async function startService<S extends Settings>(definition: ServiceDefini
       await stopBackground();
       await outbox.stop();
       await bus.nc.drain();
+      await statements.end();
       await orm.close();
     },
   });

@@ -1,16 +1,15 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import type { MikroORM } from "@mikro-orm/postgresql";
+import type pg from "pg";
 import type { Clock } from "@svc/platform";
 import type { PartnerCaller } from "../caller.ts";
 import { eventMetadata } from "../events/gate-events.ts";
-import { acceptsRequests } from "../gates/gate-status.ts";
-import { gateFromRow, type Gate, type GateRow } from "../gates/gate-store.ts";
+import type { GateFacts, GateFactsLookup } from "../gates/gate-facts.ts";
 import type { PartnerRefs } from "../partner-refs.ts";
 import { Refusal } from "../refusal.ts";
-import type { SessionRow } from "../sessions/session-store.ts";
+import type { SessionFactsLookup } from "../sessions/session-facts.ts";
 import { blockingUser } from "./blocking-rule.ts";
 import { presencePassReadableMs, requestLifetimeMs } from "./lifetimes.ts";
-import { presenceLookup, presenceSince, type PresenceLookup } from "./recent-presence.ts";
+import { presenceLookup, presenceSince } from "./recent-presence.ts";
 import { newFlowSecret, newRequestId, requestIdForm, secretHash } from "./request-ids.ts";
 
 export type Mode = "private" | "linked-account";
@@ -39,136 +38,106 @@ export interface CreatedLink {
   pushedToDevices: number;
   sdkType: "signal" | "presence";
   authMode: Mode;
-  gate: Gate;
+  gate: GateFacts;
 }
 
 /** decisions.md: `private` unless `svc_user_id` is given, then `linked-account`. */
 export const modeFor = (mode: string, svcUserId: string): Mode =>
   mode === "private" || mode === "linked-account" ? mode : svcUserId === "" ? "private" : "linked-account";
 
+/** The statement that decides and writes a request; prepared once per connection under this name. */
+const createStatement = {
+  name: "create_verification_request",
+  text: `select outcome, human_id from create_verification_request($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20::jsonb, $21, $22, $23, $24)`,
+};
+
+const refusals = {
+  unauthenticated: () => new Refusal("unauthenticated", "the grant token is invalid, expired or already used"),
+  no_active_gate: (gate: string, environment: string) => new Refusal("invalid", `no active gate ${JSON.stringify(gate)} in the ${environment} environment`),
+  gate_not_allowed: (gate: string) => new Refusal("forbidden", `gate ${JSON.stringify(gate)} is not allowed for this key`),
+  conflict: () => new Refusal("conflict", "the same user already has a pending request for this gate; revoke it or wait for it to end"),
+};
+
 /**
- * create-verification-link in one transaction. The grant token is consumed first with a conditional
- * update, which also locks its session row: of any number of concurrent calls with one token, one
- * holds the lock and the others wait, then find it used. Every refusal after that rolls the
- * transaction back, so a rejected call consumes nothing (spec "Grant token": rejected call → unused).
+ * create-verification-link in one round trip. The rules (the 409 rule's user, Recent Presence, the
+ * allowed gates) are decided here from facts that never change, the session's and the gate's; the
+ * statement `create_verification_request` (migration 0002) then applies them atomically against what
+ * can change: it locks the session row (of any number of concurrent calls with one token, one
+ * proceeds and the others find it used), checks the gate is active and no request blocks, looks for a
+ * recent ceremony, consumes the token and inserts the request. It refuses before writing anything, so
+ * a rejected call consumes nothing (spec "Grant token": rejected call → unused).
  */
 export async function createLink(
-  deps: { orm: MikroORM; clock: Clock; refs: PartnerRefs; presenceWindowMs: number },
+  deps: { db: pg.Pool; sessions: SessionFactsLookup; gates: GateFactsLookup; clock: Clock; refs: PartnerRefs; presenceWindowMs: number },
   caller: PartnerCaller,
   input: LinkInput,
   human: HumanFacts,
 ): Promise<CreatedLink> {
   const { clock, refs } = deps;
-  const authMode = modeFor(input.mode, input.svcUserId);
-  const sdkTypeOfCeremony = input.parentRequestId === "" ? "signal" : "presence";
+  const session = await deps.sessions.of(caller.credentialId);
+  if (!session || session.organization_id !== caller.organizationId || session.environment !== caller.environment) throw refusals.unauthenticated();
+  const organizationId = session.organization_id;
+  const gate = await deps.gates.of(organizationId, session.environment, input.gate);
 
-  return deps.orm.em.fork().transactional(async (em) => {
-    const now = clock.now();
-    const requestId = newRequestId();
-    // One round trip: consume the token (recording the request it creates) and read the gate with it.
-    const rows = await em.execute<(SessionRow & { gate: GateRow | null })[]>(
-      `with consumed as (
-         update sessions set consumed_at = ?, request_id = ? where id = ? and consumed_at is null and revoked_at is null and expires_at > ? returning *)
-       select consumed.*, (select to_jsonb(g) from gates g where g.organization_id = consumed.organization_id and g.environment = consumed.environment and g.key = ?) as gate
-         from consumed`,
-      [now, requestId, caller.credentialId, now, input.gate],
-    );
-    const session = rows[0];
-    if (!session) throw new Refusal("unauthenticated", "the grant token is invalid, expired or already used");
-
-    const gate = session.gate ? gateFromRow(session.gate) : undefined;
-    if (!gate || !acceptsRequests(gate.status)) throw new Refusal("invalid", `no active gate ${JSON.stringify(input.gate)} in the ${session.environment} environment`);
-    if (session.allowed_gates.length > 0 && !session.allowed_gates.includes(gate.key)) throw new Refusal("forbidden", `gate ${JSON.stringify(gate.key)} is not allowed for this key`);
-
-    const organizationId = session.organization_id;
-    const user = blockingUser({
-      gate: gate.key,
-      partnerUserRef: input.partnerUserRef,
-      // The session keeps only a hash of partner_user_id; the rule needs to know whether it was given.
-      sessionPartnerUserId: session.partner_user_hash ? "given" : undefined,
-      sessionCredentialKind: session.credential_kind,
-    });
-    const blockingHash = user === undefined ? null : input.partnerUserRef !== "" ? refs.hash(organizationId, input.partnerUserRef) : session.partner_user_hash;
-    const parent = requestIdForm.test(input.parentRequestId) ? input.parentRequestId : null;
-
-    if (blockingHash) {
-      // Two sessions of one user racing past the check would both create: serialize per user and gate.
-      await em.execute(`select pg_advisory_xact_lock(hashtextextended(?, 0))`, [`${organizationId}:${session.environment}:${gate.key}:${blockingHash.toString("base64")}`]);
-      const blocking = await em.execute<{ id: string }[]>(
-        `select id from requests where organization_id = ? and environment = ? and gate_key = ? and blocking_user_hash = ?
-           and status = 'pending' and expires_at > ? and id is distinct from ? limit 1`,
-        [organizationId, session.environment, gate.key, blockingHash, now, parent],
-      );
-      if (blocking[0]) throw new Refusal("conflict", "the same user already has a pending request for this gate; revoke it or wait for it to end");
-    }
-
-    const refHash = input.partnerUserRef === "" ? null : refs.hash(organizationId, input.partnerUserRef);
-    const notarizeOffered = input.notarize && gate.notarizeOffer && input.partnerUserRef !== "";
-    const lookup = presenceLookup({ svcUserId: input.svcUserId, refHash, securesAccount: notarizeOffered, ageGate: gate.type === "age" });
-    const presence = lookup && (await recentPresence(em, lookup, { organizationId, environment: session.environment, gate: gate.key, since: presenceSince(now, deps.presenceWindowMs) }));
-
-    const flowSecret = newFlowSecret();
-    const status = presence ? "pass" : "pending";
-    const expiresAt = new Date(now.getTime() + (presence ? presencePassReadableMs : requestLifetimeMs));
-    const sdkType = presence ? "presence" : sdkTypeOfCeremony;
-    const pushedToDevices = presence ? 0 : human.devices;
-    await em.execute(
-      `insert into requests (id, organization_id, environment, gate_key, gate_type, age_threshold, session_id, status, flow_secret_hash,
-         blocking_user_hash, partner_ref_hash, partner_ref_sealed, svc_user_id, human_id, mode, sdk_type, notarize_offered, return_url,
-         parent_request_id, metadata, pushed_to_devices, created_at, expires_at, ended_at, ended_by)
-       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?, ?)`,
-      [
-        requestId,
-        organizationId,
-        session.environment,
-        gate.key,
-        gate.type,
-        gate.ageThreshold,
-        session.id,
-        status,
-        secretHash(flowSecret),
-        presence ? null : blockingHash,
-        refHash,
-        presence || input.partnerUserRef === "" ? null : refs.seal(requestId, input.partnerUserRef),
-        input.svcUserId === "" ? null : input.svcUserId,
-        presence ? presence.humanId : null,
-        authMode,
-        sdkType,
-        notarizeOffered,
-        input.returnUrl === "" ? null : input.returnUrl,
-        parent,
-        JSON.stringify(eventMetadata(session.metadata, input.metadata) ?? null),
-        pushedToDevices,
-        now,
-        expiresAt,
-        presence ? now : null,
-        presence ? "presence" : null,
-      ],
-    );
-    if (parent && !presence) {
-      // The presence ceremony replaces its pre-check, so one user never has two pending requests.
-      await em.execute(
-        `update requests set status = 'expired', ended_at = ?, ended_by = 'superseded', partner_ref_sealed = null
-          where id = ? and organization_id = ? and environment = ? and gate_key = ? and status = 'pending'
-            and blocking_user_hash is not distinct from ?`,
-        [now, parent, organizationId, session.environment, gate.key, blockingHash],
-      );
-    }
-    return { requestId, status, flowSecret, expiresAt, pushedToDevices, sdkType, authMode, gate };
+  const user = blockingUser({
+    gate: input.gate,
+    partnerUserRef: input.partnerUserRef,
+    // The session keeps only a hash of partner_user_id; the rule needs to know whether it was given.
+    sessionPartnerUserId: session.partner_user_hash ? "given" : undefined,
+    sessionCredentialKind: session.credential_kind,
   });
-}
+  const refHash = input.partnerUserRef === "" ? null : refs.hash(organizationId, input.partnerUserRef);
+  const blockingHash = user === undefined ? null : (refHash ?? session.partner_user_hash);
+  const notarizeOffered = input.notarize && (gate?.notarizeOffer ?? false) && input.partnerUserRef !== "";
+  const lookup = presenceLookup({ svcUserId: input.svcUserId, refHash, securesAccount: notarizeOffered, ageGate: gate?.type === "age" });
 
-/** The latest ceremony of the person on this gate and environment since `since`, if any. */
-async function recentPresence(
-  em: Parameters<Parameters<MikroORM["em"]["transactional"]>[0]>[0],
-  lookup: PresenceLookup,
-  q: { organizationId: string; environment: string; gate: string; since: Date },
-): Promise<{ humanId: string | null } | undefined> {
-  const [column, value] = lookup.by === "human" ? ["human_id", lookup.svcUserId] : ["partner_ref_hash", lookup.refHash];
-  const rows = await em.execute<{ human_id: string | null }[]>(
-    `select human_id from requests where organization_id = ? and environment = ? and gate_key = ? and status = 'completed' and ended_at > ? and ${column} = ?
-      order by ended_at desc limit 1`,
-    [q.organizationId, q.environment, q.gate, q.since, value],
-  );
-  return rows[0] ? { humanId: rows[0].human_id } : undefined;
+  const now = clock.now();
+  const requestId = newRequestId();
+  const flowSecret = newFlowSecret();
+  const authMode = modeFor(input.mode, input.svcUserId);
+  const { rows } = await deps.db.query<{ outcome: keyof typeof refusals | "pending" | "pass"; human_id: string | null }>({
+    ...createStatement,
+    values: [
+      session.id,
+      organizationId,
+      session.environment,
+      gate?.id ?? null,
+      gate !== undefined && (session.allowed_gates.length === 0 || session.allowed_gates.includes(gate.key)),
+      requestId,
+      secretHash(flowSecret),
+      blockingHash,
+      requestIdForm.test(input.parentRequestId) ? input.parentRequestId : null,
+      lookup?.by === "human" ? lookup.svcUserId : null,
+      lookup?.by === "reference" ? lookup.refHash : null,
+      presenceSince(now, deps.presenceWindowMs),
+      refHash,
+      input.partnerUserRef === "" ? null : refs.seal(requestId, input.partnerUserRef),
+      input.svcUserId === "" ? null : input.svcUserId,
+      authMode,
+      input.parentRequestId === "" ? "signal" : "presence",
+      notarizeOffered,
+      input.returnUrl === "" ? null : input.returnUrl,
+      JSON.stringify(eventMetadata(session.metadata, input.metadata) ?? null),
+      human.devices,
+      now,
+      new Date(now.getTime() + requestLifetimeMs),
+      new Date(now.getTime() + presencePassReadableMs),
+    ],
+  });
+  const outcome = rows[0]!.outcome;
+  if (outcome === "unauthenticated" || outcome === "conflict") throw refusals[outcome]();
+  if (outcome === "no_active_gate" || !gate) throw refusals.no_active_gate(input.gate, session.environment);
+  if (outcome === "gate_not_allowed") throw refusals.gate_not_allowed(gate.key);
+
+  const passed = outcome === "pass";
+  return {
+    requestId,
+    status: outcome,
+    flowSecret,
+    expiresAt: new Date(now.getTime() + (passed ? presencePassReadableMs : requestLifetimeMs)),
+    pushedToDevices: passed ? 0 : human.devices,
+    sdkType: passed || input.parentRequestId !== "" ? "presence" : "signal",
+    authMode,
+    gate,
+  };
 }

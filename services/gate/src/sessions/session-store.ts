@@ -1,5 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import type { MikroORM } from "@mikro-orm/postgresql";
+import type pg from "pg";
 import { uuid, type Clock, type EnvironmentName } from "@svc/platform";
 import type { PartnerCaller } from "../caller.ts";
 import type { PartnerRefs } from "../partner-refs.ts";
@@ -7,6 +7,7 @@ import { Refusal } from "../refusal.ts";
 import { grantTokenLifetimeMs } from "../requests/lifetimes.ts";
 import { secretHash } from "../requests/request-ids.ts";
 import { grantTokenForm, newGrantToken } from "./grant-token.ts";
+import type { SessionFactsLookup } from "./session-facts.ts";
 
 export interface SessionRow {
   id: string;
@@ -25,65 +26,81 @@ export interface SessionRow {
  * for five minutes, then consumed by one accepted create-verification-link or revoked by logout.
  */
 export class SessionStore {
-  readonly #orm: MikroORM;
+  readonly #db: pg.Pool;
   readonly #clock: Clock;
   readonly #refs: PartnerRefs;
+  readonly #facts: SessionFactsLookup;
 
-  constructor(options: { orm: MikroORM; clock: Clock; refs: PartnerRefs }) {
-    this.#orm = options.orm;
+  constructor(options: { db: pg.Pool; clock: Clock; refs: PartnerRefs; facts: SessionFactsLookup }) {
+    this.#db = options.db;
     this.#clock = options.clock;
     this.#refs = options.refs;
+    this.#facts = options.facts;
   }
 
   async create(caller: PartnerCaller, input: { partnerUserId: string; metadata: JsonObject | undefined; allowedGates: readonly string[] }) {
     if (caller.kind === "grant_token") throw new Refusal("unauthenticated", "a session is created with an API key or a site key");
     const token = newGrantToken();
     const now = this.#clock.now();
-    const expiresAt = new Date(now.getTime() + grantTokenLifetimeMs);
-    await this.#orm.em.fork().execute(
-      `insert into sessions (id, token_hash, organization_id, environment, credential_id, credential_kind, partner_user_hash, metadata, allowed_gates, created_at, expires_at)
-       values (?, ?, ?, ?, ?, ?, ?, ?::jsonb, array(select jsonb_array_elements_text(?::jsonb)), ?, ?)`,
-      [
-        uuid(),
+    const row: SessionRow = {
+      id: uuid(),
+      organization_id: caller.organizationId,
+      environment: caller.environment,
+      credential_id: caller.credentialId,
+      credential_kind: caller.kind,
+      partner_user_hash: input.partnerUserId === "" ? null : this.#refs.hash(caller.organizationId, input.partnerUserId),
+      metadata: input.metadata && Object.keys(input.metadata).length > 0 ? input.metadata : null,
+      allowed_gates: [...input.allowedGates],
+      expires_at: new Date(now.getTime() + grantTokenLifetimeMs),
+    };
+    await this.#db.query({
+      name: "create_session",
+      text: `insert into sessions (id, token_hash, organization_id, environment, credential_id, credential_kind, partner_user_hash, metadata, allowed_gates, created_at, expires_at)
+             values ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::text[], $10, $11)`,
+      values: [
+        row.id,
         secretHash(token),
-        caller.organizationId,
-        caller.environment,
-        caller.credentialId,
-        caller.kind,
-        input.partnerUserId === "" ? null : this.#refs.hash(caller.organizationId, input.partnerUserId),
-        input.metadata && Object.keys(input.metadata).length > 0 ? JSON.stringify(input.metadata) : null,
-        // The driver spreads array parameters, so the list travels as one JSON value.
-        JSON.stringify(input.allowedGates),
+        row.organization_id,
+        row.environment,
+        row.credential_id,
+        row.credential_kind,
+        row.partner_user_hash,
+        row.metadata === null ? null : JSON.stringify(row.metadata),
+        row.allowed_gates,
         now,
-        expiresAt,
+        row.expires_at,
       ],
-    );
-    return { token, organizationId: caller.organizationId, expiresAt };
+    });
+    this.#facts.remember(row);
+    return { token, organizationId: caller.organizationId, expiresAt: row.expires_at };
   }
 
   /** The unused session a grant token names, without consuming it. */
   async authenticate(token: string): Promise<SessionRow> {
-    const refused = new Refusal("unauthenticated", "the grant token is invalid, expired or already used");
-    if (!grantTokenForm.test(token)) throw refused;
-    const rows = await this.#orm.em.fork().execute<SessionRow[]>(
-      `select * from sessions where token_hash = ? and consumed_at is null and revoked_at is null and expires_at > ?`,
-      [secretHash(token), this.#clock.now()],
-    );
-    if (!rows[0]) throw refused;
+    const refused = () => new Refusal("unauthenticated", "the grant token is invalid, expired or already used");
+    if (!grantTokenForm.test(token)) throw refused();
+    const { rows } = await this.#db.query<SessionRow>({
+      name: "authenticate_grant",
+      text: `select id, organization_id, environment, credential_id, credential_kind, partner_user_hash, metadata, allowed_gates, expires_at
+               from sessions where token_hash = $1 and consumed_at is null and revoked_at is null and expires_at > $2`,
+      values: [secretHash(token), this.#clock.now()],
+    });
+    if (!rows[0]) throw refused();
+    this.#facts.remember(rows[0]);
     return rows[0];
   }
 
   /** Logout: revokes an unused grant token of the caller's organization; false when there was nothing to revoke. */
   async revoke(caller: PartnerCaller, token: string): Promise<boolean> {
     if (!grantTokenForm.test(token)) return false;
-    const em = this.#orm.em.fork();
-    const owner = await em.execute<{ organization_id: string }[]>(`select organization_id from sessions where token_hash = ?`, [secretHash(token)]);
-    if (!owner[0]) return false;
-    if (owner[0].organization_id !== caller.organizationId) throw new Refusal("forbidden", "the grant token belongs to another organization");
-    const revoked = await em.execute<{ id: string }[]>(
-      `update sessions set revoked_at = ? where token_hash = ? and consumed_at is null and revoked_at is null and expires_at > ? returning id`,
-      [this.#clock.now(), secretHash(token), this.#clock.now()],
+    const owner = await this.#db.query<{ organization_id: string }>(`select organization_id from sessions where token_hash = $1`, [secretHash(token)]);
+    if (!owner.rows[0]) return false;
+    if (owner.rows[0].organization_id !== caller.organizationId) throw new Refusal("forbidden", "the grant token belongs to another organization");
+    const now = this.#clock.now();
+    const revoked = await this.#db.query(
+      `update sessions set revoked_at = $1 where token_hash = $2 and consumed_at is null and revoked_at is null and expires_at > $1 returning id`,
+      [now, secretHash(token)],
     );
-    return revoked.length > 0;
+    return revoked.rows.length > 0;
   }
 }

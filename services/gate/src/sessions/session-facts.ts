@@ -1,0 +1,30 @@
+import type pg from "pg";
+import { RecentFacts } from "../recent-facts.ts";
+import type { SessionRow } from "./session-store.ts";
+
+/**
+ * What a session was created with (owner, environment, credential kind, partner-user hash, metadata,
+ * allowed gates), which never changes. create-session and the gateway's grant check remember it, so
+ * the create-verification-link that follows usually finds it here; another replica reads it once.
+ */
+export class SessionFactsLookup {
+  readonly #db: pg.Pool;
+  readonly #recent = new RecentFacts<SessionRow>(20_000);
+
+  constructor(db: pg.Pool) {
+    this.#db = db;
+  }
+
+  remember(row: SessionRow): void {
+    this.#recent.remember(row.id, row);
+  }
+
+  /** The session's facts whether or not its token is still usable; undefined for an unknown id. */
+  async of(sessionId: string): Promise<SessionRow | undefined> {
+    const known = this.#recent.get(sessionId);
+    if (known) return known;
+    const { rows } = await this.#db.query<SessionRow>({ name: "session_facts", text: `select id, organization_id, environment, credential_id, credential_kind, partner_user_hash, metadata, allowed_gates, expires_at from sessions where id = $1`, values: [sessionId] });
+    if (rows[0]) this.remember(rows[0]);
+    return rows[0];
+  }
+}

@@ -1,0 +1,123 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { MikroORM } from "@mikro-orm/postgresql";
+import type pg from "pg";
+import { createLogger, ManualClock, openDatabase, openStatementPool, OutboxEvent, outboxMigration } from "@svc/platform";
+import { createTestDatabase, type TestDatabase } from "../../../test/harness/index.ts";
+import { GateFactsLookup } from "../src/gates/gate-facts.ts";
+import { GateStore } from "../src/gates/gate-store.ts";
+import { migrations } from "../src/migrations/index.ts";
+import { partnerRefs } from "../src/partner-refs.ts";
+import { createLink, type LinkInput } from "../src/requests/create-link.ts";
+import { SessionFactsLookup } from "../src/sessions/session-facts.ts";
+import { SessionStore } from "../src/sessions/session-store.ts";
+
+/**
+ * The one-statement create path against real PostgreSQL, as two replicas would run it: each with its
+ * own remembered facts, so one of them reads what the other wrote. Everything that can change (the
+ * token's use, the gate's status) must come from the database, never from what a replica remembers.
+ */
+const logger = createLogger("test", {}, "warn");
+const organizationId = "5d0f7a8e-0b4c-4f3e-9a51-6c2d8e1f3a90";
+const keyCaller = { organizationId, environment: "development" as const, credentialId: "key-1", kind: "secret_key" as const };
+const input = (gate: string, more: Partial<LinkInput> = {}): LinkInput => ({
+  gate,
+  returnUrl: "",
+  mode: "",
+  svcUserId: "",
+  partnerUserRef: "",
+  parentRequestId: "",
+  metadata: undefined,
+  notarize: false,
+  ...more,
+});
+
+let database: TestDatabase;
+let orm: MikroORM;
+let statements: pg.Pool;
+const clock = new ManualClock(new Date("2026-11-22T10:00:00Z"));
+const refs = partnerRefs(Buffer.alloc(32, 7));
+
+const replica = () => {
+  const sessionFacts = new SessionFactsLookup(statements);
+  return {
+    sessions: new SessionStore({ db: statements, clock, refs, facts: sessionFacts }),
+    link: (sessionId: string, linkInput: LinkInput) =>
+      createLink(
+        { db: statements, sessions: sessionFacts, gates: new GateFactsLookup(statements), clock, refs, presenceWindowMs: 600_000 },
+        { ...keyCaller, credentialId: sessionId, kind: "grant_token" },
+        linkInput,
+        { devices: 0 },
+      ),
+  };
+};
+
+beforeAll(async () => {
+  database = await createTestDatabase("gate-create-link");
+  orm = await openDatabase({ url: database.url, schema: "gate", entities: [OutboxEvent], migrations: [outboxMigration, ...migrations], logger });
+  statements = openStatementPool({ url: database.url, schema: "gate", max: 16, logger });
+  const gates = new GateStore({ orm, clock });
+  await gates.create({ organizationId, environment: "development", key: "checkout", type: "human", ageThreshold: undefined, status: "active", notarizeOffer: false });
+  await gates.create({ organizationId, environment: "development", key: "bar", type: "age", ageThreshold: 21, status: "active", notarizeOffer: false });
+});
+
+afterAll(async () => {
+  await statements?.end();
+  await orm?.close();
+  await database?.drop();
+});
+
+describe("create-verification-link in one statement", () => {
+  it("creates on a replica that never saw the session, then refuses the used token", async () => {
+    const session = await replica().sessions.create(keyCaller, { partnerUserId: "", metadata: { plan: "pro" }, allowedGates: [] });
+    const { id } = await replica().sessions.authenticate(session.token);
+    const other = replica();
+    const created = await other.link(id, input("bar"));
+    expect(created).toMatchObject({ status: "pending", sdkType: "signal", authMode: "private", gate: { key: "bar", type: "age", ageThreshold: 21 } });
+    const [row] = (await statements.query(`select status, gate_type, age_threshold, metadata, session_id from requests where id = $1`, [created.requestId])).rows;
+    expect(row).toEqual({ status: "pending", gate_type: "age", age_threshold: 21, metadata: { plan: "pro" }, session_id: id });
+    await expect(other.link(id, input("bar"))).rejects.toMatchObject({ kind: "unauthenticated" });
+  });
+
+  it("reads the gate's status from the database, not from a remembered gate", async () => {
+    const node = replica();
+    const first = await node.sessions.create(keyCaller, { partnerUserId: "", metadata: undefined, allowedGates: [] });
+    await node.link((await node.sessions.authenticate(first.token)).id, input("checkout"));
+    await new GateStore({ orm, clock }).setStatus(organizationId, "development", "checkout", "archived");
+    try {
+      const second = await node.sessions.create(keyCaller, { partnerUserId: "", metadata: undefined, allowedGates: [] });
+      const { id } = await node.sessions.authenticate(second.token);
+      await expect(node.link(id, input("checkout"))).rejects.toMatchObject({ kind: "invalid" });
+      // The refusal consumed nothing: the token still authenticates.
+      await expect(node.sessions.authenticate(second.token)).resolves.toMatchObject({ id });
+    } finally {
+      await new GateStore({ orm, clock }).setStatus(organizationId, "development", "checkout", "active");
+    }
+  });
+
+  it("refuses in the operation's order and consumes nothing when it refuses", async () => {
+    const node = replica();
+    const restricted = await node.sessions.create(keyCaller, { partnerUserId: "user-9", metadata: undefined, allowedGates: ["bar"] });
+    const { id } = await node.sessions.authenticate(restricted.token);
+    await expect(node.link(id, input("nope"))).rejects.toMatchObject({ kind: "invalid" });
+    await expect(node.link(id, input("checkout"))).rejects.toMatchObject({ kind: "forbidden" });
+    await node.link(id, input("bar"));
+
+    const again = await node.sessions.create(keyCaller, { partnerUserId: "user-9", metadata: undefined, allowedGates: [] });
+    const second = await node.sessions.authenticate(again.token);
+    await expect(node.link(second.id, input("bar"))).rejects.toMatchObject({ kind: "conflict" });
+    await expect(node.sessions.authenticate(again.token)).resolves.toMatchObject({ id: second.id });
+    // A used token is refused as such before any other rule is looked at.
+    await expect(node.link(id, input("nope"))).rejects.toMatchObject({ kind: "unauthenticated" });
+  });
+
+  it("accepts exactly one of 16 concurrent calls with one token", async () => {
+    const node = replica();
+    const session = await node.sessions.create(keyCaller, { partnerUserId: "", metadata: undefined, allowedGates: [] });
+    const { id } = await node.sessions.authenticate(session.token);
+    const outcomes = await Promise.allSettled(Array.from({ length: 16 }, () => replica().link(id, input("checkout"))));
+    expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(1);
+    expect(outcomes.filter((o) => o.status === "rejected").map((o) => (o as PromiseRejectedResult).reason.kind)).toEqual(Array(15).fill("unauthenticated"));
+    const { rows } = await statements.query(`select count(*)::int as n from requests where session_id = $1`, [id]);
+    expect(rows[0].n).toBe(1);
+  });
+});
