@@ -1,3 +1,4 @@
+import { createSecretKey, type KeyObject } from "node:crypto";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { constantTimeEqual, keyedHash, uuid, type Clock, type EnvironmentName } from "@svc/platform";
 import { ApiKey, Organization } from "./entities.ts";
@@ -47,12 +48,12 @@ function requireUuid(value: string, name: string): void {
 /** Organizations and their API keys: issue, revoke, list, and recognise a presented key. */
 export class CredentialDirectory {
   readonly #orm: MikroORM;
-  readonly #pepper: Buffer;
+  readonly #pepper: KeyObject;
   readonly #clock: Clock;
 
   constructor(options: { orm: MikroORM; pepper: Buffer; clock: Clock }) {
     this.#orm = options.orm;
-    this.#pepper = options.pepper;
+    this.#pepper = createSecretKey(options.pepper);
     this.#clock = options.clock;
   }
 

@@ -1,3 +1,4 @@
+import { createSecretKey } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { Code, type ConnectRouter } from "@connectrpc/connect";
@@ -37,8 +38,9 @@ export interface RouteDependencies {
 export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) => void {
   const { clock } = deps;
   const em = () => deps.orm.em.fork();
+  const pepper = createSecretKey(deps.secrets.refPepper);
   const passkeys = (): PasskeyContext => ({ em: em(), clock });
-  const links = (): LinkContext => ({ em: em(), clock, pepper: deps.secrets.refPepper, bus: deps.bus, outbox: deps.outbox });
+  const links = (): LinkContext => ({ em: em(), clock, pepper, bus: deps.bus, outbox: deps.outbox });
   const sandbox = (): SandboxContext => ({ em: em(), clock, sandboxKey: deps.secrets.sandboxKey, devIssuer: deps.devIssuer });
 
   return (router) => {

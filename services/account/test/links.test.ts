@@ -1,3 +1,4 @@
+import { createSecretKey } from "node:crypto";
 import { fromBinary } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
@@ -106,7 +107,7 @@ describe("SecureAccount", () => {
     const first = await shop.secure("user-relink", human);
     clock.advance(60_000);
     const unlinked = await unlinkAccount(
-      { em: orm.em.fork(), clock, pepper: Buffer.from(refPepper, "base64"), bus: { subject: (type) => `${account.env.SVC_EVENT_SUBJECT_PREFIX}.${type}` }, outbox: { wake() {} } },
+      { em: orm.em.fork(), clock, pepper: createSecretKey(Buffer.from(refPepper, "base64")), bus: { subject: (type) => `${account.env.SVC_EVENT_SUBJECT_PREFIX}.${type}` }, outbox: { wake() {} } },
       { organizationId: shop.organizationId, environment: "production", partnerUserRef: "user-relink", by: "platform", reason: "credential_changed", at: clock.now() },
     );
     expect(unlinked.handle).toBe(first.handle);

@@ -1,4 +1,5 @@
-import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from "node:crypto";
+import { createCipheriv, createDecipheriv, createSecretKey, hkdfSync, randomBytes } from "node:crypto";
+import { keyedHash } from "@svc/platform";
 
 /**
  * The partner's user references (`partner_user_id`, `partner_user_ref`) are never stored readably.
@@ -14,10 +15,10 @@ export interface PartnerRefs {
 }
 
 export function partnerRefs(secret: Buffer): PartnerRefs {
-  const hashKey = Buffer.from(hkdfSync("sha256", secret, Buffer.alloc(0), "gate partner-ref hash", 32));
+  const hashKey = createSecretKey(Buffer.from(hkdfSync("sha256", secret, Buffer.alloc(0), "gate partner-ref hash", 32)));
   const sealKey = Buffer.from(hkdfSync("sha256", secret, Buffer.alloc(0), "gate partner-ref seal", 32));
   return {
-    hash: (organizationId, value) => createHmac("sha256", hashKey).update(`${organizationId}\n${value}`).digest(),
+    hash: (organizationId, value) => keyedHash(hashKey, `${organizationId}\n${value}`),
     seal(requestId, value) {
       const nonce = randomBytes(12);
       const cipher = createCipheriv("aes-256-gcm", sealKey, nonce).setAAD(Buffer.from(requestId));

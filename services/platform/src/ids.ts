@@ -1,4 +1,4 @@
-import { createHmac, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
+import { createHmac, randomBytes, randomUUID, timingSafeEqual, type KeyObject } from "node:crypto";
 
 export const uuid = (): string => randomUUID();
 
@@ -17,8 +17,12 @@ export function randomBase62(length: number): string {
   return out;
 }
 
-/** Keyed hash for secrets we must recognise but never read back (API keys, partner references). */
-export const keyedHash = (pepper: Buffer, value: string): Buffer => createHmac("sha256", pepper).update(value).digest();
+/**
+ * Keyed hash for secrets we must recognise but never read back (API keys, partner references). The key
+ * is a `KeyObject` made once (`createSecretKey`): from raw bytes, Node 24 would import it on every call,
+ * which costs several times the hash itself.
+ */
+export const keyedHash = (key: KeyObject, value: string): Buffer => createHmac("sha256", key).update(value).digest();
 
 export function constantTimeEqual(a: Buffer, b: Buffer): boolean {
   return a.length === b.length && timingSafeEqual(a, b);

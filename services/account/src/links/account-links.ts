@@ -1,3 +1,4 @@
+import type { KeyObject } from "node:crypto";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { uuid, type Clock, type EnvironmentName, type EventBus, type OutboxRelay } from "@svc/platform";
 import { AccountError, invalidArgument } from "../errors.ts";
@@ -11,7 +12,7 @@ import { partnerReferenceHash } from "./partner-reference.ts";
 export interface LinkContext {
   em: EntityManager;
   clock: Clock;
-  pepper: Buffer;
+  pepper: KeyObject;
   bus: Pick<EventBus, "subject">;
   outbox: Pick<OutboxRelay, "wake">;
 }
@@ -30,7 +31,7 @@ export type SecureOutcome = { kind: "secured"; handle: string; trustedSince: Dat
 /** The spec caps platform_user_ref at 512 characters. */
 const maxReferenceLength = 512;
 
-function partnerAccount(pepper: Buffer, input: PartnerAccountInput) {
+function partnerAccount(pepper: KeyObject, input: PartnerAccountInput) {
   const organizationId = requireText(input.organizationId, "organization_id", 128);
   if (input.environment === undefined) throw invalidArgument("environment is required");
   const partnerUserRef = requireText(input.partnerUserRef, "partner_user_ref", maxReferenceLength);

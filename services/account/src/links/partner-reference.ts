@@ -1,3 +1,4 @@
+import type { KeyObject } from "node:crypto";
 import { keyedHash, type EnvironmentName } from "@svc/platform";
 
 /**
@@ -5,6 +6,6 @@ import { keyedHash, type EnvironmentName } from "@svc/platform";
  * organization and environment are hashed with it, so one reference used by two platforms gives two
  * unrelated hashes and the table cannot relate them.
  */
-export function partnerReferenceHash(pepper: Buffer, account: { organizationId: string; environment: EnvironmentName; partnerUserRef: string }): Buffer {
+export function partnerReferenceHash(pepper: KeyObject, account: { organizationId: string; environment: EnvironmentName; partnerUserRef: string }): Buffer {
   return keyedHash(pepper, `${account.organizationId}\u0000${account.environment}\u0000${account.partnerUserRef}`);
 }
