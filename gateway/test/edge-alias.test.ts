@@ -10,6 +10,7 @@ import { routes as productionRoutes } from "../src/operations/index.ts";
 import type { ObjectSchema } from "../src/http/schema.ts";
 import type { GatewayServices } from "../src/services.ts";
 import { memoryLogger } from "./memory-logger.ts";
+import * as gateServiceStatus from "../../services/gate/src/gates/gate-status.ts";
 
 /**
  * The rename window, row by row, before and after the sunset (read from the clock), over real HTTP
@@ -135,6 +136,17 @@ describe("the alias table", () => {
       status: "archived",
       status_legacy: "denied",
     });
+  });
+
+  test("the gate service's console reads and shows gate statuses by the same table and sunset", () => {
+    // Services share no code: the console's copy in the gate service is held to this one here.
+    expect(gateServiceStatus.gateStatusRenames).toEqual(gateStatusRenames);
+    expect(gateServiceStatus.renameSunset).toEqual(sunset);
+    for (const status of gateServiceStatus.gateStatuses) {
+      const shown = aliasResult([{ operationId: "x", in: "result", old: "status_legacy", new: "status", values: gateStatusRenames }], { status }, false);
+      expect(gateServiceStatus.legacyGateStatusAt(status, new Date(duringWindow))).toBe((shown as { status_legacy: string }).status_legacy);
+      expect(gateServiceStatus.legacyGateStatusAt(status, new Date(afterSunset))).toBeUndefined();
+    }
   });
 });
 

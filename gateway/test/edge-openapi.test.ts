@@ -78,6 +78,33 @@ describe("the document", () => {
     expect(Boolean(link) || Boolean(config)).toBe(aliasTable.some((row) => routes.some((r) => r.operationId === row.operationId)));
   });
 
+  test("describes CORS: a preflight for every path that takes a site key, and the headers a page may read", () => {
+    const browserPaths = new Set<string>(routes.filter((route) => route.auth.accepts.includes("site_key")).map((route) => route.path));
+    expect(browserPaths.size).toBeGreaterThan(0);
+    for (const [path, item] of Object.entries(document.paths as Record<string, Json>)) {
+      expect(Boolean(item.options), path).toBe(browserPaths.has(path));
+      if (!item.options) continue;
+      expect(item.options.security).toEqual([]);
+      expect(item.options.responses["204"].headers["Access-Control-Allow-Headers"].schema.const).toBe("Authorization, Content-Type, x-svc-include-ratelimit");
+      for (const method of ["get", "post"].filter((m) => item[m])) {
+        expect(item[method].responses["200"].headers, `${method} ${path}`).toMatchObject({ "Access-Control-Allow-Origin": expect.any(Object), "Access-Control-Expose-Headers": expect.any(Object) });
+      }
+    }
+    expect(document.components.headers.AccessControlExposeHeaders.schema.const).toBe("RateLimit, RateLimit-Policy, Deprecation, Sunset, Link");
+    expect(document.paths["/sdk/logout"].post.responses["200"].headers).not.toHaveProperty("Access-Control-Allow-Origin");
+  });
+
+  test("describes qr_code_url: an SVG image that is never cached", () => {
+    const qr = document.paths["/qr/{request_id}.svg"].get;
+    expect(qr.parameters.map((p: Json) => [p.name, p.in, p.required])).toEqual([
+      ["request_id", "path", true],
+      ["t", "query", true],
+    ]);
+    expect(Object.keys(qr.responses["200"].content)).toEqual(["image/svg+xml"]);
+    expect(qr.responses["200"].headers["Cache-Control"].schema.const).toBe("no-store");
+    expect(document.paths["/sdk/create-verification-link"].post.responses["200"].content["application/json"].schema.properties.data.oneOf[0].properties.data.properties.qr_code_url.description).toMatch(/SVG/);
+  });
+
   test("a schema converts to JSON Schema 2020-12: null unions, uuid-v4 as a uuid with its pattern", () => {
     const schema: Schema = {
       type: "object",
@@ -130,9 +157,18 @@ describe("served", () => {
   test("every documented path and method exists", async () => {
     for (const [path, item] of Object.entries(document.paths as Record<string, Json>)) {
       const base = item.servers ? mesh.gateway.url : `${mesh.gateway.url}/v1`;
-      for (const method of Object.keys(item).filter((key) => ["get", "post"].includes(key))) {
-        const response = await fetch(`${base}${path}`, { method: method.toUpperCase(), ...(method === "post" && { headers: { "content-type": "application/json" }, body: "{}" }) });
+      for (const method of Object.keys(item).filter((key) => ["get", "post", "options"].includes(key))) {
+        // Path parameters and required query parameters take their documented examples.
+        const parameters: Json[] = item[method].parameters ?? [];
+        const target = new URL(`${base}${parameters.filter((p) => p.in === "path").reduce((filled, p) => filled.replace(`{${p.name}}`, p.example), path)}`);
+        for (const p of parameters.filter((p) => p.in === "query" && p.required && p.example !== undefined)) target.searchParams.set(p.name, p.example);
+        const response = await fetch(target, {
+          method: method.toUpperCase(),
+          ...(method === "post" && { headers: { "content-type": "application/json" }, body: "{}" }),
+          ...(method === "options" && { headers: { origin: "https://shop.example", "access-control-request-method": "POST" } }),
+        });
         expect([404, 405], `${method} ${path}`).not.toContain(response.status);
+        if (method === "options") expect(response.status).toBe(204);
         await response.body?.cancel();
       }
     }

@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { svcctl } from "../../gateway/src/cli/svcctl.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
-import { newGate, newPartner, partnerApi, result } from "./gate-support.ts";
+import { gateConsole, newGate, newPartner, partnerApi, result } from "./gate-support.ts";
 
 /**
  * The rename window through the real mesh: the gate operations that have old names, with old and new
- * names, during the window and from the sunset on (the mesh's clock).
+ * names, during the window and from the sunset on (the mesh's clock); and the operators' gate rows,
+ * which carry the same old status name as partner-config until the sunset and none from then on.
  */
 
 const duringWindow = "2026-12-01T10:00:00Z";
@@ -23,6 +25,16 @@ describe("the rename window end to end", () => {
     await newGate(mesh, partner.organizationId, { key: "checkout", status: "active" });
   });
   afterAll(() => mesh?.stop());
+
+  /** `svcctl gate list` of the partner's gates, by key. */
+  const consoleRows = async () => {
+    let out = "";
+    const code = await svcctl(["gate", "list", "--org", partner.organizationId], { out: (text) => (out += text), err: () => {}, env: { SVCCTL_CONSOLE_URL: mesh.consoleUrl } });
+    expect(code).toBe(0);
+    const gates: { key: string; status: string; status_legacy?: string }[] = JSON.parse(out).gates;
+    return Object.fromEntries(gates.map((row) => [row.key, row]));
+  };
+  const configOf = async (gate: string) => result(await api.get("/sdk/partner-config", { gate }, partner.devSecret));
 
   const grant = async () => result(await api.post("/sdk/create-session", { partner_user_id: `user-${crypto.randomUUID()}` }, partner.devSecret)).anchor_grant_token as string;
 
@@ -50,6 +62,18 @@ describe("the rename window end to end", () => {
     expect(reply.body._deprecation.used).toEqual([{ old: "scope", new: "gate" }]);
   });
 
+  test("the console's rows carry the old status name partner-config shows, for every status", async () => {
+    await newGate(mesh, partner.organizationId, { key: "drafted", status: "draft" });
+    await newGate(mesh, partner.organizationId, { key: "retired", status: "archived" });
+    const rows = await consoleRows();
+    expect(Object.fromEntries(Object.entries(rows).map(([key, row]) => [key, [row.status, row.status_legacy]]))).toEqual({
+      checkout: ["active", "approved"],
+      drafted: ["draft", "pending"],
+      retired: ["archived", "denied"],
+    });
+    for (const key of ["checkout", "drafted", "retired"]) expect((await configOf(key)).status_legacy, key).toBe(rows[key]!.status_legacy);
+  });
+
   test("from the sunset on: an old name alone is refused with alias_retired, and results lose the old names", async () => {
     mesh.setClock(afterSunset);
     const refused = await api.get("/sdk/partner-config", { scope: "checkout" }, partner.devSecret);
@@ -65,5 +89,16 @@ describe("the rename window end to end", () => {
     expect(result(link).scope).toBeUndefined();
     expect(link.body._deprecation).toBeUndefined();
     expect((await api.post("/sdk/revoke-verification", { scope: "checkout", partner_user_id: "nobody" }, partner.devSecret)).body.data.error.code).toBe("alias_retired");
+  });
+
+  test("from the sunset on the console's rows carry no old status name, like partner-config", async () => {
+    mesh.setClock(afterSunset);
+    const rows = await consoleRows();
+    expect(Object.values(rows).map((row) => row.status).sort()).toEqual(["active", "archived", "draft"]);
+    expect((await gateConsole(mesh).listGates({ organizationId: partner.organizationId })).gates.map((gate) => gate.statusLegacy)).toEqual(["", "", ""]);
+    for (const [key, row] of Object.entries(rows)) {
+      expect(row, key).not.toHaveProperty("status_legacy");
+      expect(await configOf(key), key).not.toHaveProperty("status_legacy");
+    }
   });
 });

@@ -97,7 +97,7 @@ describe("gate partner operations through the gateway", () => {
       expect(data.age_threshold).toBeUndefined();
       expect(data.web_url).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:8080/flow/${data.request_id}#t=`));
       expect(data.deep_link).toMatch(new RegExp(`^svc://verify/${data.request_id}\\?t=`));
-      expect(typeof data.qr_code_url).toBe("string");
+      expect(data.qr_code_url).toBe(`http://127.0.0.1:8080/v1/qr/${data.request_id}.svg?${new URL(data.deep_link).search.slice(1)}`);
       expect(JSON.stringify(data)).not.toContain("ignored@example.com");
       expect(dataError(await link(grant, { gate: "checkout" })).statusCode).toBe(401);
       expect(result(await status(data.request_id), true)).toMatchObject({ found: true, status: "pending", expires_at: data.expires_at });
@@ -311,7 +311,7 @@ describe("gate partner operations through the gateway", () => {
       const active = await run("gate", "list", "--org", partner.organizationId, "--env", "production", "--status", "active");
       expect(active.out.gates.map((g: { key: string }) => g.key)).toEqual(["checkout"]);
       const archived = await run("gate", "set-status", "--org", partner.organizationId, "--env", "development", "--key", "cli-gate", "--status", "denied");
-      expect(archived.out).toMatchObject({ status: "archived", status_legacy: "cancelled" });
+      expect(archived.out).toMatchObject({ status: "archived", status_legacy: "denied" });
       expect((await run("gate", "create", "--org", partner.organizationId, "--env", "development", "--key", "x", "--type", "age")).code).toBe(2);
       expect((await run("gate", "create", "--org", partner.organizationId, "--env", "development", "--key", "cli-gate", "--type", "human")).code).toBe(1);
     });

@@ -2,13 +2,13 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { devIdpJwksPath, type DevIdentityProvider } from "../dev-idp/dev-identity-provider.ts";
 
 /**
- * Pages the gateway serves outside `{base_url}`: the web flow at `web_url` (`/flow/<request_id>`, and
- * `/flow/<request_id>/qr`), its script, and the development identity provider's key set. The page is
- * static: it reads the request id from its path and the flow secret from the URL fragment, and talks
- * to the `/v1/flow/…` operations. It asks for nothing personal.
+ * Pages the gateway serves outside `{base_url}`: the web flow at `web_url` (`/flow/<request_id>`), its
+ * script, and the development identity provider's key set. The page is static: it reads the request id
+ * from its path and the flow secret from the URL fragment, and talks to the `/v1/flow/…` operations.
+ * It asks for nothing personal.
  */
 export function webFlowPages(options: { devIdp: DevIdentityProvider | undefined }) {
-  const page = /^\/flow\/req_[0-9a-f]{32}(\/qr)?$/;
+  const page = /^\/flow\/req_[0-9a-f]{32}$/;
   return (req: IncomingMessage, res: ServerResponse, url: URL): boolean => {
     if (req.method !== "GET" && req.method !== "HEAD") return false;
     if (page.test(url.pathname)) return send(res, "text/html; charset=utf-8", pageHtml);

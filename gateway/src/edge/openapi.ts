@@ -1,6 +1,8 @@
+import { corsAllowedHeaders, corsExposedHeaders, preflightMaxAgeSeconds, servesBrowsers } from "../http/cors.ts";
 import type { Route } from "../http/route.ts";
 import { uuidV4Pattern, type ObjectSchema, type Schema } from "../http/schema.ts";
 import type { CredentialKindName } from "../credentials/authenticate.ts";
+import { flowSecretForm, qrCodePrefix, qrCodeSuffix, requestIdForm } from "../operations/gate-links.ts";
 import { jwksPath } from "../operations/jwks.ts";
 import type { AliasRow } from "./aliases.ts";
 import { developmentInFlight, tiers } from "./rate-tiers.ts";
@@ -120,7 +122,13 @@ const securitySchemeOf: Record<CredentialKindName, string> = {
 
 const securitySchemes: Record<string, Json> = {
   secretKey: { type: "http", scheme: "bearer", bearerFormat: "svc_dev_… or svc_production_… (also svc_prod_…)", description: "Secret API key, for server calls." },
-  siteKey: { type: "http", scheme: "bearer", bearerFormat: "pk_test_… or pk_live_…", description: "Site key, for browser calls: the request must send an allowed `Origin`." },
+  siteKey: {
+    type: "http",
+    scheme: "bearer",
+    bearerFormat: "pk_test_… or pk_live_…",
+    description:
+      "Site key, for browser calls: the request must send an allowed `Origin`. Its answers carry `Access-Control-Allow-Origin` (that origin) only then; a refused key or origin gets its `data.error` without it, so the page's script cannot read it (a network error) while the key's owner sees it in the browser's developer tools.",
+  },
   grantToken: { type: "http", scheme: "bearer", bearerFormat: "svcs_…", description: "Single-use grant token from create-session; lives 5 minutes." },
   agentKey: { type: "http", scheme: "bearer", bearerFormat: "svc_agent_<Name>__<secret>", description: "Agent key, scoped to one agent and one environment." },
   userSession: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: "Signed-in user session of the mobile app (identity-provider JWT)." },
@@ -229,6 +237,9 @@ function components(sunset: Date): Json {
       Deprecation: { description: "`true` when the request used an old name alone.", schema: { type: "string", enum: ["true"] } },
       Sunset: { description: "When old names stop working (HTTP-date).", schema: { type: "string" } },
       Link: { description: 'Where the rename is described, `rel="deprecation"`.', schema: { type: "string" } },
+      AccessControlAllowOrigin: { description: "The page's `Origin`, when a site key authenticated from one of its allowed origins (also on a 400 or 403 after authentication).", schema: { type: "string" } },
+      AccessControlExposeHeaders: { description: "Headers a page's script may read.", schema: { type: "string", const: corsExposedHeaders.join(", ") } },
+      VaryOrigin: { description: "The answer depends on `Origin`.", schema: { type: "string", const: "Origin" } },
     },
     responses: {
       InputValidationError: { description: "The input failed validation before the operation ran.", content: { "application/json": { schema: ref("schemas", "InputValidationError") } } },
@@ -241,6 +252,67 @@ function components(sunset: Date): Json {
     },
   };
 }
+
+const browserHeaders = {
+  "Access-Control-Allow-Origin": ref("headers", "AccessControlAllowOrigin"),
+  "Access-Control-Expose-Headers": ref("headers", "AccessControlExposeHeaders"),
+  Vary: ref("headers", "VaryOrigin"),
+};
+
+/** The CORS preflight of a path whose operations take a site key. */
+function preflightOf(routes: readonly Route[]): Json {
+  const methods = routes.map((route) => route.method).join(", ");
+  const constant = (value: string) => ({ schema: { type: "string", const: value } });
+  return {
+    operationId: `${routes[0]!.operationId}Preflight`,
+    summary: "CORS preflight of a browser call with a site key.",
+    description: "Answered for any `Origin`: a preflight carries no credential, so the actual request is judged by its site key. It is not rate-limited.",
+    security: [],
+    responses: {
+      "204": {
+        description: "The call may be tried from this origin.",
+        headers: {
+          "Access-Control-Allow-Origin": { description: "The request's `Origin`.", schema: { type: "string" } },
+          "Access-Control-Allow-Methods": constant(methods),
+          "Access-Control-Allow-Headers": constant(corsAllowedHeaders.join(", ")),
+          "Access-Control-Max-Age": constant(String(preflightMaxAgeSeconds)),
+          Vary: ref("headers", "VaryOrigin"),
+        },
+      },
+    },
+  };
+}
+
+/** `qr_code_url`: an image, outside the envelope. */
+const qrCodeItem: Json = {
+  get: {
+    operationId: "qrCode",
+    summary: "The request's `deep_link` as a QR code (the image at `qr_code_url`).",
+    security: [],
+    parameters: [
+      { name: "request_id", in: "path", required: true, schema: { type: "string", pattern: requestIdForm.source }, example: "req_0123456789abcdef0123456789abcdef" },
+      {
+        name: "t",
+        in: "query",
+        required: true,
+        description: "The request's flow secret, as in `deep_link`: the address is as secret as the deep link.",
+        schema: { type: "string", pattern: flowSecretForm.source },
+        example: "Gq3rT8vXk2LmN5pQ7sW9yZb4Cd6Fh1Jn",
+      },
+    ],
+    responses: {
+      "200": {
+        description: "An SVG image, drawn from the address alone; not rate-limited.",
+        headers: { "Cache-Control": { schema: { type: "string", const: "no-store" } } },
+        content: { "image/svg+xml": { schema: { type: "string" } } },
+      },
+      "404": {
+        description: "Not an address of the form `qr_code_url` has.",
+        content: { "application/json": { schema: { type: "object", properties: { error: { const: "not_found" }, message: { type: "string" } } } } },
+      },
+    },
+  },
+};
 
 function operationOf(route: Route, aliases: readonly AliasRow[], sunset: Date): Json {
   const rows = aliases.filter((row) => row.operationId === route.operationId);
@@ -258,6 +330,7 @@ function operationOf(route: Route, aliases: readonly AliasRow[], sunset: Date): 
           "RateLimit-Policy": ref("headers", "RateLimitPolicy"),
           RateLimit: ref("headers", "RateLimit"),
           ...(rows.length > 0 && { Deprecation: ref("headers", "Deprecation"), Sunset: ref("headers", "Sunset"), Link: ref("headers", "Link") }),
+          ...(servesBrowsers(route) && browserHeaders),
         },
         content: {
           "application/json": {
@@ -296,6 +369,10 @@ export function openApiDocument(options: OpenApiOptions): Json {
   for (const route of options.routes) {
     paths[route.path] = { ...paths[route.path], [route.method.toLowerCase()]: operationOf(route, options.aliases, options.sunset) };
   }
+  for (const [path, browserRoutes] of Map.groupBy(options.routes.filter(servesBrowsers), (route) => route.path)) {
+    paths[path] = { ...paths[path], options: preflightOf(browserRoutes) };
+  }
+  paths[`${qrCodePrefix}{request_id}${qrCodeSuffix}`] = qrCodeItem;
   paths[openApiPath] = {
     get: {
       operationId: "openApiDocument",
@@ -330,6 +407,7 @@ export function openApiDocument(options: OpenApiOptions): Json {
       description: [
         "Every operation answers HTTP 200 with `data`: the result in `data.data` (flat `data` for the operations so marked), a refusal in `data.error`.",
         "Only input validation (400), a rate limit (403 `RATE_LIMITED`) and an unhandled failure (500) use another status.",
+        "Browsers call with a site key from one of its allowed origins (CORS): those operations answer a preflight, and their answers name the origin and expose the RateLimit and deprecation headers.",
         `Old names (\`scope\`, \`enroll\`, old gate status values) keep working until ${until(options.sunset)}; such a request gets \`Deprecation\`, \`Sunset\` and \`Link\` headers and \`_deprecation\`. From then on an old name alone is refused with \`alias_retired\`.`,
       ].join(" "),
     },

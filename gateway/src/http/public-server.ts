@@ -1,15 +1,17 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Clock, Logger } from "@svc/platform";
+import { corsResponseHeaders, preflightHeaders, servesBrowsers } from "./cors.ts";
 import { envelope } from "./envelope.ts";
 import { InputValidationError, unhandledBody } from "./errors.ts";
 import { runPipeline, type RequestContext, type Stage } from "./pipeline.ts";
-import type { Route } from "./route.ts";
+import { basePath, type Route } from "./route.ts";
+import { qrCodePrefix } from "../operations/gate-links.ts";
 import { jwksPath, serveKeySet } from "../operations/jwks.ts";
+import { qrCodeImage } from "../operations/qr-code.ts";
 import type { GatewayServices } from "../services.ts";
 
-/** `{base_url}` below the public origin. */
-export const basePath = "/v1";
+export { basePath };
 
 export interface PublicServerOptions {
   host: string;
@@ -91,7 +93,7 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
     };
     if (outcome.kind === "unhandled") logger.error("unhandled failure", { ...log, error: outcome.error });
     else logger.info("request", log);
-    send(res, reply.status, reply.body, ctx.responseHeaders);
+    send(res, reply.status, reply.body, { ...ctx.responseHeaders, ...corsResponseHeaders(ctx.credential) });
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -118,12 +120,21 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
       if (method !== "GET" && method !== "HEAD") return send(res, 405, { error: "method_not_allowed", message: `${path} takes GET` }, { allow: "GET, HEAD" });
       return send(res, 200, options.openApi);
     }
+    if (path.startsWith(`${basePath}${qrCodePrefix}`)) {
+      if (method !== "GET" && method !== "HEAD") return send(res, 405, { error: "method_not_allowed", message: `${path} takes GET` }, { allow: "GET, HEAD" });
+      const image = qrCodeImage(path.slice(basePath.length), url.searchParams);
+      if (!image) return send(res, 404, { error: "not_found", message: "no such QR code: the address is not one this service issued" });
+      return void res.writeHead(200, { ...image.headers, "content-length": Buffer.byteLength(image.body) }).end(image.body);
+    }
     if (path.startsWith(`${basePath}/`)) {
       const methods = routes.get(path.slice(basePath.length));
       const route = methods?.get(method);
       if (route) return runOperation(req, res, url, route);
       if (methods) {
-        const allowed = [...methods.keys()].join(", ");
+        // A preflight runs no stage: it carries no credential, is not counted and calls no service.
+        const browserMethods = [...methods.values()].filter(servesBrowsers).map((r) => r.method);
+        if (method === "OPTIONS" && browserMethods.length > 0) return void res.writeHead(204, preflightHeaders(browserMethods, req.headers)).end();
+        const allowed = [...methods.keys(), ...(browserMethods.length > 0 ? ["OPTIONS"] : [])].join(", ");
         return send(res, 405, { error: "method_not_allowed", message: `${path} takes ${allowed}, not ${method}` }, { allow: allowed });
       }
       return send(res, 404, { error: "not_found", message: `no such operation: ${method} ${path}` });
@@ -134,7 +145,8 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
 
   const server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
-      logger.error("request failed outside the pipeline", { error, path: req.url });
+      // Without the query: a QR code's address holds the flow secret there.
+      logger.error("request failed outside the pipeline", { error, path: req.url?.split("?")[0] });
       if (!res.headersSent) send(res, 500, unhandledBody);
       else res.destroy();
     });

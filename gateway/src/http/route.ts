@@ -5,6 +5,9 @@ import { OperationError, type EnvelopeError, type ErrorStatus } from "./errors.t
 import type { AuthenticatedCredential, AuthFailure, CredentialKindName } from "../credentials/authenticate.ts";
 import type { GatewayServices } from "../services.ts";
 
+/** `{base_url}` below the public origin: every route's path is below it. */
+export const basePath = "/v1";
+
 /** Which credentials an operation takes, and the status of each refusal where its error table differs. */
 export interface AuthPolicy {
   /** Credential kinds accepted; empty means the operation takes none and ignores `Authorization`. */

@@ -40,9 +40,9 @@ export const createVerificationLinkRoute = defineRoute({
     type: "object",
     properties: {
       request_id: { type: "string", pattern: "^req_[0-9a-f]{32}$" },
-      deep_link: { type: "string" },
-      web_url: { type: "string" },
-      qr_code_url: { type: "string" },
+      deep_link: { type: "string", description: "Opens the request in the mobile app; holds the request's flow secret." },
+      web_url: { type: "string", description: "The web flow; the flow secret sits in the fragment." },
+      qr_code_url: { type: "string", description: "An SVG image of deep_link (GET it, or show it in an img); as secret as deep_link, never cached." },
       expires_at: { type: "string", format: "date-time" },
       pushed_to_devices: { type: "integer" },
       sdk_type: { type: "string", enum: ["signal", "presence"] },

@@ -12,13 +12,14 @@ import {
   SetGateStatusResponseSchema,
 } from "@svc/proto/gate/v1/gate_pb.js";
 import { environmentName, environmentProto } from "@svc/platform";
-import { legacyGateStatus } from "./gates/gate-status.ts";
+import { legacyGateStatusAt } from "./gates/gate-status.ts";
 import type { Gate, GateStore } from "./gates/gate-store.ts";
 import { Refusal, refusalsAsConnectErrors } from "./refusal.ts";
 import type { RequestLifecycle } from "./requests/request-lifecycle.ts";
 import { gateTypeProto } from "./routes.ts";
 
-const gateMessage = (gate: Gate) =>
+/** A gate as the console shows it at `now`: with its old status name until the rename sunset. */
+const gateMessage = (gate: Gate, now: Date) =>
   create(GateSchema, {
     gateId: gate.id,
     organizationId: gate.organizationId,
@@ -27,7 +28,7 @@ const gateMessage = (gate: Gate) =>
     type: gateTypeProto(gate.type),
     ...(gate.ageThreshold !== null ? { ageThreshold: gate.ageThreshold } : {}),
     status: gate.status,
-    statusLegacy: legacyGateStatus(gate.status),
+    statusLegacy: legacyGateStatusAt(gate.status, now),
     notarizeOffer: gate.notarizeOffer,
     createdAt: timestampFromDate(gate.createdAt),
     updatedAt: timestampFromDate(gate.updatedAt),
@@ -64,20 +65,21 @@ export function gateConsoleRoutes(deps: { gates: GateStore; lifecycle: RequestLi
             status: request.status,
             notarizeOffer: request.notarizeOffer,
           });
-          return create(CreateGateResponseSchema, { gate: gateMessage(gate) });
+          return create(CreateGateResponseSchema, { gate: gateMessage(gate, gates.now()) });
         }),
 
       setGateStatus: (request) =>
         refusalsAsConnectErrors(async () => {
           const gate = await gates.setStatus(request.organizationId, requireEnvironment(request.environment), request.key, request.status);
-          return create(SetGateStatusResponseSchema, { gate: gateMessage(gate) });
+          return create(SetGateStatusResponseSchema, { gate: gateMessage(gate, gates.now()) });
         }),
 
       listGates: (request) =>
         refusalsAsConnectErrors(async () => {
           const environment = request.environment === Environment.UNSPECIFIED ? undefined : requireEnvironment(request.environment);
           const list = await gates.list(request.organizationId, environment, request.status);
-          return create(ListGatesResponseSchema, { gates: list.map(gateMessage) });
+          const now = gates.now();
+          return create(ListGatesResponseSchema, { gates: list.map((gate) => gateMessage(gate, now)) });
         }),
 
       expireRequests: (request) =>

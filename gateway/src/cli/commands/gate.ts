@@ -19,7 +19,8 @@ const gateRow = (gate: Gate | undefined) =>
     type: gate.type === GateType.AGE ? "age" : "human",
     ...(gate.ageThreshold !== undefined ? { age_threshold: gate.ageThreshold } : {}),
     status: gate.status,
-    status_legacy: gate.statusLegacy,
+    // The console sends the old name only until the rename sunset (by its clock).
+    ...(gate.statusLegacy ? { status_legacy: gate.statusLegacy } : {}),
     notarize_offer: gate.notarizeOffer,
     created_at: instant(gate.createdAt),
     updated_at: instant(gate.updatedAt),

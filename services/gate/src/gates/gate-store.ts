@@ -79,6 +79,11 @@ export class GateStore {
     this.#clock = options.clock;
   }
 
+  /** The store's clock, which the console's rename window follows too. */
+  now(): Date {
+    return this.#clock.now();
+  }
+
   async create(input: NewGate): Promise<Gate> {
     requireOrganization(input.organizationId);
     if (!gateKeyText.test(input.key)) throw new Refusal("invalid", "key must be 1-200 characters without spaces");

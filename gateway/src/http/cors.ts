@@ -1,0 +1,57 @@
+import type { IncomingHttpHeaders } from "node:http";
+import type { AuthenticatedCredential } from "../credentials/authenticate.ts";
+import type { Route } from "./route.ts";
+
+/**
+ * CORS for browser calls with a site key. Every credential travels in `Authorization`, never in a
+ * cookie, so nothing here sends `Access-Control-Allow-Credentials`: a page reads an answer only when
+ * the key it presented allows the page's origin.
+ */
+
+/** Request headers a page may send: the credential, the JSON body's type and the spec's opt-in. */
+export const corsAllowedHeaders = ["Authorization", "Content-Type", "x-svc-include-ratelimit"] as const;
+
+/** Response headers a script may read beyond the safelisted ones: rate limits and the rename window. */
+export const corsExposedHeaders = ["RateLimit", "RateLimit-Policy", "Deprecation", "Sunset", "Link"] as const;
+
+/** How long a browser may reuse a preflight answer; Chromium caps it at two hours. */
+export const preflightMaxAgeSeconds = 7200;
+
+/** Browsers may call a route only with a site key: the other credentials belong on servers. */
+export const servesBrowsers = (route: Route): boolean => route.auth.accepts.includes("site_key");
+
+const requestOrigin = (headers: IncomingHttpHeaders): string | undefined => (typeof headers.origin === "string" ? headers.origin : undefined);
+
+/**
+ * The answer to a preflight (`OPTIONS`) of a path whose `methods` take a site key. A preflight carries
+ * no credential, so it cannot know the key's origins: it allows any origin to try, and the actual
+ * request is then judged by its key.
+ */
+export function preflightHeaders(methods: readonly string[], headers: IncomingHttpHeaders): Record<string, string> {
+  const allow = { allow: [...methods, "OPTIONS"].join(", ") };
+  const origin = requestOrigin(headers);
+  if (origin === undefined) return allow;
+  return {
+    ...allow,
+    "access-control-allow-origin": origin,
+    "access-control-allow-methods": methods.join(", "),
+    "access-control-allow-headers": corsAllowedHeaders.join(", "),
+    "access-control-max-age": String(preflightMaxAgeSeconds),
+    vary: "Origin",
+  };
+}
+
+/**
+ * What an actual response adds for a browser: the page's origin when a site key authenticated from it
+ * (authentication has then checked it against the key's allowed origins). Anything else (a secret key,
+ * a refused key or origin, a request refused before authentication) gets nothing, so a page on another
+ * origin can read no answer of the API.
+ */
+export function corsResponseHeaders(credential: AuthenticatedCredential | undefined): Record<string, string> {
+  if (credential?.kind !== "site_key" || credential.origin === undefined) return {};
+  return {
+    "access-control-allow-origin": credential.origin,
+    "access-control-expose-headers": corsExposedHeaders.join(", "),
+    vary: "Origin",
+  };
+}

@@ -1,0 +1,51 @@
+import { encodeQR } from "@paulmillr/qr";
+import { deepLink, qrCodeTarget } from "./gate-links.ts";
+
+/**
+ * `GET {base_url}/qr/<request_id>.svg?t=<flow secret>` (`qr_code_url`): the request's `deep_link` as a
+ * QR code, for a partner page to show in an `<img>` so the person scans it with the app. The image is
+ * drawn from its own address alone and shows nothing the address does not hold, so it needs no lookup;
+ * an address not of the form this service issues is a 404.
+ */
+
+/** Pixels per module: a size that scans from a screen; the page may scale the image freely. */
+const modulePixels = 8;
+
+export interface QrCodeImage {
+  body: string;
+  headers: Record<string, string>;
+}
+
+/** A QR code (error correction M, four modules of quiet zone) as SVG: the dark modules as one path on white. */
+export function qrCodeSvg(text: string): string {
+  const modules = encodeQR(text, "raw", { ecc: "medium", border: 4 });
+  const size = modules.length;
+  let path = "";
+  modules.forEach((row, y) => {
+    for (let x = 0; x < size; x++) {
+      if (!row[x]) continue;
+      const start = x;
+      while (row[x + 1]) x++;
+      path += `M${start} ${y}h${x + 1 - start}v1H${start}z`;
+    }
+  });
+  const pixels = size * modulePixels;
+  return `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${size} ${size}" width="${pixels}" height="${pixels}" shape-rendering="crispEdges"><rect width="${size}" height="${size}" fill="#fff"/><path d="${path}" fill="#000"/></svg>`;
+}
+
+export function qrCodeImage(path: string, query: URLSearchParams): QrCodeImage | undefined {
+  const target = qrCodeTarget(path, query);
+  if (!target) return undefined;
+  return {
+    body: qrCodeSvg(deepLink(target.requestId, target.flowSecret)),
+    headers: {
+      "content-type": "image/svg+xml",
+      // As secret as the deep link: never kept by a browser or a shared cache.
+      "cache-control": "no-store",
+      "content-security-policy": "default-src 'none'",
+      "x-content-type-options": "nosniff",
+      // Partner pages on other origins embed it, also those that require CORP (COEP).
+      "cross-origin-resource-policy": "cross-origin",
+    },
+  };
+}
