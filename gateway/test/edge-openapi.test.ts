@@ -78,8 +78,9 @@ describe("the document", () => {
     expect(Boolean(link) || Boolean(config)).toBe(aliasTable.some((row) => routes.some((r) => r.operationId === row.operationId)));
   });
 
-  test("describes CORS: a preflight for every path that takes a site key, and the headers a page may read", () => {
-    const browserPaths = new Set<string>(routes.filter((route) => route.auth.accepts.includes("site_key")).map((route) => route.path));
+  test("describes CORS: a preflight for every path that takes a site key or a grant token, and the headers a page may read", () => {
+    const browserPaths = new Set<string>(routes.filter((route) => route.auth.accepts.some((kind) => kind === "site_key" || kind === "grant_token")).map((route) => route.path));
+    expect(browserPaths.has("/sdk/create-verification-link")).toBe(true);
     expect(browserPaths.size).toBeGreaterThan(0);
     for (const [path, item] of Object.entries(document.paths as Record<string, Json>)) {
       expect(Boolean(item.options), path).toBe(browserPaths.has(path));

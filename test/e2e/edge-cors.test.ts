@@ -88,8 +88,9 @@ describe("CORS for browser calls with a site key", () => {
       expect((await preflight("/sdk/revoke-verification", shopOrigin)).status).toBe(204);
     });
 
-    it("is refused where no site key is accepted: those operations are for servers", async () => {
-      for (const path of ["/sdk/logout", "/sdk/create-verification-link", "/sdk/verify-token"]) {
+    it("is refused where neither a site key nor a grant token is accepted: those operations are for servers", async () => {
+      expect((await preflight("/sdk/create-verification-link", shopOrigin)).status).toBe(204);
+      for (const path of ["/sdk/logout", "/sdk/verify-token"]) {
         const answer = await preflight(path, shopOrigin);
         expect(answer.status, path).toBe(405);
         expect(answer.headers.get("access-control-allow-origin")).toBeNull();
@@ -190,6 +191,13 @@ describe("CORS for browser calls with a site key", () => {
       const outcome = await fromPage(shopOrigin, "/sdk/partner-config?scope=checkout", { credential: siteKey, headers: { "x-svc-include-ratelimit": "true" } });
       expect(outcome.body).toMatchObject({ data: { data: { gate: "checkout" } }, _deprecation: expect.any(Object), _rateLimit: expect.any(Object) });
       expect(outcome.headers).toMatchObject({ Deprecation: "true", Sunset: "Fri, 15 Jan 2027 00:00:00 GMT", Link: expect.stringContaining('rel="deprecation"') });
+    });
+
+    it("a page spends the grant token its site key got on create-verification-link, the widget's flow", async () => {
+      const session = await fromPage(shopOrigin, "/sdk/create-session", { method: "POST", credential: siteKey, body: { partner_user_id: "widget-user" } });
+      const grant = (session as { body: { data: { data: { anchor_grant_token: string } } } }).body.data.data.anchor_grant_token;
+      const outcome = await fromPage(shopOrigin, "/sdk/create-verification-link", { method: "POST", credential: grant, body: { gate: "checkout" } });
+      expect(outcome).toMatchObject({ status: 200, body: { data: { data: { request_id: expect.stringMatching(/^req_[0-9a-f]{32}$/), gate: "checkout" } } } });
     });
 
     it("a page of another origin, or one holding a secret key, reads nothing", async () => {

@@ -237,7 +237,11 @@ function components(sunset: Date): Json {
       Deprecation: { description: "`true` when the request used an old name alone.", schema: { type: "string", enum: ["true"] } },
       Sunset: { description: "When old names stop working (HTTP-date).", schema: { type: "string" } },
       Link: { description: 'Where the rename is described, `rel="deprecation"`.', schema: { type: "string" } },
-      AccessControlAllowOrigin: { description: "The page's `Origin`, when a site key authenticated from one of its allowed origins (also on a 400 or 403 after authentication).", schema: { type: "string" } },
+      AccessControlAllowOrigin: {
+        description:
+          "The page's `Origin`, when a site key authenticated from one of its allowed origins, or a grant token authenticated (the page got it from create-session; also on a 400 or 403 after authentication).",
+        schema: { type: "string" },
+      },
       AccessControlExposeHeaders: { description: "Headers a page's script may read.", schema: { type: "string", const: corsExposedHeaders.join(", ") } },
       VaryOrigin: { description: "The answer depends on `Origin`.", schema: { type: "string", const: "Origin" } },
     },
@@ -259,14 +263,14 @@ const browserHeaders = {
   Vary: ref("headers", "VaryOrigin"),
 };
 
-/** The CORS preflight of a path whose operations take a site key. */
+/** The CORS preflight of a path whose operations take a site key or a grant token. */
 function preflightOf(routes: readonly Route[]): Json {
   const methods = routes.map((route) => route.method).join(", ");
   const constant = (value: string) => ({ schema: { type: "string", const: value } });
   return {
     operationId: `${routes[0]!.operationId}Preflight`,
-    summary: "CORS preflight of a browser call with a site key.",
-    description: "Answered for any `Origin`: a preflight carries no credential, so the actual request is judged by its site key. It is not rate-limited.",
+    summary: "CORS preflight of a browser call with a site key or a grant token.",
+    description: "Answered for any `Origin`: a preflight carries no credential, so the actual request is judged by its credential. It is not rate-limited.",
     security: [],
     responses: {
       "204": {

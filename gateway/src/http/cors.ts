@@ -17,8 +17,11 @@ export const corsExposedHeaders = ["RateLimit", "RateLimit-Policy", "Deprecation
 /** How long a browser may reuse a preflight answer; Chromium caps it at two hours. */
 export const preflightMaxAgeSeconds = 7200;
 
-/** Browsers may call a route only with a site key: the other credentials belong on servers. */
-export const servesBrowsers = (route: Route): boolean => route.auth.accepts.includes("site_key");
+/**
+ * Browsers may call a route with a site key, and create-verification-link with the grant token a page
+ * got from create-session (the widget's flow): API keys belong on servers.
+ */
+export const servesBrowsers = (route: Route): boolean => route.auth.accepts.includes("site_key") || route.auth.accepts.includes("grant_token");
 
 const requestOrigin = (headers: IncomingHttpHeaders): string | undefined => (typeof headers.origin === "string" ? headers.origin : undefined);
 
@@ -42,15 +45,18 @@ export function preflightHeaders(methods: readonly string[], headers: IncomingHt
 }
 
 /**
- * What an actual response adds for a browser: the page's origin when a site key authenticated from it
- * (authentication has then checked it against the key's allowed origins). Anything else (a secret key,
- * a refused key or origin, a request refused before authentication) gets nothing, so a page on another
- * origin can read no answer of the API.
+ * What an actual response adds for a browser. With a site key: the page's origin, which authentication
+ * has checked against the key's allowed origins. With a grant token: the page's origin as sent, since
+ * the token is a single-use bearer the partner handed to that page (whoever holds it could spend it from
+ * anywhere; CORS would protect nothing), and no cookie ever authenticates here. Anything else (an API
+ * key, a refused credential or origin, a request refused before authentication) gets nothing, so a page
+ * on another origin can read no answer of the API.
  */
-export function corsResponseHeaders(credential: AuthenticatedCredential | undefined): Record<string, string> {
-  if (credential?.kind !== "site_key" || credential.origin === undefined) return {};
+export function corsResponseHeaders(credential: AuthenticatedCredential | undefined, headers: IncomingHttpHeaders): Record<string, string> {
+  const origin = credential?.kind === "site_key" ? credential.origin : credential?.kind === "grant_token" ? requestOrigin(headers) : undefined;
+  if (origin === undefined) return {};
   return {
-    "access-control-allow-origin": credential.origin,
+    "access-control-allow-origin": origin,
     "access-control-expose-headers": corsExposedHeaders.join(", "),
     vary: "Origin",
   };

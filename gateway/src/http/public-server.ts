@@ -93,7 +93,7 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
     };
     if (outcome.kind === "unhandled") logger.error("unhandled failure", { ...log, error: outcome.error });
     else logger.info("request", log);
-    send(res, reply.status, reply.body, { ...ctx.responseHeaders, ...corsResponseHeaders(ctx.credential) });
+    send(res, reply.status, reply.body, { ...ctx.responseHeaders, ...corsResponseHeaders(ctx.credential, req.headers) });
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
