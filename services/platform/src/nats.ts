@@ -1,5 +1,6 @@
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { jetstream, jetstreamManager, type JetStreamClient } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import { parse, type Settings } from "./config.ts";
 
 export interface EventBus {
   nc: NatsConnection;
@@ -7,37 +8,67 @@ export interface EventBus {
   stream: string;
   subjectPrefix: string;
   subject(type: string): string;
+  /** Consumers of this process that are down while they restart, with the reason: the process is not ready meanwhile. */
+  consumersDown: Map<string, string>;
 }
 
 /** JetStream drops a re-published message id inside this window, so a relay retry after a crash is harmless. */
-const duplicateWindowNs = 60 * 60 * 1e9;
+const duplicateWindowMs = 60 * 60 * 1000;
+const day = 24 * 60 * 60 * 1000;
+const nanos = (ms: number) => ms * 1_000_000;
 
-export async function connectEventBus(options: { url: string; name: string; stream: string; subjectPrefix: string }): Promise<EventBus> {
+/**
+ * Read as SVC_ variables only (startService): one stream serves the whole mesh, so there is no
+ * per-service variant, or services would rewrite each other's stream settings at every start.
+ */
+export const eventStreamSettings = {
+  eventStreamMaxAge: {
+    parse: (raw: string) => {
+      const ms = parse.duration(raw);
+      if (ms < day) throw new Error(`must be at least 1d: the stream drops older events even when webhook-dispatch has not read them yet: ${raw}`);
+      return ms;
+    },
+    default: 7 * day,
+    description: "how long the event stream keeps an event (JetStream max_age); well above the longest webhook-dispatch outage to sit out",
+  },
+} satisfies Settings;
+
+export async function connectEventBus(options: { url: string; name: string; stream: string; subjectPrefix: string; maxAgeMs?: number }): Promise<EventBus> {
+  const maxAgeMs = options.maxAgeMs ?? eventStreamSettings.eventStreamMaxAge.default;
   const nc = await connect({ servers: options.url.split(","), name: options.name, maxReconnectAttempts: -1 });
-  const jsm = await jetstreamManager(nc);
-  const subjects = [`${options.subjectPrefix}.>`];
-  try {
-    await jsm.streams.info(options.stream);
-  } catch {
-    try {
-      await jsm.streams.add({ name: options.stream, subjects, duplicate_window: duplicateWindowNs });
-    } catch (error) {
-      // Another service created it between our look-up and our add.
-      await jsm.streams.info(options.stream).catch(() => {
-        throw error;
-      });
-    }
-  }
+  await ensureStream(await jetstreamManager(nc), { name: options.stream, subjects: [`${options.subjectPrefix}.>`], maxAgeMs });
   return {
     nc,
     js: jetstream(nc),
     stream: options.stream,
     subjectPrefix: options.subjectPrefix,
     subject: (type) => `${options.subjectPrefix}.${type}`,
+    consumersDown: new Map(),
   };
+}
+
+/** Creates the stream, or brings an existing one (made by an older build, or with another max age) to these limits. */
+async function ensureStream(jsm: JetStreamManager, stream: { name: string; subjects: string[]; maxAgeMs: number }): Promise<void> {
+  const limits = { max_age: nanos(stream.maxAgeMs), duplicate_window: nanos(duplicateWindowMs) };
+  const existing = await jsm.streams.info(stream.name).catch(() => undefined);
+  if (!existing) {
+    try {
+      await jsm.streams.add({ name: stream.name, subjects: stream.subjects, ...limits });
+      return;
+    } catch (error) {
+      // Another service created it between our look-up and our add; it gets our limits below.
+      await jsm.streams.info(stream.name).catch(() => {
+        throw error;
+      });
+    }
+  } else if (existing.config.max_age === limits.max_age && existing.config.duplicate_window === limits.duplicate_window) {
+    return;
+  }
+  await jsm.streams.update(stream.name, limits);
 }
 
 export async function natsReachable(bus: EventBus): Promise<void> {
   if (bus.nc.isClosed()) throw new Error("NATS connection closed");
+  for (const [consumer, reason] of bus.consumersDown) throw new Error(`event consumer ${consumer} is down: ${reason}`);
   await bus.nc.flush();
 }

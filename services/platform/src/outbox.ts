@@ -2,6 +2,7 @@ import { defineEntity, p, type EntityManager, type MikroORM } from "@mikro-orm/p
 import type { EventBus } from "./nats.ts";
 import type { Logger } from "./logger.ts";
 import type { Clock } from "./clock.ts";
+import { parse, type Settings } from "./config.ts";
 import { Migration } from "./database.ts";
 import { startWakeableLoop } from "./wakeable-loop.ts";
 
@@ -51,16 +52,46 @@ export function enqueueEvent(em: EntityManager, clock: Clock, event: { type: str
   });
 }
 
+/** Read as SVC_ variables only (startService): one value for every service. */
+export const outboxSettings = {
+  outboxRetention: {
+    parse: (raw: string) => {
+      const ms = parse.duration(raw);
+      // 0 reads as "off" elsewhere; here it would delete every row as soon as it is published.
+      if (ms <= 0) throw new Error(`must be longer than 0: ${raw}`);
+      return ms;
+    },
+    default: 24 * 60 * 60 * 1000,
+    description: "how long a published outbox row is kept before the relay deletes it",
+  },
+} satisfies Settings;
+
+/** How often, in clock time, the relay looks for published rows past their retention. */
+const pruneEveryMs = 60_000;
+
 export interface OutboxRelay {
   /** Called after a commit that enqueued events, so they leave at once instead of at the next poll. */
   wake(): void;
   stop(): Promise<void>;
 }
 
-export function startOutboxRelay(options: { orm: MikroORM; bus: EventBus; logger: Logger; clock: Clock; pollMs?: number; batchSize?: number }): OutboxRelay {
+export function startOutboxRelay(options: {
+  orm: MikroORM;
+  bus: EventBus;
+  logger: Logger;
+  clock: Clock;
+  pollMs?: number;
+  batchSize?: number;
+  retentionMs?: number;
+  pruneBatchSize?: number;
+}): OutboxRelay {
   const { orm, bus, logger, clock } = options;
   const pollMs = options.pollMs ?? 1000;
   const batchSize = options.batchSize ?? 100;
+  const retentionMs = options.retentionMs ?? outboxSettings.outboxRetention.default;
+  const pruneBatchSize = options.pruneBatchSize ?? 500;
+  let pruneDueAt = 0;
+
   const publishBatch = async (): Promise<number> =>
     orm.em.fork().transactional(async (em) => {
       const rows = await em.execute<{ id: string; subject: string; message_id: string; payload: Buffer }[]>(
@@ -76,9 +107,35 @@ export function startOutboxRelay(options: { orm: MikroORM; bus: EventBus; logger
       return rows.length;
     });
 
+  /**
+   * Deletes published rows past their retention, a small batch per statement. Rows are published in
+   * id order, so the oldest sit at the start of the primary key: each batch looks only at the first
+   * rows by id, and no index on published_at has to be kept up on every publish. Unpublished rows
+   * are never deleted. Returns whether another batch may be due at once.
+   */
+  const pruneBatch = async (): Promise<boolean> => {
+    const now = clock.now();
+    if (now.getTime() < pruneDueAt) return false;
+    const deleted = await orm.em
+      .fork()
+      .execute<{ id: string }[]>(`delete from outbox where id in (select id from outbox order by id limit ?) and published_at < ? returning id`, [
+        pruneBatchSize,
+        new Date(now.getTime() - retentionMs),
+      ]);
+    if (deleted.length === 0) pruneDueAt = now.getTime() + pruneEveryMs;
+    return deleted.length > 0;
+  };
+
   return startWakeableLoop({
     pollMs,
-    work: async () => (await publishBatch()) > 0,
+    // Pruning first, so an event that cannot be published holds up no pruning.
+    work: async () => {
+      const pruned = await pruneBatch().catch((error: unknown) => {
+        logger.warn("outbox relay could not delete published rows; will retry", { error });
+        return false;
+      });
+      return (await publishBatch()) > 0 || pruned;
+    },
     onError: (error) => logger.warn("outbox relay could not publish; will retry", { error }),
   });
 }

@@ -6,8 +6,8 @@ import { commonSettings, loadConfig, parse, type ConfigOf, type Settings } from 
 import { databaseReachable, openDatabase, openStatementPool } from "./database.ts";
 import type pg from "pg";
 import { createLogger, type Logger } from "./logger.ts";
-import { connectEventBus, natsReachable, type EventBus } from "./nats.ts";
-import { OutboxEvent, outboxMigration, startOutboxRelay, type OutboxRelay } from "./outbox.ts";
+import { connectEventBus, eventStreamSettings, natsReachable, type EventBus } from "./nats.ts";
+import { OutboxEvent, outboxMigration, outboxSettings, startOutboxRelay, type OutboxRelay } from "./outbox.ts";
 import { serveConnect, type RunningService } from "./server.ts";
 
 export interface ServiceDefinition<S extends Settings> {
@@ -57,6 +57,7 @@ export async function startService<S extends Settings>(definition: ServiceDefini
   const env = options.env ?? process.env;
   const settings = { ...baseSettings, port: { parse: parse.port, default: definition.defaultPort, description: "port to listen on" }, ...definition.settings };
   const config = loadConfig(definition.envPrefix, settings, env) as ServiceContext<S>["config"] & { port: number };
+  const mesh = loadConfig("SVC", { ...eventStreamSettings, ...outboxSettings }, env);
   if (config.deployment === "production" && env.SVC_CLOCK_FILE) throw new Error("SVC_CLOCK_FILE is for tests only; production refuses it");
   const logger = options.logger ?? createLogger(definition.name);
   const clock = options.clock ?? clockFromEnvironment(env);
@@ -69,8 +70,14 @@ export async function startService<S extends Settings>(definition: ServiceDefini
     logger,
   });
   const statements = openStatementPool({ url: config.databaseUrl, schema: definition.schema, max: config.statementPoolSize, logger });
-  const bus = await connectEventBus({ url: config.natsUrl, name: definition.name, stream: config.eventStream, subjectPrefix: config.eventSubjectPrefix });
-  const outbox = startOutboxRelay({ orm, bus, logger, clock });
+  const bus = await connectEventBus({
+    url: config.natsUrl,
+    name: definition.name,
+    stream: config.eventStream,
+    subjectPrefix: config.eventSubjectPrefix,
+    maxAgeMs: mesh.eventStreamMaxAge,
+  });
+  const outbox = startOutboxRelay({ orm, bus, logger, clock, retentionMs: mesh.outboxRetention });
   const context: ServiceContext<S> = { config, orm, statements, bus, outbox, clock, logger };
   const stopBackground = definition.background ? await definition.background(context) : async () => {};
 

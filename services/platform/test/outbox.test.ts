@@ -60,6 +60,32 @@ describe("transactional outbox", () => {
     expect(await streamMessages()).toBe(before);
   });
 
+  it("deletes published rows past their retention, a small batch at a time, and never an unpublished one", async () => {
+    const hour = 3600_000;
+    const enqueue = (messageId: string) =>
+      orm.em.fork().transactional(async (em) => enqueueEvent(em, clock, { type: "test.pruned", messageId, payload: new Uint8Array([3]) }, bus));
+    const unpublished = async () => (await orm.em.fork().execute("select 1 from outbox where published_at is null")).length;
+    const messageIds = async () => (await orm.em.fork().execute<{ message_id: string }[]>("select message_id from outbox order by id")).map((r) => r.message_id);
+    for (let i = 0; i < 5; i += 1) await enqueue(`old-${i}`);
+    const relay = startOutboxRelay({ orm, bus, logger, clock, pollMs: 50, retentionMs: 24 * hour, pruneBatchSize: 2 });
+    await expect.poll(unpublished, { timeout: 5000 }).toBe(0);
+
+    clock.advance(12 * hour);
+    await enqueue("young");
+    relay.wake();
+    await expect.poll(unpublished, { timeout: 5000 }).toBe(0);
+    // An event no stream takes stays unpublished, however old it is.
+    await orm.em
+      .fork()
+      .execute("insert into outbox (subject, message_id, payload, created_at) values (?, ?, ?, ?)", ["nowhere.test", "stuck-1", Buffer.from([4]), new Date(clock.now().getTime() - 48 * hour)]);
+
+    clock.advance(12 * hour + 1000);
+    relay.wake();
+    await expect.poll(messageIds, { timeout: 5000 }).toEqual(["young", "stuck-1"]);
+    await relay.stop();
+    await orm.em.fork().execute("delete from outbox where message_id = 'stuck-1'");
+  });
+
   it("a second migration run on an up-to-date schema changes nothing", async () => {
     const again = await openDatabase({ url: db.url, schema: "outbox_test", entities: [OutboxEvent], migrations: [outboxMigration], logger });
     const applied = await again.em.fork().execute<{ name: string }[]>("select name from outbox_test.mikro_orm_migrations");

@@ -5,6 +5,7 @@ import { startDeliveryWorker, type DeliveryWorker } from "./delivery/delivery-wo
 import { createEndpointKeys } from "./delivery/endpoint-keys.ts";
 import { startEventConsumer } from "./delivery/event-consumer.ts";
 import { createHttpSender } from "./delivery/http-sender.ts";
+import { releaseParkedEvents } from "./delivery/parked-events.ts";
 import { Endpoint } from "./endpoints/endpoint.entity.ts";
 import { createSecretBox } from "./endpoints/endpoint-secret.ts";
 import { Delivery, WebhookMessage } from "./messages/message.entity.ts";
@@ -13,7 +14,8 @@ import { createRoutes } from "./routes.ts";
 
 /**
  * webhook-dispatch: the console operations on endpoints and messages (Connect), a durable consumer
- * that stores every event as a message with its deliveries, and the worker that sends them.
+ * that stores every event as a message with its deliveries, and the worker that sends them. At
+ * start, events that an older build parked (of a type it did not know) and this one knows go out first.
  */
 export const startWebhookDispatch = async (options: StartOptions = {}) => {
   const logger = options.logger ?? createLogger("webhook-dispatch");
@@ -55,19 +57,16 @@ export const startWebhookDispatch = async (options: StartOptions = {}) => {
           autoDisableAfterMs: config.autoDisableAfter,
         });
         worker = started;
-        const consumer = await startEventConsumer({
-          bus,
-          orm,
-          logger,
-          consumerName: config.consumerName,
-          ackWaitMs: config.ackWait,
-          firstAttemptDelayMs: config.retrySchedule[0] ?? 0,
-          worker: started,
-        }).catch(async (error: unknown) => {
-          await started.stop();
-          sender.close();
-          throw error;
-        });
+        const firstAttemptDelayMs = config.retrySchedule[0] ?? 0;
+        const consumer = await releaseParkedEvents({ orm, logger, worker: started, firstAttemptDelayMs })
+          .then(() =>
+            startEventConsumer({ bus, orm, logger, consumerName: config.consumerName, ackWaitMs: config.ackWait, firstAttemptDelayMs, worker: started }),
+          )
+          .catch(async (error: unknown) => {
+            await started.stop();
+            sender.close();
+            throw error;
+          });
         return async () => {
           await consumer.stop();
           await started.stop();

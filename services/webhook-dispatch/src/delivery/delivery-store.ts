@@ -5,7 +5,11 @@ export interface ClaimedDelivery {
   deliveryId: string;
   /** The delivery's attempt count including this attempt; the result is written only if it still matches. */
   attempts: number;
-  /** Attempts of the current retry schedule including this one. */
+  /**
+   * Attempts of the current retry schedule including this one (so at least 1). A replay starts a new
+   * schedule at 0, so the result is also written only if this still matches: a replay issued while
+   * the attempt ran wins over the attempt's result.
+   */
   scheduleStep: number;
   /** When the delivery comes due again if no result is written: for another worker, after a crash. */
   leaseUntil: Date;
@@ -113,21 +117,24 @@ export async function claimDueDeliveries(em: EntityManager, terms: ClaimTerms & 
 /**
  * Gives back claimed deliveries whose attempt never started (the worker stops, or their endpoint was
  * disabled): pending and due now, as if they had not been claimed, instead of waiting for the lease.
+ * One replayed since its claim is left as the replay made it.
  */
 export async function releaseClaims(em: EntityManager, deliveries: readonly ClaimedDelivery[], now: Date): Promise<void> {
   await em.execute(
     `update deliveries d
      set attempts = d.attempts - 1, schedule_step = d.schedule_step - 1, next_attempt_at = :now
-     from jsonb_to_recordset(:claims::jsonb) as c(id bigint, attempts int)
-     where d.id = c.id and d.attempts = c.attempts and d.status = 'pending'`,
-    { now, claims: JSON.stringify(deliveries.map((d) => ({ id: d.deliveryId, attempts: d.attempts }))) },
+     from jsonb_to_recordset(:claims::jsonb) as c(id bigint, attempts int, schedule_step int)
+     where d.id = c.id and d.attempts = c.attempts and d.schedule_step = c.schedule_step and d.status = 'pending'`,
+    { now, claims: JSON.stringify(deliveries.map((d) => ({ id: d.deliveryId, attempts: d.attempts, schedule_step: d.scheduleStep }))) },
   );
 }
 
 export interface AttemptResult {
   deliveryId: string;
   endpointId: string;
+  /** The claim's attempt count and schedule step: the fence of the write (see ClaimedDelivery). */
   attempts: number;
+  scheduleStep: number;
   startedAt: Date;
   /** When the attempt ended. */
   at: Date;
@@ -141,7 +148,8 @@ export interface AttemptResult {
 
 /**
  * Writes a batch of attempt results in one statement: the deliveries (only where the attempt count
- * still matches, so a late result never overwrites a newer claim), each endpoint's failure streak
+ * and schedule step still match, so a late result never overwrites a newer claim or a replay issued
+ * while the attempt ran), each endpoint's failure streak
  * (the first failure since its last success), and the disabling of every endpoint whose streak
  * reached `autoDisableAfterMs`. Endpoint rows whose streak did not change are not written.
  * Returns the endpoints it disabled.
@@ -153,8 +161,8 @@ export async function recordAttemptResults(em: EntityManager, results: readonly 
        set status = r.status, next_attempt_at = r.next_attempt_at, last_attempt_at = r.started_at, last_status_code = r.status_code,
          last_error = r.error, delivered_at = case when r.status = 'delivered' then r.at else d.delivered_at end
        from jsonb_to_recordset(:results::jsonb)
-         as r(id bigint, attempts int, status text, next_attempt_at timestamptz, started_at timestamptz, status_code int, error text, at timestamptz)
-       where d.id = r.id and d.attempts = r.attempts
+         as r(id bigint, attempts int, schedule_step int, status text, next_attempt_at timestamptz, started_at timestamptz, status_code int, error text, at timestamptz)
+       where d.id = r.id and d.attempts = r.attempts and d.schedule_step = r.schedule_step
      ), streaks as (
        select id, failing_since, status = 'enabled' and failing_since <= :disableIfFailingSince as disable
        from (
@@ -180,6 +188,7 @@ export async function recordAttemptResults(em: EntityManager, results: readonly 
         results.map((r) => ({
           id: r.deliveryId,
           attempts: r.attempts,
+          schedule_step: r.scheduleStep,
           status: r.status,
           next_attempt_at: r.nextAttemptAt,
           started_at: r.startedAt,

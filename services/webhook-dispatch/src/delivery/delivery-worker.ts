@@ -196,7 +196,14 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
 /** The decision after one attempt: delivered, retried later, or failed for good. */
 function resultOf(delivery: ClaimedDelivery, outcome: SendOutcome, times: { startedAt: Date; endedAt: Date }, retry: RetryPolicy): AttemptResult {
   const at = times.endedAt;
-  const base = { deliveryId: delivery.deliveryId, endpointId: delivery.endpointId, attempts: delivery.attempts, startedAt: times.startedAt, at };
+  const base = {
+    deliveryId: delivery.deliveryId,
+    endpointId: delivery.endpointId,
+    attempts: delivery.attempts,
+    scheduleStep: delivery.scheduleStep,
+    startedAt: times.startedAt,
+    at,
+  };
   if (outcome.kind === "delivered") {
     return { ...base, succeeded: true, statusCode: outcome.statusCode, error: null, status: "delivered", nextAttemptAt: null };
   }

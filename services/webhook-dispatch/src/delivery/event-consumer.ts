@@ -1,12 +1,10 @@
-import { fromBinary } from "@bufbuild/protobuf";
-import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { AckPolicy, DeliverPolicy, jetstreamManager, type ConsumerConfig, type JsMsg } from "@nats-io/jetstream";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { environmentName, type EventBus, type Logger } from "@svc/platform";
-import { EventSchema, type Event } from "@svc/proto/events/v1/events_pb.js";
+import type { EventBus, Logger } from "@svc/platform";
 import { storeMessages, type IncomingMessage } from "../messages/message-store.ts";
 import type { DeliveryWorker } from "./delivery-worker.ts";
-import { renderPayload } from "./payload-rendering.ts";
+import { decodeEvent } from "./event-decoding.ts";
+import { parkEvents, type ParkedEvent } from "./parked-events.ts";
 
 export interface EventConsumerOptions {
   bus: EventBus;
@@ -28,51 +26,129 @@ const pullBatch = 256;
  * the client then waits for missed heartbeats (some 30 s) before it pulls again.
  */
 const maxAckPending = 4 * pullBatch;
-/** An event type this build cannot render is offered again after this long (a newer build may be running by then). */
-const unknownTypeRetryMs = 5 * 60 * 1000;
 /** After Postgres refused a batch, its events come back after this long. */
 const storeRetryMs = 1000;
+/** The longest pause before restarting a consumer that stopped; the pauses double up to it from 1 s. */
+const maxRestartDelayMs = 30_000;
 
-type Decoded = { kind: "store"; msg: JsMsg; message: IncomingMessage } | { kind: "unknown_type"; msg: JsMsg } | { kind: "invalid"; msg: JsMsg };
+/** The pause before the restart that follows `failures` failures in a row (counting this one). */
+export const restartDelayMs = (failures: number): number => Math.min(1000 * 2 ** Math.max(failures - 1, 0), maxRestartDelayMs);
+
+type Received = { kind: "store"; msg: JsMsg; message: IncomingMessage } | { kind: "park"; msg: JsMsg; event: ParkedEvent } | { kind: "invalid"; msg: JsMsg };
+
+interface ConsumerRun {
+  /** Settles when the run ends: with what ended it, or undefined after `stop()`. */
+  ended: Promise<Error | undefined>;
+  stop(): void;
+}
 
 /**
  * Reads every domain event from the stream through a durable consumer and stores it as a message
  * with its deliveries before acknowledging it, so an event is either stored or still on the stream.
  * Events are taken in batches (whatever arrived while the previous batch was being stored), one
  * statement per batch, and the batch's acknowledgements end with a confirmed one (ackAck).
+ *
+ * If the consumer stops on an error (its durable consumer or the stream was deleted, a store failed
+ * unexpectedly), it is started again, consumer included, after a pause that doubles up to 30 s;
+ * meanwhile it is listed in `bus.consumersDown`, so the service reports itself not ready.
  */
 export async function startEventConsumer(options: EventConsumerOptions): Promise<{ stop(): Promise<void> }> {
+  const { bus, logger, consumerName } = options;
+  let run = await consume(options);
+  let stopping = false;
+  let interruptPause: (() => void) | undefined;
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      interruptPause = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+
+  let failures = 0;
+  const restart = async (): Promise<ConsumerRun | undefined> => {
+    for (;;) {
+      failures += 1;
+      await pause(restartDelayMs(failures));
+      if (stopping) return undefined;
+      try {
+        const started = await consume(options);
+        if (!stopping) return started;
+        started.stop();
+        await started.ended;
+        return undefined;
+      } catch (error) {
+        bus.consumersDown.set(consumerName, error instanceof Error ? error.message : String(error));
+        logger.warn("event consumer could not restart; will retry", { error, consumer: consumerName, failures });
+      }
+    }
+  };
+
+  const supervision = (async () => {
+    for (;;) {
+      const startedAt = performance.now();
+      const error = await run.ended;
+      if (stopping || error === undefined) return;
+      // A run that outlasted the longest pause was healthy: the backoff starts over.
+      if (performance.now() - startedAt > maxRestartDelayMs) failures = 0;
+      bus.consumersDown.set(consumerName, error.message);
+      logger.error("event consumer stopped; restarting it", { error, consumer: consumerName });
+      const restarted = await restart();
+      if (!restarted) return;
+      run = restarted;
+      bus.consumersDown.delete(consumerName);
+      logger.info("event consumer restarted", { consumer: consumerName });
+    }
+  })();
+
+  return {
+    async stop() {
+      stopping = true;
+      interruptPause?.();
+      run.stop();
+      await supervision;
+    },
+  };
+}
+
+/** One run of the consumer: from making sure the durable consumer exists until it stops. */
+async function consume(options: EventConsumerOptions): Promise<ConsumerRun> {
   const { bus, orm, logger, worker } = options;
   await ensureConsumer(options);
   const consumer = await bus.js.consumers.get(bus.stream, options.consumerName);
-  const messages = await consumer.consume({ max_messages: pullBatch });
+  // By default a deleted consumer or stream leaves the loop waiting for someone to restore them;
+  // stopping instead lets the restart recreate them.
+  const messages = await consumer.consume({ max_messages: pullBatch, abort_on_missing_resource: true });
 
   const storeBatch = async (batch: JsMsg[]) => {
-    const decoded = batch.map((msg) => decode(msg, logger));
-    const toStore = decoded.filter((d) => d.kind === "store");
+    const received = batch.map((msg) => receive(msg, logger));
+    const toStore = received.filter((r) => r.kind === "store");
+    const toPark = received.filter((r) => r.kind === "park");
     try {
       const terms = worker.claimTerms();
+      if (toPark.length > 0) await parkEvents(orm.em.fork(), toPark.map((r) => r.event), terms.now);
       const stored = await storeMessages(
         orm.em.fork(),
-        toStore.map((d) => d.message),
+        toStore.map((r) => r.message),
         // A delayed first attempt is not due yet: nothing to claim now.
         { firstAttemptAt: new Date(terms.now.getTime() + options.firstAttemptDelayMs), claim: options.firstAttemptDelayMs > 0 ? { ...terms, perEndpoint: 0 } : terms },
       );
       worker.take(stored.claimed);
       if (stored.created > stored.claimed.length) worker.wake();
     } catch (error) {
-      logger.warn("could not store events; they will be redelivered", { error, events: toStore.length });
-      for (const d of decoded) {
-        if (d.kind === "store") d.msg.nak(storeRetryMs);
-        else settle(d);
+      logger.warn("could not store events; they will be redelivered", { error, events: toStore.length + toPark.length });
+      for (const r of received) {
+        if (r.kind === "invalid") r.msg.term();
+        else r.msg.nak(storeRetryMs);
       }
       return;
     }
-    for (const d of decoded.slice(0, -1)) settle(d);
+    for (const r of received.slice(0, -1)) settle(r);
     // The server handles one connection's acknowledgements in order, so the confirmation of the last
     // one covers the batch; a lost acknowledgement only brings a duplicate that the dedup key drops.
-    const last = decoded.at(-1);
-    if (last?.kind === "store") {
+    const last = received.at(-1);
+    if (last && last.kind !== "invalid") {
       await last.msg.ackAck().catch((error: unknown) => logger.warn("acknowledgements not confirmed; events may be redelivered", { error, seq: last.msg.seq }));
     } else if (last) {
       settle(last);
@@ -85,77 +161,72 @@ export async function startEventConsumer(options: EventConsumerOptions): Promise
   // wait for the pull to expire.) The loop waits for the store once a full batch is waiting.
   const arrived: JsMsg[] = [];
   let storing: Promise<void> | undefined;
+  let failure: unknown;
+  let stopped = false;
   const storeArrived = async () => {
-    await new Promise((resolve) => setImmediate(resolve));
-    while (arrived.length > 0) await storeBatch(arrived.splice(0, pullBatch));
-    storing = undefined;
-  };
-  const done = (async () => {
-    for await (const msg of messages) {
-      arrived.push(msg);
-      storing ??= storeArrived();
-      if (arrived.length >= pullBatch) await storing;
-    }
-    await storing;
-  })().catch((error: unknown) => logger.error("event consumer stopped", { error }));
-
-  return {
-    async stop() {
+    try {
+      await new Promise((resolve) => setImmediate(resolve));
+      while (arrived.length > 0) await storeBatch(arrived.splice(0, pullBatch));
+    } catch (error) {
+      // Unexpected (storeBatch handles a refused store): this run ends, and the restart takes over.
+      failure ??= error;
       messages.stop();
-      await done;
-    },
+    } finally {
+      storing = undefined;
+    }
   };
-}
+  const ended = (async () => {
+    try {
+      for await (const msg of messages) {
+        arrived.push(msg);
+        storing ??= storeArrived();
+        if (arrived.length >= pullBatch) await storing;
+      }
+    } finally {
+      await storing;
+    }
+    if (failure !== undefined) throw failure;
+    if (!stopped) throw new Error("the stream of events ended");
+  })().then(
+    () => undefined,
+    (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
+  );
 
-/** Stored events are acknowledged; the others are offered again later or dropped for good. */
-function settle(d: Decoded): void {
-  if (d.kind === "store") d.msg.ack();
-  else if (d.kind === "unknown_type") d.msg.nak(unknownTypeRetryMs);
-  // The reason is logged where it is found: a +TERM with a reason is not understood by servers before 2.10.
-  else d.msg.term();
-}
-
-function decode(msg: JsMsg, logger: Logger): Decoded {
-  const invalid = (reason: string, dedupKey?: string): Decoded => {
-    logger.error("event breaks the event contract; it cannot be delivered", { subject: msg.subject, seq: msg.seq, dedupKey, reason });
-    return { kind: "invalid", msg };
-  };
-  let event: Event;
-  try {
-    event = fromBinary(EventSchema, msg.data);
-  } catch {
-    return invalid("not a valid Event envelope");
-  }
-  let rendering: ReturnType<typeof renderPayload>;
-  try {
-    rendering = renderPayload(event);
-  } catch (error) {
-    return invalid(`the payload cannot be rendered: ${(error as Error).message}`, event.dedupKey);
-  }
-  if (rendering.kind === "unknown_type") {
-    // A newer producer's type arrives as unknown fields; an envelope with none has no payload at all,
-    // and offering that again would only hold a place among the consumer's pending messages.
-    if (!event.$unknown?.length) return invalid("the envelope carries no payload", event.dedupKey);
-    logger.warn("event of a type this build does not know; it will be offered again", { subject: msg.subject, seq: msg.seq, dedupKey: event.dedupKey });
-    return { kind: "unknown_type", msg };
-  }
-  if (rendering.kind === "invalid") return invalid(rendering.reason, event.dedupKey);
-  if (!event.dedupKey) return invalid("dedup_key is missing");
-  if (!event.organizationId) return invalid("organization_id is missing", event.dedupKey);
-  const occurredAt = event.occurredAt ? timestampDate(event.occurredAt) : null;
-  if (occurredAt && Number.isNaN(occurredAt.getTime())) return invalid("occurred_at is not a valid instant", event.dedupKey);
   return {
-    kind: "store",
-    msg,
-    message: {
-      organizationId: event.organizationId,
-      dedupKey: event.dedupKey,
-      type: rendering.type,
-      environment: environmentName(event.environment) ?? null,
-      occurredAt,
-      body: rendering.body,
+    ended,
+    stop() {
+      stopped = true;
+      messages.stop();
     },
   };
+}
+
+/** Stored and parked events are acknowledged; those that break the contract are dropped for good. */
+function settle(r: Received): void {
+  if (r.kind === "invalid") {
+    // The reason is logged where it is found: a +TERM with a reason is not understood by servers before 2.10.
+    r.msg.term();
+  } else {
+    r.msg.ack();
+  }
+}
+
+function receive(msg: JsMsg, logger: Logger): Received {
+  const decoded = decodeEvent(msg.data);
+  switch (decoded.kind) {
+    case "message":
+      return { kind: "store", msg, message: decoded.message };
+    case "unknown_type":
+      logger.warn("event of a type this build does not know; it is parked until a build that knows it starts", {
+        subject: msg.subject,
+        seq: msg.seq,
+        dedupKey: decoded.dedupKey,
+      });
+      return { kind: "park", msg, event: { dedupKey: decoded.dedupKey, subject: msg.subject, envelope: msg.data } };
+    case "invalid":
+      logger.error("event breaks the event contract; it cannot be delivered", { subject: msg.subject, seq: msg.seq, dedupKey: decoded.dedupKey, reason: decoded.reason });
+      return { kind: "invalid", msg };
+  }
 }
 
 /** Creates the durable consumer, or brings an existing one to the configured settings. */

@@ -95,7 +95,8 @@ export async function listMessages(em: EntityManager, query: MessageQuery): Prom
 /**
  * Sends a stored message to one endpoint again: its delivery (created if the endpoint never had
  * one) becomes pending now with a fresh retry schedule, whatever its status was. The webhook-id
- * stays the message's, so a receiver that already processed it recognises it.
+ * stays the message's, so a receiver that already processed it recognises it. An attempt running
+ * meanwhile no longer writes its result (`schedule_step` fences it): the replay's schedule stands.
  */
 export async function replayMessage(em: EntityManager, clock: Clock, input: { organizationId: string; messageId: string; endpointId: string }): Promise<DeliveryView> {
   const endpoint = await findEndpoint(em, input.organizationId, input.endpointId);

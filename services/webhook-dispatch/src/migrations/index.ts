@@ -1,4 +1,8 @@
 import { CreateWebhookTables } from "./0001-webhook-tables.ts";
+import { CreateParkedEvents } from "./0002-parked-events.ts";
 
 /** Applied in order at start; a migration, once released, is never edited (add a new one). */
-export const migrations = [{ name: "0001_webhook_tables", class: CreateWebhookTables }];
+export const migrations = [
+  { name: "0001_webhook_tables", class: CreateWebhookTables },
+  { name: "0002_parked_events", class: CreateParkedEvents },
+];
