@@ -1,9 +1,10 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chromium, type Browser } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { KeyType } from "@svc/proto/console/v1/console_pb.js";
+import { launchHeadlessChromium } from "../harness/headless-browser.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 import { dataError, newGate, newPartner, partnerApi } from "./gate-support.ts";
 
@@ -51,10 +52,7 @@ describe("CORS for browser calls with a site key", () => {
       type: KeyType.SITE,
       allowedOrigins: [shopOrigin],
     }));
-    browser = await chromium.launch({
-      executablePath: "/usr/bin/chromium",
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    });
+    browser = await launchHeadlessChromium();
   });
   afterAll(async () => {
     await browser?.close();

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chromium, type Browser } from "playwright-core";
+import type { Browser } from "playwright-core";
 import jsqr from "jsqr";
+import { launchHeadlessChromium } from "../harness/headless-browser.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 import { newGate, newPartner, partnerApi, result } from "./gate-support.ts";
 
@@ -23,10 +24,7 @@ describe("the QR code of a verification request", () => {
     await newGate(mesh, partner.organizationId, { key: "kiosk" });
     const grant = result(await api.post("/sdk/create-session", {}, partner.devSecret)).anchor_grant_token;
     link = result(await api.post("/sdk/create-verification-link", { gate: "kiosk" }, grant));
-    browser = await chromium.launch({
-      executablePath: "/usr/bin/chromium",
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    });
+    browser = await launchHeadlessChromium();
   });
   afterAll(async () => {
     await browser?.close();

@@ -1,7 +1,8 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chromium, type Browser } from "playwright-core";
+import type { Browser } from "playwright-core";
+import { launchHeadlessChromium } from "../harness/headless-browser.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 import { newGate, newPartner, partnerApi, result, verifyIndependently } from "./gate-support.ts";
 
@@ -25,10 +26,7 @@ describe("the web flow in a browser", () => {
     // Browsers refuse IP addresses as WebAuthn relying parties: the page is served as localhost.
     const port = new URL(mesh.gatewayUrl).port;
     await mesh.restart("gateway", { GATEWAY_PUBLIC_ORIGIN: `http://localhost:${port}` });
-    browser = await chromium.launch({
-      executablePath: "/usr/bin/chromium",
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    });
+    browser = await launchHeadlessChromium();
   });
   afterAll(async () => {
     await browser?.close();

@@ -1,7 +1,7 @@
 import type pg from "pg";
 import type { EnvironmentName } from "@svc/platform";
 import { RecentFacts } from "../recent-facts.ts";
-import type { Gate, GateRow } from "./gate-store.ts";
+import { gateFromRow, type Gate, type GateRow } from "./gate-store.ts";
 
 /** A gate's facts that never change after it is created: everything but its status. */
 export type GateFacts = Pick<Gate, "id" | "organizationId" | "environment" | "key" | "type" | "ageThreshold" | "notarizeOffer">;
@@ -29,15 +29,7 @@ export class GateFactsLookup {
     });
     const row = rows[0];
     if (!row) return undefined;
-    const facts: GateFacts = {
-      id: row.id,
-      organizationId: row.organization_id,
-      environment: row.environment,
-      key: row.key,
-      type: row.type,
-      ageThreshold: row.age_threshold,
-      notarizeOffer: row.notarize_offer,
-    };
+    const { status: _status, createdAt: _createdAt, updatedAt: _updatedAt, ...facts } = gateFromRow(row);
     this.#recent.remember(name, facts);
     return facts;
   }
