@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import { ConnectError, Code } from "@connectrpc/connect";
 import { commandUsage, consoleContext, groupUsage, parseOptions, UsageError, type CommandGroup } from "./command.ts";
 import { humanCommands } from "./commands/human.ts";
+import { accountCommands } from "./commands/account.ts";
 import { keyCommands } from "./commands/key.ts";
 import { orgCommands } from "./commands/org.ts";
 import { signingCommands } from "./commands/signing.ts";
@@ -15,7 +16,7 @@ import { gateCommands } from "./commands/gate.ts";
 import { webhookCommands } from "./commands/webhook.ts";
 
 /** One file per group in `commands/`; a new group is one import and one entry here. */
-const groups: readonly CommandGroup[] = [orgCommands, keyCommands, signingCommands, gateCommands, humanCommands, webhookCommands];
+const groups: readonly CommandGroup[] = [orgCommands, keyCommands, signingCommands, gateCommands, humanCommands, accountCommands, webhookCommands];
 
 const defaultConsoleUrl = "http://127.0.0.1:9090";
 

@@ -82,7 +82,8 @@ export function bearerCredential(header: string | undefined): string | undefined
 
 /**
  * Per route: no credential needed, or exactly one of the kinds it accepts, resolved and checked.
- * A refusal is `data.error` with `statusCode` and `message` only (spec "Machine codes").
+ * A refusal is `data.error` with `statusCode` and `message` only (spec "Machine codes"), plus `code`
+ * where the route's `auth.codeFor` names one.
  */
 export function authenticateStage(resolvers: readonly CredentialResolver[]): Stage {
   return {
@@ -94,7 +95,10 @@ export function authenticateStage(resolvers: readonly CredentialResolver[]): Sta
         authorization: ctx.headers.authorization,
         origin: typeof ctx.headers.origin === "string" ? ctx.headers.origin : undefined,
       });
-      if (!resolution.ok) throw new OperationError(policy.statusFor?.[resolution.failure] ?? defaultStatus[resolution.failure], resolution.message);
+      if (!resolution.ok) {
+        const code = policy.codeFor?.[resolution.failure];
+        throw new OperationError(policy.statusFor?.[resolution.failure] ?? defaultStatus[resolution.failure], resolution.message, code === undefined ? {} : { code });
+      }
       ctx.credential = resolution.credential;
       return next();
     },

@@ -151,7 +151,8 @@ function components(sunset: Date): Json {
     schemas: {
       EnvelopeError: {
         type: "object",
-        description: "An operation that ran and refused (HTTP 200). Branch on `statusCode`. Authentication refusals carry only `statusCode` and `message`.",
+        description:
+          "An operation that ran and refused (HTTP 200). Branch on `statusCode`. Authentication refusals carry only `statusCode` and `message`, except where an operation's error table names a code (secured-accounts list: `api_key_required`, `invalid_api_key`).",
         required: ["statusCode", "message"],
         properties: {
           statusCode: { type: "integer", enum: [400, 401, 403, 404, 409, 410, 422, 429, 500, 502] },

@@ -14,6 +14,11 @@ export interface AuthPolicy {
   accepts: readonly CredentialKindName[];
   /** Default: 401 for every failure except a site key's missing or disallowed Origin (403). */
   statusFor?: Partial<Record<AuthFailure, 401 | 403>>;
+  /**
+   * `data.error.code` of a refusal, only where the operation's error table names one (the
+   * secured-accounts list); elsewhere authentication refusals carry `statusCode` and `message` only.
+   */
+  codeFor?: Partial<Record<AuthFailure, string>>;
 }
 
 /** `nested`: the result is `data.data` (nearly every operation); `flat`: directly `data` (status, logout). */

@@ -6,6 +6,7 @@ import { verificationStatusRoute } from "./verification-status.ts";
 import { revokeVerificationRoute } from "./revoke-verification.ts";
 import { logoutRoute } from "./logout.ts";
 import { partnerConfigRoute } from "./partner-config.ts";
+import { listSecuredAccountsRoute } from "./list-secured-accounts.ts";
 import { appMeRoute, beginPasskeyRegistrationRoute, finishPasskeyRegistrationRoute, registerDeviceRoute } from "../app/passkeys.ts";
 import { appRequestRoutes, flowRequestRoutes } from "../app/requests.ts";
 import { flowBeginPasskeyRegistrationRoute, flowFinishPasskeyRegistrationRoute } from "../app/flow-passkeys.ts";
@@ -19,6 +20,7 @@ export const routes: readonly Route[] = [
   revokeVerificationRoute,
   logoutRoute,
   partnerConfigRoute,
+  listSecuredAccountsRoute,
   appMeRoute,
   beginPasskeyRegistrationRoute,
   finishPasskeyRegistrationRoute,

@@ -11,15 +11,18 @@ import {
   DeviceSchema,
   LinkConflict as ProtoLinkConflict,
   SandboxBehavior as ProtoSandboxBehavior,
+  SecuredAccountSchema,
+  SecuredAccountStatus as ProtoSecuredAccountStatus,
 } from "@svc/proto/account/v1/account_pb.js";
-import { Environment } from "@svc/proto/common/v1/caller_pb.js";
+import { CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
 import type { AgeVerdict } from "./age/age-evaluation.ts";
 import { evaluateAge } from "./age/age-evidence.ts";
 import type { AccountSecrets } from "./config.ts";
 import { listDevices, registerDevice } from "./devices/devices.ts";
-import type { AccountErrorKind } from "./errors.ts";
+import { invalidArgument, type AccountErrorKind } from "./errors.ts";
 import { describeHuman, resolveSignedInHuman } from "./humans/humans.ts";
-import { accountLinkState, secureAccount, type LinkConflict, type LinkContext } from "./links/account-links.ts";
+import { accountLinkState, secureAccount, unlinkAccount, type LinkConflict, type LinkContext } from "./links/account-links.ts";
+import { listSecuredAccounts, type SecuredAccountRow } from "./links/secured-accounts.ts";
 import { beginAssertion, finishAssertion } from "./passkeys/assertion.ts";
 import { beginRegistration, finishRegistration, type PasskeyContext } from "./passkeys/registration.ts";
 import { createSandboxHuman, sandboxAssert, type SandboxBehavior, type SandboxContext } from "./sandbox/sandbox-humans.ts";
@@ -116,6 +119,20 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
           return state.trusted ? { trusted: true, handle: state.handle, trustedSince: timestampFromDate(state.trustedSince) } : { trusted: false };
         }),
 
+      listSecuredAccounts: (req) =>
+        wireErrors(async () => {
+          const page = await listSecuredAccounts(
+            { em: em(), pepper },
+            {
+              organizationId: req.caller?.organizationId ?? "",
+              environment: req.caller ? environmentName(req.caller.environment) : undefined,
+              secretKey: req.caller?.credentialKind === CredentialKind.SECRET_KEY,
+            },
+            { partnerUserRef: req.partnerUserRef, status: statusFilter(req.status), limit: req.limit, offset: req.offset },
+          );
+          return { rows: page.rows.map(toProtoSecuredAccount), total: page.total, limit: page.limit };
+        }),
+
       sandboxAssert: (req) => wireErrors(async () => ({ responseJson: await sandboxAssert(sandbox(), req) })),
     });
 
@@ -128,6 +145,21 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
             age: req.age,
           }),
         ),
+
+      unlinkAccount: (req) =>
+        wireErrors(async () => {
+          const reason = req.credentialChanged ? "credential_changed" : "platform";
+          const unlinkedAt = clock.now();
+          const { handle } = await unlinkAccount(links(), {
+            organizationId: req.organizationId,
+            environment: environmentName(req.environment),
+            partnerUserRef: req.partnerUserRef,
+            by: "platform",
+            reason,
+            at: unlinkedAt,
+          });
+          return { handle, unlinkedAt: timestampFromDate(unlinkedAt), reason };
+        }),
     });
   };
 }
@@ -139,6 +171,7 @@ const wireErrors = refusalTranslator<AccountErrorKind>({
   failed_precondition: Code.FailedPrecondition,
   permission_denied: Code.PermissionDenied,
   already_exists: Code.AlreadyExists,
+  unauthenticated: Code.Unauthenticated,
 });
 
 
@@ -159,3 +192,28 @@ const toProtoConflict: Record<LinkConflict, ProtoLinkConflict> = {
   already_trusted: ProtoLinkConflict.ALREADY_TRUSTED,
   rebind_requires_prior_id: ProtoLinkConflict.REBIND_REQUIRES_PRIOR_ID,
 };
+
+const toProtoStatus: Record<SecuredAccountRow["status"], ProtoSecuredAccountStatus> = { active: ProtoSecuredAccountStatus.ACTIVE, unlinked: ProtoSecuredAccountStatus.UNLINKED };
+
+const fromProtoStatus = new Map<ProtoSecuredAccountStatus, SecuredAccountRow["status"]>(
+  Object.entries(toProtoStatus).map(([name, value]) => [value, name as SecuredAccountRow["status"]]),
+);
+
+/** Unspecified lists both states; a value this service does not know is refused, not read as "both". */
+function statusFilter(status: ProtoSecuredAccountStatus): SecuredAccountRow["status"] | undefined {
+  if (status === ProtoSecuredAccountStatus.UNSPECIFIED) return undefined;
+  const name = fromProtoStatus.get(status);
+  if (name === undefined) throw invalidArgument(`status ${status} is not a secured-account status`);
+  return name;
+}
+
+const toProtoSecuredAccount = (row: SecuredAccountRow) =>
+  create(SecuredAccountSchema, {
+    handle: row.handle,
+    status: toProtoStatus[row.status],
+    securedAt: timestampFromDate(row.securedAt),
+    ...(row.unlinkedAt !== null && { unlinkedAt: timestampFromDate(row.unlinkedAt) }),
+    unlinkedBy: row.unlinkedBy ?? "",
+    unlinkReason: row.unlinkReason ?? "",
+    surfaceId: row.surfaceId ?? "",
+  });

@@ -31,7 +31,7 @@ beforeAll(async () => {
   void (async () => {
     for await (const msg of messages) received.push({ subject: msg.subject, msgId: msg.headers?.get("Nats-Msg-Id"), event: fromBinary(EventSchema, msg.data) });
   })();
-  // The unlink rule has no RPC yet: the test calls it on the service's own tables.
+  // The test calls the unlink rule directly on the service's own tables, so it can end links with any by/reason.
   orm = await openDatabase({ url: account.database.url, schema: "account", entities: [OutboxEvent, AccountLink], migrations, logger: createLogger("links-test", {}, "error") });
 });
 afterAll(async () => {

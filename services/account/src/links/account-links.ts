@@ -115,7 +115,8 @@ export async function accountLinkState(ctx: Pick<LinkContext, "em" | "pepper">, 
 
 /**
  * Ends the active link of an account and sends account.unlinked in the same transaction. The
- * contract has no unlink operation yet; this is the rule it will call.
+ * partner's revoke (`AccountConsoleService.UnlinkAccount`, by platform) calls it; the person's own
+ * unlink (by human) has no operation yet.
  */
 export async function unlinkAccount(
   ctx: LinkContext,

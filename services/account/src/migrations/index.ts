@@ -3,6 +3,7 @@ import { createPasskeys } from "./0002-passkeys.ts";
 import { createDevices } from "./0003-devices.ts";
 import { createAgeEvidence } from "./0004-age-evidence.ts";
 import { createAccountLinks } from "./0005-account-links.ts";
+import { indexAccountLinkListing } from "./0006-account-link-listing.ts";
 
 /** Applied in order at start; a migration, once released, is never edited (add a new one). */
-export const migrations = [createHumans, createPasskeys, createDevices, createAgeEvidence, createAccountLinks];
+export const migrations = [createHumans, createPasskeys, createDevices, createAgeEvidence, createAccountLinks, indexAccountLinkListing];

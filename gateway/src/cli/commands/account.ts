@@ -1,0 +1,34 @@
+import { environmentProto, type EnvironmentName } from "@svc/platform";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { AccountConsoleService } from "@svc/proto/account/v1/account_pb.js";
+import type { CommandGroup } from "../command.ts";
+
+export const accountCommands: CommandGroup = {
+  name: "account",
+  summary: "Secured accounts: a partner's accounts linked to a human.",
+  commands: [
+    {
+      name: "unlink",
+      summary: 'Revokes a secured account for the partner; prints {"handle","unlinked_at","reason"}.',
+      details:
+        "Ends the active link of the partner's account (organization, environment, the partner's reference) and sends " +
+        "account.unlinked by platform, reason platform, or credential_changed with --credential-changed (the partner " +
+        "reports a changed sign-in detail). An account without an active link is refused.",
+      options: {
+        org: { type: "string", required: true, valueName: "ID", description: "organization id" },
+        env: { type: "string", required: true, choices: ["development", "production"], description: "environment of the account" },
+        ref: { type: "string", required: true, valueName: "REF", description: "the partner's reference of the account (platform_user_ref)" },
+        "credential-changed": { type: "boolean", description: "the revoke reports a changed sign-in detail (reason credential_changed)" },
+      },
+      async run(values, ctx) {
+        const response = await ctx.serviceConsole(AccountConsoleService).unlinkAccount({
+          organizationId: values.org as string,
+          environment: environmentProto(values.env as EnvironmentName),
+          partnerUserRef: values.ref as string,
+          credentialChanged: values["credential-changed"] === true,
+        });
+        return { handle: response.handle, unlinked_at: response.unlinkedAt ? timestampDate(response.unlinkedAt).toISOString() : null, reason: response.reason };
+      },
+    },
+  ],
+};
