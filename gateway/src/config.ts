@@ -1,4 +1,4 @@
-import { commonSettings, ConfigError, loadConfig, parse, type Logger } from "@svc/platform";
+import { commonSettings, ConfigError, loadConfig, parse, testClockRefusal, type Logger } from "@svc/platform";
 
 const wholeNumber =
   (max: number) =>
@@ -47,10 +47,8 @@ export function loadGatewayConfig(env: NodeJS.ProcessEnv, logger: Logger) {
   const config = loadConfig("GATEWAY", settings, env);
   const pepperGiven = Boolean(env.GATEWAY_KEY_PEPPER);
   if (config.deployment === "production") {
-    const problems = [
-      ...(pepperGiven ? [] : ["GATEWAY_KEY_PEPPER is required in production"]),
-      ...(env.SVC_CLOCK_FILE ? ["SVC_CLOCK_FILE (the shared test clock) is refused in production"] : []),
-    ];
+    const clockRefusal = testClockRefusal(config.deployment, env);
+    const problems = [...(pepperGiven ? [] : ["GATEWAY_KEY_PEPPER is required in production"]), ...(clockRefusal ? [clockRefusal] : [])];
     if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  ${problems.join("\n  ")}`);
   } else if (!pepperGiven) {
     logger.warn("GATEWAY_KEY_PEPPER is not set: using the built-in development pepper");

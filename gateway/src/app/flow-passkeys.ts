@@ -1,8 +1,6 @@
 import { defineRoute, fail, ok } from "../http/route.ts";
+import { ceremonyAnswerFields, flowSecretField, pageOriginField, requestIdField } from "./person-fields.ts";
 import { relyingParty } from "./relying-party.ts";
-
-const requestId = { type: "string", pattern: "^req_[0-9a-f]{32}$" } as const;
-const t = { type: "string", minLength: 1, maxLength: 100, description: "The flow secret from the web_url." } as const;
 
 /**
  * The web flow in private mode: a person without a passkey creates one, and with it a human that holds
@@ -14,7 +12,7 @@ export const flowBeginPasskeyRegistrationRoute = defineRoute({
   path: "/flow/passkeys/begin-registration",
   summary: "Web flow, private mode: start creating a passkey (and a human without personal data).",
   auth: { accepts: [] },
-  input: { type: "object", properties: { request_id: requestId, t, origin: { type: "string", maxLength: 200 } }, required: ["request_id", "t"] },
+  input: { type: "object", properties: { request_id: requestIdField, t: flowSecretField, origin: pageOriginField }, required: ["request_id", "t"] },
   envelope: "nested",
   async handle(input, { services }) {
     const party = relyingParty(services.publicOrigin, input.origin);
@@ -34,7 +32,7 @@ export const flowFinishPasskeyRegistrationRoute = defineRoute({
   auth: { accepts: [] },
   input: {
     type: "object",
-    properties: { ceremony_id: { type: "string", minLength: 1, maxLength: 100 }, response: { type: "object", additionalProperties: true } },
+    properties: ceremonyAnswerFields,
     required: ["ceremony_id", "response"],
   },
   envelope: "nested",

@@ -1,7 +1,6 @@
 import { defineRoute, ok } from "../http/route.ts";
+import { ceremonyAnswerFields, pageOriginField } from "./person-fields.ts";
 import { relyingParty } from "./relying-party.ts";
-
-const origin = { type: "string", maxLength: 200, description: "The page's origin (web flow); ignored unless on the relying party's host." } as const;
 
 /** App API: the signed-in person registers a passkey (WebAuthn registration through the account service). */
 export const beginPasskeyRegistrationRoute = defineRoute({
@@ -10,7 +9,7 @@ export const beginPasskeyRegistrationRoute = defineRoute({
   path: "/app/passkeys/begin-registration",
   summary: "Start registering a passkey for the signed-in person; answers the WebAuthn creation options.",
   auth: { accepts: ["user_session"] },
-  input: { type: "object", properties: { origin } },
+  input: { type: "object", properties: { origin: pageOriginField } },
   envelope: "nested",
   async handle(input, { caller, services }) {
     const begun = await services.account.beginPasskeyRegistration({ svcUserId: caller!.credentialId, ...relyingParty(services.publicOrigin, input.origin) });
@@ -26,7 +25,7 @@ export const finishPasskeyRegistrationRoute = defineRoute({
   auth: { accepts: ["user_session"] },
   input: {
     type: "object",
-    properties: { ceremony_id: { type: "string", minLength: 1, maxLength: 100 }, response: { type: "object", additionalProperties: true } },
+    properties: ceremonyAnswerFields,
     required: ["ceremony_id", "response"],
   },
   envelope: "nested",

@@ -3,16 +3,8 @@ import type { OpenRequestResponse } from "@svc/proto/gate/v1/gate_pb.js";
 import { defineRoute, ok, type Route } from "../http/route.ts";
 import type { ObjectSchema } from "../http/schema.ts";
 import { gateTypeName } from "../operations/create-verification-link.ts";
+import { ceremonyAnswerFields, flowSecretField, pageOriginField, requestIdField } from "./person-fields.ts";
 import { relyingParty } from "./relying-party.ts";
-
-/**
- * The person's side of a verification request, twice: for the app (`/app/requests/…`, a signed-in user
- * session; the deep link's `t` optional when the request names the person) and for the web flow
- * (`/flow/requests/…`, no session; the flow secret `t` from the web_url is required).
- */
-const requestId = { type: "string", pattern: "^req_[0-9a-f]{32}$" } as const;
-const secret = { type: "string", minLength: 1, maxLength: 100, description: "The flow secret from the web_url or deep_link." } as const;
-const pageOrigin = { type: "string", maxLength: 200, description: "The page's origin; ignored unless on the relying party's host." } as const;
 
 const opened = (response: OpenRequestResponse) => ({
   request_id: response.requestId,
@@ -27,12 +19,17 @@ const opened = (response: OpenRequestResponse) => ({
   ...(response.ceremonyId !== "" ? { ceremony_id: response.ceremonyId, options: JSON.parse(response.optionsJson) } : {}),
 });
 
+/**
+ * The person's side of a verification request, twice: for the app (`/app/requests/…`, a signed-in user
+ * session; the deep link's `t` optional when the request names the person) and for the web flow
+ * (`/flow/requests/…`, no session; the flow secret `t` from the web_url is required).
+ */
 function requestRoutes(side: "app" | "flow"): Route[] {
   const app = side === "app";
   const auth = app ? ({ accepts: ["user_session"] } as const) : ({ accepts: [] } as const);
   const base = (extra: Record<string, unknown>, required: string[]): ObjectSchema => ({
     type: "object",
-    properties: { request_id: requestId, t: secret, ...extra },
+    properties: { request_id: requestIdField, t: flowSecretField, ...extra },
     required: ["request_id", ...(app ? [] : ["t"]), ...required],
   });
   const access = (input: { t?: string }, caller: { credentialId: string } | undefined) => ({ flowSecret: input.t ?? "", svcUserId: app ? caller!.credentialId : "" });
@@ -46,7 +43,7 @@ function requestRoutes(side: "app" | "flow"): Route[] {
       path: `/${prefix}/requests/open`,
       summary: "Open a verification request: what to show, and passkey assertion options bound to the request.",
       auth,
-      input: base({ origin: pageOrigin }, []) as { type: "object"; properties: { request_id: typeof requestId; t: typeof secret; origin: typeof pageOrigin }; required: ["request_id"] },
+      input: base({ origin: pageOriginField }, []) as { type: "object"; properties: { request_id: typeof requestIdField; t: typeof flowSecretField; origin: typeof pageOriginField }; required: ["request_id"] },
       envelope: "nested",
       async handle(input, { caller, services }) {
         const response = await services.gate.openRequest({ requestId: input.request_id, access: access(input, caller), ...relyingParty(services.publicOrigin, input.origin) });
@@ -59,9 +56,9 @@ function requestRoutes(side: "app" | "flow"): Route[] {
       path: `/${prefix}/requests/confirm`,
       summary: "Confirm with the passkey assertion (AuthenticationResponseJSON).",
       auth,
-      input: base({ ceremony_id: { type: "string", minLength: 1, maxLength: 100 }, response: { type: "object", additionalProperties: true } }, ["ceremony_id", "response"]) as {
+      input: base(ceremonyAnswerFields, ["ceremony_id", "response"]) as {
         type: "object";
-        properties: { request_id: typeof requestId; t: typeof secret; ceremony_id: { type: "string" }; response: { type: "object"; additionalProperties: true } };
+        properties: { request_id: typeof requestIdField; t: typeof flowSecretField; ceremony_id: { type: "string" }; response: { type: "object"; additionalProperties: true } };
         required: ["request_id", "ceremony_id", "response"];
       },
       envelope: "nested",
@@ -81,7 +78,7 @@ function requestRoutes(side: "app" | "flow"): Route[] {
       path: `/${prefix}/requests/decline`,
       summary: "Decline the request (it fails with reason user_denied).",
       auth,
-      input: base({}, []) as { type: "object"; properties: { request_id: typeof requestId; t: typeof secret }; required: ["request_id"] },
+      input: base({}, []) as { type: "object"; properties: { request_id: typeof requestIdField; t: typeof flowSecretField }; required: ["request_id"] },
       envelope: "nested",
       async handle(input, { caller, services }) {
         const result = await services.gate.declineRequest({ requestId: input.request_id, access: access(input, caller) });
@@ -96,7 +93,7 @@ function requestRoutes(side: "app" | "flow"): Route[] {
       auth,
       input: base({ reason: { type: "string", enum: ["device_lock_required", "platform_declined"] } }, ["reason"]) as {
         type: "object";
-        properties: { request_id: typeof requestId; t: typeof secret; reason: { type: "string" } };
+        properties: { request_id: typeof requestIdField; t: typeof flowSecretField; reason: { type: "string" } };
         required: ["request_id", "reason"];
       },
       envelope: "nested",

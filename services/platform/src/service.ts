@@ -1,8 +1,8 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import type { EntitySchema, MigrationObject } from "@mikro-orm/core";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { clockFromEnvironment, type Clock } from "./clock.ts";
-import { commonSettings, loadConfig, parse, type ConfigOf, type Settings } from "./config.ts";
+import { clockFromEnvironment, testClockRefusal, type Clock } from "./clock.ts";
+import { commonSettings, ConfigError, loadConfig, parse, type ConfigOf, type Settings } from "./config.ts";
 import { databaseReachable, openDatabase, openStatementPool } from "./database.ts";
 import type pg from "pg";
 import { createLogger, type Logger } from "./logger.ts";
@@ -58,7 +58,8 @@ export async function startService<S extends Settings>(definition: ServiceDefini
   const settings = { ...baseSettings, port: { parse: parse.port, default: definition.defaultPort, description: "port to listen on" }, ...definition.settings };
   const config = loadConfig(definition.envPrefix, settings, env) as ServiceContext<S>["config"] & { port: number };
   const mesh = loadConfig("SVC", { ...eventStreamSettings, ...outboxSettings }, env);
-  if (config.deployment === "production" && env.SVC_CLOCK_FILE) throw new Error("SVC_CLOCK_FILE is for tests only; production refuses it");
+  const clockRefusal = testClockRefusal(config.deployment, env);
+  if (clockRefusal) throw new ConfigError(`invalid configuration:\n  ${clockRefusal}`);
   const logger = options.logger ?? createLogger(definition.name);
   const clock = options.clock ?? clockFromEnvironment(env);
 

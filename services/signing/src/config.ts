@@ -1,4 +1,4 @@
-import { commonSettings, ConfigError, loadConfig, parse, type ConfigOf } from "@svc/platform";
+import { commonSettings, ConfigError, loadConfig, parse, testClockRefusal, type ConfigOf } from "@svc/platform";
 import { attestationLifetimeSeconds } from "./attestation-token.ts";
 import { developmentKek, kekId } from "./key-encryption.ts";
 import type { RotationPolicy } from "./rotation-schedule.ts";
@@ -37,7 +37,8 @@ export function loadSigningConfig(env: NodeJS.ProcessEnv = process.env): Signing
   const problems: string[] = [];
   if (production && config.kek === null) problems.push("SIGNING_KEK is required when SVC_DEPLOYMENT is production");
   if (production && config.kek?.equals(developmentKek)) problems.push("SIGNING_KEK is the built-in development KEK, which production refuses");
-  if (production && env.SVC_CLOCK_FILE) problems.push("SVC_CLOCK_FILE (the shared test clock) is refused in production");
+  const clockRefusal = testClockRefusal(config.deployment, env);
+  if (clockRefusal) problems.push(clockRefusal);
   if (config.refreshEvery <= 0) problems.push("SIGNING_REFRESH_EVERY must be longer than 0");
   // Another replica learns of a new key at its next refresh; it must know the key before the key signs.
   if (config.publishLead < config.refreshEvery) problems.push("SIGNING_PUBLISH_LEAD must be at least SIGNING_REFRESH_EVERY");
