@@ -80,6 +80,29 @@ export function openStatementPool(options: { url: string; schema: string; max: n
   return pool;
 }
 
+/** What a hot-path statement runs on: the statement pool, or one of its connections inside a transaction. */
+export type Queryable = Pick<pg.ClientBase, "query">;
+
+/** Runs `work` on one connection of `pool` inside a transaction: committed if it returns, rolled back if it throws. */
+export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  // A connection that cannot even roll back is closed rather than handed to the next caller.
+  let broken: Error | undefined;
+  try {
+    await client.query("begin");
+    const result = await work(client);
+    await client.query("commit");
+    return result;
+  } catch (error) {
+    await client.query("rollback").catch((rollbackError: unknown) => {
+      broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+    });
+    throw error;
+  } finally {
+    client.release(broken);
+  }
+}
+
 /** Readiness: the database answers a trivial query. */
 export async function databaseReachable(orm: MikroORM): Promise<void> {
   await orm.em.fork().execute("select 1");

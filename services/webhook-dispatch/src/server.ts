@@ -41,10 +41,10 @@ export const startWebhookDispatch = async (options: StartOptions = {}) => {
           wakeWorker: () => worker?.wake(),
           forgetEndpoint: async (endpointId) => worker?.forget(endpointId),
         }),
-      background: async ({ orm, bus, clock, config }) => {
+      background: async ({ statements, bus, clock, config }) => {
         const sender = createHttpSender(destinationPolicyFor(config.deployment));
         const started = startDeliveryWorker({
-          orm,
+          statements,
           clock,
           logger,
           sender,
@@ -58,9 +58,9 @@ export const startWebhookDispatch = async (options: StartOptions = {}) => {
         });
         worker = started;
         const firstAttemptDelayMs = config.retrySchedule[0] ?? 0;
-        const consumer = await releaseParkedEvents({ orm, logger, worker: started, firstAttemptDelayMs })
+        const consumer = await releaseParkedEvents({ statements, logger, worker: started, firstAttemptDelayMs })
           .then(() =>
-            startEventConsumer({ bus, orm, logger, consumerName: config.consumerName, ackWaitMs: config.ackWait, firstAttemptDelayMs, worker: started }),
+            startEventConsumer({ bus, statements, logger, consumerName: config.consumerName, ackWaitMs: config.ackWait, firstAttemptDelayMs, worker: started }),
           )
           .catch(async (error: unknown) => {
             await started.stop();

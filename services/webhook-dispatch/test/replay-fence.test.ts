@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createLogger, ManualClock, openDatabase } from "@svc/platform";
+import type pg from "pg";
+import { createLogger, ManualClock, openDatabase, openStatementPool } from "@svc/platform";
 import { createTestDatabase, uniqueName, type TestDatabase } from "../../../test/harness/index.ts";
 import { claimDueDeliveries, recordAttemptResults, releaseClaims, type AttemptResult, type ClaimedDelivery, type ClaimTerms } from "../src/delivery/delivery-store.ts";
 import { destinationPolicyFor } from "../src/delivery/destination-guard.ts";
@@ -21,18 +22,16 @@ describe("a replay issued while an attempt is in flight", () => {
   const clock = new ManualClock("2026-11-22T10:00:00Z");
   let db: TestDatabase;
   let orm: MikroORM;
+  let statements: pg.Pool;
 
   beforeAll(async () => {
     db = await createTestDatabase("wh_replay_fence");
-    orm = await openDatabase({
-      url: db.url,
-      schema: "webhook_dispatch",
-      entities: [Endpoint, WebhookMessage, Delivery],
-      migrations,
-      logger: createLogger("replay-fence-test", {}, "error"),
-    });
+    const logger = createLogger("replay-fence-test", {}, "error");
+    orm = await openDatabase({ url: db.url, schema: "webhook_dispatch", entities: [Endpoint, WebhookMessage, Delivery], migrations, logger });
+    statements = openStatementPool({ url: db.url, schema: "webhook_dispatch", max: 2, logger });
   });
   afterAll(async () => {
+    await statements?.end();
     await orm?.close();
     await db?.drop();
   });
@@ -56,11 +55,11 @@ describe("a replay issued while an attempt is in flight", () => {
       { organizationId, url: "http://127.0.0.1:9/webhooks", types: [] },
     );
     await storeMessages(
-      orm.em.fork(),
+      statements,
       [{ organizationId, dedupKey: uniqueName("dedup"), type: "gate.human_verified", environment: "development", occurredAt: null, body: Buffer.from("{}") }],
       { firstAttemptAt: clock.now(), claim: { ...terms(), perEndpoint: 0 } },
     );
-    const claimed = (await claimDueDeliveries(orm.em.fork(), { ...terms(), limit: 100 })).filter((d) => d.endpointId === endpoint.id);
+    const claimed = (await claimDueDeliveries(statements, { ...terms(), limit: 100 })).filter((d) => d.endpointId === endpoint.id);
     expect(claimed).toHaveLength(1);
     return { organizationId, endpointId: endpoint.id, claimed: claimed[0]! };
   }
@@ -74,7 +73,7 @@ describe("a replay issued while an attempt is in flight", () => {
     at: clock.now(),
     ...outcome,
   });
-  const record = (results: AttemptResult[]) => recordAttemptResults(orm.em.fork(), results, { now: clock.now(), autoDisableAfterMs: 5 * 86_400_000 });
+  const record = (results: AttemptResult[]) => recordAttemptResults(statements, results, { now: clock.now(), autoDisableAfterMs: 5 * 86_400_000 });
 
   it("keeps the replay's fresh schedule when the attempt's last failure is written after it", async () => {
     const { organizationId, endpointId, claimed } = await attemptInFlight();
@@ -88,7 +87,7 @@ describe("a replay issued while an attempt is in flight", () => {
     expect(await row(organizationId)).toMatchObject({ status: "pending", attempts: 1, schedule_step: 0, next_attempt_at: replayedAt.toISOString() });
 
     // The replay's attempt is then claimed and its own result is written as usual.
-    const [again] = await claimDueDeliveries(orm.em.fork(), { ...terms(), limit: 100 }).then((all) => all.filter((d) => d.endpointId === endpointId));
+    const [again] = await claimDueDeliveries(statements, { ...terms(), limit: 100 }).then((all) => all.filter((d) => d.endpointId === endpointId));
     expect(again).toMatchObject({ attempts: 2, scheduleStep: 1 });
     await record([resultOf(again!, { succeeded: true, statusCode: 204, error: null, status: "delivered", nextAttemptAt: null })]);
     expect(await row(organizationId)).toMatchObject({ status: "delivered", attempts: 2, schedule_step: 1, next_attempt_at: null });
@@ -107,7 +106,7 @@ describe("a replay issued while an attempt is in flight", () => {
     const replayedAt = clock.now();
     await replayMessage(orm.em.fork(), clock, { organizationId, messageId: claimed.messageId, endpointId });
     clock.advance(1000);
-    await releaseClaims(orm.em.fork(), [claimed], clock.now());
+    await releaseClaims(statements, [claimed], clock.now());
     expect(await row(organizationId)).toMatchObject({ status: "pending", attempts: 1, schedule_step: 0, next_attempt_at: replayedAt.toISOString() });
   });
 });

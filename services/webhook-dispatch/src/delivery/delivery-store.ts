@@ -1,4 +1,4 @@
-import type { EntityManager } from "@mikro-orm/postgresql";
+import type { Queryable } from "@svc/platform";
 
 /** A delivery this process owns until its lease ends, with what it needs to send it. */
 export interface ClaimedDelivery {
@@ -37,26 +37,30 @@ export interface ClaimTerms {
   marginMs: number;
 }
 
+/**
+ * The claim terms are the first six parameters of every statement that claims ($1 now, $2 per
+ * endpoint, $3 holds, $4 concurrency, $5 timeout, $6 margin); its own parameters follow from $7.
+ */
+export const termsValues = (terms: ClaimTerms): unknown[] => [
+  terms.now,
+  terms.perEndpoint,
+  JSON.stringify(Object.fromEntries(terms.holds)),
+  terms.concurrency,
+  terms.timeoutMs,
+  terms.marginMs,
+];
+
 /** SQL: the lease end of a delivery with `ahead` deliveries of its endpoint before it in the worker's hands. */
-export const leaseEndSql = `(:now::timestamptz + ((ahead / :concurrency) + 1) * :timeoutMs * interval '1 millisecond' + :marginMs * interval '1 millisecond')`;
+export const leaseEndSql = `($1::timestamptz + ((ahead / $4::int) + 1) * $5::int * interval '1 millisecond' + $6::int * interval '1 millisecond')`;
 
 /** SQL: how many deliveries of endpoint `e` the worker holds already. */
-export const heldSql = `coalesce((:holds::jsonb ->> e.id)::int, 0)`;
-
-export const termsParams = (terms: ClaimTerms) => ({
-  now: terms.now,
-  perEndpoint: terms.perEndpoint,
-  holds: JSON.stringify(Object.fromEntries(terms.holds)),
-  concurrency: terms.concurrency,
-  timeoutMs: terms.timeoutMs,
-  marginMs: terms.marginMs,
-});
+export const heldSql = `coalesce(($3::jsonb ->> e.id)::int, 0)`;
 
 export type ClaimedRow = {
   id: string;
   attempts: number;
   schedule_step: number;
-  lease_until: string;
+  lease_until: Date;
   message_id: string;
   body: Buffer;
   endpoint_id: string;
@@ -64,14 +68,14 @@ export type ClaimedRow = {
   secret_version: number;
   secret_sealed: Buffer;
   previous_secret_sealed: Buffer | null;
-  previous_secret_expires_at: string | null;
+  previous_secret_expires_at: Date | null;
 };
 
 export const claimedDelivery = (r: ClaimedRow): ClaimedDelivery => ({
   deliveryId: String(r.id),
   attempts: r.attempts,
   scheduleStep: r.schedule_step,
-  leaseUntil: new Date(r.lease_until),
+  leaseUntil: r.lease_until,
   messageId: r.message_id,
   body: r.body,
   endpointId: r.endpoint_id,
@@ -79,7 +83,7 @@ export const claimedDelivery = (r: ClaimedRow): ClaimedDelivery => ({
   secretVersion: r.secret_version,
   secretSealed: r.secret_sealed,
   previousSecretSealed: r.previous_secret_sealed,
-  previousSecretExpiresAt: r.previous_secret_expires_at === null ? null : new Date(r.previous_secret_expires_at),
+  previousSecretExpiresAt: r.previous_secret_expires_at,
 });
 
 /**
@@ -87,21 +91,22 @@ export const claimedDelivery = (r: ClaimedRow): ClaimedDelivery => ({
  * first, skipping rows another worker holds, at most `limit` in all. A claim counts as an attempt and
  * moves the next attempt to the lease's end. The schedule lives in Postgres, so a restart loses nothing.
  */
-export async function claimDueDeliveries(em: EntityManager, terms: ClaimTerms & { limit: number }): Promise<ClaimedDelivery[]> {
-  const rows = await em.execute<ClaimedRow[]>(
-    `with claimable as (
+export async function claimDueDeliveries(db: Queryable, terms: ClaimTerms & { limit: number }): Promise<ClaimedDelivery[]> {
+  const { rows } = await db.query<ClaimedRow>({
+    name: "claim_due_deliveries",
+    text: `with claimable as (
        select due.id, ${heldSql} + row_number() over (partition by e.id order by due.next_attempt_at, due.id) - 1 as ahead
        from endpoints e
        cross join lateral (
          select d.id, d.next_attempt_at from deliveries d
-         where d.endpoint_id = e.id and d.status = 'pending' and d.next_attempt_at <= :now
+         where d.endpoint_id = e.id and d.status = 'pending' and d.next_attempt_at <= $1
          order by d.next_attempt_at, d.id
-         limit greatest(:perEndpoint - ${heldSql}, 0)
+         limit greatest($2::int - ${heldSql}, 0)
          for update of d skip locked
        ) due
        where e.status = 'enabled'
        order by due.next_attempt_at, due.id
-       limit :limit
+       limit $7
      )
      update deliveries d
      set attempts = d.attempts + 1, schedule_step = d.schedule_step + 1, next_attempt_at = ${leaseEndSql}
@@ -109,8 +114,8 @@ export async function claimDueDeliveries(em: EntityManager, terms: ClaimTerms & 
      where d.id = c.id and m.id = d.message_id and e.id = d.endpoint_id
      returning d.id, d.attempts, d.schedule_step, d.next_attempt_at as lease_until, m.id as message_id, m.body, e.id as endpoint_id, e.url,
        e.secret_version, e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at`,
-    { ...termsParams(terms), limit: terms.limit },
-  );
+    values: [...termsValues(terms), terms.limit],
+  });
   return rows.map(claimedDelivery);
 }
 
@@ -119,14 +124,15 @@ export async function claimDueDeliveries(em: EntityManager, terms: ClaimTerms & 
  * disabled): pending and due now, as if they had not been claimed, instead of waiting for the lease.
  * One replayed since its claim is left as the replay made it.
  */
-export async function releaseClaims(em: EntityManager, deliveries: readonly ClaimedDelivery[], now: Date): Promise<void> {
-  await em.execute(
-    `update deliveries d
-     set attempts = d.attempts - 1, schedule_step = d.schedule_step - 1, next_attempt_at = :now
-     from jsonb_to_recordset(:claims::jsonb) as c(id bigint, attempts int, schedule_step int)
+export async function releaseClaims(db: Queryable, deliveries: readonly ClaimedDelivery[], now: Date): Promise<void> {
+  await db.query({
+    name: "release_claims",
+    text: `update deliveries d
+     set attempts = d.attempts - 1, schedule_step = d.schedule_step - 1, next_attempt_at = $1
+     from unnest($2::bigint[], $3::int[], $4::int[]) as c(id, attempts, schedule_step)
      where d.id = c.id and d.attempts = c.attempts and d.schedule_step = c.schedule_step and d.status = 'pending'`,
-    { now, claims: JSON.stringify(deliveries.map((d) => ({ id: d.deliveryId, attempts: d.attempts, schedule_step: d.scheduleStep }))) },
-  );
+    values: [now, deliveries.map((d) => d.deliveryId), deliveries.map((d) => d.attempts), deliveries.map((d) => d.scheduleStep)],
+  });
 }
 
 export interface AttemptResult {
@@ -154,27 +160,29 @@ export interface AttemptResult {
  * reached `autoDisableAfterMs`. Endpoint rows whose streak did not change are not written.
  * Returns the endpoints it disabled.
  */
-export async function recordAttemptResults(em: EntityManager, results: readonly AttemptResult[], options: { now: Date; autoDisableAfterMs: number }): Promise<string[]> {
-  const rows = await em.execute<{ id: string }[]>(
-    `with written as (
+export async function recordAttemptResults(db: Queryable, results: readonly AttemptResult[], options: { now: Date; autoDisableAfterMs: number }): Promise<string[]> {
+  const streaks = failureStreaks(results);
+  const { rows } = await db.query<{ id: string }>({
+    name: "record_attempt_results",
+    text: `with written as (
        update deliveries d
        set status = r.status, next_attempt_at = r.next_attempt_at, last_attempt_at = r.started_at, last_status_code = r.status_code,
          last_error = r.error, delivered_at = case when r.status = 'delivered' then r.at else d.delivered_at end
-       from jsonb_to_recordset(:results::jsonb)
-         as r(id bigint, attempts int, schedule_step int, status text, next_attempt_at timestamptz, started_at timestamptz, status_code int, error text, at timestamptz)
+       from unnest($1::bigint[], $2::int[], $3::int[], $4::text[], $5::timestamptz[], $6::timestamptz[], $7::int[], $8::text[], $9::timestamptz[])
+         as r(id, attempts, schedule_step, status, next_attempt_at, started_at, status_code, error, at)
        where d.id = r.id and d.attempts = r.attempts and d.schedule_step = r.schedule_step
      ), streaks as (
-       select id, failing_since, status = 'enabled' and failing_since <= :disableIfFailingSince as disable
+       select id, failing_since, status = 'enabled' and failing_since <= $13 as disable
        from (
          select s.id, e.status, case when s.succeeded then s.failing_since else coalesce(e.failing_since, s.failing_since) end as failing_since
-         from jsonb_to_recordset(:streaks::jsonb) as s(id text, succeeded boolean, failing_since timestamptz)
+         from unnest($10::text[], $11::boolean[], $12::timestamptz[]) as s(id, succeeded, failing_since)
          join endpoints e on e.id = s.id
        ) updated
      ), changed as (
        update endpoints e
        set failing_since = s.failing_since,
          status = case when s.disable then 'disabled' else e.status end,
-         disabled_at = case when s.disable then :now::timestamptz else e.disabled_at end,
+         disabled_at = case when s.disable then $14::timestamptz else e.disabled_at end,
          disabled_reason = case when s.disable
            then format('disabled automatically: every delivery attempt since %s failed', to_char(s.failing_since at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'))
            else e.disabled_reason end
@@ -183,25 +191,23 @@ export async function recordAttemptResults(em: EntityManager, results: readonly 
        returning e.id, s.disable
      )
      select id from changed where disable`,
-    {
-      results: JSON.stringify(
-        results.map((r) => ({
-          id: r.deliveryId,
-          attempts: r.attempts,
-          schedule_step: r.scheduleStep,
-          status: r.status,
-          next_attempt_at: r.nextAttemptAt,
-          started_at: r.startedAt,
-          status_code: r.statusCode,
-          error: r.error,
-          at: r.at,
-        })),
-      ),
-      disableIfFailingSince: new Date(options.now.getTime() - options.autoDisableAfterMs),
-      streaks: JSON.stringify(failureStreaks(results)),
-      now: options.now,
-    },
-  );
+    values: [
+      results.map((r) => r.deliveryId),
+      results.map((r) => r.attempts),
+      results.map((r) => r.scheduleStep),
+      results.map((r) => r.status),
+      results.map((r) => r.nextAttemptAt),
+      results.map((r) => r.startedAt),
+      results.map((r) => r.statusCode),
+      results.map((r) => r.error),
+      results.map((r) => r.at),
+      streaks.map((s) => s.id),
+      streaks.map((s) => s.succeeded),
+      streaks.map((s) => s.failing_since),
+      new Date(options.now.getTime() - options.autoDisableAfterMs),
+      options.now,
+    ],
+  });
   return rows.map((r) => r.id);
 }
 

@@ -1,5 +1,4 @@
-import type { MikroORM } from "@mikro-orm/postgresql";
-import { startWakeableLoop, type Clock, type Logger } from "@svc/platform";
+import { startWakeableLoop, type Clock, type Logger, type Queryable } from "@svc/platform";
 import { claimDueDeliveries, recordAttemptResults, releaseClaims, type AttemptResult, type ClaimedDelivery, type ClaimTerms } from "./delivery-store.ts";
 import type { EndpointKeys } from "./endpoint-keys.ts";
 import type { HttpSender, SendOutcome } from "./http-sender.ts";
@@ -7,7 +6,8 @@ import { nextAttemptDelay, parseRetryAfter, type RetryPolicy } from "./retry-sch
 import { webhookHeaders } from "./signature.ts";
 
 export interface DeliveryWorkerOptions {
-  orm: MikroORM;
+  /** The service's statement pool: claims and results are prepared statements on the hot path. */
+  statements: Queryable;
   clock: Clock;
   logger: Logger;
   sender: HttpSender;
@@ -51,7 +51,7 @@ const leaseMarginMs = 5000;
  * next claim. Results are written in batches.
  */
 export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWorker {
-  const { orm, clock, logger } = options;
+  const { statements, clock, logger } = options;
   const perEndpointHeld = options.perEndpointConcurrency * roundsAhead;
   /** Claimed and waiting for a free slot of their endpoint, oldest first. */
   const waiting = new Map<string, ClaimedDelivery[]>();
@@ -63,7 +63,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
 
   const release = async (deliveries: readonly ClaimedDelivery[]) => {
     if (deliveries.length === 0) return;
-    await releaseClaims(orm.em.fork(), deliveries, clock.now()).catch((error: unknown) =>
+    await releaseClaims(statements, deliveries, clock.now()).catch((error: unknown) =>
       logger.warn("could not give back claimed deliveries; their leases will bring them back", { error, deliveries: deliveries.length }),
     );
   };
@@ -104,7 +104,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
   const claim = async () => {
     const limit = options.globalConcurrency * roundsAhead - waitingCount - attempts.size;
     if (limit <= 0) return;
-    take(await claimDueDeliveries(orm.em.fork(), { ...claimTerms(), limit }));
+    take(await claimDueDeliveries(statements, { ...claimTerms(), limit }));
   };
 
   /**
@@ -223,7 +223,7 @@ function resultOf(delivery: ClaimedDelivery, outcome: SendOutcome, times: { star
  * write ran. A failed write is retried; a result lost with the process is covered by the lease.
  */
 function startResultWriter(options: DeliveryWorkerOptions, onDisabled: (endpointId: string) => Promise<void>) {
-  const { orm, clock, logger } = options;
+  const { statements, clock, logger } = options;
   let queue: AttemptResult[] = [];
   let writing: Promise<void> | undefined;
   let stopping = false;
@@ -233,7 +233,7 @@ function startResultWriter(options: DeliveryWorkerOptions, onDisabled: (endpoint
       const batch = queue;
       queue = [];
       try {
-        const disabled = await recordAttemptResults(orm.em.fork(), batch, { now: clock.now(), autoDisableAfterMs: options.autoDisableAfterMs });
+        const disabled = await recordAttemptResults(statements, batch, { now: clock.now(), autoDisableAfterMs: options.autoDisableAfterMs });
         for (const endpointId of disabled) {
           logger.warn("endpoint disabled: every attempt failed for too long", { endpointId, afterMs: options.autoDisableAfterMs });
           await onDisabled(endpointId);

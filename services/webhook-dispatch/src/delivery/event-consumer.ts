@@ -1,6 +1,5 @@
 import { AckPolicy, DeliverPolicy, jetstreamManager, type ConsumerConfig, type JsMsg } from "@nats-io/jetstream";
-import type { MikroORM } from "@mikro-orm/postgresql";
-import type { EventBus, Logger } from "@svc/platform";
+import type { EventBus, Logger, Queryable } from "@svc/platform";
 import { storeMessages, type IncomingMessage } from "../messages/message-store.ts";
 import type { DeliveryWorker } from "./delivery-worker.ts";
 import { decodeEvent } from "./event-decoding.ts";
@@ -8,7 +7,7 @@ import { parkEvents, type ParkedEvent } from "./parked-events.ts";
 
 export interface EventConsumerOptions {
   bus: EventBus;
-  orm: MikroORM;
+  statements: Queryable;
   logger: Logger;
   consumerName: string;
   ackWaitMs: number;
@@ -114,7 +113,7 @@ export async function startEventConsumer(options: EventConsumerOptions): Promise
 
 /** One run of the consumer: from making sure the durable consumer exists until it stops. */
 async function consume(options: EventConsumerOptions): Promise<ConsumerRun> {
-  const { bus, orm, logger, worker } = options;
+  const { bus, statements, logger, worker } = options;
   await ensureConsumer(options);
   const consumer = await bus.js.consumers.get(bus.stream, options.consumerName);
   // By default a deleted consumer or stream leaves the loop waiting for someone to restore them;
@@ -127,9 +126,9 @@ async function consume(options: EventConsumerOptions): Promise<ConsumerRun> {
     const toPark = received.filter((r) => r.kind === "park");
     try {
       const terms = worker.claimTerms();
-      if (toPark.length > 0) await parkEvents(orm.em.fork(), toPark.map((r) => r.event), terms.now);
+      if (toPark.length > 0) await parkEvents(statements, toPark.map((r) => r.event), terms.now);
       const stored = await storeMessages(
-        orm.em.fork(),
+        statements,
         toStore.map((r) => r.message),
         // A delayed first attempt is not due yet: nothing to claim now.
         { firstAttemptAt: new Date(terms.now.getTime() + options.firstAttemptDelayMs), claim: options.firstAttemptDelayMs > 0 ? { ...terms, perEndpoint: 0 } : terms },

@@ -1,5 +1,5 @@
-import type { EntityManager, MikroORM } from "@mikro-orm/postgresql";
-import type { Logger } from "@svc/platform";
+import type pg from "pg";
+import { inTransaction, type Logger, type Queryable } from "@svc/platform";
 import { storeMessages, type IncomingMessage } from "../messages/message-store.ts";
 import type { DeliveryWorker } from "./delivery-worker.ts";
 import { decodeEvent } from "./event-decoding.ts";
@@ -19,17 +19,14 @@ const releaseBatch = 256;
  * instead of being offered again until a newer build runs (each would hold a place among the
  * consumer's pending messages meanwhile). An event parked before is parked once.
  */
-export async function parkEvents(em: EntityManager, events: readonly ParkedEvent[], now: Date): Promise<void> {
-  await em.execute(
-    `insert into parked_events (dedup_key, subject, envelope, parked_at)
-     select dedup_key, subject, decode(envelope, 'base64'), :now
-     from jsonb_to_recordset(:events::jsonb) as t(dedup_key text, subject text, envelope text)
+export async function parkEvents(db: Queryable, events: readonly ParkedEvent[], now: Date): Promise<void> {
+  await db.query({
+    name: "park_events",
+    text: `insert into parked_events (dedup_key, subject, envelope, parked_at)
+     select * from unnest($1::text[], $2::text[], $3::bytea[], array_fill($4::timestamptz, array[cardinality($1::text[])]))
      on conflict (dedup_key) do nothing`,
-    {
-      now,
-      events: JSON.stringify(events.map((e) => ({ dedup_key: e.dedupKey, subject: e.subject, envelope: Buffer.from(e.envelope).toString("base64") }))),
-    },
-  );
+    values: [events.map((e) => e.dedupKey), events.map((e) => e.subject), events.map((e) => Buffer.from(e.envelope)), now],
+  });
 }
 
 /**
@@ -39,19 +36,19 @@ export async function parkEvents(em: EntityManager, events: readonly ParkedEvent
  * error, as the consumer would drop it. What stays parked is counted in a warning.
  */
 export async function releaseParkedEvents(options: {
-  orm: MikroORM;
+  statements: pg.Pool;
   logger: Logger;
   worker: Pick<DeliveryWorker, "claimTerms" | "wake">;
   firstAttemptDelayMs: number;
 }): Promise<void> {
-  const { orm, logger, worker } = options;
+  const { statements, logger, worker } = options;
   let after = "";
   let released = 0;
   for (;;) {
-    const batch = await orm.em.fork().transactional(async (em) => {
+    const batch = await inTransaction(statements, async (client) => {
       // Skip locked: a replica starting at the same time releases the others.
-      const rows = await em.execute<{ dedup_key: string; subject: string; envelope: Buffer }[]>(
-        `select dedup_key, subject, envelope from parked_events where dedup_key > ? order by dedup_key limit ? for update skip locked`,
+      const { rows } = await client.query<{ dedup_key: string; subject: string; envelope: Buffer }>(
+        `select dedup_key, subject, envelope from parked_events where dedup_key > $1 order by dedup_key limit $2 for update skip locked`,
         [after, releaseBatch],
       );
       const known: IncomingMessage[] = [];
@@ -68,8 +65,8 @@ export async function releaseParkedEvents(options: {
       }
       const terms = worker.claimTerms();
       // Nothing is claimed here: the worker is woken for the new deliveries once they are committed.
-      await storeMessages(em, known, { firstAttemptAt: new Date(terms.now.getTime() + options.firstAttemptDelayMs), claim: { ...terms, perEndpoint: 0 } });
-      if (settled.length > 0) await em.execute(`delete from parked_events where dedup_key in (?)`, [settled]);
+      await storeMessages(client, known, { firstAttemptAt: new Date(terms.now.getTime() + options.firstAttemptDelayMs), claim: { ...terms, perEndpoint: 0 } });
+      if (settled.length > 0) await client.query(`delete from parked_events where dedup_key = any($1::text[])`, [settled]);
       return { looked: rows.length, last: rows.at(-1)?.dedup_key, released: known.length };
     });
     released += batch.released;
@@ -80,9 +77,9 @@ export async function releaseParkedEvents(options: {
     logger.info("parked events of types this build knows were handed on for delivery", { events: released });
     worker.wake();
   }
-  const parked = await orm.em
-    .fork()
-    .execute<{ subject: string; events: number }[]>(`select subject, count(*)::int as events from parked_events group by subject order by subject`);
+  const { rows: parked } = await statements.query<{ subject: string; events: number }>(
+    `select subject, count(*)::int as events from parked_events group by subject order by subject`,
+  );
   if (parked.length > 0) {
     logger.warn("events of types this build does not know are parked; a build that knows them delivers them when it starts", {
       events: parked.reduce((sum, row) => sum + row.events, 0),

@@ -1,6 +1,5 @@
-import type { EntityManager } from "@mikro-orm/postgresql";
-import { randomBase62, type EnvironmentName } from "@svc/platform";
-import { claimedDelivery, heldSql, leaseEndSql, termsParams, type ClaimTerms, type ClaimedDelivery, type ClaimedRow } from "../delivery/delivery-store.ts";
+import { randomBase62, type EnvironmentName, type Queryable } from "@svc/platform";
+import { claimedDelivery, heldSql, leaseEndSql, termsValues, type ClaimTerms, type ClaimedDelivery, type ClaimedRow } from "../delivery/delivery-store.ts";
 
 export interface IncomingMessage {
   organizationId: string;
@@ -30,11 +29,13 @@ export interface StoreResult {
  * pending and due at `firstAttemptAt`.
  */
 export async function storeMessages(
-  em: EntityManager,
+  db: Queryable,
   messages: readonly IncomingMessage[],
   options: { firstAttemptAt: Date; claim: ClaimTerms },
 ): Promise<StoreResult> {
-  const rows = uniqueByDedupKey(messages).map((m) => ({
+  const unique = uniqueByDedupKey(messages);
+  if (unique.length === 0) return { created: 0, claimed: [] };
+  const rows = unique.map((m) => ({
     id: newMessageId(),
     organization_id: m.organizationId,
     dedup_key: m.dedupKey,
@@ -43,35 +44,39 @@ export async function storeMessages(
     occurred_at: m.occurredAt?.toISOString() ?? null,
     body: m.body.toString("base64"),
   }));
-  if (rows.length === 0) return { created: 0, claimed: [] };
-  // The rows travel as one JSON parameter: the driver would expand a JS array into a list of parameters.
-  const created = await em.execute<(Partial<ClaimedRow> & { claimed: boolean })[]>(
-    `with stored as (
+  const bodies = new Map(rows.map((row, i) => [row.id, unique[i]!.body]));
+  // The rows travel as one JSON parameter, one array of objects rather than an array per column.
+  // The new deliveries are matched to their endpoint by primary key, never back to a CTE: the planner
+  // cannot estimate a CTE's rows and would compare every delivery with every target.
+  const { rows: created } = await db.query<Omit<ClaimedRow, "body"> & { claimed: boolean }>({
+    name: "store_messages",
+    text: `with stored as (
        insert into messages (id, organization_id, dedup_key, type, environment, occurred_at, body, received_at)
-       select id, organization_id, dedup_key, type, environment, occurred_at, decode(body, 'base64'), :now
-       from jsonb_to_recordset(:rows::jsonb)
+       select id, organization_id, dedup_key, type, environment, occurred_at, decode(body, 'base64'), $1
+       from jsonb_to_recordset($7::jsonb)
          as t(id text, organization_id text, dedup_key text, type text, environment text, occurred_at timestamptz, body text)
        on conflict (dedup_key) do nothing
-       returning id, seq, organization_id, type, body
+       returning id, seq, organization_id, type
      ), targets as (
-       select s.id as message_id, s.body, e.id as endpoint_id, e.url, e.secret_version, e.secret_sealed, e.previous_secret_sealed,
-         e.previous_secret_expires_at, ${heldSql} + row_number() over (partition by e.id order by s.seq) - 1 as ahead
+       select s.id as message_id, e.id as endpoint_id, ${heldSql} + row_number() over (partition by e.id order by s.seq) - 1 as ahead
        from stored s
        join endpoints e on e.organization_id = s.organization_id and e.status = 'enabled'
          and (cardinality(e.types) = 0 or s.type = any(e.types))
      ), fanned_out as (
        insert into deliveries (message_id, endpoint_id, status, attempts, schedule_step, next_attempt_at, created_at)
-       select message_id, endpoint_id, 'pending', claimed::int, claimed::int, case when claimed then ${leaseEndSql} else :firstAttemptAt end, :now
-       from (select *, ahead < :perEndpoint as claimed from targets) t
+       select message_id, endpoint_id, 'pending', claimed::int, claimed::int, case when claimed then ${leaseEndSql} else $8 end, $1
+       from (select *, ahead < $2::int as claimed from targets) t
        returning id, message_id, endpoint_id, attempts, schedule_step, next_attempt_at
      )
      select f.attempts = 1 as claimed, f.id, f.attempts, f.schedule_step, f.next_attempt_at as lease_until, f.message_id, f.endpoint_id,
-       t.url, t.secret_version, t.secret_sealed, t.previous_secret_sealed, t.previous_secret_expires_at,
-       case when f.attempts = 1 then t.body end as body
-     from fanned_out f join targets t using (message_id, endpoint_id)`,
-    { ...termsParams(options.claim), rows: JSON.stringify(rows), firstAttemptAt: options.firstAttemptAt },
-  );
-  return { created: created.length, claimed: created.filter((row) => row.claimed).map((row) => claimedDelivery(row as ClaimedRow)) };
+       e.url, e.secret_version, e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at
+     from fanned_out f join endpoints e on e.id = f.endpoint_id`,
+    values: [...termsValues(options.claim), JSON.stringify(rows), options.firstAttemptAt],
+  });
+  return {
+    created: created.length,
+    claimed: created.filter((row) => row.claimed).map((row) => claimedDelivery({ ...row, body: bodies.get(row.message_id)! })),
+  };
 }
 
 function uniqueByDedupKey(messages: readonly IncomingMessage[]): IncomingMessage[] {
