@@ -3,7 +3,7 @@ import { Agent, request } from "node:http";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { createInternalClient, createLogger, openDatabase, openStatementPool, systemClock } from "@svc/platform";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
-import { measureThroughput, startBenchMesh } from "../../test/bench/bench-infrastructure.ts";
+import { measureThroughput, median, startBenchMesh } from "../../test/bench/bench-infrastructure.ts";
 import { entities } from "../src/credentials/entities.ts";
 import { aliasStage } from "../src/edge/alias-stage.ts";
 import { aliasTable, sunset } from "../src/edge/aliases.ts";
@@ -179,11 +179,6 @@ try {
   );
 } finally {
   await mesh.stop();
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
 }
 
 function round2(n: number): number {

@@ -56,3 +56,9 @@ export async function measureThroughput(concurrency: number, durationMs: number,
   );
   return done / ((performance.now() - started) / 1000);
 }
+
+/** The middle value (the upper one of an even count), as every benchmark reports its rounds. */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}

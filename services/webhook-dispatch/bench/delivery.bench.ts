@@ -1,11 +1,12 @@
 /**
  * Deliveries per second of a burst of events to one local receiver that answers 204, against a
- * baseline measured on the same machine just before each burst (five rounds; the median ratio counts): the lower of what a bare node:http server
- * answers (at the dispatcher's per-endpoint concurrency) and how many single-row UPDATEs the same
- * PostgreSQL commits one after another. The ratio says how much of those primitives the dispatcher
- * turns into signed, recorded deliveries. Starts its own PostgreSQL and nats-server in a temporary
- * directory, runs webhook-dispatch as its own process with its defaults, stops by itself, and prints
- * one JSON line on stdout (progress, and the output of the processes it starts, go to stderr).
+ * baseline measured on the same machine just before each burst (five rounds; the median ratio
+ * counts): the lower of what a bare node:http server answers (at the dispatcher's per-endpoint
+ * concurrency) and how many single-row UPDATEs the same PostgreSQL commits one after another. The
+ * ratio says how much of those primitives the dispatcher turns into signed, recorded deliveries.
+ * Starts its own PostgreSQL and nats-server in a temporary directory, runs webhook-dispatch as its
+ * own process with its defaults, stops by itself, and prints one JSON line on stdout (progress, and
+ * the output of the processes it starts, go to stderr).
  *
  *   node services/webhook-dispatch/bench/delivery.bench.ts
  */
@@ -23,6 +24,7 @@ import { connectEventBus } from "@svc/platform";
 import { WebhookConsoleService } from "@svc/proto/webhook/v1/webhook_pb.js";
 import { startInfrastructure } from "../../../deploy/local/src/infrastructure.ts";
 import { freePort } from "../../../deploy/local/src/process-tools.ts";
+import { median } from "../../../test/bench/bench-infrastructure.ts";
 import { gateEvent, publish } from "../test/support/events.ts";
 
 const events = 2000;
@@ -229,11 +231,6 @@ async function main(): Promise<void> {
     await infrastructure.stop();
     await rm(dir, { recursive: true, force: true });
   }
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) await main();

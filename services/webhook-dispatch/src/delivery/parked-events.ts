@@ -23,7 +23,7 @@ export async function parkEvents(db: Queryable, events: readonly ParkedEvent[], 
   await db.query({
     name: "park_events",
     text: `insert into parked_events (dedup_key, subject, envelope, parked_at)
-     select * from unnest($1::text[], $2::text[], $3::bytea[], array_fill($4::timestamptz, array[cardinality($1::text[])]))
+     select t.dedup_key, t.subject, t.envelope, $4 from unnest($1::text[], $2::text[], $3::bytea[]) as t(dedup_key, subject, envelope)
      on conflict (dedup_key) do nothing`,
     values: [events.map((e) => e.dedupKey), events.map((e) => e.subject), events.map((e) => Buffer.from(e.envelope)), now],
   });
