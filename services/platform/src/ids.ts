@@ -1,8 +1,28 @@
-import { createHmac, randomBytes, randomUUID, timingSafeEqual, type KeyObject } from "node:crypto";
+import { createHmac, randomFillSync, randomUUID, timingSafeEqual, type KeyObject } from "node:crypto";
 
 export const uuid = (): string => randomUUID();
 
-export const randomHex = (bytes: number): string => randomBytes(bytes).toString("hex");
+/**
+ * Random bytes drawn from a buffer the CSPRNG refills 4 KiB at a time, each byte handed out once: one
+ * call into the CSPRNG costs more than the handful of bytes an id needs (as Node's randomUUID does).
+ */
+const entropy = { pool: Buffer.alloc(4096), used: 4096 };
+
+function takeRandom(bytes: number): { pool: Buffer; start: number } {
+  if (bytes > entropy.pool.length) throw new RangeError(`at most ${entropy.pool.length} random bytes at once`);
+  if (entropy.used + bytes > entropy.pool.length) {
+    randomFillSync(entropy.pool);
+    entropy.used = 0;
+  }
+  const start = entropy.used;
+  entropy.used += bytes;
+  return { pool: entropy.pool, start };
+}
+
+export function randomHex(bytes: number): string {
+  const { pool, start } = takeRandom(bytes);
+  return pool.toString("hex", start, start + bytes);
+}
 
 const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
@@ -10,8 +30,9 @@ const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789
 export function randomBase62(length: number): string {
   let out = "";
   while (out.length < length) {
-    for (const byte of randomBytes(length * 2)) {
-      if (byte < 248 && out.length < length) out += alphabet[byte % 62];
+    const { pool, start } = takeRandom(length * 2);
+    for (let i = start; i < start + length * 2 && out.length < length; i++) {
+      if (pool[i]! < 248) out += alphabet[pool[i]! % 62];
     }
   }
   return out;

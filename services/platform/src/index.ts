@@ -9,5 +9,6 @@ export * from "./server.ts";
 export * from "./clients.ts";
 export * from "./service.ts";
 export * from "./wakeable-loop.ts";
+export * from "./natural-batcher.ts";
 export * from "./refusal.ts";
 export * from "./environment.ts";
