@@ -11,6 +11,7 @@ import { resolveRefKey } from "../src/config.ts";
 import { GateFactsLookup } from "../src/gates/gate-facts.ts";
 import { partnerRefs } from "../src/partner-refs.ts";
 import { createLink } from "../src/requests/create-link.ts";
+import { RequestWriter } from "../src/requests/request-writer.ts";
 import { SessionFactsLookup } from "../src/sessions/session-facts.ts";
 import { SessionStore } from "../src/sessions/session-store.ts";
 
@@ -87,7 +88,7 @@ try {
   const refs = partnerRefs(resolveRefKey({}, logger));
   const sessionFacts = new SessionFactsLookup(statements);
   const sessions = new SessionStore({ db: statements, clock: systemClock, refs, facts: sessionFacts });
-  const linkDeps = { db: statements, sessions: sessionFacts, gates: new GateFactsLookup(statements), clock: systemClock, refs, presenceWindowMs: 600_000 };
+  const linkDeps = { writer: new RequestWriter(statements), sessions: sessionFacts, gates: new GateFactsLookup(statements), clock: systemClock, refs, presenceWindowMs: 600_000 };
   const keyCaller = { organizationId, environment: "development" as const, credentialId: keyId, kind: "secret_key" as const };
   const serviceGrants = async (count: number) => {
     const tokens: string[] = [];

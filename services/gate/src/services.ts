@@ -13,6 +13,7 @@ import { partnerRefs } from "./partner-refs.ts";
 import { createLink, type CreatedLink, type LinkInput } from "./requests/create-link.ts";
 import { PartnerQueries } from "./requests/partner-queries.ts";
 import { RequestLifecycle } from "./requests/request-lifecycle.ts";
+import { RequestWriter } from "./requests/request-writer.ts";
 import { SessionFactsLookup } from "./sessions/session-facts.ts";
 import { SessionStore } from "./sessions/session-store.ts";
 
@@ -47,6 +48,7 @@ export function gateServices(deps: GateDependencies): GateServices {
   const db = deps.statements;
   const sessionFacts = new SessionFactsLookup(db);
   const gateFacts = new GateFactsLookup(db);
+  const writer = new RequestWriter(db);
   const lifecycle = new RequestLifecycle({ orm, clock, bus: deps.bus, outbox: deps.outbox });
   const ceremony = new Ceremony({ lifecycle, account, signing: deps.signing, refs, clock, logger });
   const sandbox = new SandboxResponder({
@@ -71,7 +73,7 @@ export function gateServices(deps: GateDependencies): GateServices {
         account.listDevices({ svcUserId: input.svcUserId }).then((r) => r.devices.length, unknownHumanAs(0)),
         sandbox.behaviorOf(input.svcUserId, caller.environment).catch(unknownHumanAs(undefined)),
       ]);
-      const link = await createLink({ db, sessions: sessionFacts, gates: gateFacts, clock, refs, presenceWindowMs: deps.presenceWindowMs }, caller, input, { devices });
+      const link = await createLink({ writer, sessions: sessionFacts, gates: gateFacts, clock, refs, presenceWindowMs: deps.presenceWindowMs }, caller, input, { devices });
       if (link.status === "pending" && behavior !== undefined) sandbox.answer(link.requestId, input.svcUserId, behavior);
       return link;
     },

@@ -8,6 +8,7 @@ import { GateStore } from "../src/gates/gate-store.ts";
 import { migrations } from "../src/migrations/index.ts";
 import { partnerRefs } from "../src/partner-refs.ts";
 import { createLink, type LinkInput } from "../src/requests/create-link.ts";
+import { RequestWriter, type NewRequest } from "../src/requests/request-writer.ts";
 import { SessionFactsLookup } from "../src/sessions/session-facts.ts";
 import { SessionStore } from "../src/sessions/session-store.ts";
 
@@ -39,11 +40,13 @@ const refs = partnerRefs(Buffer.alloc(32, 7));
 
 const replica = () => {
   const sessionFacts = new SessionFactsLookup(statements);
+  const writer = new RequestWriter(statements);
   return {
     sessions: new SessionStore({ db: statements, clock, refs, facts: sessionFacts }),
+    writer,
     link: (sessionId: string, linkInput: LinkInput) =>
       createLink(
-        { db: statements, sessions: sessionFacts, gates: new GateFactsLookup(statements), clock, refs, presenceWindowMs: 600_000 },
+        { writer, sessions: sessionFacts, gates: new GateFactsLookup(statements), clock, refs, presenceWindowMs: 600_000 },
         { ...keyCaller, credentialId: sessionId, kind: "grant_token" },
         linkInput,
         { devices: 0 },
@@ -66,7 +69,7 @@ afterAll(async () => {
   await database?.drop();
 });
 
-describe("create-verification-link in one statement", () => {
+describe("create-verification-link, one statement per batch of calls", () => {
   it("creates on a replica that never saw the session, then refuses the used token", async () => {
     const session = await replica().sessions.create(keyCaller, { partnerUserId: "", metadata: { plan: "pro" }, allowedGates: [] });
     const { id } = await replica().sessions.authenticate(session.token);
@@ -119,5 +122,71 @@ describe("create-verification-link in one statement", () => {
     expect(outcomes.filter((o) => o.status === "rejected").map((o) => (o as PromiseRejectedResult).reason.kind)).toEqual(Array(15).fill("unauthenticated"));
     const { rows } = await statements.query(`select count(*)::int as n from requests where session_id = $1`, [id]);
     expect(rows[0].n).toBe(1);
+  });
+
+  it("one replica given 16 concurrent calls with one token also accepts exactly one", async () => {
+    const node = replica();
+    const session = await node.sessions.create(keyCaller, { partnerUserId: "", metadata: undefined, allowedGates: [] });
+    const { id } = await node.sessions.authenticate(session.token);
+    const outcomes = await Promise.allSettled(Array.from({ length: 16 }, () => node.link(id, input("checkout"))));
+    expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(1);
+    expect(outcomes.filter((o) => o.status === "rejected").map((o) => (o as PromiseRejectedResult).reason.kind)).toEqual(Array(15).fill("unauthenticated"));
+  });
+
+  it("decides each call of a batch on its own: refusals among them write nothing and keep their tokens", async () => {
+    const node = replica();
+    const session = (partnerUserId: string, allowedGates: string[] = []) =>
+      node.sessions.create(keyCaller, { partnerUserId, metadata: undefined, allowedGates }).then((s) => node.sessions.authenticate(s.token));
+    const blocker = await session("user-batch");
+    await node.link(blocker.id, input("checkout"));
+    const [fresh, sameUser, restricted, unknownGate, other] = await Promise.all([session(""), session("user-batch"), session("", ["bar"]), session(""), session("user-other")]);
+    const outcomes = await Promise.allSettled([
+      node.link(fresh.id, input("checkout")),
+      node.link(sameUser.id, input("checkout")),
+      node.link(restricted.id, input("checkout")),
+      node.link(unknownGate.id, input("nope")),
+      node.link(other.id, input("checkout")),
+    ]);
+    expect(outcomes.map((o) => (o.status === "fulfilled" ? o.value.status : (o.reason as { kind: string }).kind))).toEqual(["pending", "conflict", "forbidden", "invalid", "pending"]);
+    const { rows } = await statements.query(`select session_id from requests where session_id = any($1::uuid[])`, [[sameUser.id, restricted.id, unknownGate.id]]);
+    expect(rows).toEqual([]);
+    const unused = await statements.query(`select count(*)::int as n from sessions where id = any($1::uuid[]) and consumed_at is null`, [[sameUser.id, restricted.id, unknownGate.id]]);
+    expect(unused.rows[0].n).toBe(3);
+  });
+
+  it("of concurrent calls for one user on one gate, from one replica or several, exactly one is created", async () => {
+    const nodes = [replica(), replica(), replica()];
+    const sessions = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => nodes[0]!.sessions.create(keyCaller, { partnerUserId: "user-race", metadata: undefined, allowedGates: [] }).then((s) => nodes[0]!.sessions.authenticate(s.token)).then((row) => ({ row, node: nodes[i % 3]! }))),
+    );
+    const outcomes = await Promise.allSettled(sessions.map(({ row, node }) => node.link(row.id, input("checkout"))));
+    expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(1);
+    expect(outcomes.filter((o) => o.status === "rejected").map((o) => (o as PromiseRejectedResult).reason.kind)).toEqual(Array(11).fill("conflict"));
+  });
+
+  it("when a batch fails, its requests are written again one by one: only the failing one fails", async () => {
+    const node = replica();
+    const sessions = await Promise.all(
+      Array.from({ length: 3 }, () => node.sessions.create(keyCaller, { partnerUserId: "", metadata: undefined, allowedGates: [] }).then((s) => node.sessions.authenticate(s.token))),
+    );
+    const gate = await new GateFactsLookup(statements).of(organizationId, "development", "checkout");
+    const now = clock.now();
+    const request = (sessionId: string, requestId: string): NewRequest => ({
+      sessionId, organizationId, environment: "development", gate, gateAllowed: true, requestId, flowSecretHash: Buffer.alloc(32, 1),
+      blockingHash: null, parentRequestId: null, presenceHumanId: null, presenceRefHash: null, presenceSince: now, refHash: null, refSealed: null,
+      svcUserId: null, mode: "private", sdkType: "signal", notarizeOffered: false, returnUrl: null, metadata: null, pushedToDevices: 0,
+      now, expiresAt: new Date(now.getTime() + 300_000), passExpiresAt: new Date(now.getTime() + 60_000),
+    });
+    const first = `req_${"a".repeat(32)}`;
+    // The first call runs alone; the next two share a batch, and the last reuses the first one's id.
+    const outcomes = await Promise.allSettled([
+      node.writer.write(request(sessions[0]!.id, first)),
+      node.writer.write(request(sessions[1]!.id, `req_${"b".repeat(32)}`)),
+      node.writer.write(request(sessions[2]!.id, first)),
+    ]);
+    expect(outcomes.slice(0, 2)).toEqual([{ status: "fulfilled", value: "pending" }, { status: "fulfilled", value: "pending" }]);
+    expect(outcomes[2]).toMatchObject({ status: "rejected", reason: { code: "23505" } });
+    const consumed = await statements.query(`select id from sessions where id = any($1::uuid[]) and consumed_at is not null order by id`, [sessions.map((s) => s.id)]);
+    expect(consumed.rows.map((r) => r.id)).toEqual([sessions[0]!.id, sessions[1]!.id].sort());
   });
 });

@@ -1,5 +1,4 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import type pg from "pg";
 import type { Clock } from "@svc/platform";
 import type { PartnerCaller } from "../caller.ts";
 import { eventMetadata } from "../events/gate-events.ts";
@@ -11,6 +10,7 @@ import { blockingUser } from "./blocking-rule.ts";
 import { presencePassReadableMs, requestLifetimeMs } from "./lifetimes.ts";
 import { presenceLookup, presenceSince } from "./recent-presence.ts";
 import { newFlowSecret, newRequestId, requestIdForm, secretHash } from "./request-ids.ts";
+import type { RequestWriter } from "./request-writer.ts";
 
 export type Mode = "private" | "linked-account";
 
@@ -45,12 +45,6 @@ export interface CreatedLink {
 export const modeFor = (mode: string, svcUserId: string): Mode =>
   mode === "private" || mode === "linked-account" ? mode : svcUserId === "" ? "private" : "linked-account";
 
-/** The statement that decides and writes a request; prepared once per connection under this name. */
-const createStatement = {
-  name: "create_verification_request",
-  text: `select outcome, human_id from create_verification_request($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20::jsonb, $21, $22, $23, $24)`,
-};
-
 const refusals = {
   unauthenticated: () => new Refusal("unauthenticated", "the grant token is invalid, expired or already used"),
   no_active_gate: (gate: string, environment: string) => new Refusal("invalid", `no active gate ${JSON.stringify(gate)} in the ${environment} environment`),
@@ -61,14 +55,13 @@ const refusals = {
 /**
  * create-verification-link in one round trip. The rules (the 409 rule's user, Recent Presence, the
  * allowed gates) are decided here from facts that never change, the session's and the gate's; the
- * statement `create_verification_request` (migration 0002) then applies them atomically against what
- * can change: it locks the session row (of any number of concurrent calls with one token, one
- * proceeds and the others find it used), checks the gate is active and no request blocks, looks for a
- * recent ceremony, consumes the token and inserts the request. It refuses before writing anything, so
- * a rejected call consumes nothing (spec "Grant token": rejected call → unused).
+ * request writer then applies them atomically against what can change (migration 0003): of any
+ * number of concurrent calls with one token one proceeds and the others find it used; the gate must
+ * be active and no request may block; a recent ceremony makes it a pass. A refused call writes
+ * nothing, so it consumes nothing (spec "Grant token": rejected call → unused).
  */
 export async function createLink(
-  deps: { db: pg.Pool; sessions: SessionFactsLookup; gates: GateFactsLookup; clock: Clock; refs: PartnerRefs; presenceWindowMs: number },
+  deps: { writer: RequestWriter; sessions: SessionFactsLookup; gates: GateFactsLookup; clock: Clock; refs: PartnerRefs; presenceWindowMs: number },
   caller: PartnerCaller,
   input: LinkInput,
   human: HumanFacts,
@@ -95,36 +88,32 @@ export async function createLink(
   const requestId = newRequestId();
   const flowSecret = newFlowSecret();
   const authMode = modeFor(input.mode, input.svcUserId);
-  const { rows } = await deps.db.query<{ outcome: keyof typeof refusals | "pending" | "pass"; human_id: string | null }>({
-    ...createStatement,
-    values: [
-      session.id,
-      organizationId,
-      session.environment,
-      gate?.id ?? null,
-      gate !== undefined && (session.allowed_gates.length === 0 || session.allowed_gates.includes(gate.key)),
-      requestId,
-      secretHash(flowSecret),
-      blockingHash,
-      requestIdForm.test(input.parentRequestId) ? input.parentRequestId : null,
-      lookup?.by === "human" ? lookup.svcUserId : null,
-      lookup?.by === "reference" ? lookup.refHash : null,
-      presenceSince(now, deps.presenceWindowMs),
-      refHash,
-      input.partnerUserRef === "" ? null : refs.seal(requestId, input.partnerUserRef),
-      input.svcUserId === "" ? null : input.svcUserId,
-      authMode,
-      input.parentRequestId === "" ? "signal" : "presence",
-      notarizeOffered,
-      input.returnUrl === "" ? null : input.returnUrl,
-      JSON.stringify(eventMetadata(session.metadata, input.metadata) ?? null),
-      human.devices,
-      now,
-      new Date(now.getTime() + requestLifetimeMs),
-      new Date(now.getTime() + presencePassReadableMs),
-    ],
+  const outcome = await deps.writer.write({
+    sessionId: session.id,
+    organizationId,
+    environment: session.environment,
+    gate,
+    gateAllowed: gate !== undefined && (session.allowed_gates.length === 0 || session.allowed_gates.includes(gate.key)),
+    requestId,
+    flowSecretHash: secretHash(flowSecret),
+    blockingHash,
+    parentRequestId: requestIdForm.test(input.parentRequestId) ? input.parentRequestId : null,
+    presenceHumanId: lookup?.by === "human" ? lookup.svcUserId : null,
+    presenceRefHash: lookup?.by === "reference" ? lookup.refHash : null,
+    presenceSince: presenceSince(now, deps.presenceWindowMs),
+    refHash,
+    refSealed: input.partnerUserRef === "" ? null : refs.seal(requestId, input.partnerUserRef),
+    svcUserId: input.svcUserId === "" ? null : input.svcUserId,
+    mode: authMode,
+    sdkType: input.parentRequestId === "" ? "signal" : "presence",
+    notarizeOffered,
+    returnUrl: input.returnUrl === "" ? null : input.returnUrl,
+    metadata: eventMetadata(session.metadata, input.metadata) ?? null,
+    pushedToDevices: human.devices,
+    now,
+    expiresAt: new Date(now.getTime() + requestLifetimeMs),
+    passExpiresAt: new Date(now.getTime() + presencePassReadableMs),
   });
-  const outcome = rows[0]!.outcome;
   if (outcome === "unauthenticated" || outcome === "conflict") throw refusals[outcome]();
   if (outcome === "no_active_gate" || !gate) throw refusals.no_active_gate(input.gate, session.environment);
   if (outcome === "gate_not_allowed") throw refusals.gate_not_allowed(gate.key);

@@ -1,6 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type pg from "pg";
-import { uuid, type Clock, type EnvironmentName } from "@svc/platform";
+import { NaturalBatcher, uuid, type Clock, type EnvironmentName } from "@svc/platform";
 import type { PartnerCaller } from "../caller.ts";
 import type { PartnerRefs } from "../partner-refs.ts";
 import { Refusal } from "../refusal.ts";
@@ -30,12 +30,15 @@ export class SessionStore {
   readonly #clock: Clock;
   readonly #refs: PartnerRefs;
   readonly #facts: SessionFactsLookup;
+  /** Grant checks arrive one per request from the gateway; under load many share one statement. */
+  readonly #unusedSessions: NaturalBatcher<{ tokenHash: Buffer; now: Date }, SessionRow | undefined>;
 
   constructor(options: { db: pg.Pool; clock: Clock; refs: PartnerRefs; facts: SessionFactsLookup }) {
     this.#db = options.db;
     this.#clock = options.clock;
     this.#refs = options.refs;
     this.#facts = options.facts;
+    this.#unusedSessions = new NaturalBatcher({ maxBatch: 64, run: (checks) => this.#unusedSessionsOf(checks) });
   }
 
   async create(caller: PartnerCaller, input: { partnerUserId: string; metadata: JsonObject | undefined; allowedGates: readonly string[] }) {
@@ -79,15 +82,22 @@ export class SessionStore {
   async authenticate(token: string): Promise<SessionRow> {
     const refused = () => new Refusal("unauthenticated", "the grant token is invalid, expired or already used");
     if (!grantTokenForm.test(token)) throw refused();
-    const { rows } = await this.#db.query<SessionRow>({
-      name: "authenticate_grant",
-      text: `select id, organization_id, environment, credential_id, credential_kind, partner_user_hash, metadata, allowed_gates, expires_at
-               from sessions where token_hash = $1 and consumed_at is null and revoked_at is null and expires_at > $2`,
-      values: [secretHash(token), this.#clock.now()],
+    const row = await this.#unusedSessions.submit({ tokenHash: secretHash(token), now: this.#clock.now() });
+    if (!row) throw refused();
+    this.#facts.remember(row);
+    return row;
+  }
+
+  async #unusedSessionsOf(checks: { tokenHash: Buffer; now: Date }[]): Promise<(SessionRow | undefined)[]> {
+    const { rows } = await this.#db.query<SessionRow & { ordinal: string }>({
+      name: "authenticate_grants",
+      text: `select c.ordinal, s.id, s.organization_id, s.environment, s.credential_id, s.credential_kind, s.partner_user_hash, s.metadata, s.allowed_gates, s.expires_at
+               from sessions s join unnest($1::bytea[], $2::timestamptz[]) with ordinality as c(token_hash, now, ordinal) on c.token_hash = s.token_hash
+              where s.token_hash = any($1::bytea[]) and s.consumed_at is null and s.revoked_at is null and s.expires_at > c.now`,
+      values: [checks.map((c) => c.tokenHash), checks.map((c) => c.now)],
     });
-    if (!rows[0]) throw refused();
-    this.#facts.remember(rows[0]);
-    return rows[0];
+    const found = new Map(rows.map(({ ordinal, ...row }) => [Number(ordinal) - 1, row]));
+    return checks.map((_, i) => found.get(i));
   }
 
   /** Logout: revokes an unused grant token of the caller's organization; false when there was nothing to revoke. */
