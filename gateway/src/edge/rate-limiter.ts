@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { uuid, type Logger } from "@svc/platform";
+import { NaturalBatcher, uuid, type Logger } from "@svc/platform";
 import type { BucketName, RatePlan } from "./rate-tiers.ts";
 
 /** One bucket after a decision, as `_rateLimit.buckets` reports it. */
@@ -38,12 +38,10 @@ interface DecisionRow {
   out_allowed: boolean;
 }
 
-interface Waiting {
+interface Asked {
   plan: RatePlan;
   now: Date;
   leaseId: string | undefined;
-  resolve(decision: RateDecision): void;
-  reject(error: unknown): void;
 }
 
 /** The statement that decides a batch; prepared once per connection under this name. */
@@ -62,8 +60,8 @@ const maxBatch = 64;
  * `take_rate_limits` (migration 0002): one statement, atomic, in order, each request all or nothing,
  * so the limits hold exactly however many replicas count at once. Requests that arrive in the same
  * turn of the event loop, or while a statement is under way, leave together in the next statement
- * ("natural batching"): a quiet gateway waits for no one, and a busy one pays one round trip, and takes
- * each counter's row lock once, per batch instead of per request. An in_flight slot is a lease with an
+ * ({@link NaturalBatcher}): a quiet gateway waits for no one, and a busy one pays one round trip, and
+ * takes each counter's row lock once, per batch instead of per request. An in_flight slot is a lease with an
  * expiry, so a replica that dies mid-request frees its slots after `leaseTtlMs`; ended leases are
  * deleted in batches the same way.
  *
@@ -75,42 +73,29 @@ export class RateLimiter {
   readonly #pool: Pick<pg.Pool, "query">;
   readonly #leaseTtlMs: number;
   readonly #logger: Logger;
-  #queue: Waiting[] = [];
-  #deciding = false;
-  #ended: { leaseId: string; done(error?: unknown): void }[] = [];
-  #releasing = false;
+  readonly #decisions: NaturalBatcher<Asked, RateDecision>;
+  readonly #releases: NaturalBatcher<string, void>;
 
   constructor(options: { pool: Pick<pg.Pool, "query">; leaseTtlMs: number; logger: Logger }) {
     this.#pool = options.pool;
     this.#leaseTtlMs = options.leaseTtlMs;
     this.#logger = options.logger;
-  }
-
-  take(plan: RatePlan, now: Date): Promise<RateDecision> {
-    return new Promise((resolve, reject) => {
-      this.#queue.push({ plan, now, leaseId: plan.tier.inFlight === undefined ? undefined : uuid(), resolve, reject });
-      if (!this.#deciding) {
-        this.#deciding = true;
-        setImmediate(() => this.#decideNext());
-      }
+    this.#decisions = new NaturalBatcher({ maxBatch, gatherTurn: true, run: (batch) => this.#decide(batch) });
+    this.#releases = new NaturalBatcher({
+      maxBatch,
+      gatherTurn: true,
+      run: async (leaseIds) => {
+        await this.#pool.query(`delete from rate_leases where id = any($1::uuid[])`, [leaseIds]);
+        return leaseIds.map(() => undefined);
+      },
     });
   }
 
-  #decideNext(): void {
-    const batch = this.#queue.splice(0, maxBatch);
-    if (batch.length === 0) {
-      this.#deciding = false;
-      return;
-    }
-    this.#decide(batch)
-      .then(
-        (decisions) => batch.forEach((waiting, i) => waiting.resolve(decisions[i]!)),
-        (error: unknown) => batch.forEach((waiting) => waiting.reject(error)),
-      )
-      .finally(() => setImmediate(() => this.#decideNext()));
+  take(plan: RatePlan, now: Date): Promise<RateDecision> {
+    return this.#decisions.submit({ plan, now, leaseId: plan.tier.inFlight === undefined ? undefined : uuid() });
   }
 
-  async #decide(batch: Waiting[]): Promise<RateDecision[]> {
+  async #decide(batch: Asked[]): Promise<RateDecision[]> {
     // One instant for the batch: the latest of its requests', so no request is counted in a window
     // that another of the same statement has already left.
     const now = new Date(Math.max(...batch.map((w) => w.now.getTime())));
@@ -175,28 +160,7 @@ export class RateLimiter {
 
   /** Ends an in_flight lease: when the request finished, however it finished. */
   release(leaseId: string): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.#ended.push({ leaseId, done: (error) => (error === undefined ? resolve() : reject(error)) });
-      if (!this.#releasing) {
-        this.#releasing = true;
-        setImmediate(() => this.#releaseNext());
-      }
-    });
-  }
-
-  #releaseNext(): void {
-    const batch = this.#ended.splice(0, maxBatch);
-    if (batch.length === 0) {
-      this.#releasing = false;
-      return;
-    }
-    this.#pool
-      .query(`delete from rate_leases where id = any($1::uuid[])`, [batch.map((e) => e.leaseId)])
-      .then(
-        () => batch.forEach((e) => e.done()),
-        (error: unknown) => batch.forEach((e) => e.done(error ?? new Error("lease release failed"))),
-      )
-      .finally(() => setImmediate(() => this.#releaseNext()));
+    return this.#releases.submit(leaseId);
   }
 
   /** Deletes counters of windows that have ended and leases that expired; any replica may run it. */

@@ -1,4 +1,5 @@
 import type { Client } from "@connectrpc/connect";
+import { NaturalBatcher } from "@svc/platform";
 import type { SigningService, VerifyTokenResponse } from "@svc/proto/signing/v1/signing_pb.js";
 
 export interface TokenCheck {
@@ -6,58 +7,26 @@ export interface TokenCheck {
   audience?: string | undefined;
 }
 
-interface Waiting {
-  check: TokenCheck;
-  resolve(response: VerifyTokenResponse): void;
-  reject(error: unknown): void;
-}
-
 /** Checks per VerifyTokens call (signing takes up to 256): enough to spread the per-call cost thin, few enough to return soon. */
 const defaultMaxBatch = 64;
 
 /**
- * Coalesces concurrent verify-token calls into signing's VerifyTokens ("natural batching"). A call
- * made while no batch is in flight goes out at once, alone, so a quiet gateway adds no latency. Calls
- * made while one is in flight queue and leave together when it returns, at most `maxBatch` per RPC.
- * Under load each RPC, each round trip to signing and each ledger write then carries many checks.
+ * Coalesces concurrent verify-token calls into signing's VerifyTokens ({@link NaturalBatcher}): a quiet
+ * gateway sends each check at once, a busy one sends many per RPC, round trip and ledger write.
  * Signing still decides every token; nothing is cached here, so replays are detected exactly.
  */
 export class VerifyTokenBatcher {
-  readonly #signing: Pick<Client<typeof SigningService>, "verifyTokens">;
-  readonly #maxBatch: number;
-  #queue: Waiting[] = [];
-  #inFlight = false;
+  readonly #batcher: NaturalBatcher<TokenCheck, VerifyTokenResponse>;
 
   constructor(signing: Pick<Client<typeof SigningService>, "verifyTokens">, options: { maxBatch?: number } = {}) {
-    this.#signing = signing;
-    this.#maxBatch = options.maxBatch ?? defaultMaxBatch;
+    this.#batcher = new NaturalBatcher({
+      maxBatch: options.maxBatch ?? defaultMaxBatch,
+      run: async (checks) => (await signing.verifyTokens({ requests: checks })).responses,
+    });
   }
 
   /** Signing's answer for this token; rejects with the RPC's error when the batch it went in failed. */
   verify(check: TokenCheck): Promise<VerifyTokenResponse> {
-    return new Promise((resolve, reject) => {
-      this.#queue.push({ check, resolve, reject });
-      if (!this.#inFlight) this.#send();
-    });
-  }
-
-  #send(): void {
-    const batch = this.#queue.splice(0, this.#maxBatch);
-    if (batch.length === 0) return;
-    this.#inFlight = true;
-    void this.#settle(batch).finally(() => {
-      this.#inFlight = false;
-      this.#send();
-    });
-  }
-
-  async #settle(batch: Waiting[]): Promise<void> {
-    try {
-      const { responses } = await this.#signing.verifyTokens({ requests: batch.map(({ check }) => check) });
-      if (responses.length !== batch.length) throw new Error(`signing answered ${responses.length} of ${batch.length} token checks`);
-      batch.forEach((waiting, i) => waiting.resolve(responses[i]!));
-    } catch (error) {
-      for (const waiting of batch) waiting.reject(error);
-    }
+    return this.#batcher.submit(check);
   }
 }

@@ -178,7 +178,8 @@ describe("create-verification-link, one statement per batch of calls", () => {
       now, expiresAt: new Date(now.getTime() + 300_000), passExpiresAt: new Date(now.getTime() + 60_000),
     });
     const first = `req_${"a".repeat(32)}`;
-    // The first call runs alone; the next two share a batch, and the last reuses the first one's id.
+    // The three share a batch, which fails: the last reuses the first one's id. Alone, in order, the
+    // first two are written and only the last fails.
     const outcomes = await Promise.allSettled([
       node.writer.write(request(sessions[0]!.id, first)),
       node.writer.write(request(sessions[1]!.id, `req_${"b".repeat(32)}`)),

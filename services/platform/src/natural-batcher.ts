@@ -5,11 +5,17 @@ export interface NaturalBatcherOptions<In, Out> {
   maxBatch: number;
   /** Batches under way at once at most (default 1). */
   maxInFlight?: number;
+  /**
+   * A call made while no batch is under way waits for the end of the current turn of the event loop,
+   * so the calls one turn makes (a burst of requests parsed from one read) share its batch.
+   */
+  gatherTurn?: boolean;
   /** Items sharing any key never travel in one batch, nor in two under way at once: a later one waits. */
   keys?(item: In): readonly string[];
   /**
    * `run` is all or nothing (one transaction): when a batch of several fails, each item is run again
-   * alone, so one item's failure (a constraint, a deadlock) is that item's and the others succeed.
+   * alone, in order, so one item's failure (a constraint, a deadlock) is that item's and the others
+   * succeed.
    */
   retryAlone?: boolean;
 }
@@ -32,6 +38,7 @@ export class NaturalBatcher<In, Out> {
   readonly #maxInFlight: number;
   #queue: Waiting<In, Out>[] = [];
   #inFlight = 0;
+  #gathering = false;
   /** Keys of the items in batches under way. */
   readonly #held = new Set<string>();
 
@@ -43,7 +50,14 @@ export class NaturalBatcher<In, Out> {
   submit(item: In): Promise<Out> {
     return new Promise((resolve, reject) => {
       this.#queue.push({ item, keys: this.#options.keys?.(item) ?? [], resolve, reject });
-      this.#pump();
+      if (!this.#options.gatherTurn || this.#inFlight > 0) this.#pump();
+      else if (!this.#gathering) {
+        this.#gathering = true;
+        setImmediate(() => {
+          this.#gathering = false;
+          this.#pump();
+        });
+      }
     });
   }
 
@@ -81,7 +95,7 @@ export class NaturalBatcher<In, Out> {
       if (results.length !== batch.length) throw new Error(`a batch of ${batch.length} answered ${results.length} results`);
       batch.forEach((waiting, i) => waiting.resolve(results[i]!));
     } catch (error) {
-      if (this.#options.retryAlone && batch.length > 1) await Promise.all(batch.map((waiting) => this.#settle([waiting])));
+      if (this.#options.retryAlone && batch.length > 1) for (const waiting of batch) await this.#settle([waiting]);
       else for (const waiting of batch) waiting.reject(error);
     }
   }

@@ -27,6 +27,20 @@ describe("natural batcher", () => {
     expect(await Promise.all(rest)).toEqual([20, 30, 40]);
   });
 
+  it("with gatherTurn, the calls one turn of the event loop makes while idle leave together", async () => {
+    const runs = heldRuns((n: number) => n);
+    const batcher = new NaturalBatcher({ run: runs.run, maxBatch: 64, gatherTurn: true });
+    const first = [batcher.submit(1), batcher.submit(2), batcher.submit(3)];
+    expect(runs.batches).toEqual([]);
+    await expect.poll(() => runs.batches).toEqual([[1, 2, 3]]);
+    const later = batcher.submit(4);
+    runs.releaseNext();
+    expect(await Promise.all(first)).toEqual([1, 2, 3]);
+    await expect.poll(() => runs.batches).toEqual([[1, 2, 3], [4]]);
+    runs.releaseNext();
+    expect(await later).toBe(4);
+  });
+
   it("caps a batch at maxBatch; the rest leave in the next one", async () => {
     const runs = heldRuns((n: number) => n);
     const batcher = new NaturalBatcher({ run: runs.run, maxBatch: 2 });

@@ -58,15 +58,18 @@ export class CreateRequestsInBatches extends Migration {
             else 'accepted'
           end as verdict
         from items i
-        -- Recent Presence: the person's latest ceremony on this gate within the window, by one index or the other.
+        -- Recent Presence: the person's latest ceremony on this gate within the window, by one index or the
+        -- other; an item that asks for neither lookup scans neither.
         left join lateral (
           select true as found, r.human_id from requests r
-            where r.organization_id = i.organization_id and r.environment = i.environment and r.gate_key = i.gate_key
+            where i.presence_human_id is not null
+              and r.organization_id = i.organization_id and r.environment = i.environment and r.gate_key = i.gate_key
               and r.human_id = i.presence_human_id and r.status = 'completed' and r.ended_at > i.presence_since
             order by r.ended_at desc limit 1) by_human on true
         left join lateral (
           select true as found, r.human_id from requests r
-            where r.organization_id = i.organization_id and r.environment = i.environment and r.gate_key = i.gate_key
+            where i.presence_ref_hash is not null
+              and r.organization_id = i.organization_id and r.environment = i.environment and r.gate_key = i.gate_key
               and r.partner_ref_hash = i.presence_ref_hash and r.status = 'completed' and r.ended_at > i.presence_since
             order by r.ended_at desc limit 1) by_ref on i.presence_human_id is null
       ),

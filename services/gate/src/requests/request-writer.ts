@@ -76,6 +76,7 @@ export class RequestWriter {
     this.#batcher = new NaturalBatcher({
       maxBatch,
       retryAlone: true,
+      gatherTurn: true,
       keys: ({ request, lockKey }) => [
         `session:${request.sessionId}`,
         ...(lockKey === null ? [] : [`user:${lockKey}`]),

@@ -38,7 +38,7 @@ export class SessionStore {
     this.#clock = options.clock;
     this.#refs = options.refs;
     this.#facts = options.facts;
-    this.#unusedSessions = new NaturalBatcher({ maxBatch: 64, run: (checks) => this.#unusedSessionsOf(checks) });
+    this.#unusedSessions = new NaturalBatcher({ maxBatch: 64, gatherTurn: true, run: (checks) => this.#unusedSessionsOf(checks) });
   }
 
   async create(caller: PartnerCaller, input: { partnerUserId: string; metadata: JsonObject | undefined; allowedGates: readonly string[] }) {
