@@ -7,6 +7,7 @@ const request = (over: Partial<StoredRequest>): StoredRequest => ({
   status: "pending",
   gateType: "human",
   expiresAt: at(60_000),
+  confirmingUntil: null,
   trusted: null,
   firstTime: null,
   failureReason: null,
@@ -24,7 +25,14 @@ describe("the status record", () => {
   it("a pending request reads pending with its expiry, and expired from its expiry on, without the sweep", () => {
     expect(statusRecord(request({}), now)).toEqual({ found: true, status: "pending", message: expect.any(String), expiresAt: at(60_000) });
     expect(statusRecord(request({ expiresAt: now }), now).status).toBe("expired");
-    expect(effectiveStatus({ status: "pending", expiresAt: at(1) }, now)).toBe("pending");
+    expect(effectiveStatus({ status: "pending", expiresAt: at(1), confirmingUntil: null }, now)).toBe("pending");
+  });
+
+  it("a pending request whose confirmation began in time reads pending past its window until the hold ends", () => {
+    expect(statusRecord(request({ expiresAt: at(-1_000), confirmingUntil: at(1) }), now).status).toBe("pending");
+    expect(statusRecord(request({ expiresAt: at(-1_000), confirmingUntil: now }), now).status).toBe("expired");
+    // A hold never revives a pass.
+    expect(statusRecord(request({ status: "pass", expiresAt: at(-1_000), confirmingUntil: at(1) }), now).status).toBe("expired");
   });
 
   it("a completed request carries trusted, first_time and the token while the token is valid", () => {

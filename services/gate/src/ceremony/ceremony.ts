@@ -8,7 +8,7 @@ import type { PartnerRefs } from "../partner-refs.ts";
 import { Refusal } from "../refusal.ts";
 import { secretHash } from "../requests/request-ids.ts";
 import type { RequestLifecycle } from "../requests/request-lifecycle.ts";
-import type { RequestRow } from "../requests/request-row.ts";
+import { storedRequest, type RequestRow } from "../requests/request-row.ts";
 import { effectiveStatus, type StoredStatus } from "../requests/status-record.ts";
 
 /** How the person's side proves it may act on a request (see RequestAccess in gate.proto). */
@@ -94,6 +94,11 @@ export class Ceremony {
     const human = finished.svcUserId;
     if ((row.svc_user_id && human !== row.svc_user_id) || (access.svcUserId && human !== access.svcUserId))
       throw new Refusal("forbidden", "the passkey belongs to another person than the one this request is for");
+    // From here on other services act (account link, signing): the request must not expire under them.
+    if (!(await this.#lifecycle.holdForConfirmation(row.id))) {
+      const current = await this.#lifecycle.load(row.id);
+      return { status: current ? await this.#currentStatus(current) : "expired", returnUrl };
+    }
 
     const now = this.#clock.now();
     const age = row.gate_type === "age" ? await this.#age(human, row.age_threshold ?? 0, now) : undefined;
@@ -164,14 +169,14 @@ export class Ceremony {
 
   /** The status the person's side acts on; a window that passed is recorded (with its late event) first. */
   async #currentStatus(row: RequestRow): Promise<StoredStatus> {
-    const status = effectiveStatus({ status: row.status, expiresAt: new Date(row.expires_at) }, this.#clock.now());
+    const status = effectiveStatus(storedRequest(row), this.#clock.now());
     if (status === "expired" && (row.status === "pending" || row.ended_by === "window")) await this.#lifecycle.expireOnLateOpen(row.id);
     return status;
   }
 
   async #afterRace(requestId: string): Promise<StoredStatus> {
     const row = await this.#lifecycle.load(requestId);
-    return row ? effectiveStatus({ status: row.status, expiresAt: new Date(row.expires_at) }, this.#clock.now()) : "expired";
+    return row ? effectiveStatus(storedRequest(row), this.#clock.now()) : "expired";
   }
 
   async #age(human: string, threshold: number, at: Date) {

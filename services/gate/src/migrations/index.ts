@@ -1,10 +1,12 @@
 import { CreateGateTables } from "./0001-gate-tables.ts";
 import { CreateRequestFunction } from "./0002-create-request-function.ts";
 import { CreateRequestsInBatches } from "./0003-create-requests-in-batches.ts";
+import { ConfirmationHold } from "./0004-confirmation-hold.ts";
 
 /** Applied in order at start; a released migration is never edited (add a new one). */
 export const migrations = [
   { name: "0001_gate_tables", class: CreateGateTables },
   { name: "0002_create_request_function", class: CreateRequestFunction },
   { name: "0003_create_requests_in_batches", class: CreateRequestsInBatches },
+  { name: "0004_confirmation_hold", class: ConfirmationHold },
 ];

@@ -1,6 +1,7 @@
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { enqueueEvent, type Clock, type EventBus, type OutboxRelay } from "@svc/platform";
 import { humanVerified, unavailableExpired, unavailableFailed, type FailureReason, type LinkRefusal, type OutboxMessage } from "../events/gate-events.ts";
+import { confirmationHoldMs } from "./lifetimes.ts";
 import { eventSubject, type RequestRow } from "./request-row.ts";
 
 type Em = Parameters<Parameters<MikroORM["em"]["transactional"]>[0]>[0];
@@ -28,6 +29,10 @@ export interface Failure {
  *   pending → completed (gate.human_verified), pending → failed (gate.unavailable with failed_at),
  *   pending → expired when the window passes (no event if nobody opened it; gate.unavailable with
  *   expired_at when it was opened, or when it is opened afterwards), pending → expired by revoke.
+ * A confirmation that began inside the window holds it (`confirming_until`, at most
+ * `confirmationHoldMs` past its start): the request may still complete or fail, and neither the sweep
+ * nor a late open expires it meanwhile, so a person who confirmed in time never leaves an
+ * `account.secured` without its `gate.human_verified`. A confirmation that dies lets it expire then.
  */
 export class RequestLifecycle {
   readonly #orm: MikroORM;
@@ -57,6 +62,16 @@ export class RequestLifecycle {
     return rows.length > 0;
   }
 
+  /** A confirmation begins: holds the window for it; false when the request is no longer pending inside its window. */
+  async holdForConfirmation(requestId: string): Promise<boolean> {
+    const now = this.#clock.now();
+    const rows = await this.#orm.em.fork().execute<{ id: string }[]>(
+      `update requests set confirming_until = ? where id = ? and status = 'pending' and expires_at > ? returning id`,
+      [new Date(now.getTime() + confirmationHoldMs), requestId, now],
+    );
+    return rows.length > 0;
+  }
+
   /**
    * Remembers that this request's confirmation created the account link (account.secured went out),
    * so a confirmation retried after a failure further on still reports `first_time: true`.
@@ -70,8 +85,8 @@ export class RequestLifecycle {
     return this.#transition(
       `update requests set status = 'completed', ended_at = ?, ended_by = 'confirmed', human_id = ?, trusted = ?, first_time = coalesce(first_time, ?), age_verdict = ?,
          token = ?, token_expires_at = ?, event_sent = true, partner_ref_sealed = null
-       where id = ? and status = 'pending' and expires_at > ? returning *`,
-      [now, completion.humanId, completion.trusted, completion.firstTime, completion.ageVerdict, completion.token, completion.tokenExpiresAt, requestId, now],
+       where id = ? and status = 'pending' and (expires_at > ? or confirming_until > ?) returning *`,
+      [now, completion.humanId, completion.trusted, completion.firstTime, completion.ageVerdict, completion.token, completion.tokenExpiresAt, requestId, now, now],
       (row) => [humanVerified(eventSubject(row), { verifiedAt: now, trusted: completion.trusted, firstTime: row.first_time === true, handle: completion.handle })],
     );
   }
@@ -81,8 +96,8 @@ export class RequestLifecycle {
     const now = this.#clock.now();
     return this.#transition(
       `update requests set status = 'failed', ended_at = ?, ended_by = ?, failure_reason = ?, event_sent = true, partner_ref_sealed = null
-       where id = ? and status = 'pending' and expires_at > ? returning *`,
-      [now, failure.reason, failure.refusal?.failureCode ?? "unavailable", requestId, now],
+       where id = ? and status = 'pending' and (expires_at > ? or confirming_until > ?) returning *`,
+      [now, failure.reason, failure.refusal?.failureCode ?? "unavailable", requestId, now, now],
       (row) => [unavailableFailed(eventSubject(row), { failedAt: now, ...failure })],
     );
   }
@@ -96,8 +111,10 @@ export class RequestLifecycle {
     const now = this.#clock.now();
     return this.#transition(
       `update requests set status = 'expired', ended_at = coalesce(ended_at, expires_at), ended_by = coalesce(ended_by, 'window'), event_sent = true, partner_ref_sealed = null
-       where id = ? and not event_sent and ((status = 'pending' and expires_at <= ?) or (status = 'expired' and ended_by = 'window')) returning *`,
-      [requestId, now],
+       where id = ? and not event_sent
+         and ((status = 'pending' and expires_at <= ? and (confirming_until is null or confirming_until <= ?)) or (status = 'expired' and ended_by = 'window'))
+       returning *`,
+      [requestId, now, now],
       (row) => [unavailableExpired(eventSubject(row), new Date(row.expires_at), now)],
     );
   }
@@ -111,10 +128,11 @@ export class RequestLifecycle {
     let count = 0;
     await this.#orm.em.fork().transactional(async (em) => {
       const rows = await em.execute<RequestRow[]>(
-        `with due as (select id from requests where status = 'pending' and expires_at <= ? order by expires_at limit ? for update skip locked)
+        `with due as (select id from requests where status = 'pending' and expires_at <= ? and (confirming_until is null or confirming_until <= ?)
+                        order by expires_at limit ? for update skip locked)
          update requests r set status = 'expired', ended_at = r.expires_at, ended_by = 'window', event_sent = (r.opened_at is not null), partner_ref_sealed = null
          from due where r.id = due.id returning r.*`,
-        [now, limit],
+        [now, now, limit],
       );
       count = rows.length;
       for (const row of rows) if (row.opened_at !== null) this.#enqueue(em, unavailableExpired(eventSubject(row), new Date(row.expires_at), now));

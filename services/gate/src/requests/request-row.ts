@@ -28,6 +28,7 @@ export interface RequestRow {
   pushed_to_devices: number;
   created_at: Date;
   expires_at: Date;
+  confirming_until: Date | null;
   opened_at: Date | null;
   ended_at: Date | null;
   ended_by: string | null;
@@ -46,6 +47,7 @@ export const storedRequest = (row: RequestRow): StoredRequest => ({
   status: row.status,
   gateType: row.gate_type,
   expiresAt: new Date(row.expires_at),
+  confirmingUntil: date(row.confirming_until),
   trusted: row.trusted,
   firstTime: row.first_time,
   failureReason: row.failure_reason,

@@ -10,6 +10,8 @@ export interface StoredRequest {
   gateType: "human" | "age";
   /** The request's own expiry; for a Recent Presence pass, 60 seconds after the check. */
   expiresAt: Date;
+  /** Set while a confirmation that began inside the window is under way: until then it may still complete. */
+  confirmingUntil: Date | null;
   trusted: boolean | null;
   firstTime: boolean | null;
   /** already_trusted, rebind_requires_prior_id or unavailable, for a failed request. */
@@ -40,10 +42,15 @@ const messages: Record<RecordStatus, string> = {
   not_found: "no request with this id",
 };
 
-/** pending and pass records read `expired` once their window has passed, whether or not the sweep ran. */
-export function effectiveStatus(request: Pick<StoredRequest, "status" | "expiresAt">, now: Date): StoredStatus {
+/**
+ * pending and pass records read `expired` once their window has passed, whether or not the sweep ran;
+ * a pending one whose confirmation began in time reads `pending` until that confirmation ends or its
+ * hold runs out.
+ */
+export function effectiveStatus(request: Pick<StoredRequest, "status" | "expiresAt" | "confirmingUntil">, now: Date): StoredStatus {
   const open = request.status === "pending" || request.status === "pass";
-  return open && request.expiresAt.getTime() <= now.getTime() ? "expired" : request.status;
+  const confirming = request.status === "pending" && request.confirmingUntil !== null && request.confirmingUntil.getTime() > now.getTime();
+  return open && !confirming && request.expiresAt.getTime() <= now.getTime() ? "expired" : request.status;
 }
 
 export function statusRecord(request: StoredRequest | undefined, now: Date): StatusRecord {
