@@ -3,14 +3,12 @@ export interface NaturalBatcherOptions<In, Out> {
   run(items: In[]): Promise<Out[]>;
   /** Items per batch at most; more wait for the next one. */
   maxBatch: number;
-  /** Batches under way at once at most (default 1). */
-  maxInFlight?: number;
   /**
    * A call made while no batch is under way waits for the end of the current turn of the event loop,
    * so the calls one turn makes (a burst of requests parsed from one read) share its batch.
    */
   gatherTurn?: boolean;
-  /** Items sharing any key never travel in one batch, nor in two under way at once: a later one waits. */
+  /** Items sharing any key never travel in one batch: a later one waits for the next. */
   keys?(item: In): readonly string[];
   /**
    * `run` is all or nothing (one transaction): when a batch of several fails, each item is run again
@@ -35,53 +33,49 @@ interface Waiting<In, Out> {
  */
 export class NaturalBatcher<In, Out> {
   readonly #options: NaturalBatcherOptions<In, Out>;
-  readonly #maxInFlight: number;
   #queue: Waiting<In, Out>[] = [];
-  #inFlight = 0;
+  #busy = false;
   #gathering = false;
-  /** Keys of the items in batches under way. */
-  readonly #held = new Set<string>();
 
   constructor(options: NaturalBatcherOptions<In, Out>) {
     this.#options = options;
-    this.#maxInFlight = options.maxInFlight ?? 1;
   }
 
   submit(item: In): Promise<Out> {
     return new Promise((resolve, reject) => {
       this.#queue.push({ item, keys: this.#options.keys?.(item) ?? [], resolve, reject });
-      if (!this.#options.gatherTurn || this.#inFlight > 0) this.#pump();
+      if (!this.#options.gatherTurn || this.#busy) this.#next();
       else if (!this.#gathering) {
         this.#gathering = true;
         setImmediate(() => {
           this.#gathering = false;
-          this.#pump();
+          this.#next();
         });
       }
     });
   }
 
-  #pump(): void {
-    while (this.#inFlight < this.#maxInFlight) {
-      const batch = this.#take();
-      if (batch.length === 0) return;
-      this.#inFlight++;
-      void this.#settle(batch).finally(() => {
-        this.#inFlight--;
-        for (const waiting of batch) for (const key of waiting.keys) this.#held.delete(key);
-        this.#pump();
-      });
-    }
+  /** Sends the next batch unless one is under way; the end of each batch sends the next. */
+  #next(): void {
+    if (this.#busy) return;
+    const batch = this.#take();
+    if (batch.length === 0) return;
+    this.#busy = true;
+    void this.#settle(batch).finally(() => {
+      this.#busy = false;
+      this.#next();
+    });
   }
 
-  /** The next batch in arrival order, leaving behind items whose keys are held by an item under way or earlier in it. */
+  /** The next batch in arrival order, leaving behind items whose keys an earlier item of it holds. */
   #take(): Waiting<In, Out>[] {
     const { maxBatch } = this.#options;
+    const held = new Set<string>();
     const batch: Waiting<In, Out>[] = [];
     const left: Waiting<In, Out>[] = [];
     for (const waiting of this.#queue) {
-      if (batch.length < maxBatch && !waiting.keys.some((key) => this.#held.has(key))) {
-        for (const key of waiting.keys) this.#held.add(key);
+      if (batch.length < maxBatch && !waiting.keys.some((key) => held.has(key))) {
+        for (const key of waiting.keys) held.add(key);
         batch.push(waiting);
       } else left.push(waiting);
     }
