@@ -89,15 +89,16 @@ export class SessionStore {
   }
 
   async #unusedSessionsOf(checks: { tokenHash: Buffer; now: Date }[]): Promise<(SessionRow | undefined)[]> {
-    const { rows } = await this.#db.query<SessionRow & { ordinal: string }>({
+    // One instant for the batch, the latest of its checks': no check accepts a token past its expiry.
+    const now = new Date(Math.max(...checks.map((c) => c.now.getTime())));
+    const { rows } = await this.#db.query<SessionRow & { token_hash: Buffer }>({
       name: "authenticate_grants",
-      text: `select c.ordinal, s.id, s.organization_id, s.environment, s.credential_id, s.credential_kind, s.partner_user_hash, s.metadata, s.allowed_gates, s.expires_at
-               from sessions s join unnest($1::bytea[], $2::timestamptz[]) with ordinality as c(token_hash, now, ordinal) on c.token_hash = s.token_hash
-              where s.token_hash = any($1::bytea[]) and s.consumed_at is null and s.revoked_at is null and s.expires_at > c.now`,
-      values: [checks.map((c) => c.tokenHash), checks.map((c) => c.now)],
+      text: `select token_hash, id, organization_id, environment, credential_id, credential_kind, partner_user_hash, metadata, allowed_gates, expires_at
+               from sessions where token_hash = any($1::bytea[]) and consumed_at is null and revoked_at is null and expires_at > $2`,
+      values: [checks.map((c) => c.tokenHash), now],
     });
-    const found = new Map(rows.map(({ ordinal, ...row }) => [Number(ordinal) - 1, row]));
-    return checks.map((_, i) => found.get(i));
+    const found = new Map(rows.map(({ token_hash, ...row }) => [token_hash.toString("hex"), row]));
+    return checks.map((c) => found.get(c.tokenHash.toString("hex")));
   }
 
   /** Logout: revokes an unused grant token of the caller's organization; false when there was nothing to revoke. */
