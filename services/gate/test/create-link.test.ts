@@ -13,7 +13,7 @@ import { SessionFactsLookup } from "../src/sessions/session-facts.ts";
 import { SessionStore } from "../src/sessions/session-store.ts";
 
 /**
- * The one-statement create path against real PostgreSQL, as two replicas would run it: each with its
+ * The batched create path against real PostgreSQL, as two replicas would run it: each with its
  * own remembered facts, so one of them reads what the other wrote. Everything that can change (the
  * token's use, the gate's status) must come from the database, never from what a replica remembers.
  */

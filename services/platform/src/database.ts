@@ -74,6 +74,8 @@ async function migrateUnderLock(options: DatabaseOptions): Promise<void> {
  * call that decides everything at once.
  */
 export function openStatementPool(options: { url: string; schema: string; max: number; logger: Logger }): pg.Pool {
+  // Generic plans: these statements take arrays whose size a custom plan would see, so PostgreSQL kept
+  // judging a fresh plan cheaper and planned them again on every call.
   const pool = new pg.Pool({ connectionString: options.url, max: options.max, options: `-c search_path=${options.schema} -c plan_cache_mode=force_generic_plan` });
   // An idle connection the server dropped is replaced on next use; without a listener it would crash the process.
   pool.on("error", (error) => options.logger.warn("database connection lost", { error, schema: options.schema }));

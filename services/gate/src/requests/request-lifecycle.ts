@@ -34,6 +34,11 @@ export interface Failure {
  * nor a late open expires it meanwhile, so a person who confirmed in time never leaves an
  * `account.secured` without its `gate.human_verified`. A confirmation that dies lets it expire then.
  */
+/** A pending request may still move at the instant bound to both `?`: inside its window, or held by a confirmation under way. */
+const stillOpen = "status = 'pending' and (expires_at > ? or confirming_until > ?)";
+/** The complement for pending requests: the window passed and no confirmation holds it. */
+const timeUp = "status = 'pending' and expires_at <= ? and (confirming_until is null or confirming_until <= ?)";
+
 export class RequestLifecycle {
   readonly #orm: MikroORM;
   readonly #clock: Clock;
@@ -85,7 +90,7 @@ export class RequestLifecycle {
     return this.#transition(
       `update requests set status = 'completed', ended_at = ?, ended_by = 'confirmed', human_id = ?, trusted = ?, first_time = coalesce(first_time, ?), age_verdict = ?,
          token = ?, token_expires_at = ?, event_sent = true, partner_ref_sealed = null
-       where id = ? and status = 'pending' and (expires_at > ? or confirming_until > ?) returning *`,
+       where id = ? and ${stillOpen} returning *`,
       [now, completion.humanId, completion.trusted, completion.firstTime, completion.ageVerdict, completion.token, completion.tokenExpiresAt, requestId, now, now],
       (row) => [humanVerified(eventSubject(row), { verifiedAt: now, trusted: completion.trusted, firstTime: row.first_time === true, handle: completion.handle })],
     );
@@ -96,7 +101,7 @@ export class RequestLifecycle {
     const now = this.#clock.now();
     return this.#transition(
       `update requests set status = 'failed', ended_at = ?, ended_by = ?, failure_reason = ?, event_sent = true, partner_ref_sealed = null
-       where id = ? and status = 'pending' and (expires_at > ? or confirming_until > ?) returning *`,
+       where id = ? and ${stillOpen} returning *`,
       [now, failure.reason, failure.refusal?.failureCode ?? "unavailable", requestId, now, now],
       (row) => [unavailableFailed(eventSubject(row), { failedAt: now, ...failure })],
     );
@@ -112,7 +117,7 @@ export class RequestLifecycle {
     return this.#transition(
       `update requests set status = 'expired', ended_at = coalesce(ended_at, expires_at), ended_by = coalesce(ended_by, 'window'), event_sent = true, partner_ref_sealed = null
        where id = ? and not event_sent
-         and ((status = 'pending' and expires_at <= ? and (confirming_until is null or confirming_until <= ?)) or (status = 'expired' and ended_by = 'window'))
+         and ((${timeUp}) or (status = 'expired' and ended_by = 'window'))
        returning *`,
       [requestId, now, now],
       (row) => [unavailableExpired(eventSubject(row), new Date(row.expires_at), now)],
@@ -128,8 +133,7 @@ export class RequestLifecycle {
     let count = 0;
     await this.#orm.em.fork().transactional(async (em) => {
       const rows = await em.execute<RequestRow[]>(
-        `with due as (select id from requests where status = 'pending' and expires_at <= ? and (confirming_until is null or confirming_until <= ?)
-                        order by expires_at limit ? for update skip locked)
+        `with due as (select id from requests where ${timeUp} order by expires_at limit ? for update skip locked)
          update requests r set status = 'expired', ended_at = r.expires_at, ended_by = 'window', event_sent = (r.opened_at is not null), partner_ref_sealed = null
          from due where r.id = due.id returning r.*`,
         [now, now, limit],
