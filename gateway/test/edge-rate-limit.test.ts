@@ -342,6 +342,36 @@ describe("development secret key (bs_test)", () => {
 });
 
 describe("production secret key (bs_prod)", () => {
+  test("requests decided together are decided in order, each all or nothing, and each reads the counts before it", async () => {
+    const near = await newKey("secret", "production");
+    const clear = await newKey("secret", "production");
+    const planOf = ({ id }: { id: string }) => ({ tier: tiers.secretProduction, subject: `secret_key:${id}`, clientIp: "198.51.100.1", keyId: id });
+    await limiter.take(planOf(near), clock.now());
+    await limiter.take(planOf(clear), clock.now());
+    await seed(`secret_key:${near.id}`, "per_minute", 58);
+
+    // Made in one turn, so they leave in one statement.
+    const decisions = await Promise.all([near, clear, near, near, clear].map((key) => limiter.take(planOf(key), clock.now())));
+    const perMinute = (i: number) => decisions[i]!.buckets.find((b) => b.name === "per_minute")!;
+    const hourly = (i: number) => decisions[i]!.buckets.find((b) => b.name === "hourly")!;
+    expect(decisions.map((d) => d.allowed)).toEqual([true, true, true, false, true]);
+    expect([0, 2, 3].map((i) => perMinute(i).remaining)).toEqual([1, 0, 0]);
+    expect([1, 4].map((i) => perMinute(i).remaining)).toEqual([58, 57]);
+    expect(perMinute(3).full).toBe(true);
+    expect([0, 2, 3].map((i) => hourly(i))).toMatchObject([
+      { remaining: 1998, full: false },
+      { remaining: 1997, full: false },
+      { remaining: 1997, full: false },
+    ]);
+
+    const counts = await orm.em.fork().execute<{ bucket: string; count: number }[]>(`select bucket, count from rate_counters where subject = ? order by bucket`, [`secret_key:${near.id}`]);
+    expect(counts).toEqual([
+      { bucket: "daily", count: 3 },
+      { bucket: "hourly", count: 3 },
+      { bucket: "per_minute", count: 60 },
+    ]);
+  });
+
   test("per_minute 60 fills and refuses with the exact body, without data.error", async () => {
     const { key } = await newKey("secret", "production");
     expect((await times(60, () => call("/test/keyed", { key }))).every((a) => a.status === 200)).toBe(true);

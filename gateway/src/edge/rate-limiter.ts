@@ -31,11 +31,11 @@ export function windowOf(now: Date, windowSeconds: number): { start: number; end
 }
 
 interface DecisionRow {
-  out_request: number;
-  out_bucket: BucketName;
-  out_limit: number;
-  out_used: number;
-  out_allowed: boolean;
+  counts_before: number[];
+  limits: number[];
+  allowed: boolean[] | null;
+  leases_before: number[] | null;
+  lease_limits: number[] | null;
 }
 
 interface Asked {
@@ -44,12 +44,22 @@ interface Asked {
   leaseId: string | undefined;
 }
 
+interface Counter {
+  subject: string;
+  bucket: BucketName;
+  start: number;
+  end: number;
+  limit: number;
+  keyId: string | null;
+  demand: number;
+}
+
 /** The statement that decides a batch; prepared once per connection under this name. */
-const takeStatement = {
-  name: "take_rate_limits",
-  text: `select out_request, out_bucket, out_limit, out_used, out_allowed
-         from take_rate_limits($1::text[], $2::text[], $3::bigint[], $4::timestamptz[], $5::integer[], $6::text[], $7::uuid[],
-                               $8::integer[], $9::integer[], $10::integer[], $11::integer[], $12::integer[], $13::uuid[], $14::timestamptz, $15::timestamptz)`,
+const decideStatement = {
+  name: "decide_rate_limits",
+  text: `select counts_before, limits, allowed, leases_before, lease_limits
+         from decide_rate_limits($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::integer[], $6::integer[], $7::uuid[], $8::integer[],
+                                 $9::integer[], $10::text[], $11::integer[], $12::uuid[], $13::integer[], $14::uuid[], $15::bigint, $16::bigint)`,
 };
 
 /** Requests decided by one statement at most; larger bursts wait for the next one. */
@@ -57,7 +67,7 @@ const maxBatch = 64;
 
 /**
  * The rate-limit state in the gateway's schema, shared by every replica. Requests are decided by
- * `take_rate_limits` (migration 0002): one statement, atomic, in order, each request all or nothing,
+ * `decide_rate_limits` (migration 0004): one statement, atomic, in order, each request all or nothing,
  * so the limits hold exactly however many replicas count at once. Requests that arrive in the same
  * turn of the event loop, or while a statement is under way, leave together in the next statement
  * ({@link NaturalBatcher}): a quiet gateway waits for no one, and a busy one pays one round trip, and
@@ -98,63 +108,86 @@ export class RateLimiter {
   async #decide(batch: Asked[]): Promise<RateDecision[]> {
     // One instant for the batch: the latest of its requests', so no request is counted in a window
     // that another of the same statement has already left.
-    const now = new Date(Math.max(...batch.map((w) => w.now.getTime())));
-    const counters = new Map<string, { subject: string; bucket: string; start: number; end: number; demand: number }>();
-    const leaseSubjects = new Set<string>();
+    const now = Math.max(...batch.map((w) => w.now.getTime()));
+    const counters = new Map<string, Counter>();
+    const leaseSubjects = new Map<string, { cap: number; keyId: string | null }>();
     const planned = batch.map(({ plan }) => {
       const own = plan.tier.buckets.map((bucket) => {
         const subject = bucket.perClientIp ? `${plan.subject}|ip:${plan.clientIp}` : plan.subject;
         const name = `${subject}\u0000${bucket.name}`;
-        const counter = counters.get(name) ?? { subject, bucket: bucket.name, ...windowOf(now, bucket.windowSeconds), demand: 0 };
+        let counter = counters.get(name);
+        if (!counter) {
+          const window = windowOf(new Date(now), bucket.windowSeconds);
+          counter = { subject, bucket: bucket.name, ...window, limit: bucket.limit, keyId: plan.keyId ?? null, demand: 0 };
+          counters.set(name, counter);
+        }
         counter.demand++;
-        counters.set(name, counter);
-        return { name, limit: bucket.limit };
+        return name;
       });
-      if (plan.tier.inFlight !== undefined) leaseSubjects.add(plan.subject);
+      if (plan.tier.inFlight !== undefined) leaseSubjects.set(plan.subject, { cap: plan.tier.inFlight, keyId: plan.keyId ?? null });
       return own;
     });
-    // Every replica locks counters in this one order.
+    // Every replica locks counters, and lease subjects, in one order.
     const names = [...counters.keys()].sort();
-    const position = new Map(names.map((name, i) => [name, i + 1]));
+    const position = new Map(names.map((name, i) => [name, i]));
     const ordered = names.map((name) => counters.get(name)!);
-    const leases = [...leaseSubjects].sort();
-    const refs = planned.flat();
+    const leases = [...leaseSubjects.keys()].sort();
+    const leaseOf = (asked: Asked) => (asked.plan.tier.inFlight === undefined ? 0 : leases.indexOf(asked.plan.subject) + 1);
+    const refs = planned.map((own) => own.map((name) => position.get(name)!));
     let end = 0;
-    const { rows } = await this.#pool.query<DecisionRow>({
-      ...takeStatement,
+    const {
+      rows: [answer],
+    } = await this.#pool.query<DecisionRow>({
+      ...decideStatement,
       values: [
         ordered.map((c) => c.subject),
         ordered.map((c) => c.bucket),
         ordered.map((c) => c.start),
-        ordered.map((c) => new Date(c.end)),
+        ordered.map((c) => c.end),
         ordered.map((c) => c.demand),
+        ordered.map((c) => c.limit),
+        ordered.some((c) => c.keyId !== null) ? ordered.map((c) => c.keyId) : null,
+        refs.map((own) => (end += own.length)),
+        refs.flat().map((i) => i + 1),
         leases,
-        batch.map(({ plan }) => plan.keyId ?? null),
-        planned.map((own) => (end += own.length)),
-        refs.map(({ name }) => position.get(name)!),
-        refs.map(({ limit }) => limit),
-        batch.map(({ plan }) => (plan.tier.inFlight === undefined ? 0 : leases.indexOf(plan.subject) + 1)),
-        batch.map(({ plan }) => plan.tier.inFlight ?? 0),
-        batch.map(({ leaseId }) => leaseId ?? null),
-        new Date(now.getTime() + this.#leaseTtlMs),
+        leases.map((subject) => leaseSubjects.get(subject)!.cap),
+        leases.map((subject) => leaseSubjects.get(subject)!.keyId),
+        leases.length > 0 ? batch.map(leaseOf) : null,
+        leases.length > 0 ? batch.map(({ leaseId }) => leaseId ?? null) : null,
+        now + this.#leaseTtlMs,
         now,
       ],
     });
-    return batch.map((waiting, i) => {
-      const own = rows.filter((row) => row.out_request === i);
-      const allowed = own[0]?.out_allowed === true;
-      const buckets = own.map((row): BucketState => {
-        const window = waiting.plan.tier.buckets.find((b) => b.name === row.out_bucket);
+    if (!answer) throw new Error("decide_rate_limits answered no row");
+    // Each request's view: the counts after the requests before it in the batch, and after its own
+    // where it was allowed.
+    const counts = [...answer.counts_before];
+    const leased = [...(answer.leases_before ?? [])];
+    return batch.map((asked, r) => {
+      const allowed = answer.allowed?.[r] ?? true;
+      const lease = leaseOf(asked);
+      if (allowed) {
+        for (const i of refs[r]!) counts[i]!++;
+        if (lease > 0) leased[lease - 1]!++;
+      }
+      const buckets = refs[r]!.map((i): BucketState => {
+        const counter = ordered[i]!;
+        const limit = answer.limits[i]!;
         return {
-          name: row.out_bucket,
-          limit: row.out_limit,
-          remaining: Math.max(0, row.out_limit - row.out_used),
-          resetIn: window ? Math.ceil((windowOf(now, window.windowSeconds).end - now.getTime()) / 1000) : 1,
-          ...(window && { windowSeconds: window.windowSeconds }),
-          full: !allowed && row.out_used >= row.out_limit,
+          name: counter.bucket,
+          limit,
+          remaining: Math.max(0, limit - counts[i]!),
+          resetIn: Math.ceil((counter.end - now) / 1000),
+          windowSeconds: (counter.end - counter.start) / 1000,
+          full: !allowed && counts[i]! >= limit,
         };
       });
-      return { allowed, buckets, ...(allowed && waiting.leaseId !== undefined && { leaseId: waiting.leaseId }) };
+      if (lease > 0) {
+        const limit = answer.lease_limits![lease - 1]!;
+        const used = leased[lease - 1]!;
+        buckets.push({ name: "in_flight", limit, remaining: Math.max(0, limit - used), resetIn: 1, full: !allowed && used >= limit });
+      }
+      return { allowed, buckets, ...(allowed && asked.leaseId !== undefined && { leaseId: asked.leaseId }) };
     });
   }
 
