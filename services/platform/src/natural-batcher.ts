@@ -4,8 +4,9 @@ export interface NaturalBatcherOptions<In, Out> {
   /** Items per batch at most; more wait for the next one. */
   maxBatch: number;
   /**
-   * A call made while no batch is under way waits for the end of the current turn of the event loop,
-   * so the calls one turn makes (a burst of requests parsed from one read) share its batch.
+   * A batch leaves at the end of the current turn of the event loop, also the one after a batch that
+   * just ended, so the calls one turn makes (a burst of requests parsed from the reads of one poll)
+   * share a batch instead of the first leaving alone.
    */
   gatherTurn?: boolean;
   /** Items sharing any key never travel in one batch: a later one waits for the next. */
@@ -44,14 +45,18 @@ export class NaturalBatcher<In, Out> {
   submit(item: In): Promise<Out> {
     return new Promise((resolve, reject) => {
       this.#queue.push({ item, keys: this.#options.keys?.(item) ?? [], resolve, reject });
-      if (!this.#options.gatherTurn || this.#busy) this.#next();
-      else if (!this.#gathering) {
-        this.#gathering = true;
-        setImmediate(() => {
-          this.#gathering = false;
-          this.#next();
-        });
-      }
+      if (this.#options.gatherTurn) this.#gather();
+      else this.#next();
+    });
+  }
+
+  /** Sends the next batch at the end of the current turn of the event loop. */
+  #gather(): void {
+    if (this.#busy || this.#gathering || this.#queue.length === 0) return;
+    this.#gathering = true;
+    setImmediate(() => {
+      this.#gathering = false;
+      this.#next();
     });
   }
 
@@ -63,7 +68,8 @@ export class NaturalBatcher<In, Out> {
     this.#busy = true;
     void this.#settle(batch).finally(() => {
       this.#busy = false;
-      this.#next();
+      if (this.#options.gatherTurn) this.#gather();
+      else this.#next();
     });
   }
 

@@ -41,6 +41,23 @@ describe("natural batcher", () => {
     expect(await later).toBe(4);
   });
 
+  it("with gatherTurn, the batch after one that ends also leaves at the end of that turn, with the calls the turn made", async () => {
+    const runs = heldRuns((n: number) => n);
+    const batcher = new NaturalBatcher({ run: runs.run, maxBatch: 64, gatherTurn: true });
+    const first = batcher.submit(1);
+    await expect.poll(() => runs.batches).toEqual([[1]]);
+    const second = batcher.submit(2);
+    // Two callbacks of one turn: the first ends the batch under way, the second makes a call.
+    const { third } = await new Promise<{ third: Promise<number> }>((made) => {
+      setTimeout(() => runs.releaseNext(), 0);
+      setTimeout(() => made({ third: batcher.submit(3) }), 0);
+    });
+    expect(await first).toBe(1);
+    await expect.poll(() => runs.batches).toEqual([[1], [2, 3]]);
+    runs.releaseNext();
+    expect(await Promise.all([second, third])).toEqual([2, 3]);
+  });
+
   it("caps a batch at maxBatch; the rest leave in the next one", async () => {
     const runs = heldRuns((n: number) => n);
     const batcher = new NaturalBatcher({ run: runs.run, maxBatch: 2 });
