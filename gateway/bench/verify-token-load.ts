@@ -1,0 +1,57 @@
+import { Agent, request } from "node:http";
+import { parentPort } from "node:worker_threads";
+import { measureThroughput } from "../../test/bench/bench-infrastructure.ts";
+
+/**
+ * The edge benchmark's client, on a thread of its own so that the gateway under test has its event
+ * loop to itself, as it would behind real clients. Told the tokens first (`load`), then to run
+ * (`run`), so that handing the tokens over falls outside the measured window: it posts them to
+ * verify-token with `inFlight` requests under way until `durationMs` passes, and every answer must be
+ * a valid token.
+ */
+export type LoadOrder = { kind: "load"; tokens: string[] } | { kind: "run"; origin: string; inFlight: number; durationMs: number };
+export type LoadReport = { kind: "loaded" } | { kind: "ran"; ops: number; used: number } | { kind: "failed"; message: string };
+
+let tokens: string[] = [];
+
+async function run(origin: string, inFlight: number, durationMs: number): Promise<LoadReport> {
+  const agent = new Agent({ keepAlive: true, maxSockets: inFlight });
+  const target = new URL("/v1/sdk/verify-token", origin);
+  const post = (body: string) =>
+    new Promise<void>((resolve, reject) => {
+      const call = request(target, { method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (response) => {
+        const chunks: Buffer[] = [];
+        response.on("data", (c: Buffer) => chunks.push(c));
+        response.on("end", () => {
+          const result = JSON.parse(Buffer.concat(chunks).toString());
+          if (response.statusCode !== 200 || result.data?.data?.valid !== true) reject(new Error(`unexpected answer ${response.statusCode}: ${Buffer.concat(chunks)}`));
+          else resolve();
+        });
+      });
+      call.on("error", reject);
+      call.end(body);
+    });
+  let used = 0;
+  try {
+    const ops = await measureThroughput(inFlight, durationMs, async () => {
+      const token = tokens[used++];
+      if (!token) throw new Error("ran out of fresh tokens");
+      await post(JSON.stringify({ token }));
+    });
+    return { kind: "ran", ops, used };
+  } finally {
+    agent.destroy();
+  }
+}
+
+parentPort!.on("message", (order: LoadOrder) => {
+  if (order.kind === "load") {
+    tokens = order.tokens;
+    parentPort!.postMessage({ kind: "loaded" } satisfies LoadReport);
+    return;
+  }
+  run(order.origin, order.inFlight, order.durationMs).then(
+    (report) => parentPort!.postMessage(report),
+    (error: unknown) => parentPort!.postMessage({ kind: "failed", message: String(error) } satisfies LoadReport),
+  );
+});
