@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync } from "node:fs";
-import { Agent, request } from "node:http";
+import { Agent } from "node:http";
 import { Worker } from "node:worker_threads";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { createInternalClient, createLogger, openDatabase, openStatementPool, systemClock } from "@svc/platform";
@@ -18,6 +18,7 @@ import { KeySetCache } from "../src/operations/jwks.ts";
 import { verifyTokenRoute } from "../src/operations/verify-token.ts";
 import type { GatewayServices } from "../src/services.ts";
 import type { LoadOrder, LoadReport } from "./verify-token-load.ts";
+import { postVerifyToken } from "./verify-token-post.ts";
 
 /**
  * What the rate limiter and the alias stage cost the gateway's throughput: POST /v1/sdk/verify-token
@@ -71,22 +72,8 @@ try {
   };
 
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-  const post = (origin: string, body: string) =>
-    new Promise<void>((resolve, reject) => {
-      const call = request(new URL("/v1/sdk/verify-token", origin), { method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (response) => {
-        const chunks: Buffer[] = [];
-        response.on("data", (c: Buffer) => chunks.push(c));
-        response.on("end", () => {
-          const result = JSON.parse(Buffer.concat(chunks).toString());
-          if (response.statusCode !== 200 || result.data?.data?.valid !== true) reject(new Error(`unexpected answer ${response.statusCode}: ${Buffer.concat(chunks)}`));
-          else resolve();
-        });
-      });
-      call.on("error", reject);
-      call.end(body);
-    });
 
-  // CPU of everything a request costs: this process (the gateway under test and the load), the
+  // CPU of everything a request costs: this process (the gateway under test and the load's thread), the
   // mesh's processes (signing) and this benchmark's PostgreSQL, so the cost per request can be
   // compared even when other work on the machine skews the throughput.
   const postgresPort = new URL(mesh.databaseUrl).port;
@@ -173,7 +160,7 @@ try {
     const samples: number[] = [];
     for (const token of tokens) {
       const started = performance.now();
-      await post(origin, JSON.stringify({ token }));
+      await postVerifyToken(origin, token, agent);
       samples.push(performance.now() - started);
     }
     return median(samples);

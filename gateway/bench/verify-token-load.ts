@@ -1,6 +1,7 @@
-import { Agent, request } from "node:http";
+import { Agent } from "node:http";
 import { parentPort } from "node:worker_threads";
 import { measureThroughput } from "../../test/bench/bench-infrastructure.ts";
+import { postVerifyToken } from "./verify-token-post.ts";
 
 /**
  * The edge benchmark's client, on a thread of its own so that the gateway under test has its event
@@ -16,27 +17,12 @@ let tokens: string[] = [];
 
 async function run(origin: string, inFlight: number, durationMs: number): Promise<LoadReport> {
   const agent = new Agent({ keepAlive: true, maxSockets: inFlight });
-  const target = new URL("/v1/sdk/verify-token", origin);
-  const post = (body: string) =>
-    new Promise<void>((resolve, reject) => {
-      const call = request(target, { method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (response) => {
-        const chunks: Buffer[] = [];
-        response.on("data", (c: Buffer) => chunks.push(c));
-        response.on("end", () => {
-          const result = JSON.parse(Buffer.concat(chunks).toString());
-          if (response.statusCode !== 200 || result.data?.data?.valid !== true) reject(new Error(`unexpected answer ${response.statusCode}: ${Buffer.concat(chunks)}`));
-          else resolve();
-        });
-      });
-      call.on("error", reject);
-      call.end(body);
-    });
   let used = 0;
   try {
     const ops = await measureThroughput(inFlight, durationMs, async () => {
       const token = tokens[used++];
       if (!token) throw new Error("ran out of fresh tokens");
-      await post(JSON.stringify({ token }));
+      await postVerifyToken(origin, token, agent);
     });
     return { kind: "ran", ops, used };
   } finally {
