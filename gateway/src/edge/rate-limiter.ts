@@ -132,7 +132,9 @@ export class RateLimiter {
     const position = new Map(names.map((name, i) => [name, i]));
     const ordered = names.map((name) => counters.get(name)!);
     const leases = [...leaseSubjects.keys()].sort();
-    const leaseOf = (asked: Asked) => (asked.plan.tier.inFlight === undefined ? 0 : leases.indexOf(asked.plan.subject) + 1);
+    const leasePosition = new Map(leases.map((subject, i) => [subject, i + 1]));
+    // Per request: its lease subject's place in `leases` (from 1), or 0 when it asks for no lease.
+    const leaseRefs = batch.map(({ plan }) => (plan.tier.inFlight === undefined ? 0 : leasePosition.get(plan.subject)!));
     const refs = planned.map((own) => own.map((name) => position.get(name)!));
     let end = 0;
     const {
@@ -152,7 +154,7 @@ export class RateLimiter {
         leases,
         leases.map((subject) => leaseSubjects.get(subject)!.cap),
         leases.map((subject) => leaseSubjects.get(subject)!.keyId),
-        leases.length > 0 ? batch.map(leaseOf) : null,
+        leases.length > 0 ? leaseRefs : null,
         leases.length > 0 ? batch.map(({ leaseId }) => leaseId ?? null) : null,
         now + this.#leaseTtlMs,
         now,
@@ -165,7 +167,7 @@ export class RateLimiter {
     const leased = [...(answer.leases_before ?? [])];
     return batch.map((asked, r) => {
       const allowed = answer.allowed?.[r] ?? true;
-      const lease = leaseOf(asked);
+      const lease = leaseRefs[r]!;
       if (allowed) {
         for (const i of refs[r]!) counts[i]!++;
         if (lease > 0) leased[lease - 1]!++;

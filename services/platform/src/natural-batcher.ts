@@ -45,13 +45,13 @@ export class NaturalBatcher<In, Out> {
   submit(item: In): Promise<Out> {
     return new Promise((resolve, reject) => {
       this.#queue.push({ item, keys: this.#options.keys?.(item) ?? [], resolve, reject });
-      if (this.#options.gatherTurn) this.#gather();
-      else this.#next();
+      this.#dispatch();
     });
   }
 
-  /** Sends the next batch at the end of the current turn of the event loop. */
-  #gather(): void {
+  /** Sends the next batch now or, with gatherTurn, at the end of the current turn of the event loop. */
+  #dispatch(): void {
+    if (!this.#options.gatherTurn) return this.#next();
     if (this.#busy || this.#gathering || this.#queue.length === 0) return;
     this.#gathering = true;
     setImmediate(() => {
@@ -68,8 +68,7 @@ export class NaturalBatcher<In, Out> {
     this.#busy = true;
     void this.#settle(batch).finally(() => {
       this.#busy = false;
-      if (this.#options.gatherTurn) this.#gather();
-      else this.#next();
+      this.#dispatch();
     });
   }
 
