@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { mkdir } from "node:fs/promises";
 import { resolve } from "node:path";
-import { findExecutable, freePort, isRoot, run, silent, type Log } from "./process-tools.ts";
+import { ensureDebianProgram, freePort, silent, type Log } from "./process-tools.ts";
 
 export type NatsOptions = { storeDir: string; port?: number; log?: Log };
 
@@ -64,24 +64,8 @@ export async function startNats(options: NatsOptions): Promise<RunningNats> {
 }
 
 /** Returns the path of nats-server, installing Debian's package when we are root and it is missing. */
-export async function ensureNatsServerInstalled(log: Log = silent): Promise<string> {
-  const found = findExecutable("nats-server");
-  if (found) return found;
-  if (!isRoot() || !findExecutable("apt-get")) {
-    throw new Error(
-      "nats-server is not on PATH. Install it (Debian/Ubuntu: `sudo apt-get install -y nats-server`) " +
-        "or put a nats-server 2.9+ binary on PATH.",
-    );
-  }
-  log("nats-server is missing; installing it with apt-get");
-  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
-  const install = () => run("apt-get", ["install", "-y", "nats-server"], { env });
-  await install().catch(async () => {
-    // A fresh machine may have no package lists yet.
-    await run("apt-get", ["update"], { env });
-    await install();
-  });
-  const installed = findExecutable("nats-server");
-  if (!installed) throw new Error("apt-get installed nats-server, but it is not on PATH");
-  return installed;
-}
+export const ensureNatsServerInstalled = (log: Log = silent): Promise<string> =>
+  ensureDebianProgram(
+    { program: "nats-server", debianPackage: "nats-server", alternative: "put a nats-server 2.9+ binary on PATH" },
+    log,
+  );
