@@ -8,10 +8,10 @@ import { median, startBenchMesh } from "../../test/bench/bench-infrastructure.ts
 import { entities } from "../src/credentials/entities.ts";
 import { aliasStage } from "../src/edge/alias-stage.ts";
 import { aliasTable, sunset } from "../src/edge/aliases.ts";
-import { RateLimiter } from "../src/edge/rate-limiter.ts";
 import { rateLimitStage } from "../src/edge/rate-limit-stage.ts";
+import { RateLimiter } from "../src/edge/rate-limiter.ts";
 import { parseStage } from "../src/http/parse.ts";
-import { handleStage, validateStage, type Stage } from "../src/http/pipeline.ts";
+import { handleStage, type Stage, validateStage } from "../src/http/pipeline.ts";
 import { startPublicServer } from "../src/http/public-server.ts";
 import { migrations } from "../src/migrations/index.ts";
 import { KeySetCache } from "../src/operations/jwks.ts";
@@ -49,11 +49,26 @@ try {
   const limiter = new RateLimiter({ pool, leaseTtlMs: 60_000, logger });
   const services = { signing, keySet: new KeySetCache({ signing, logger }) } as unknown as GatewayServices;
   const edge: Stage[] = [
-    rateLimitStage({ limiter, upgradeUrl: "http://127.0.0.1/upgrade", anonymousPerMinute: 1_000_000_000, trustedProxyHops: 0, logger }),
+    rateLimitStage({
+      limiter,
+      upgradeUrl: "http://127.0.0.1/upgrade",
+      anonymousPerMinute: 1_000_000_000,
+      trustedProxyHops: 0,
+      logger,
+    }),
     aliasStage({ table: aliasTable, sunset, link: "http://127.0.0.1/v1/openapi.json" }),
   ];
   const start = (stages: Stage[]) =>
-    startPublicServer({ host: "127.0.0.1", port: 0, routes: [verifyTokenRoute], stages, services, clock: systemClock, logger, ready: async () => {} });
+    startPublicServer({
+      host: "127.0.0.1",
+      port: 0,
+      routes: [verifyTokenRoute],
+      stages,
+      services,
+      clock: systemClock,
+      logger,
+      ready: async () => {},
+    });
   const without = await start([parseStage, validateStage, handleStage]);
   const withEdge = await start([parseStage, ...edge, validateStage, handleStage]);
 
@@ -63,7 +78,12 @@ try {
     while (tokens.length < count) {
       const batch = await Promise.all(
         Array.from({ length: 200 }, () =>
-          signing.signAttestation({ requestId: `req_${(sequence++).toString(16).padStart(32, "0")}`, verified: true, organizationId: "bench-org", verifiedAt: timestampFromDate(new Date()) }),
+          signing.signAttestation({
+            requestId: `req_${(sequence++).toString(16).padStart(32, "0")}`,
+            verified: true,
+            organizationId: "bench-org",
+            verifiedAt: timestampFromDate(new Date()),
+          }),
         ),
       );
       tokens.push(...batch.map((r) => r.token));
@@ -128,7 +148,8 @@ try {
     const pids = costedProcesses();
     const cpuBefore = cpuMicros(pids);
     const report = await ask({ kind: "run", origin, inFlight, durationMs });
-    if (report.kind !== "ran") throw new Error(`load generator: ${report.kind === "failed" ? report.message : report.kind}`);
+    if (report.kind !== "ran")
+      throw new Error(`load generator: ${report.kind === "failed" ? report.message : report.kind}`);
     return { ops: report.ops, cpuPerRequest: (cpuMicros(pids) - cpuBefore) / report.used };
   };
 
@@ -137,9 +158,15 @@ try {
   await run(withEdge.url, levels[0]!, 1000, await mint(6000));
   const measured: Level[] = [];
   for (const inFlight of levels) {
-    const arms = { on: { ops: [] as number[], cpu: [] as number[] }, off: { ops: [] as number[], cpu: [] as number[] } };
+    const arms = {
+      on: { ops: [] as number[], cpu: [] as number[] },
+      off: { ops: [] as number[], cpu: [] as number[] },
+    };
     for (let round = 0; round < rounds; round++) {
-      for (const [arm, origin] of [["off", without.url], ["on", withEdge.url]] as const) {
+      for (const [arm, origin] of [
+        ["off", without.url],
+        ["on", withEdge.url],
+      ] as const) {
         const { ops, cpuPerRequest } = await run(origin, inFlight, roundMs, await mint(tokensPerRound));
         arms[arm].ops.push(ops);
         arms[arm].cpu.push(cpuPerRequest);
@@ -148,9 +175,19 @@ try {
     const summary = (arm: { ops: number[]; cpu: number[] }): ArmSummary => {
       const ops = median(arm.ops);
       const cpu = median(arm.cpu);
-      return { ops: Math.round(ops), cpu_us_per_request: Math.round(cpu), cores_used: round2((ops * cpu) / 1e6), rounds: arm.ops.map(Math.round) };
+      return {
+        ops: Math.round(ops),
+        cpu_us_per_request: Math.round(cpu),
+        cores_used: round2((ops * cpu) / 1e6),
+        rounds: arm.ops.map(Math.round),
+      };
     };
-    measured.push({ in_flight: inFlight, ratio: round2(median(arms.on.ops) / median(arms.off.ops)), with_edge: summary(arms.on), without_edge: summary(arms.off) });
+    measured.push({
+      in_flight: inFlight,
+      ratio: round2(median(arms.on.ops) / median(arms.off.ops)),
+      with_edge: summary(arms.on),
+      without_edge: summary(arms.off),
+    });
   }
   await load.terminate();
   const peakOf = (arm: "with_edge" | "without_edge") => measured.reduce((a, b) => (b[arm].ops > a[arm].ops ? b : a));
@@ -168,7 +205,16 @@ try {
   const offLatency = await latency(without.url, await mint(400));
   const onLatency = await latency(withEdge.url, await mint(400));
   const takes: number[] = [];
-  const plan = { tier: { scope: "ip", buckets: [{ name: "per_minute" as const, limit: 1_000_000_000, windowSeconds: 60, perClientIp: true }], developmentError: false, reportsByDefault: false }, subject: "ip:bench", clientIp: "bench" };
+  const plan = {
+    tier: {
+      scope: "ip",
+      buckets: [{ name: "per_minute" as const, limit: 1_000_000_000, windowSeconds: 60, perClientIp: true }],
+      developmentError: false,
+      reportsByDefault: false,
+    },
+    subject: "ip:bench",
+    clientIp: "bench",
+  };
   for (let i = 0; i < 400; i++) {
     const started = performance.now();
     await limiter.take(plan, new Date());
@@ -191,7 +237,11 @@ try {
       ratio_at_16_in_flight: measured[0]!.ratio,
       levels: measured,
       route: "POST /v1/sdk/verify-token",
-      latency_ms_p50: { with_edge: round2(onLatency), without_edge: round2(offLatency), added: round2(onLatency - offLatency) },
+      latency_ms_p50: {
+        with_edge: round2(onLatency),
+        without_edge: round2(offLatency),
+        added: round2(onLatency - offLatency),
+      },
       limiter_take_ms_p50: round2(median(takes)),
     }),
   );

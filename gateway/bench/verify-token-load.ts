@@ -10,8 +10,13 @@ import { postVerifyToken } from "./verify-token-post.ts";
  * verify-token with `inFlight` requests under way until `durationMs` passes, and every answer must be
  * a valid token.
  */
-export type LoadOrder = { kind: "load"; tokens: string[] } | { kind: "run"; origin: string; inFlight: number; durationMs: number };
-export type LoadReport = { kind: "loaded" } | { kind: "ran"; ops: number; used: number } | { kind: "failed"; message: string };
+export type LoadOrder =
+  | { kind: "load"; tokens: string[] }
+  | { kind: "run"; origin: string; inFlight: number; durationMs: number };
+export type LoadReport =
+  | { kind: "loaded" }
+  | { kind: "ran"; ops: number; used: number }
+  | { kind: "failed"; message: string };
 
 let tokens: string[] = [];
 

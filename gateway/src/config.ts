@@ -1,4 +1,4 @@
-import { commonSettings, ConfigError, loadConfig, parse, testClockRefusal, type Logger } from "@svc/platform";
+import { ConfigError, commonSettings, type Logger, loadConfig, parse, testClockRefusal } from "@svc/platform";
 
 const wholeNumber =
   (max: number) =>
@@ -12,26 +12,56 @@ export const settings = {
   ...commonSettings,
   host: { parse: parse.string, default: "127.0.0.1", description: "address the public API listens on" },
   port: { parse: parse.port, default: 8080, description: "port of the public API ({base_url} is /v1 on it)" },
-  consoleHost: { parse: parse.string, default: "127.0.0.1", description: "address of the internal console service; never expose it" },
-  consolePort: { parse: parse.port, default: 9090, description: "port of the internal console service (svcctl talks to it)" },
+  consoleHost: {
+    parse: parse.string,
+    default: "127.0.0.1",
+    description: "address of the internal console service; never expose it",
+  },
+  consolePort: {
+    parse: parse.port,
+    default: 9090,
+    description: "port of the internal console service (svcctl talks to it)",
+  },
   signingUrl: { parse: parse.url, default: "http://127.0.0.1:9091", description: "base URL of the signing service" },
   gateUrl: { parse: parse.url, default: "http://127.0.0.1:9092", description: "base URL of the gate service" },
   accountUrl: { parse: parse.url, default: "http://127.0.0.1:9093", description: "base URL of the account service" },
-  agentlinkUrl: { parse: parse.url, default: "http://127.0.0.1:9094", description: "base URL of the agentlink service" },
-  webhookDispatchUrl: { parse: parse.url, default: "http://127.0.0.1:9095", description: "base URL of the webhook-dispatch service" },
-  publicOrigin: { parse: parse.url, default: "http://127.0.0.1:8080", description: "the gateway's public origin ({api_origin}), used in links and documents" },
+  agentlinkUrl: {
+    parse: parse.url,
+    default: "http://127.0.0.1:9094",
+    description: "base URL of the agentlink service",
+  },
+  webhookDispatchUrl: {
+    parse: parse.url,
+    default: "http://127.0.0.1:9095",
+    description: "base URL of the webhook-dispatch service",
+  },
+  publicOrigin: {
+    parse: parse.url,
+    default: "http://127.0.0.1:8080",
+    description: "the gateway's public origin ({api_origin}), used in links and documents",
+  },
   rateLimitAnonymousPerMinute: {
     parse: wholeNumber(1_000_000_000),
     default: 600,
-    description: "requests per minute and client IP of operations without a credential (verify-token); 0 leaves them uncounted",
+    description:
+      "requests per minute and client IP of operations without a credential (verify-token); 0 leaves them uncounted",
   },
   trustedProxyHops: {
     parse: wholeNumber(10),
     default: 0,
-    description: "reverse proxies in front of the gateway whose X-Forwarded-For entries name the client (per-IP limits)",
+    description:
+      "reverse proxies in front of the gateway whose X-Forwarded-For entries name the client (per-IP limits)",
   },
-  inFlightLease: { parse: parse.duration, default: 60_000, description: "how long an in_flight slot of a replica that died stays taken" },
-  upgradeUrl: { parse: parse.url, default: "", description: "upgrade_url of a development key's rate-limit refusal (default: {api_origin}/upgrade)" },
+  inFlightLease: {
+    parse: parse.duration,
+    default: 60_000,
+    description: "how long an in_flight slot of a replica that died stays taken",
+  },
+  upgradeUrl: {
+    parse: parse.url,
+    default: "",
+    description: "upgrade_url of a development key's rate-limit refusal (default: {api_origin}/upgrade)",
+  },
   keyPepper: {
     parse: parse.base64Key32,
     // Development only: keys issued with it are worthless anywhere else. Production must set its own.
@@ -48,7 +78,10 @@ export function loadGatewayConfig(env: NodeJS.ProcessEnv, logger: Logger) {
   const pepperGiven = Boolean(env.GATEWAY_KEY_PEPPER);
   if (config.deployment === "production") {
     const clockRefusal = testClockRefusal(config.deployment, env);
-    const problems = [...(pepperGiven ? [] : ["GATEWAY_KEY_PEPPER is required in production"]), ...(clockRefusal ? [clockRefusal] : [])];
+    const problems = [
+      ...(pepperGiven ? [] : ["GATEWAY_KEY_PEPPER is required in production"]),
+      ...(clockRefusal ? [clockRefusal] : []),
+    ];
     if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  ${problems.join("\n  ")}`);
   } else if (!pepperGiven) {
     logger.warn("GATEWAY_KEY_PEPPER is not set: using the built-in development pepper");

@@ -1,40 +1,40 @@
 import {
+  type Clock,
   clockFromEnvironment,
   createInternalClient,
   createLogger,
   databaseReachable,
+  type Logger,
   openDatabase,
   openStatementPool,
   runAsMain,
   serveConnect,
-  type Clock,
-  type Logger,
 } from "@svc/platform";
-import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
-import { GateService } from "@svc/proto/gate/v1/gate_pb.js";
 import { AccountService } from "@svc/proto/account/v1/account_pb.js";
+import { GateService } from "@svc/proto/gate/v1/gate_pb.js";
+import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
+import { webFlowPages } from "./app/web-flow.ts";
 import { loadGatewayConfig } from "./config.ts";
 import { consoleForwarding } from "./console/forwarding.ts";
 import { consoleRoutes } from "./console/routes.ts";
 import { apiKeyResolvers, authenticateStage } from "./credentials/authenticate.ts";
 import { CredentialDirectory } from "./credentials/directory.ts";
+import { entities } from "./credentials/entities.ts";
 import { grantTokenResolver } from "./credentials/grant-token.ts";
 import { loadOidcConfig, userSessionResolver } from "./credentials/user-session.ts";
 import { DevIdentityProvider } from "./dev-idp/dev-identity-provider.ts";
-import { webFlowPages } from "./app/web-flow.ts";
-import { entities } from "./credentials/entities.ts";
 import { aliasStage } from "./edge/alias-stage.ts";
 import { aliasTable, sunset } from "./edge/aliases.ts";
 import { KeyLimits } from "./edge/key-limits.ts";
 import { openApiDocument, openApiPath } from "./edge/openapi.ts";
-import { RateLimiter } from "./edge/rate-limiter.ts";
 import { rateLimitStage } from "./edge/rate-limit-stage.ts";
+import { RateLimiter } from "./edge/rate-limiter.ts";
 import { parseStage } from "./http/parse.ts";
-import { handleStage, validateStage, type Stage } from "./http/pipeline.ts";
+import { handleStage, type Stage, validateStage } from "./http/pipeline.ts";
 import { basePath, startPublicServer } from "./http/public-server.ts";
 import { migrations } from "./migrations/index.ts";
-import { KeySetCache } from "./operations/jwks.ts";
 import { routes } from "./operations/index.ts";
+import { KeySetCache } from "./operations/jwks.ts";
 import type { GatewayServices } from "./services.ts";
 
 export interface RunningGateway {
@@ -55,7 +55,9 @@ async function reachable(baseUrl: string, name: string): Promise<void> {
   if (!response.ok) throw new Error(`${name} unhealthy: HTTP ${response.status}`);
 }
 
-export async function startGateway(options: { env?: NodeJS.ProcessEnv; clock?: Clock; logger?: Logger } = {}): Promise<RunningGateway> {
+export async function startGateway(
+  options: { env?: NodeJS.ProcessEnv; clock?: Clock; logger?: Logger } = {},
+): Promise<RunningGateway> {
   const env = options.env ?? process.env;
   const logger = options.logger ?? createLogger("gateway");
   const config = loadGatewayConfig(env, logger);
@@ -74,7 +76,10 @@ export async function startGateway(options: { env?: NodeJS.ProcessEnv; clock?: C
     publicOrigin: config.publicOrigin,
   };
   // The development identity provider signs sandbox humans in; production never runs it.
-  const devIdp = config.deployment === "production" ? undefined : await DevIdentityProvider.open({ orm, clock, publicOrigin: config.publicOrigin });
+  const devIdp =
+    config.deployment === "production"
+      ? undefined
+      : await DevIdentityProvider.open({ orm, clock, publicOrigin: config.publicOrigin });
   const userSessions = userSessionResolver({ oidc: loadOidcConfig(env), devIdp, account, clock });
   const ready = async () => {
     await databaseReachable(orm);
@@ -107,7 +112,18 @@ export async function startGateway(options: { env?: NodeJS.ProcessEnv; clock?: C
 
   let publicServer: Awaited<ReturnType<typeof startPublicServer>> | undefined;
   try {
-    publicServer = await startPublicServer({ host: config.host, port: config.port, routes, stages, services, clock, logger, ready, openApi, pages: webFlowPages({ devIdp }) });
+    publicServer = await startPublicServer({
+      host: config.host,
+      port: config.port,
+      routes,
+      stages,
+      services,
+      clock,
+      logger,
+      ready,
+      openApi,
+      pages: webFlowPages({ devIdp }),
+    });
     const consoleServer = await serveConnect({
       name: "gateway-console",
       host: config.consoleHost,

@@ -1,7 +1,7 @@
 import type { Client } from "@connectrpc/connect";
-import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
-import type { GateService } from "@svc/proto/gate/v1/gate_pb.js";
 import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
+import type { GateService } from "@svc/proto/gate/v1/gate_pb.js";
+import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import type { KeySetCache } from "./operations/jwks.ts";
 
 /** What operation handlers reach beyond the request: the business services' clients and shared caches. */

@@ -1,7 +1,12 @@
 import { ManualClock } from "@svc/platform";
 import { CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { describe, expect, test } from "vitest";
-import { apiKeyResolvers, authenticate, bearerCredential, type CredentialResolver } from "../src/credentials/authenticate.ts";
+import {
+  apiKeyResolvers,
+  authenticate,
+  bearerCredential,
+  type CredentialResolver,
+} from "../src/credentials/authenticate.ts";
 import type { ApiKey } from "../src/credentials/entities.ts";
 import type { AuthPolicy } from "../src/http/route.ts";
 
@@ -33,15 +38,24 @@ const keys = new Map<string, ApiKey>([
   [`svc_dev_expired${random.slice(7)}`, keyRow({ expiresAt: new Date(clock.now().getTime() + 1000) })],
   [
     `pk_test_${random}`,
-    keyRow({ id: "5d0c3c1e-0000-4000-8000-000000000003", type: "site", allowedOrigins: ["https://shop.example"], allowedGates: [] }),
+    keyRow({
+      id: "5d0c3c1e-0000-4000-8000-000000000003",
+      type: "site",
+      allowedOrigins: ["https://shop.example"],
+      allowedGates: [],
+    }),
   ],
-  [`pk_test_revoked${random.slice(7)}`, keyRow({ type: "site", allowedOrigins: ["https://shop.example"], revokedAt: clock.now() })],
+  [
+    `pk_test_revoked${random.slice(7)}`,
+    keyRow({ type: "site", allowedOrigins: ["https://shop.example"], revokedAt: clock.now() }),
+  ],
 ]);
 const directory = { findKey: async (credential: string) => keys.get(credential) };
 const resolvers = apiKeyResolvers(directory, clock);
 
 const secretOrSite: AuthPolicy = { accepts: ["secret_key", "site_key"] };
-const check = (authorization: string | undefined, policy: AuthPolicy = secretOrSite, origin?: string) => authenticate(resolvers, policy, { authorization, origin });
+const check = (authorization: string | undefined, policy: AuthPolicy = secretOrSite, origin?: string) =>
+  authenticate(resolvers, policy, { authorization, origin });
 
 describe("bearer credential", () => {
   test.each([
@@ -52,9 +66,12 @@ describe("bearer credential", () => {
     expect(bearerCredential(header)).toBe(credential);
   });
 
-  test.each([undefined, "", "abc", "svc_dev_x", "Basic abc", "Bearer", "Bearer ", "Bearerabc", "Bearer a b"])("%j carries none", (header) => {
-    expect(bearerCredential(header)).toBeUndefined();
-  });
+  test.each([undefined, "", "abc", "svc_dev_x", "Basic abc", "Bearer", "Bearer ", "Bearerabc", "Bearer a b"])(
+    "%j carries none",
+    (header) => {
+      expect(bearerCredential(header)).toBeUndefined();
+    },
+  );
 });
 
 describe("authenticate", () => {
@@ -92,35 +109,56 @@ describe("authenticate", () => {
     ["a revoked site key", `pk_test_revoked${random.slice(7)}`, "revoked_site_key"],
     ["a form nobody issues", "abc.def", "unrecognized_credential"],
   ])("%s is refused", async (_label, credential, failure) => {
-    expect(await check(`Bearer ${credential}`, secretOrSite, "https://shop.example")).toMatchObject({ ok: false, failure });
+    expect(await check(`Bearer ${credential}`, secretOrSite, "https://shop.example")).toMatchObject({
+      ok: false,
+      failure,
+    });
   });
 
   test("a key stops working at its expiry", async () => {
     const at = new ManualClock(clock.now());
-    const expiring = authenticate(apiKeyResolvers(directory, at), secretOrSite, { authorization: `Bearer svc_dev_expired${random.slice(7)}`, origin: undefined });
+    const expiring = authenticate(apiKeyResolvers(directory, at), secretOrSite, {
+      authorization: `Bearer svc_dev_expired${random.slice(7)}`,
+      origin: undefined,
+    });
     expect((await expiring).ok).toBe(true);
     at.advance(1000);
-    const expired = await authenticate(apiKeyResolvers(directory, at), secretOrSite, { authorization: `Bearer svc_dev_expired${random.slice(7)}`, origin: undefined });
+    const expired = await authenticate(apiKeyResolvers(directory, at), secretOrSite, {
+      authorization: `Bearer svc_dev_expired${random.slice(7)}`,
+      origin: undefined,
+    });
     expect(expired).toMatchObject({ ok: false, failure: "expired_key", message: "the API key has expired" });
   });
 
   test("a site key needs an allowed Origin", async () => {
     const allowed = await check(`Bearer pk_test_${random}`, secretOrSite, "https://shop.example");
-    expect(allowed.ok && [allowed.credential.kind, allowed.credential.origin, allowed.credential.caller.credentialKind]).toEqual([
-      "site_key",
-      "https://shop.example",
-      CredentialKind.SITE_KEY,
-    ]);
+    expect(
+      allowed.ok && [allowed.credential.kind, allowed.credential.origin, allowed.credential.caller.credentialKind],
+    ).toEqual(["site_key", "https://shop.example", CredentialKind.SITE_KEY]);
     expect(await check(`Bearer pk_test_${random}`)).toMatchObject({ ok: false, failure: "origin_required" });
-    expect(await check(`Bearer pk_test_${random}`, secretOrSite, "https://evil.example")).toMatchObject({ ok: false, failure: "origin_not_allowed" });
-    expect(await check(`Bearer pk_test_${random}`, secretOrSite, "https://shop.example:8443")).toMatchObject({ ok: false, failure: "origin_not_allowed" });
+    expect(await check(`Bearer pk_test_${random}`, secretOrSite, "https://evil.example")).toMatchObject({
+      ok: false,
+      failure: "origin_not_allowed",
+    });
+    expect(await check(`Bearer pk_test_${random}`, secretOrSite, "https://shop.example:8443")).toMatchObject({
+      ok: false,
+      failure: "origin_not_allowed",
+    });
   });
 
   test("a kind the route does not take is refused before any lookup", async () => {
     let looked = false;
     const watching = apiKeyResolvers({ findKey: async () => ((looked = true), undefined) }, clock);
-    const result = await authenticate(watching, { accepts: ["secret_key"] }, { authorization: `Bearer pk_test_${random}`, origin: "https://shop.example" });
-    expect(result).toEqual({ ok: false, failure: "credential_not_accepted", message: "this operation takes a secret API key, not a site key" });
+    const result = await authenticate(
+      watching,
+      { accepts: ["secret_key"] },
+      { authorization: `Bearer pk_test_${random}`, origin: "https://shop.example" },
+    );
+    expect(result).toEqual({
+      ok: false,
+      failure: "credential_not_accepted",
+      message: "this operation takes a secret API key, not a site key",
+    });
     expect(looked).toBe(false);
   });
 
@@ -130,9 +168,17 @@ describe("authenticate", () => {
       recognizes: (c) => c.startsWith("svcs_"),
       resolve: async () => ({ ok: false, failure: "invalid_key", message: "grant token invalid, expired or used" }),
     };
-    const result = await authenticate([...resolvers, grants], { accepts: ["grant_token"] }, { authorization: `Bearer svcs_${random}`, origin: undefined });
+    const result = await authenticate(
+      [...resolvers, grants],
+      { accepts: ["grant_token"] },
+      { authorization: `Bearer svcs_${random}`, origin: undefined },
+    );
     expect(result).toMatchObject({ ok: false, message: "grant token invalid, expired or used" });
-    const refused = await authenticate([...resolvers, grants], { accepts: ["grant_token"] }, { authorization: `Bearer svc_dev_${random}`, origin: undefined });
+    const refused = await authenticate(
+      [...resolvers, grants],
+      { accepts: ["grant_token"] },
+      { authorization: `Bearer svc_dev_${random}`, origin: undefined },
+    );
     expect(refused).toMatchObject({ ok: false, failure: "credential_not_accepted" });
   });
 });

@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { type RunningService, serveConnect } from "@svc/platform";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { serveConnect, type RunningService } from "@svc/platform";
 import { consoleForwarding } from "../src/console/forwarding.ts";
 import { memoryLogger } from "./memory-logger.ts";
 
@@ -28,7 +28,10 @@ describe("console forwarding", () => {
       port: 0,
       logger: memoryLogger(),
       routes: () => {},
-      fallback: consoleForwarding({ "svc.webhook.v1": upstreamUrl, "svc.gate.v1": "http://127.0.0.1:1" }, memoryLogger()),
+      fallback: consoleForwarding(
+        { "svc.webhook.v1": upstreamUrl, "svc.gate.v1": "http://127.0.0.1:1" },
+        memoryLogger(),
+      ),
       ready: async () => {},
       onStop: async () => {},
     });
@@ -39,10 +42,17 @@ describe("console forwarding", () => {
   });
 
   const call = (path: string, body: unknown) =>
-    fetch(`${console_.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    fetch(`${console_.url}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
 
   test("a call to another service's console service reaches that service unchanged", async () => {
-    const response = await call("/svc.webhook.v1.WebhookConsoleService/AddEndpoint", { organizationId: "org_1", url: "https://example.com/hook" });
+    const response = await call("/svc.webhook.v1.WebhookConsoleService/AddEndpoint", {
+      organizationId: "org_1",
+      url: "https://example.com/hook",
+    });
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ endpointId: "ep_1" });
     expect(received.at(-1)).toEqual({

@@ -4,7 +4,7 @@ import { CallerSchema } from "@svc/proto/common/v1/caller_pb.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { authenticateStage, type CredentialResolver } from "../src/credentials/authenticate.ts";
 import { handleStage, type Stage } from "../src/http/pipeline.ts";
-import { startPublicServer, type RunningServer } from "../src/http/public-server.ts";
+import { type RunningServer, startPublicServer } from "../src/http/public-server.ts";
 import { defineRoute, ok } from "../src/http/route.ts";
 import type { GatewayServices } from "../src/services.ts";
 import { memoryLogger } from "./memory-logger.ts";
@@ -45,9 +45,15 @@ const keys: CredentialResolver[] = [
     kind: "site_key",
     recognizes: (c) => c.startsWith("pk_test_"),
     resolve: async (_credential, { origin }) =>
-      origin === shop ? { ok: true, credential: { kind: "site_key", allowedGates: [], caller, origin } } : { ok: false, failure: "origin_not_allowed", message: `origin ${origin} is not allowed for this site key` },
+      origin === shop
+        ? { ok: true, credential: { kind: "site_key", allowedGates: [], caller, origin } }
+        : { ok: false, failure: "origin_not_allowed", message: `origin ${origin} is not allowed for this site key` },
   },
-  { kind: "secret_key", recognizes: (c) => c.startsWith("svc_dev_"), resolve: async () => ({ ok: true, credential: { kind: "secret_key", allowedGates: [], caller } }) },
+  {
+    kind: "secret_key",
+    recognizes: (c) => c.startsWith("svc_dev_"),
+    resolve: async () => ({ ok: true, credential: { kind: "secret_key", allowedGates: [], caller } }),
+  },
 ];
 
 const stagesRun: string[] = [];
@@ -62,7 +68,12 @@ const record: Stage = {
 const limiter: Stage = {
   name: "rate limit",
   async run(ctx, next) {
-    if (ctx.headers["x-test-blocked"]) return { kind: "http", status: 403, body: { errors: [{ message: "rate limit exceeded", code: "RATE_LIMITED" }] } };
+    if (ctx.headers["x-test-blocked"])
+      return {
+        kind: "http",
+        status: 403,
+        body: { errors: [{ message: "rate limit exceeded", code: "RATE_LIMITED" }] },
+      };
     return next();
   },
 };
@@ -91,11 +102,20 @@ beforeAll(async () => {
 });
 afterAll(() => server?.stop());
 
-const call = (path: string, init: { method?: string; headers?: Record<string, string> }) => fetch(`${server.url}/v1${path}`, { method: init.method ?? "POST", headers: init.headers });
+const call = (path: string, init: { method?: string; headers?: Record<string, string> }) =>
+  fetch(`${server.url}/v1${path}`, { method: init.method ?? "POST", headers: init.headers });
 /** The CORS headers of an answer, by lower-case name. */
 const corsHeaders = (response: Response) =>
   Object.fromEntries(
-    ["access-control-allow-origin", "access-control-allow-methods", "access-control-allow-headers", "access-control-max-age", "access-control-expose-headers", "access-control-allow-credentials", "vary"].flatMap((name) => {
+    [
+      "access-control-allow-origin",
+      "access-control-allow-methods",
+      "access-control-allow-headers",
+      "access-control-max-age",
+      "access-control-expose-headers",
+      "access-control-allow-credentials",
+      "vary",
+    ].flatMap((name) => {
       const value = response.headers.get(name);
       return value === null ? [] : [[name, value]];
     }),
@@ -104,7 +124,10 @@ const corsHeaders = (response: Response) =>
 describe("a preflight", () => {
   test("is answered before any stage, without a service, and is not logged as a request", async () => {
     const [stages, touched, logged] = [stagesRun.length, servicesTouched.length, logger.entries.length];
-    const answer = await call("/test/session", { method: "OPTIONS", headers: { origin: "https://anyone.example", "access-control-request-method": "POST" } });
+    const answer = await call("/test/session", {
+      method: "OPTIONS",
+      headers: { origin: "https://anyone.example", "access-control-request-method": "POST" },
+    });
     expect(answer.status).toBe(204);
     expect(corsHeaders(answer)).toEqual({
       "access-control-allow-origin": "https://anyone.example",
@@ -125,7 +148,10 @@ describe("a preflight", () => {
   });
 
   test("of an operation that takes no site key is a 405 that allows no browser", async () => {
-    const answer = await call("/test/server-only", { method: "OPTIONS", headers: { origin: shop, "access-control-request-method": "POST" } });
+    const answer = await call("/test/server-only", {
+      method: "OPTIONS",
+      headers: { origin: shop, "access-control-request-method": "POST" },
+    });
     expect(answer.status).toBe(405);
     expect(answer.headers.get("allow")).toBe("POST");
     expect(corsHeaders(answer)).toEqual({});
@@ -134,13 +160,19 @@ describe("a preflight", () => {
 });
 
 describe("an actual answer", () => {
-  const expected = { "access-control-allow-origin": shop, "access-control-expose-headers": "RateLimit, RateLimit-Policy, Deprecation, Sunset, Link", vary: "Origin" };
+  const expected = {
+    "access-control-allow-origin": shop,
+    "access-control-expose-headers": "RateLimit, RateLimit-Policy, Deprecation, Sunset, Link",
+    vary: "Origin",
+  };
 
   test("names the origin a site key authenticated from, also when the rate limiter answers", async () => {
     const answered = await call("/test/session", { headers: { authorization: "Bearer pk_test_good", origin: shop } });
     expect(corsHeaders(answered)).toEqual(expected);
     expect((await answered.json()).data.data).toEqual({ done: true });
-    const blocked = await call("/test/session", { headers: { authorization: "Bearer pk_test_good", origin: shop, "x-test-blocked": "1" } });
+    const blocked = await call("/test/session", {
+      headers: { authorization: "Bearer pk_test_good", origin: shop, "x-test-blocked": "1" },
+    });
     expect(blocked.status).toBe(403);
     expect(corsHeaders(blocked)).toEqual(expected);
     await blocked.body?.cancel();

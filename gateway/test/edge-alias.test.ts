@@ -1,16 +1,16 @@
 import { ManualClock } from "@svc/platform";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import * as gateServiceStatus from "../../services/gate/src/gates/gate-status.ts";
 import { aliasRequest, aliasResult, aliasStage, renameIssues } from "../src/edge/alias-stage.ts";
-import { aliasTable, gateStatusRenames, sunset, type AliasRow } from "../src/edge/aliases.ts";
+import { type AliasRow, aliasTable, gateStatusRenames, sunset } from "../src/edge/aliases.ts";
 import { parseStage } from "../src/http/parse.ts";
 import { handleStage, validateStage } from "../src/http/pipeline.ts";
-import { startPublicServer, type RunningServer } from "../src/http/public-server.ts";
+import { type RunningServer, startPublicServer } from "../src/http/public-server.ts";
 import { defineRoute, ok } from "../src/http/route.ts";
-import { routes as productionRoutes } from "../src/operations/index.ts";
 import type { ObjectSchema } from "../src/http/schema.ts";
+import { routes as productionRoutes } from "../src/operations/index.ts";
 import type { GatewayServices } from "../src/services.ts";
 import { memoryLogger } from "./memory-logger.ts";
-import * as gateServiceStatus from "../../services/gate/src/gates/gate-status.ts";
 
 /**
  * The rename window, row by row, before and after the sunset (read from the clock), over real HTTP
@@ -33,7 +33,11 @@ const routes = [
     path: "/sdk/create-verification-link",
     summary: "echo",
     auth: { accepts: [] },
-    input: { type: "object", properties: { gate: gateSchema, notarize: { type: "boolean" }, mode: { type: "string" } }, required: ["gate"] },
+    input: {
+      type: "object",
+      properties: { gate: gateSchema, notarize: { type: "boolean" }, mode: { type: "string" } },
+      required: ["gate"],
+    },
     envelope: "nested",
     handle: async (input) => {
       received = input;
@@ -46,7 +50,11 @@ const routes = [
     path: "/sdk/revoke-verification",
     summary: "echo",
     auth: { accepts: [] },
-    input: { type: "object", properties: { gate: gateSchema, partner_user_id: { type: "string" } }, required: ["gate"] },
+    input: {
+      type: "object",
+      properties: { gate: gateSchema, partner_user_id: { type: "string" } },
+      required: ["gate"],
+    },
     envelope: "nested",
     handle: async (input) => {
       received = input;
@@ -72,7 +80,10 @@ const routes = [
     path: "/test/gates",
     summary: "a gate status filter",
     auth: { accepts: [] },
-    input: { type: "object", properties: { status: { type: "array", items: { type: "string", enum: ["draft", "active", "archived"] } } } },
+    input: {
+      type: "object",
+      properties: { status: { type: "array", items: { type: "string", enum: ["draft", "active", "archived"] } } },
+    },
     envelope: "flat",
     handle: async (input) => {
       received = input;
@@ -81,7 +92,10 @@ const routes = [
   }),
 ];
 
-const testTable: readonly AliasRow[] = [...aliasTable, { operationId: "listGates", in: "query", old: "status", new: "status", values: gateStatusRenames }];
+const testTable: readonly AliasRow[] = [
+  ...aliasTable,
+  { operationId: "listGates", in: "query", old: "status", new: "status", values: gateStatusRenames },
+];
 
 let server: RunningServer;
 beforeAll(async () => {
@@ -99,7 +113,11 @@ beforeAll(async () => {
 afterAll(() => server?.stop());
 
 const post = async (path: string, body: unknown) => {
-  const response = await fetch(`${server.url}/v1${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const response = await fetch(`${server.url}/v1${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
   return { status: response.status, headers: response.headers, body: await response.json() };
 };
 const get = async (pathAndQuery: string) => {
@@ -115,10 +133,15 @@ describe("the alias table", () => {
       const route = productionRoutes.find((r) => r.operationId === row.operationId);
       expect(route, `${row.operationId} is a production route`).toBeDefined();
       if (row.in === "result") {
-        expect(Object.keys((route!.output as ObjectSchema | undefined)?.properties ?? {}), `${row.operationId} result declares ${row.new}`).toContain(row.new);
+        expect(
+          Object.keys((route!.output as ObjectSchema | undefined)?.properties ?? {}),
+          `${row.operationId} result declares ${row.new}`,
+        ).toContain(row.new);
       } else {
         expect(route!.method).toBe(row.in === "query" ? "GET" : "POST");
-        expect(Object.keys(route!.input.properties ?? {}), `${row.operationId} input declares ${row.new}`).toContain(row.new);
+        expect(Object.keys(route!.input.properties ?? {}), `${row.operationId} input declares ${row.new}`).toContain(
+          row.new,
+        );
         if (row.old !== row.new) expect(Object.keys(route!.input.properties ?? {})).not.toContain(row.old);
       }
     }
@@ -132,7 +155,13 @@ describe("the alias table", () => {
       denied: "archived",
       cancelled: "archived",
     });
-    expect(aliasResult([{ operationId: "x", in: "result", old: "status_legacy", new: "status", values: gateStatusRenames }], { status: "archived" }, false)).toEqual({
+    expect(
+      aliasResult(
+        [{ operationId: "x", in: "result", old: "status_legacy", new: "status", values: gateStatusRenames }],
+        { status: "archived" },
+        false,
+      ),
+    ).toEqual({
       status: "archived",
       status_legacy: "denied",
     });
@@ -143,8 +172,14 @@ describe("the alias table", () => {
     expect(gateServiceStatus.gateStatusRenames).toEqual(gateStatusRenames);
     expect(gateServiceStatus.renameSunset).toEqual(sunset);
     for (const status of gateServiceStatus.gateStatuses) {
-      const shown = aliasResult([{ operationId: "x", in: "result", old: "status_legacy", new: "status", values: gateStatusRenames }], { status }, false);
-      expect(gateServiceStatus.legacyGateStatusAt(status, new Date(duringWindow))).toBe((shown as { status_legacy: string }).status_legacy);
+      const shown = aliasResult(
+        [{ operationId: "x", in: "result", old: "status_legacy", new: "status", values: gateStatusRenames }],
+        { status },
+        false,
+      );
+      expect(gateServiceStatus.legacyGateStatusAt(status, new Date(duringWindow))).toBe(
+        (shown as { status_legacy: string }).status_legacy,
+      );
       expect(gateServiceStatus.legacyGateStatusAt(status, new Date(afterSunset))).toBeUndefined();
     }
   });
@@ -186,14 +221,19 @@ describe("during the window", () => {
   test("revokeVerification: scope → gate in the body", async () => {
     const answer = await post("/sdk/revoke-verification", { scope: "checkout", partner_user_id: "u1" });
     expect(received).toEqual({ gate: "checkout", partner_user_id: "u1" });
-    expect(answer.body).toEqual({ data: { data: { success: true, revoked_count: 0, message: "nothing pending" } }, _deprecation: deprecation([{ old: "scope", new: "gate" }]) });
+    expect(answer.body).toEqual({
+      data: { data: { success: true, revoked_count: 0, message: "nothing pending" } },
+      _deprecation: deprecation([{ old: "scope", new: "gate" }]),
+    });
   });
 
   test("getPartnerConfig: scope → gate in the query; the result carries scope and status_legacy", async () => {
     const answer = await get("/sdk/partner-config?scope=drafty");
     expect(received).toEqual({ gate: "drafty" });
     expect(answer.body).toEqual({
-      data: { data: { gate: "drafty", status: "draft", gate_type: "human", scope: "drafty", status_legacy: "pending" } },
+      data: {
+        data: { gate: "drafty", status: "draft", gate_type: "human", scope: "drafty", status_legacy: "pending" },
+      },
       _deprecation: deprecation([{ old: "scope", new: "gate" }]),
     });
     expect((await get("/sdk/partner-config?gate=live")).body).toEqual({
@@ -237,7 +277,13 @@ describe("from the sunset on", () => {
     const answer = await post("/sdk/create-verification-link", { scope: "checkout" });
     expect(answer.status).toBe(200);
     expect(answer.body).toEqual({
-      data: { error: { statusCode: 400, code: "alias_retired", message: "old names are no longer accepted since 2027-01-15: scope was renamed gate: send gate" } },
+      data: {
+        error: {
+          statusCode: 400,
+          code: "alias_retired",
+          message: "old names are no longer accepted since 2027-01-15: scope was renamed gate: send gate",
+        },
+      },
     });
     expect(answer.headers.get("deprecation")).toBeNull();
     expect((await post("/sdk/create-verification-link", { gate: "checkout", enroll: true })).body.data.error).toEqual({
@@ -256,7 +302,9 @@ describe("from the sunset on", () => {
     const answer = await post("/sdk/create-verification-link", { gate: "checkout" });
     expect(answer.body).toEqual({ data: { data: { request_id: "req_1", gate: "checkout" } } });
     expect(answer.headers.get("deprecation")).toBeNull();
-    expect((await get("/sdk/partner-config?gate=drafty")).body).toEqual({ data: { data: { gate: "drafty", status: "draft", gate_type: "human" } } });
+    expect((await get("/sdk/partner-config?gate=drafty")).body).toEqual({
+      data: { data: { gate: "drafty", status: "draft", gate_type: "human" } },
+    });
   });
 
   test("an old name sent beside its new one is ignored like any unknown field", async () => {
@@ -270,13 +318,20 @@ describe("pure rules", () => {
   const rows = aliasTable.filter((row) => row.operationId === "createVerificationLink" && row.in === "body");
 
   test("a request without old names is left alone", () => {
-    expect(aliasRequest(rows, { gate: "g", mode: "private" }, undefined)).toEqual({ input: { gate: "g", mode: "private" }, used: [], renamed: [] });
+    expect(aliasRequest(rows, { gate: "g", mode: "private" }, undefined)).toEqual({
+      input: { gate: "g", mode: "private" },
+      used: [],
+      renamed: [],
+    });
   });
 
   test("renameIssues maps nested paths of a renamed field too", () => {
-    expect(renameIssues([{ propertyPath: "notarize.x", invalidValue: 1, message: "notarize.x must be a string" }], [{ old: "enroll", new: "notarize" }])).toEqual([
-      { propertyPath: "enroll.x", invalidValue: 1, message: "enroll.x must be a string" },
-    ]);
+    expect(
+      renameIssues(
+        [{ propertyPath: "notarize.x", invalidValue: 1, message: "notarize.x must be a string" }],
+        [{ old: "enroll", new: "notarize" }],
+      ),
+    ).toEqual([{ propertyPath: "enroll.x", invalidValue: 1, message: "enroll.x must be a string" }]);
   });
 
   test("a result that is not an object passes unchanged", () => {

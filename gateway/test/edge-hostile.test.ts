@@ -1,7 +1,7 @@
 import { connect } from "node:net";
+import { ManualClock } from "@svc/platform";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { KeyType } from "@svc/proto/console/v1/console_pb.js";
-import { ManualClock } from "@svc/platform";
 import fc from "fast-check";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -25,9 +25,14 @@ beforeAll(async () => {
   database = new pg.Client({ connectionString: mesh.database.url });
   await database.connect();
   const { organizationId } = await mesh.console.createOrganization({ name: "Hostile" });
-  const created = await mesh.console.createKey({ organizationId, environment: Environment.DEVELOPMENT, type: KeyType.SECRET });
+  const created = await mesh.console.createKey({
+    organizationId,
+    environment: Environment.DEVELOPMENT,
+    type: KeyType.SECRET,
+  });
   developmentKey = created.key;
-  for (const bucket of ["per_minute", "hourly", "daily"]) await mesh.console.setKeyLimits({ keyId: created.keyId, bucket, limit: 1_000_000 });
+  for (const bucket of ["per_minute", "hourly", "daily"])
+    await mesh.console.setKeyLimits({ keyId: created.keyId, bucket, limit: 1_000_000 });
 });
 afterAll(async () => {
   await database?.end();
@@ -63,14 +68,26 @@ function send(request: Buffer): Promise<RawAnswer> {
   });
 }
 
-function httpRequest(method: string, target: string, headers: [string, string][], body: Buffer = Buffer.alloc(0)): Buffer {
-  const lines = [`${method} ${target} HTTP/1.1`, "Host: gateway.test", "Connection: close", ...headers.map(([name, value]) => `${name}: ${value}`)];
+function httpRequest(
+  method: string,
+  target: string,
+  headers: [string, string][],
+  body: Buffer = Buffer.alloc(0),
+): Buffer {
+  const lines = [
+    `${method} ${target} HTTP/1.1`,
+    "Host: gateway.test",
+    "Connection: close",
+    ...headers.map(([name, value]) => `${name}: ${value}`),
+  ];
   if (method === "POST") lines.push(`Content-Length: ${body.length}`);
   return Buffer.concat([Buffer.from(`${lines.join("\r\n")}\r\n\r\n`, "latin1"), body]);
 }
 
-const isObject = (value: unknown): value is Record<string, any> => typeof value === "object" && value !== null && !Array.isArray(value);
-const extrasOnly = (body: Record<string, unknown>, allowed: string[]) => Object.keys(body).every((key) => allowed.includes(key) || key.startsWith("_"));
+const isObject = (value: unknown): value is Record<string, any> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+const extrasOnly = (body: Record<string, unknown>, allowed: string[]) =>
+  Object.keys(body).every((key) => allowed.includes(key) || key.startsWith("_"));
 
 /** The spec's four shapes ("Errors"): an answer in the envelope, a 400, a 403 RATE_LIMITED. A 500 is a bug here. */
 function assertSpecShape(answer: RawAnswer, label: string): "answered" | "refused" | "invalid" | "limited" {
@@ -81,7 +98,9 @@ function assertSpecShape(answer: RawAnswer, label: string): "answered" | "refuse
     expect(isObject(json.data), label).toBe(true);
     expect(extrasOnly(json, ["data"]), label).toBe(true);
     if (json.data.error === undefined) return "answered";
-    expect(json.data.error).toEqual(expect.objectContaining({ statusCode: expect.any(Number), message: expect.any(String) }));
+    expect(json.data.error).toEqual(
+      expect.objectContaining({ statusCode: expect.any(Number), message: expect.any(String) }),
+    );
     return "refused";
   }
   if (status === 400) {
@@ -90,14 +109,19 @@ function assertSpecShape(answer: RawAnswer, label: string): "answered" | "refuse
         code: "InputValidationError",
         message: expect.any(String),
         input: expect.any(Object),
-        errors: expect.arrayContaining([expect.objectContaining({ propertyPath: expect.any(String), message: expect.any(String) })]),
+        errors: expect.arrayContaining([
+          expect.objectContaining({ propertyPath: expect.any(String), message: expect.any(String) }),
+        ]),
       }),
     );
     expect(json.errors.length, label).toBeGreaterThan(0);
     return "invalid";
   }
   const logged = mesh.logger.entries.filter((e) => e.level === "error").at(-1);
-  expect(status, `${label}: ${JSON.stringify(json).slice(0, 300)} ${String((logged?.error as Error | undefined)?.stack ?? "").slice(0, 600)}`).toBe(403);
+  expect(
+    status,
+    `${label}: ${JSON.stringify(json).slice(0, 300)} ${String((logged?.error as Error | undefined)?.stack ?? "").slice(0, 600)}`,
+  ).toBe(403);
   expect(json.errors).toEqual([{ message: expect.any(String), code: "RATE_LIMITED" }]);
   expect(isObject(json._rateLimit)).toBe(true);
   return "limited";
@@ -112,7 +136,9 @@ async function snapshot(includeRateTables: boolean): Promise<Record<string, numb
   const out: Record<string, number> = {};
   for (const { schema, name } of tables.rows) {
     if (!includeRateTables && ["rate_counters", "rate_leases"].includes(name)) continue;
-    const { rows } = await database.query<{ n: string }>(`select count(*) as n from ${database.escapeIdentifier(schema)}.${database.escapeIdentifier(name)}`);
+    const { rows } = await database.query<{ n: string }>(
+      `select count(*) as n from ${database.escapeIdentifier(schema)}.${database.escapeIdentifier(name)}`,
+    );
     out[`${schema}.${name}`] = Number(rows[0]!.n);
   }
   return out;
@@ -124,12 +150,27 @@ const target = (route: Route, query = "") => `/v1${route.path}${query}`;
 const hostileValue = fc.oneof(
   fc.jsonValue({ maxDepth: 3 }),
   fc.string({ unit: "binary", maxLength: 40 }),
-  fc.constantFrom("", "\u0000", "\ud800", "x".repeat(9000), "req_zzz", "00000000-0000-0000-0000-000000000000", -1, 1e308, true, null, [], {}),
+  fc.constantFrom(
+    "",
+    "\u0000",
+    "\ud800",
+    "x".repeat(9000),
+    "req_zzz",
+    "00000000-0000-0000-0000-000000000000",
+    -1,
+    1e308,
+    true,
+    null,
+    [],
+    {},
+  ),
 );
 
 function bodyFor(route: Route): fc.Arbitrary<Buffer> {
   const names = [...Object.keys(route.input.properties ?? {}), "scope", "enroll", "__proto__", "constructor"];
-  const fields = fc.dictionary(fc.constantFrom(...names), hostileValue, { maxKeys: 6 }).map((object) => Buffer.from(JSON.stringify(object)));
+  const fields = fc
+    .dictionary(fc.constantFrom(...names), hostileValue, { maxKeys: 6 })
+    .map((object) => Buffer.from(JSON.stringify(object)));
   return fc.oneof(
     fields,
     fc.jsonValue({ maxDepth: 4 }).map((value) => Buffer.from(JSON.stringify(value) ?? "")),
@@ -148,8 +189,16 @@ function bodyFor(route: Route): fc.Arbitrary<Buffer> {
 
 function queryFor(route: Route): fc.Arbitrary<string> {
   const names = [...Object.keys(route.input.properties ?? {}), "scope", "__proto__", "status"];
-  const pair = fc.tuple(fc.constantFrom(...names), fc.oneof(fc.string({ unit: "binary", maxLength: 30 }).map(encodeURIComponent), fc.constantFrom("%FF", "%C3%28", "%zz", "%00", "%", "a+b", "")));
-  return fc.array(pair, { maxLength: 5 }).map((pairs) => (pairs.length === 0 ? "" : `?${pairs.map(([k, v]) => `${encodeURIComponent(k)}=${v}`).join("&")}`));
+  const pair = fc.tuple(
+    fc.constantFrom(...names),
+    fc.oneof(
+      fc.string({ unit: "binary", maxLength: 30 }).map(encodeURIComponent),
+      fc.constantFrom("%FF", "%C3%28", "%zz", "%00", "%", "a+b", ""),
+    ),
+  );
+  return fc
+    .array(pair, { maxLength: 5 })
+    .map((pairs) => (pairs.length === 0 ? "" : `?${pairs.map(([k, v]) => `${encodeURIComponent(k)}=${v}`).join("&")}`));
 }
 
 const contentType = fc.constantFrom<[string, string][]>(
@@ -161,21 +210,32 @@ const contentType = fc.constantFrom<[string, string][]>(
 );
 
 const authorization = fc.oneof(
-    fc.constant<[string, string][]>([]),
-    fc.constantFrom<[string, string][]>(
-      [["Authorization", "Bearer"]],
-      [["Authorization", "Basic c3ZjOmtleQ=="]],
-      [["Authorization", `Bearer svc_dev_${"A".repeat(32)}`]],
-      [["Authorization", `Bearer svcs_${"x".repeat(40)}`]],
-      [["Authorization", `Bearer pk_live_${"B".repeat(32)}`]],
-      [["Authorization", `Bearer ${"z".repeat(8000)}`]],
-      [["Authorization", "Bearer a"], ["Authorization", "Bearer b"]],
-      [["Content-Type", "application/json"], ["Content-Type", "text/plain"]],
-      [["X-Svc-Include-Ratelimit", "true"], ["X-Svc-Include-Ratelimit", "true"]],
-      [["Origin", "null"]],
-    ),
-    fc.string({ unit: "binary-ascii", maxLength: 60 }).map((value): [string, string][] => [["Authorization", `Bearer ${value.replace(/[\r\n]/g, "")}`]]),
-  );
+  fc.constant<[string, string][]>([]),
+  fc.constantFrom<[string, string][]>(
+    [["Authorization", "Bearer"]],
+    [["Authorization", "Basic c3ZjOmtleQ=="]],
+    [["Authorization", `Bearer svc_dev_${"A".repeat(32)}`]],
+    [["Authorization", `Bearer svcs_${"x".repeat(40)}`]],
+    [["Authorization", `Bearer pk_live_${"B".repeat(32)}`]],
+    [["Authorization", `Bearer ${"z".repeat(8000)}`]],
+    [
+      ["Authorization", "Bearer a"],
+      ["Authorization", "Bearer b"],
+    ],
+    [
+      ["Content-Type", "application/json"],
+      ["Content-Type", "text/plain"],
+    ],
+    [
+      ["X-Svc-Include-Ratelimit", "true"],
+      ["X-Svc-Include-Ratelimit", "true"],
+    ],
+    [["Origin", "null"]],
+  ),
+  fc
+    .string({ unit: "binary-ascii", maxLength: 60 })
+    .map((value): [string, string][] => [["Authorization", `Bearer ${value.replace(/[\r\n]/g, "")}`]]),
+);
 
 describe.each(routes.map((route) => [`${route.method} ${route.path}`, route] as const))("%s", (_label, route) => {
   test("random and hostile input without a valid credential: a spec shape, and nothing changes", async () => {
@@ -183,12 +243,20 @@ describe.each(routes.map((route) => [`${route.method} ${route.path}`, route] as 
     const countsNothing = route.auth.accepts.length > 0;
     const before = await snapshot(countsNothing);
     await fc.assert(
-      fc.asyncProperty(route.method === "POST" ? bodyFor(route) : queryFor(route), contentType, authorization, async (input, typeHeaders, authHeaders) => {
-        const request =
-          route.method === "POST" ? httpRequest("POST", target(route), [...typeHeaders, ...authHeaders], input as Buffer) : httpRequest("GET", target(route, input as string), authHeaders);
-        const kind = assertSpecShape(await send(request), `${route.operationId}`);
-        if (route.auth.accepts.length > 0) expect(kind === "refused" || kind === "invalid", "no credential was valid: refused").toBe(true);
-      }),
+      fc.asyncProperty(
+        route.method === "POST" ? bodyFor(route) : queryFor(route),
+        contentType,
+        authorization,
+        async (input, typeHeaders, authHeaders) => {
+          const request =
+            route.method === "POST"
+              ? httpRequest("POST", target(route), [...typeHeaders, ...authHeaders], input as Buffer)
+              : httpRequest("GET", target(route, input as string), authHeaders);
+          const kind = assertSpecShape(await send(request), `${route.operationId}`);
+          if (route.auth.accepts.length > 0)
+            expect(kind === "refused" || kind === "invalid", "no credential was valid: refused").toBe(true);
+        },
+      ),
       { numRuns: 40 },
     );
     expect(await snapshot(countsNothing)).toEqual(before);
@@ -203,7 +271,10 @@ describe.each(routes.map((route) => [`${route.method} ${route.path}`, route] as 
           ["Authorization", `Bearer ${developmentKey}`],
           ["Content-Type", "application/json"],
         ];
-        const request = route.method === "POST" ? httpRequest("POST", target(route), headers, input as Buffer) : httpRequest("GET", target(route, input as string), headers);
+        const request =
+          route.method === "POST"
+            ? httpRequest("POST", target(route), headers, input as Buffer)
+            : httpRequest("GET", target(route, input as string), headers);
         assertSpecShape(await send(request), route.operationId);
       }),
       { numRuns: 40 },
@@ -215,22 +286,68 @@ describe.each(routes.map((route) => [`${route.method} ${route.path}`, route] as 
 
 describe("hostile requests the HTTP parser itself refuses", () => {
   test.each([
-    ["headers beyond Node's limit", httpRequest("POST", "/v1/sdk/verify-token", [["Authorization", `Bearer ${"a".repeat(20_000)}`]], Buffer.from("{}"))],
-    ["a control character in a header", Buffer.from("POST /v1/sdk/verify-token HTTP/1.1\r\nHost: x\r\nX-Evil: a\u0001b\r\nContent-Length: 2\r\n\r\n{}", "latin1")],
-    ["a header line without a colon", Buffer.from("GET /v1/sdk/partner-config HTTP/1.1\r\nHost: x\r\nnonsense\r\n\r\n", "latin1")],
-    ["two different Content-Length headers", Buffer.from("POST /v1/sdk/verify-token HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}", "latin1")],
-    ["a request target that is not a URL", Buffer.from("GET http://[ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "latin1")],
+    [
+      "headers beyond Node's limit",
+      httpRequest(
+        "POST",
+        "/v1/sdk/verify-token",
+        [["Authorization", `Bearer ${"a".repeat(20_000)}`]],
+        Buffer.from("{}"),
+      ),
+    ],
+    [
+      "a control character in a header",
+      Buffer.from(
+        "POST /v1/sdk/verify-token HTTP/1.1\r\nHost: x\r\nX-Evil: a\u0001b\r\nContent-Length: 2\r\n\r\n{}",
+        "latin1",
+      ),
+    ],
+    [
+      "a header line without a colon",
+      Buffer.from("GET /v1/sdk/partner-config HTTP/1.1\r\nHost: x\r\nnonsense\r\n\r\n", "latin1"),
+    ],
+    [
+      "two different Content-Length headers",
+      Buffer.from(
+        "POST /v1/sdk/verify-token HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
+        "latin1",
+      ),
+    ],
+    [
+      "a request target that is not a URL",
+      Buffer.from("GET http://[ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "latin1"),
+    ],
   ])("%s is a 400 in the InputValidationError shape", async (_label, request) => {
     const answer = await send(request);
     expect(answer.status).toBe(400);
-    expect(answer.body).toMatchObject({ code: "InputValidationError", input: {}, errors: [{ propertyPath: "", invalidValue: null }] });
+    expect(answer.body).toMatchObject({
+      code: "InputValidationError",
+      input: {},
+      errors: [{ propertyPath: "", invalidValue: null }],
+    });
   });
 
   test("two Authorization headers are refused, not guessed at", async () => {
-    const answer = await send(httpRequest("POST", "/v1/sdk/verify-token", [["Authorization", "Bearer a"], ["Authorization", "Bearer b"], ["Content-Type", "application/json"]], Buffer.from("{}")));
+    const answer = await send(
+      httpRequest(
+        "POST",
+        "/v1/sdk/verify-token",
+        [
+          ["Authorization", "Bearer a"],
+          ["Authorization", "Bearer b"],
+          ["Content-Type", "application/json"],
+        ],
+        Buffer.from("{}"),
+      ),
+    );
     expect(answer).toEqual({
       status: 400,
-      body: { code: "InputValidationError", message: "Input validation failed: the authorization header must be sent once", input: {}, errors: [{ propertyPath: "", invalidValue: null, message: "the authorization header must be sent once" }] },
+      body: {
+        code: "InputValidationError",
+        message: "Input validation failed: the authorization header must be sent once",
+        input: {},
+        errors: [{ propertyPath: "", invalidValue: null, message: "the authorization header must be sent once" }],
+      },
     });
   });
 
@@ -243,7 +360,14 @@ describe("hostile requests the HTTP parser itself refuses", () => {
   });
 
   test("NUL and unpaired surrogates in a string are invalid input", async () => {
-    const answer = await send(httpRequest("POST", "/v1/sdk/verify-token", [["Content-Type", "application/json"]], Buffer.from('{"token": "a\\u0000b", "audience": "\\udc00"}')));
+    const answer = await send(
+      httpRequest(
+        "POST",
+        "/v1/sdk/verify-token",
+        [["Content-Type", "application/json"]],
+        Buffer.from('{"token": "a\\u0000b", "audience": "\\udc00"}'),
+      ),
+    );
     expect(answer.status).toBe(400);
     expect((answer.body as any).errors.map((e: any) => e.message)).toEqual([
       "token must not contain NUL characters or unpaired surrogates",

@@ -20,16 +20,25 @@ afterAll(() => mesh?.stop());
 
 function svcctl(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [svcctlPath, ...args], { env: { ...process.env, SVCCTL_CONSOLE_URL: mesh.gateway.consoleUrl }, timeout: 20_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === "number" ? error.code : -1) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [svcctlPath, ...args],
+      { env: { ...process.env, SVCCTL_CONSOLE_URL: mesh.gateway.consoleUrl }, timeout: 20_000 },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? (typeof error.code === "number" ? error.code : -1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
 describe("svcctl key limits", () => {
   test("raises one bucket of one key, prints every bucket's limit, and the next request meets it", async () => {
     const { organizationId } = await mesh.console.createOrganization({ name: "Limits" });
-    const { key, keyId } = await mesh.console.createKey({ organizationId, environment: Environment.DEVELOPMENT, type: KeyType.SECRET });
+    const { key, keyId } = await mesh.console.createKey({
+      organizationId,
+      environment: Environment.DEVELOPMENT,
+      type: KeyType.SECRET,
+    });
     const run = await svcctl(["key", "limits", "--key-id", keyId, "--bucket", "burst", "--limit", "45"]);
     expect([run.code, run.stderr]).toEqual([0, ""]);
     expect(JSON.parse(run.stdout)).toEqual({
@@ -44,13 +53,22 @@ describe("svcctl key limits", () => {
     // Any operation that takes a secret key shows the limit; the gate service is not running here, so
     // the answer itself is a refusal, counted all the same.
     const route = routes.find((r) => r.method === "POST" && r.auth.accepts.includes("secret_key"))!;
-    const response = await fetch(`${mesh.gateway.url}/v1${route.path}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: "{}" });
+    const response = await fetch(`${mesh.gateway.url}/v1${route.path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: "{}",
+    });
     expect((await response.json())._rateLimit.buckets.per_minute).toEqual({ limit: 45, remaining: 44, resetIn: 7 });
   });
 
   test("refuses a bucket the key does not have, and a limit that is not a whole number", async () => {
     const { organizationId } = await mesh.console.createOrganization({ name: "Limits" });
-    const { keyId } = await mesh.console.createKey({ organizationId, environment: Environment.PRODUCTION, type: KeyType.SITE, allowedOrigins: ["https://shop.example"] });
+    const { keyId } = await mesh.console.createKey({
+      organizationId,
+      environment: Environment.PRODUCTION,
+      type: KeyType.SITE,
+      allowedOrigins: ["https://shop.example"],
+    });
     const wrongBucket = await svcctl(["key", "limits", "--key-id", keyId, "--bucket", "hourly", "--limit", "5"]);
     expect(wrongBucket.code).toBe(1);
     expect(wrongBucket.stderr).toContain("a production site key has the buckets per_minute, daily, per_ip, not hourly");

@@ -2,7 +2,7 @@ import { ManualClock } from "@svc/platform";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { aliasTable, sunset } from "../src/edge/aliases.ts";
 import { jsonSchemaOf, openApiDocument } from "../src/edge/openapi.ts";
-import { validate, type Schema } from "../src/http/schema.ts";
+import { type Schema, validate } from "../src/http/schema.ts";
 import { routes } from "../src/operations/index.ts";
 import { startTestMesh, type TestMesh } from "./support.ts";
 
@@ -29,17 +29,29 @@ function refs(value: unknown, found: string[] = []): string[] {
 
 describe("the document", () => {
   test("is OpenAPI 3.1 with the spec's version, and has every route under its path, method and operationId", () => {
-    expect(document).toMatchObject({ openapi: "3.1.0", info: { version: "2.0.0" }, servers: [{ url: `${publicOrigin}/v1` }] });
+    expect(document).toMatchObject({
+      openapi: "3.1.0",
+      info: { version: "2.0.0" },
+      servers: [{ url: `${publicOrigin}/v1` }],
+    });
     for (const route of routes) {
       const operation = document.paths[route.path]?.[route.method.toLowerCase()];
       expect(operation, `${route.method} ${route.path}`).toBeDefined();
       expect(operation.operationId).toBe(route.operationId);
       expect(operation.summary).toBe(route.summary);
       expect(operation.security).toHaveLength(route.auth.accepts.length);
-      for (const requirement of operation.security) expect(document.components.securitySchemes[Object.keys(requirement)[0]!]).toMatchObject({ type: "http", scheme: "bearer" });
+      for (const requirement of operation.security)
+        expect(document.components.securitySchemes[Object.keys(requirement)[0]!]).toMatchObject({
+          type: "http",
+          scheme: "bearer",
+        });
       expect(Object.keys(operation.responses).sort()).toEqual(["200", "400", "403", "500"]);
     }
-    const operationIds = Object.values(document.paths).flatMap((item: any) => Object.values(item).filter((o: any) => o?.operationId).map((o: any) => o.operationId));
+    const operationIds = Object.values(document.paths).flatMap((item: any) =>
+      Object.values(item)
+        .filter((o: any) => o?.operationId)
+        .map((o: any) => o.operationId),
+    );
     expect(new Set(operationIds).size).toBe(operationIds.length);
   });
 
@@ -57,10 +69,21 @@ describe("the document", () => {
     const verify = document.paths["/sdk/verify-token"].post;
     const ok = verify.responses["200"];
     expect(Object.keys(ok.headers)).toEqual(["RateLimit-Policy", "RateLimit"]);
-    expect(ok.content["application/json"].schema.properties.data.oneOf[0]).toMatchObject({ required: ["data"], properties: { data: { type: "object" } } });
-    expect(ok.content["application/json"].schema.properties.data.oneOf[1]).toEqual({ type: "object", required: ["error"], properties: { error: { $ref: "#/components/schemas/EnvelopeError" } } });
+    expect(ok.content["application/json"].schema.properties.data.oneOf[0]).toMatchObject({
+      required: ["data"],
+      properties: { data: { type: "object" } },
+    });
+    expect(ok.content["application/json"].schema.properties.data.oneOf[1]).toEqual({
+      type: "object",
+      required: ["error"],
+      properties: { error: { $ref: "#/components/schemas/EnvelopeError" } },
+    });
     expect(document.components.schemas.RateLimited.required).toEqual(["errors", "_rateLimit"]);
-    expect(document.components.schemas.InputValidationError.properties.errors.items.required).toEqual(["propertyPath", "invalidValue", "message"]);
+    expect(document.components.schemas.InputValidationError.properties.errors.items.required).toEqual([
+      "propertyPath",
+      "invalidValue",
+      "message",
+    ]);
     expect(document.paths["/.well-known/jwks.json"].servers).toEqual([{ url: publicOrigin }]);
   });
 
@@ -74,25 +97,45 @@ describe("the document", () => {
       expect(link.responses["200"].headers).toHaveProperty("Deprecation");
     }
     const config = document.paths["/sdk/partner-config"]?.get;
-    if (config) expect(config.parameters.find((p: Json) => p.name === "scope")).toMatchObject({ in: "query", deprecated: true, required: false });
-    expect(Boolean(link) || Boolean(config)).toBe(aliasTable.some((row) => routes.some((r) => r.operationId === row.operationId)));
+    if (config)
+      expect(config.parameters.find((p: Json) => p.name === "scope")).toMatchObject({
+        in: "query",
+        deprecated: true,
+        required: false,
+      });
+    expect(Boolean(link) || Boolean(config)).toBe(
+      aliasTable.some((row) => routes.some((r) => r.operationId === row.operationId)),
+    );
   });
 
   test("describes CORS: a preflight for every path that takes a site key or a grant token, and the headers a page may read", () => {
-    const browserPaths = new Set<string>(routes.filter((route) => route.auth.accepts.some((kind) => kind === "site_key" || kind === "grant_token")).map((route) => route.path));
+    const browserPaths = new Set<string>(
+      routes
+        .filter((route) => route.auth.accepts.some((kind) => kind === "site_key" || kind === "grant_token"))
+        .map((route) => route.path),
+    );
     expect(browserPaths.has("/sdk/create-verification-link")).toBe(true);
     expect(browserPaths.size).toBeGreaterThan(0);
     for (const [path, item] of Object.entries(document.paths as Record<string, Json>)) {
       expect(Boolean(item.options), path).toBe(browserPaths.has(path));
       if (!item.options) continue;
       expect(item.options.security).toEqual([]);
-      expect(item.options.responses["204"].headers["Access-Control-Allow-Headers"].schema.const).toBe("Authorization, Content-Type, x-svc-include-ratelimit");
+      expect(item.options.responses["204"].headers["Access-Control-Allow-Headers"].schema.const).toBe(
+        "Authorization, Content-Type, x-svc-include-ratelimit",
+      );
       for (const method of ["get", "post"].filter((m) => item[m])) {
-        expect(item[method].responses["200"].headers, `${method} ${path}`).toMatchObject({ "Access-Control-Allow-Origin": expect.any(Object), "Access-Control-Expose-Headers": expect.any(Object) });
+        expect(item[method].responses["200"].headers, `${method} ${path}`).toMatchObject({
+          "Access-Control-Allow-Origin": expect.any(Object),
+          "Access-Control-Expose-Headers": expect.any(Object),
+        });
       }
     }
-    expect(document.components.headers.AccessControlExposeHeaders.schema.const).toBe("RateLimit, RateLimit-Policy, Deprecation, Sunset, Link");
-    expect(document.paths["/sdk/logout"].post.responses["200"].headers).not.toHaveProperty("Access-Control-Allow-Origin");
+    expect(document.components.headers.AccessControlExposeHeaders.schema.const).toBe(
+      "RateLimit, RateLimit-Policy, Deprecation, Sunset, Link",
+    );
+    expect(document.paths["/sdk/logout"].post.responses["200"].headers).not.toHaveProperty(
+      "Access-Control-Allow-Origin",
+    );
   });
 
   test("describes qr_code_url: an SVG image that is never cached", () => {
@@ -103,20 +146,31 @@ describe("the document", () => {
     ]);
     expect(Object.keys(qr.responses["200"].content)).toEqual(["image/svg+xml"]);
     expect(qr.responses["200"].headers["Cache-Control"].schema.const).toBe("no-store");
-    expect(document.paths["/sdk/create-verification-link"].post.responses["200"].content["application/json"].schema.properties.data.oneOf[0].properties.data.properties.qr_code_url.description).toMatch(/SVG/);
+    expect(
+      document.paths["/sdk/create-verification-link"].post.responses["200"].content["application/json"].schema
+        .properties.data.oneOf[0].properties.data.properties.qr_code_url.description,
+    ).toMatch(/SVG/);
   });
 
   test("a schema converts to JSON Schema 2020-12: null unions, uuid-v4 as a uuid with its pattern", () => {
     const schema: Schema = {
       type: "object",
-      properties: { id: { type: "string", format: "uuid-v4" }, note: { type: "string", nullable: true, enum: ["a"] }, free: { type: "object", additionalProperties: true } },
+      properties: {
+        id: { type: "string", format: "uuid-v4" },
+        note: { type: "string", nullable: true, enum: ["a"] },
+        free: { type: "object", additionalProperties: true },
+      },
       required: ["id"],
     };
     const converted = jsonSchemaOf(schema) as Json;
     expect(converted).toEqual({
       type: "object",
       properties: {
-        id: { type: "string", format: "uuid", pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$" },
+        id: {
+          type: "string",
+          format: "uuid",
+          pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$",
+        },
         note: { type: ["string", "null"], enum: ["a", null] },
         free: { type: "object", additionalProperties: true },
       },
@@ -143,13 +197,19 @@ describe("served", () => {
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toMatch(/^application\/json/);
     const served = await response.json();
-    expect(served).toEqual(openApiDocument({ routes, aliases: aliasTable, sunset, publicOrigin: mesh.env.GATEWAY_PUBLIC_ORIGIN! }));
+    expect(served).toEqual(
+      openApiDocument({ routes, aliases: aliasTable, sunset, publicOrigin: mesh.env.GATEWAY_PUBLIC_ORIGIN! }),
+    );
     expect((await fetch(`${mesh.gateway.url}/v1/openapi.json`, { method: "POST" })).status).toBe(405);
   });
 
   test("an answer matches the result schema the document declares", async () => {
     const route = routes.find((r) => r.operationId === "verifyToken")!;
-    const response = await fetch(`${mesh.gateway.url}/v1${route.path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ token: "a.b.c" }) });
+    const response = await fetch(`${mesh.gateway.url}/v1${route.path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ token: "a.b.c" }),
+    });
     const answer = (await response.json()).data.data;
     expect(answer).toMatchObject({ valid: false, reason: "malformed" });
     expect(validate(route.output!, answer)).toEqual({ ok: true, value: answer });
@@ -161,12 +221,17 @@ describe("served", () => {
       for (const method of Object.keys(item).filter((key) => ["get", "post", "options"].includes(key))) {
         // Path parameters and required query parameters take their documented examples.
         const parameters: Json[] = item[method].parameters ?? [];
-        const target = new URL(`${base}${parameters.filter((p) => p.in === "path").reduce((filled, p) => filled.replace(`{${p.name}}`, p.example), path)}`);
-        for (const p of parameters.filter((p) => p.in === "query" && p.required && p.example !== undefined)) target.searchParams.set(p.name, p.example);
+        const target = new URL(
+          `${base}${parameters.filter((p) => p.in === "path").reduce((filled, p) => filled.replace(`{${p.name}}`, p.example), path)}`,
+        );
+        for (const p of parameters.filter((p) => p.in === "query" && p.required && p.example !== undefined))
+          target.searchParams.set(p.name, p.example);
         const response = await fetch(target, {
           method: method.toUpperCase(),
           ...(method === "post" && { headers: { "content-type": "application/json" }, body: "{}" }),
-          ...(method === "options" && { headers: { origin: "https://shop.example", "access-control-request-method": "POST" } }),
+          ...(method === "options" && {
+            headers: { origin: "https://shop.example", "access-control-request-method": "POST" },
+          }),
         });
         expect([404, 405], `${method} ${path}`).not.toContain(response.status);
         if (method === "options") expect(response.status).toBe(204);

@@ -1,19 +1,19 @@
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
+import { type Database, ManualClock, openDatabase, openStatementPool } from "@svc/platform";
 import { CallerSchema, CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
-import { ManualClock, openDatabase, openStatementPool, type Database } from "@svc/platform";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/harness/index.ts";
 import { apiKeyResolvers, authenticateStage, type CredentialResolver } from "../src/credentials/authenticate.ts";
 import { CredentialDirectory } from "../src/credentials/directory.ts";
 import { entities } from "../src/credentials/entities.ts";
 import { KeyLimits } from "../src/edge/key-limits.ts";
-import { RateLimiter } from "../src/edge/rate-limiter.ts";
 import { rateLimitStage } from "../src/edge/rate-limit-stage.ts";
+import { RateLimiter } from "../src/edge/rate-limiter.ts";
 import { tiers } from "../src/edge/rate-tiers.ts";
 import { parseStage } from "../src/http/parse.ts";
 import { handleStage, validateStage } from "../src/http/pipeline.ts";
-import { startPublicServer, type RunningServer } from "../src/http/public-server.ts";
+import { type RunningServer, startPublicServer } from "../src/http/public-server.ts";
 import { defineRoute, ok } from "../src/http/route.ts";
 import { migrations } from "../src/migrations/index.ts";
 import type { GatewayServices } from "../src/services.ts";
@@ -173,7 +173,10 @@ interface Answer {
   headers: Headers;
 }
 
-async function call(path: string, options: { key?: string; ip?: string; headers?: Record<string, string>; body?: unknown; signal?: AbortSignal } = {}): Promise<Answer> {
+async function call(
+  path: string,
+  options: { key?: string; ip?: string; headers?: Record<string, string>; body?: unknown; signal?: AbortSignal } = {},
+): Promise<Answer> {
   const response = await fetch(`${server.url}/v1${path}`, {
     method: "POST",
     headers: {
@@ -196,9 +199,13 @@ const times = async (n: number, send: () => Promise<Answer>): Promise<Answer[]> 
 };
 
 /** Sets a counter of the current window as if `count` requests had been counted in it. */
-const seed = (subject: string, bucket: string, count: number) => orm.em.fork().execute(`update rate_counters set count = ? where subject = ? and bucket = ?`, [count, subject, bucket]);
+const seed = (subject: string, bucket: string, count: number) =>
+  orm.em
+    .fork()
+    .execute(`update rate_counters set count = ? where subject = ? and bucket = ?`, [count, subject, bucket]);
 
-const counterRows = async () => Number((await orm.em.fork().execute<{ n: string }[]>(`select count(*) as n from rate_counters`))[0]!.n);
+const counterRows = async () =>
+  Number((await orm.em.fork().execute<{ n: string }[]>(`select count(*) as n from rate_counters`))[0]!.n);
 
 describe("development secret key (bs_test)", () => {
   test("per_minute (the spec's burst: 30 per 10 s) fills, refuses with the exact body, and resets with the clock", async () => {
@@ -219,8 +226,12 @@ describe("development secret key (bs_test)", () => {
         },
       },
     });
-    expect(passed[0]!.headers.get("ratelimit-policy")).toBe('"per_minute";q=30;w=10, "hourly";q=300;w=3600, "daily";q=2000;w=86400');
-    expect(passed[0]!.headers.get("ratelimit")).toBe('"per_minute";r=29;t=7, "hourly";r=299;t=3597, "daily";r=1999;t=43197');
+    expect(passed[0]!.headers.get("ratelimit-policy")).toBe(
+      '"per_minute";q=30;w=10, "hourly";q=300;w=3600, "daily";q=2000;w=86400',
+    );
+    expect(passed[0]!.headers.get("ratelimit")).toBe(
+      '"per_minute";r=29;t=7, "hourly";r=299;t=3597, "daily";r=1999;t=43197',
+    );
 
     const refused = await call("/test/keyed", { key });
     expect(refused.status).toBe(403);
@@ -256,7 +267,9 @@ describe("development secret key (bs_test)", () => {
         },
       },
     });
-    expect(refused.headers.get("ratelimit")).toBe('"per_minute";r=0;t=7, "hourly";r=270;t=3597, "daily";r=1970;t=43197');
+    expect(refused.headers.get("ratelimit")).toBe(
+      '"per_minute";r=0;t=7, "hourly";r=270;t=3597, "daily";r=1970;t=43197',
+    );
     expect(runs.get("keyed")).toBe(before + 30);
 
     clock.advance(7000);
@@ -264,7 +277,10 @@ describe("development secret key (bs_test)", () => {
       const next = await call("/test/keyed", { key });
       expect(next.status).toBe(200);
       // The refused request consumed nothing: 30 counted in the hour, now 31.
-      expect(next.body._rateLimit.buckets).toMatchObject({ per_minute: { remaining: 29, resetIn: 10 }, hourly: { remaining: 269 } });
+      expect(next.body._rateLimit.buckets).toMatchObject({
+        per_minute: { remaining: 29, resetIn: 10 },
+        hourly: { remaining: 269 },
+      });
     } finally {
       clock.advance(-7000);
     }
@@ -277,11 +293,26 @@ describe("development secret key (bs_test)", () => {
     const { key, id } = await newKey("secret", "development");
     await call("/test/keyed", { key });
     await seed(`secret_key:${id}`, bucket, limit - 1);
-    expect((await call("/test/keyed", { key })).body._rateLimit.buckets[bucket]).toEqual({ limit, remaining: 0, resetIn });
+    expect((await call("/test/keyed", { key })).body._rateLimit.buckets[bucket]).toEqual({
+      limit,
+      remaining: 0,
+      resetIn,
+    });
     const refused = await call("/test/keyed", { key });
     expect(refused.status).toBe(403);
-    expect(refused.body.data.error).toMatchObject({ statusCode: 429, code: "RATE_LIMITED", reason: "rate", bucket, retry_in: resetIn });
-    expect(refused.body.errors).toEqual([{ message: `rate limit exceeded: ${bucket} allows ${limit} requests per ${bucket === "hourly" ? 3600 : 86400} s; retry in ${resetIn} s`, code: "RATE_LIMITED" }]);
+    expect(refused.body.data.error).toMatchObject({
+      statusCode: 429,
+      code: "RATE_LIMITED",
+      reason: "rate",
+      bucket,
+      retry_in: resetIn,
+    });
+    expect(refused.body.errors).toEqual([
+      {
+        message: `rate limit exceeded: ${bucket} allows ${limit} requests per ${bucket === "hourly" ? 3600 : 86400} s; retry in ${resetIn} s`,
+        code: "RATE_LIMITED",
+      },
+    ]);
     expect(refused.body._rateLimit.primary).toEqual({ bucket, limit, remaining: 0, resetIn });
     expect(refused.body._rateLimit.buckets.per_minute.remaining).toBe(28);
   });
@@ -294,7 +325,13 @@ describe("development secret key (bs_test)", () => {
     const refused = await call("/test/hold", { key });
     expect(refused.status).toBe(403);
     const message = "too many requests at once: at most 10 may run together; retry in 1 s";
-    expect(refused.body.data.error).toMatchObject({ statusCode: 429, message, reason: "concurrent", bucket: "in_flight", retry_in: 1 });
+    expect(refused.body.data.error).toMatchObject({
+      statusCode: 429,
+      message,
+      reason: "concurrent",
+      bucket: "in_flight",
+      retry_in: 1,
+    });
     expect(refused.body._rateLimit.primary).toEqual({ bucket: "in_flight", limit: 10, remaining: 0, resetIn: 1 });
     // Refused for concurrency, it counted in no window either.
     expect(refused.body._rateLimit.buckets.per_minute).toEqual({ limit: 30, remaining: 20, resetIn: 7 });
@@ -345,13 +382,20 @@ describe("production secret key (bs_prod)", () => {
   test("requests decided together are decided in order, each all or nothing, and each reads the counts before it", async () => {
     const near = await newKey("secret", "production");
     const clear = await newKey("secret", "production");
-    const planOf = ({ id }: { id: string }) => ({ tier: tiers.secretProduction, subject: `secret_key:${id}`, clientIp: "198.51.100.1", keyId: id });
+    const planOf = ({ id }: { id: string }) => ({
+      tier: tiers.secretProduction,
+      subject: `secret_key:${id}`,
+      clientIp: "198.51.100.1",
+      keyId: id,
+    });
     await limiter.take(planOf(near), clock.now());
     await limiter.take(planOf(clear), clock.now());
     await seed(`secret_key:${near.id}`, "per_minute", 58);
 
     // Made in one turn, so they leave in one statement.
-    const decisions = await Promise.all([near, clear, near, near, clear].map((key) => limiter.take(planOf(key), clock.now())));
+    const decisions = await Promise.all(
+      [near, clear, near, near, clear].map((key) => limiter.take(planOf(key), clock.now())),
+    );
     const perMinute = (i: number) => decisions[i]!.buckets.find((b) => b.name === "per_minute")!;
     const hourly = (i: number) => decisions[i]!.buckets.find((b) => b.name === "hourly")!;
     expect(decisions.map((d) => d.allowed)).toEqual([true, true, true, false, true]);
@@ -364,7 +408,12 @@ describe("production secret key (bs_prod)", () => {
       { remaining: 1997, full: false },
     ]);
 
-    const counts = await orm.em.fork().execute<{ bucket: string; count: number }[]>(`select bucket, count from rate_counters where subject = ? order by bucket`, [`secret_key:${near.id}`]);
+    const counts = await orm.em
+      .fork()
+      .execute<{ bucket: string; count: number }[]>(
+        `select bucket, count from rate_counters where subject = ? order by bucket`,
+        [`secret_key:${near.id}`],
+      );
     expect(counts).toEqual([
       { bucket: "daily", count: 3 },
       { bucket: "hourly", count: 3 },
@@ -378,7 +427,9 @@ describe("production secret key (bs_prod)", () => {
     const refused = await call("/test/keyed", { key });
     expect(refused.status).toBe(403);
     expect(refused.body).toEqual({
-      errors: [{ message: "rate limit exceeded: per_minute allows 60 requests per 60 s; retry in 57 s", code: "RATE_LIMITED" }],
+      errors: [
+        { message: "rate limit exceeded: per_minute allows 60 requests per 60 s; retry in 57 s", code: "RATE_LIMITED" },
+      ],
       _rateLimit: {
         scope: "bs_prod",
         primary: { bucket: "per_minute", limit: 60, remaining: 0, resetIn: 57 },
@@ -417,21 +468,36 @@ describe("production secret key (bs_prod)", () => {
     expect((await times(62, () => call("/test/keyed", { key }))).every((a) => a.status === 200)).toBe(true);
     const refused = await call("/test/keyed", { key });
     expect(refused.body._rateLimit.primary).toEqual({ bucket: "per_minute", limit: 62, remaining: 0, resetIn: 57 });
-    expect((await limits.set(id, "per_minute", 0))[0]).toEqual({ bucket: "per_minute", limit: 60, windowSeconds: 60, raised: false });
-    await expect(limits.set(id, "in_flight", 5)).rejects.toThrow("a production secret key has the buckets per_minute, hourly, daily, not in_flight");
+    expect((await limits.set(id, "per_minute", 0))[0]).toEqual({
+      bucket: "per_minute",
+      limit: 60,
+      windowSeconds: 60,
+      raised: false,
+    });
+    await expect(limits.set(id, "in_flight", 5)).rejects.toThrow(
+      "a production secret key has the buckets per_minute, hourly, daily, not in_flight",
+    );
     await expect(limits.set(crypto.randomUUID(), "daily", 5)).rejects.toThrow("no key");
   });
 
   test("a development key's burst bucket is its per_minute, and in_flight can be lowered", async () => {
     const { key, id } = await newKey("secret", "development");
     const limits = new KeyLimits({ orm, clock });
-    expect((await limits.set(id, "burst", 40))[0]).toEqual({ bucket: "per_minute", limit: 40, windowSeconds: 10, raised: true });
+    expect((await limits.set(id, "burst", 40))[0]).toEqual({
+      bucket: "per_minute",
+      limit: 40,
+      windowSeconds: 10,
+      raised: true,
+    });
     await limits.set(id, "in_flight", 1);
     holds = [];
     const held = call("/test/hold", { key });
     await expect.poll(() => holds.length).toBe(1);
     const refused = await call("/test/keyed", { key });
-    expect(refused.body.data.error).toMatchObject({ reason: "concurrent", limits: { per_minute: { limit: 40, window_seconds: 10 }, in_flight: { limit: 1 } } });
+    expect(refused.body.data.error).toMatchObject({
+      reason: "concurrent",
+      limits: { per_minute: { limit: 40, window_seconds: 10 }, in_flight: { limit: 1 } },
+    });
     holds.shift()!();
     expect((await held).status).toBe(200);
   });
@@ -440,11 +506,15 @@ describe("production secret key (bs_prod)", () => {
 describe("site keys", () => {
   test("per_ip: 20 per minute for each client IP of a key; another IP still passes", async () => {
     const { key } = await newKey("site", "production");
-    expect((await times(20, () => call("/test/keyed", { key, ip: "203.0.113.7" }))).every((a) => a.status === 200)).toBe(true);
+    expect(
+      (await times(20, () => call("/test/keyed", { key, ip: "203.0.113.7" }))).every((a) => a.status === 200),
+    ).toBe(true);
     const refused = await call("/test/keyed", { key, ip: "203.0.113.7" });
     expect(refused.status).toBe(403);
     expect(refused.body).toEqual({
-      errors: [{ message: "rate limit exceeded: per_ip allows 20 requests per 60 s; retry in 57 s", code: "RATE_LIMITED" }],
+      errors: [
+        { message: "rate limit exceeded: per_ip allows 20 requests per 60 s; retry in 57 s", code: "RATE_LIMITED" },
+      ],
       _rateLimit: {
         scope: "pk_live",
         primary: { bucket: "per_ip", limit: 20, remaining: 0, resetIn: 57 },
@@ -463,7 +533,9 @@ describe("site keys", () => {
   test("per_minute: 120 per key across client IPs", async () => {
     const { key } = await newKey("site", "production");
     for (let ip = 1; ip <= 6; ip++) {
-      expect((await times(20, () => call("/test/keyed", { key, ip: `192.0.2.${ip}` }))).every((a) => a.status === 200)).toBe(true);
+      expect(
+        (await times(20, () => call("/test/keyed", { key, ip: `192.0.2.${ip}` }))).every((a) => a.status === 200),
+      ).toBe(true);
     }
     const refused = await call("/test/keyed", { key, ip: "192.0.2.7" });
     expect(refused.status).toBe(403);
@@ -477,17 +549,24 @@ describe("site keys", () => {
     await call("/test/keyed", { key });
     await seed(`site_key:${id}`, "daily", 25_000);
     const refused = await call("/test/keyed", { key });
-    expect(refused.body).toMatchObject({ errors: [{ code: "RATE_LIMITED" }], _rateLimit: { scope: "pk_test", primary: { bucket: "daily", limit: 25000, remaining: 0, resetIn: 43197 } } });
+    expect(refused.body).toMatchObject({
+      errors: [{ code: "RATE_LIMITED" }],
+      _rateLimit: { scope: "pk_test", primary: { bucket: "daily", limit: 25000, remaining: 0, resetIn: 43197 } },
+    });
   });
 
   test("a live site key reports _rateLimit only when asked; a test site key always; both send the headers", async () => {
     const live = await newKey("site", "production");
     const quiet = await call("/test/keyed", { key: live.key });
     expect(quiet.body).toEqual({ data: { data: { done: true } } });
-    expect(quiet.headers.get("ratelimit-policy")).toBe('"per_minute";q=120;w=60, "daily";q=25000;w=86400, "per_ip";q=20;w=60');
+    expect(quiet.headers.get("ratelimit-policy")).toBe(
+      '"per_minute";q=120;w=60, "daily";q=25000;w=86400, "per_ip";q=20;w=60',
+    );
     const asked = await call("/test/keyed", { key: live.key, headers: { "x-svc-include-ratelimit": "true" } });
     expect(asked.body._rateLimit).toMatchObject({ scope: "pk_live", primary: { bucket: "per_ip", remaining: 18 } });
-    expect((await call("/test/keyed", { key: live.key, headers: { "x-svc-include-ratelimit": "false" } })).body._rateLimit).toBeUndefined();
+    expect(
+      (await call("/test/keyed", { key: live.key, headers: { "x-svc-include-ratelimit": "false" } })).body._rateLimit,
+    ).toBeUndefined();
     const test_ = await newKey("site", "development");
     expect((await call("/test/keyed", { key: test_.key })).body._rateLimit.scope).toBe("pk_test");
   });
@@ -497,7 +576,10 @@ describe("grant tokens, requests without a credential, and refusals before count
   test("grant tokens have the production buckets, counted per token", async () => {
     const token = `svcs_dev_${randomBytes(8).toString("hex")}`;
     const answers = await times(61, () => call("/test/keyed", { key: token }));
-    expect(answers[0]!.body._rateLimit).toMatchObject({ scope: "bss_test", buckets: { per_minute: { limit: 60 }, hourly: { limit: 2000 }, daily: { limit: 25000 } } });
+    expect(answers[0]!.body._rateLimit).toMatchObject({
+      scope: "bss_test",
+      buckets: { per_minute: { limit: 60 }, hourly: { limit: 2000 }, daily: { limit: 25000 } },
+    });
     expect(answers[60]!.status).toBe(403);
     expect(answers[60]!.body.data).toBeUndefined();
     expect(answers[60]!.body._rateLimit.primary.bucket).toBe("per_minute");
@@ -513,8 +595,14 @@ describe("grant tokens, requests without a credential, and refusals before count
     const refused = await call("/test/anonymous", { ip: "100.64.0.1" });
     expect(refused.status).toBe(403);
     expect(refused.body).toEqual({
-      errors: [{ message: "rate limit exceeded: per_minute allows 5 requests per 60 s; retry in 57 s", code: "RATE_LIMITED" }],
-      _rateLimit: { scope: "ip", primary: { bucket: "per_minute", limit: 5, remaining: 0, resetIn: 57 }, buckets: { per_minute: { limit: 5, remaining: 0, resetIn: 57 } } },
+      errors: [
+        { message: "rate limit exceeded: per_minute allows 5 requests per 60 s; retry in 57 s", code: "RATE_LIMITED" },
+      ],
+      _rateLimit: {
+        scope: "ip",
+        primary: { bucket: "per_minute", limit: 5, remaining: 0, resetIn: 57 },
+        buckets: { per_minute: { limit: 5, remaining: 0, resetIn: 57 } },
+      },
     });
     expect(runs.get("anonymous")).toBe(before);
     expect((await call("/test/anonymous", { ip: "100.64.0.2" })).status).toBe(200);

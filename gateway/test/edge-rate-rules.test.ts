@@ -1,10 +1,16 @@
 import { describe, expect, test } from "vitest";
 import { clientAddress } from "../src/edge/client-address.ts";
-import { windowOf, type BucketState, type RateDecision } from "../src/edge/rate-limiter.ts";
 import { blockedBody, primaryBucket, rateLimitHeaders } from "../src/edge/rate-limit-report.ts";
+import { type BucketState, type RateDecision, windowOf } from "../src/edge/rate-limiter.ts";
 import { tiers } from "../src/edge/rate-tiers.ts";
 
-const bucket = (name: BucketState["name"], limit: number, remaining: number, resetIn: number, full = false): BucketState => ({
+const bucket = (
+  name: BucketState["name"],
+  limit: number,
+  remaining: number,
+  resetIn: number,
+  full = false,
+): BucketState => ({
   name,
   limit,
   remaining,
@@ -16,9 +22,18 @@ const bucket = (name: BucketState["name"], limit: number, remaining: number, res
 describe("windows", () => {
   test("are fixed, aligned to the epoch: the minute on the minute, the day at 00:00 UTC", () => {
     const now = new Date("2026-10-20T12:00:03.500Z");
-    expect(windowOf(now, 60)).toEqual({ start: Date.parse("2026-10-20T12:00:00Z"), end: Date.parse("2026-10-20T12:01:00Z") });
-    expect(windowOf(now, 10)).toEqual({ start: Date.parse("2026-10-20T12:00:00Z"), end: Date.parse("2026-10-20T12:00:10Z") });
-    expect(windowOf(now, 86_400)).toEqual({ start: Date.parse("2026-10-20T00:00:00Z"), end: Date.parse("2026-10-21T00:00:00Z") });
+    expect(windowOf(now, 60)).toEqual({
+      start: Date.parse("2026-10-20T12:00:00Z"),
+      end: Date.parse("2026-10-20T12:01:00Z"),
+    });
+    expect(windowOf(now, 10)).toEqual({
+      start: Date.parse("2026-10-20T12:00:00Z"),
+      end: Date.parse("2026-10-20T12:00:10Z"),
+    });
+    expect(windowOf(now, 86_400)).toEqual({
+      start: Date.parse("2026-10-20T00:00:00Z"),
+      end: Date.parse("2026-10-21T00:00:00Z"),
+    });
     expect(windowOf(new Date("2026-10-20T12:01:00Z"), 60).start).toBe(Date.parse("2026-10-20T12:01:00Z"));
   });
 });
@@ -27,7 +42,12 @@ describe("primary bucket", () => {
   test("is the one with the fewest requests left, the later reset breaking a tie, never a free in_flight", () => {
     const allowed: RateDecision = {
       allowed: true,
-      buckets: [bucket("per_minute", 30, 5, 7), bucket("hourly", 300, 5, 3000), bucket("daily", 2000, 1900, 40000), bucket("in_flight", 10, 1, 1)],
+      buckets: [
+        bucket("per_minute", 30, 5, 7),
+        bucket("hourly", 300, 5, 3000),
+        bucket("daily", 2000, 1900, 40000),
+        bucket("in_flight", 10, 1, 1),
+      ],
     };
     expect(primaryBucket(allowed).name).toBe("hourly");
   });
@@ -35,18 +55,31 @@ describe("primary bucket", () => {
   test("on a block, is the refusing bucket with the latest reset: when a retry can pass", () => {
     const blocked: RateDecision = {
       allowed: false,
-      buckets: [bucket("per_minute", 30, 0, 7, true), bucket("hourly", 300, 0, 3000, true), bucket("daily", 2000, 1, 40000), bucket("in_flight", 10, 0, 1, true)],
+      buckets: [
+        bucket("per_minute", 30, 0, 7, true),
+        bucket("hourly", 300, 0, 3000, true),
+        bucket("daily", 2000, 1, 40000),
+        bucket("in_flight", 10, 0, 1, true),
+      ],
     };
     expect(primaryBucket(blocked).name).toBe("hourly");
-    const concurrent: RateDecision = { allowed: false, buckets: [bucket("per_minute", 30, 12, 7), bucket("in_flight", 10, 0, 1, true)] };
+    const concurrent: RateDecision = {
+      allowed: false,
+      buckets: [bucket("per_minute", 30, 12, 7), bucket("in_flight", 10, 0, 1, true)],
+    };
     expect(primaryBucket(concurrent).name).toBe("in_flight");
-    expect(blockedBody(tiers.secretDevelopment, concurrent, "https://u.test").data).toMatchObject({ error: { reason: "concurrent", bucket: "in_flight", retry_in: 1 } });
+    expect(blockedBody(tiers.secretDevelopment, concurrent, "https://u.test").data).toMatchObject({
+      error: { reason: "concurrent", bucket: "in_flight", retry_in: 1 },
+    });
   });
 });
 
 describe("RateLimit header fields", () => {
   test("one quota policy per windowed bucket, as structured-field lists; in_flight is left out", () => {
-    const decision: RateDecision = { allowed: true, buckets: [bucket("per_minute", 120, 119, 57), bucket("per_ip", 20, 19, 57), bucket("in_flight", 10, 9, 1)] };
+    const decision: RateDecision = {
+      allowed: true,
+      buckets: [bucket("per_minute", 120, 119, 57), bucket("per_ip", 20, 19, 57), bucket("in_flight", 10, 9, 1)],
+    };
     expect(rateLimitHeaders(decision)).toEqual({
       "ratelimit-policy": '"per_minute";q=120;w=60, "per_ip";q=20;w=60',
       ratelimit: '"per_minute";r=119;t=57, "per_ip";r=19;t=57',

@@ -9,7 +9,10 @@ import { outcomeOf } from "../src/http/pipeline.ts";
 
 describe("envelope", () => {
   test("nests a result once more as data.data", () => {
-    expect(envelope({ kind: "ok", data: { valid: true } }, "nested")).toEqual({ status: 200, body: { data: { data: { valid: true } } } });
+    expect(envelope({ kind: "ok", data: { valid: true } }, "nested")).toEqual({
+      status: 200,
+      body: { data: { data: { valid: true } } },
+    });
   });
 
   test("puts a flat route's result directly under data", () => {
@@ -22,14 +25,24 @@ describe("envelope", () => {
   test("answers a refusal as data.error in an HTTP 200, for both styles", () => {
     const refusal = { kind: "error", error: { statusCode: 409, message: "pending request exists" } } as const;
     for (const style of ["nested", "flat"] as const) {
-      expect(envelope(refusal, style)).toEqual({ status: 200, body: { data: { error: { statusCode: 409, message: "pending request exists" } } } });
+      expect(envelope(refusal, style)).toEqual({
+        status: 200,
+        body: { data: { error: { statusCode: 409, message: "pending request exists" } } },
+      });
     }
   });
 
   test("puts extras such as _rateLimit beside data, and beside a 400 body", () => {
     const extras = { _rateLimit: { scope: "bs_test" } };
-    expect(envelope({ kind: "ok", data: 1 }, "nested", extras).body).toEqual({ data: { data: 1 }, _rateLimit: { scope: "bs_test" } });
-    const invalid = outcomeOf(new InputValidationError({ token: 5 }, [{ propertyPath: "token", invalidValue: 5, message: "token must be a string, not number" }]));
+    expect(envelope({ kind: "ok", data: 1 }, "nested", extras).body).toEqual({
+      data: { data: 1 },
+      _rateLimit: { scope: "bs_test" },
+    });
+    const invalid = outcomeOf(
+      new InputValidationError({ token: 5 }, [
+        { propertyPath: "token", invalidValue: 5, message: "token must be a string, not number" },
+      ]),
+    );
     expect(envelope(invalid, "nested", extras)).toEqual({
       status: 400,
       body: {
@@ -56,11 +69,19 @@ describe("envelope", () => {
 describe("error mapping", () => {
   test("OperationError keeps code and code-specific fields", () => {
     const error = new OperationError(400, "ttl_seconds is below 60", { code: "ttl_below_floor", min_ttl_seconds: 60 });
-    expect(envelopeErrorOf(error)).toEqual({ statusCode: 400, message: "ttl_seconds is below 60", code: "ttl_below_floor", min_ttl_seconds: 60 });
+    expect(envelopeErrorOf(error)).toEqual({
+      statusCode: 400,
+      message: "ttl_seconds is below 60",
+      code: "ttl_below_floor",
+      min_ttl_seconds: 60,
+    });
   });
 
   test("an authentication refusal carries only statusCode and message", () => {
-    expect(envelopeErrorOf(new OperationError(401, "the API key is not valid"))).toEqual({ statusCode: 401, message: "the API key is not valid" });
+    expect(envelopeErrorOf(new OperationError(401, "the API key is not valid"))).toEqual({
+      statusCode: 401,
+      message: "the API key is not valid",
+    });
   });
 
   test.each([
@@ -77,19 +98,30 @@ describe("error mapping", () => {
 
   test("an unreachable service is 502 without its internal address", () => {
     const error = envelopeErrorOf(new ConnectError("connect ECONNREFUSED 10.0.0.7:9091", Code.Unavailable));
-    expect(error).toEqual({ statusCode: 502, message: "a service behind the gateway did not answer; retry with backoff" });
+    expect(error).toEqual({
+      statusCode: 502,
+      message: "a service behind the gateway did not answer; retry with backoff",
+    });
   });
 
   test("an Internal error without a detail is 500 and its text stays out", () => {
-    expect(envelopeErrorOf(new ConnectError('duplicate key value violates unique constraint "x"', Code.Internal))).toEqual({
+    expect(
+      envelopeErrorOf(new ConnectError('duplicate key value violates unique constraint "x"', Code.Internal)),
+    ).toEqual({
       statusCode: 500,
       message: "the operation failed; retry with backoff",
     });
   });
 
   test("a Struct detail adds code and fields and may set the status", () => {
-    const detail = fromJson(StructSchema, { status_code: 422, code: "trust_layer_rejected", violations: [{ path: "body[0]" }] });
-    const error = new ConnectError("content rejected", Code.InvalidArgument, undefined, [{ desc: StructSchema, value: detail }]);
+    const detail = fromJson(StructSchema, {
+      status_code: 422,
+      code: "trust_layer_rejected",
+      violations: [{ path: "body[0]" }],
+    });
+    const error = new ConnectError("content rejected", Code.InvalidArgument, undefined, [
+      { desc: StructSchema, value: detail },
+    ]);
     expect(envelopeErrorOf(error)).toEqual({
       statusCode: 422,
       message: "content rejected",
@@ -108,9 +140,16 @@ describe("error mapping", () => {
         },
       }),
     );
-    const received = await createClient(SigningService, transport).verifyToken({ token: "t" }).catch((error: unknown) => error);
+    const received = await createClient(SigningService, transport)
+      .verifyToken({ token: "t" })
+      .catch((error: unknown) => error);
     expect(received).toBeInstanceOf(ConnectError);
-    expect(envelopeErrorOf(received)).toEqual({ statusCode: 400, message: "ttl too short", code: "ttl_below_floor", min_ttl_seconds: 60 });
+    expect(envelopeErrorOf(received)).toEqual({
+      statusCode: 400,
+      message: "ttl too short",
+      code: "ttl_below_floor",
+      min_ttl_seconds: 60,
+    });
   });
 
   test("anything else is unhandled", () => {

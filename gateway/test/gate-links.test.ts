@@ -29,7 +29,11 @@ describe("qr_code_url", () => {
 
   test("names the deep link's request and secret, for any request and secret gate issues", () => {
     const hex = fc.string({ unit: fc.constantFrom(..."0123456789abcdef"), minLength: 32, maxLength: 32 });
-    const base62 = fc.string({ unit: fc.constantFrom(..."0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"), minLength: 32, maxLength: 32 });
+    const base62 = fc.string({
+      unit: fc.constantFrom(..."0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"),
+      minLength: 32,
+      maxLength: 32,
+    });
     fc.assert(
       fc.property(hex, base62, (id, flowSecret) => {
         const links = requestLinks(origin, `req_${id}`, flowSecret);
@@ -42,7 +46,10 @@ describe("qr_code_url", () => {
 
   test("an address of another form names nothing, so it has no image", () => {
     const good = addressOf(requestLinks(origin, requestId, secret).qr_code_url);
-    expect(qrCodeImage(good.path, good.query)?.headers).toMatchObject({ "content-type": "image/svg+xml", "cache-control": "no-store" });
+    expect(qrCodeImage(good.path, good.query)?.headers).toMatchObject({
+      "content-type": "image/svg+xml",
+      "cache-control": "no-store",
+    });
     const forged = [
       [`/qr/${requestId}.svg`, ""],
       [`/qr/${requestId}.svg`, `t=${secret}&t=${secret}`],

@@ -1,8 +1,8 @@
+import { toBinary } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { ManualClock, openDatabase, type Database } from "@svc/platform";
+import { type Database, ManualClock, openDatabase } from "@svc/platform";
 import { CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
-import { toBinary } from "@bufbuild/protobuf";
 import { KeyType, ListKeysResponseSchema } from "@svc/proto/console/v1/console_pb.js";
 import { KeyState } from "@svc/proto/signing/v1/signing_pb.js";
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from "jose";
@@ -11,7 +11,7 @@ import { apiKeyResolvers, authenticate } from "../src/credentials/authenticate.t
 import { CredentialDirectory } from "../src/credentials/directory.ts";
 import { entities } from "../src/credentials/entities.ts";
 import { migrations } from "../src/migrations/index.ts";
-import { startGateway, type RunningGateway } from "../src/server.ts";
+import { type RunningGateway, startGateway } from "../src/server.ts";
 import { closedPort, issuer, memoryLogger, startTestMesh, type TestMesh } from "./support.ts";
 
 const clock = new ManualClock("2026-10-20T12:00:00Z");
@@ -26,7 +26,12 @@ const base64url = (json: unknown) => Buffer.from(JSON.stringify(json)).toString(
 const decodeSegment = (segment: string) => JSON.parse(Buffer.from(segment, "base64url").toString("utf8"));
 
 async function signToken(organizationId: string, requestId = `req_${"a".repeat(32)}`): Promise<string> {
-  const signed = await mesh.signing.signAttestation({ requestId, verified: true, organizationId, verifiedAt: timestampFromDate(clock.now()) });
+  const signed = await mesh.signing.signAttestation({
+    requestId,
+    verified: true,
+    organizationId,
+    verifiedAt: timestampFromDate(clock.now()),
+  });
   return signed.token;
 }
 
@@ -53,10 +58,19 @@ describe("console service", () => {
     const { organizationId } = await mesh.console.createOrganization({ name: "Acme" });
     expect(organizationId).toMatch(/^[0-9a-f-]{36}$/);
 
-    const secret = await mesh.console.createKey({ organizationId, environment: Environment.DEVELOPMENT, type: KeyType.SECRET, allowedGates: ["checkout"] });
+    const secret = await mesh.console.createKey({
+      organizationId,
+      environment: Environment.DEVELOPMENT,
+      type: KeyType.SECRET,
+      allowedGates: ["checkout"],
+    });
     expect(secret.key).toMatch(/^svc_dev_[A-Za-z0-9]{32}$/);
     expect(secret.displayPrefix).toBe(secret.key.slice(0, 12));
-    const production = await mesh.console.createKey({ organizationId, environment: Environment.PRODUCTION, type: KeyType.SECRET });
+    const production = await mesh.console.createKey({
+      organizationId,
+      environment: Environment.PRODUCTION,
+      type: KeyType.SECRET,
+    });
     expect(production.key).toMatch(/^svc_production_[A-Za-z0-9]{32}$/);
     const site = await mesh.console.createKey({
       organizationId,
@@ -65,13 +79,24 @@ describe("console service", () => {
       allowedOrigins: ["https://Shop.Example", "https://shop.example"],
     });
     expect(site.key).toMatch(/^pk_live_[A-Za-z0-9]{32}$/);
-    const test_ = await mesh.console.createKey({ organizationId, environment: Environment.DEVELOPMENT, type: KeyType.SITE, allowedOrigins: ["http://localhost:3000"] });
+    const test_ = await mesh.console.createKey({
+      organizationId,
+      environment: Environment.DEVELOPMENT,
+      type: KeyType.SITE,
+      allowedOrigins: ["http://localhost:3000"],
+    });
     expect(test_.key).toMatch(/^pk_test_/);
 
     // Keys made in the same instant have no order among themselves.
     const listed = await mesh.console.listKeys({ organizationId });
-    const keys = [...listed.keys].sort((a, b) => [secret, production, site, test_].findIndex((k) => k.keyId === a.keyId) - [secret, production, site, test_].findIndex((k) => k.keyId === b.keyId));
-    expect(keys.map((k) => [k.keyId, k.type, k.environment, k.displayPrefix, k.allowedOrigins, k.allowedGates, k.revoked])).toEqual([
+    const keys = [...listed.keys].sort(
+      (a, b) =>
+        [secret, production, site, test_].findIndex((k) => k.keyId === a.keyId) -
+        [secret, production, site, test_].findIndex((k) => k.keyId === b.keyId),
+    );
+    expect(
+      keys.map((k) => [k.keyId, k.type, k.environment, k.displayPrefix, k.allowedOrigins, k.allowedGates, k.revoked]),
+    ).toEqual([
       [secret.keyId, KeyType.SECRET, Environment.DEVELOPMENT, secret.displayPrefix, [], ["checkout"], false],
       [production.keyId, KeyType.SECRET, Environment.PRODUCTION, production.displayPrefix, [], [], false],
       [site.keyId, KeyType.SITE, Environment.PRODUCTION, site.displayPrefix, ["https://shop.example"], [], false],
@@ -84,7 +109,11 @@ describe("console service", () => {
 
   test("revokes a key once; revoking again keeps the first time", async () => {
     const { organizationId } = await mesh.console.createOrganization({ name: "Revoker" });
-    const { keyId } = await mesh.console.createKey({ organizationId, environment: Environment.DEVELOPMENT, type: KeyType.SECRET });
+    const { keyId } = await mesh.console.createKey({
+      organizationId,
+      environment: Environment.DEVELOPMENT,
+      type: KeyType.SECRET,
+    });
     const first = await mesh.console.revokeKey({ keyId });
     expect(timestampDate(first.revokedAt!)).toEqual(clock.now());
     clock.advance(5000);
@@ -98,18 +127,87 @@ describe("console service", () => {
     const dev = Environment.DEVELOPMENT;
     const cases: [string, () => Promise<unknown>, Code][] = [
       ["empty name", () => mesh.console.createOrganization({ name: "  " }), Code.InvalidArgument],
-      ["site key without origin", () => mesh.console.createKey({ organizationId, environment: dev, type: KeyType.SITE }), Code.InvalidArgument],
-      ["origin with a path", () => mesh.console.createKey({ organizationId, environment: dev, type: KeyType.SITE, allowedOrigins: ["https://a.example/app"] }), Code.InvalidArgument],
-      ["origin without scheme", () => mesh.console.createKey({ organizationId, environment: dev, type: KeyType.SITE, allowedOrigins: ["a.example"] }), Code.InvalidArgument],
-      ["secret key with origins", () => mesh.console.createKey({ organizationId, environment: dev, type: KeyType.SECRET, allowedOrigins: ["https://a.example"] }), Code.InvalidArgument],
+      [
+        "site key without origin",
+        () => mesh.console.createKey({ organizationId, environment: dev, type: KeyType.SITE }),
+        Code.InvalidArgument,
+      ],
+      [
+        "origin with a path",
+        () =>
+          mesh.console.createKey({
+            organizationId,
+            environment: dev,
+            type: KeyType.SITE,
+            allowedOrigins: ["https://a.example/app"],
+          }),
+        Code.InvalidArgument,
+      ],
+      [
+        "origin without scheme",
+        () =>
+          mesh.console.createKey({
+            organizationId,
+            environment: dev,
+            type: KeyType.SITE,
+            allowedOrigins: ["a.example"],
+          }),
+        Code.InvalidArgument,
+      ],
+      [
+        "secret key with origins",
+        () =>
+          mesh.console.createKey({
+            organizationId,
+            environment: dev,
+            type: KeyType.SECRET,
+            allowedOrigins: ["https://a.example"],
+          }),
+        Code.InvalidArgument,
+      ],
       ["no environment", () => mesh.console.createKey({ organizationId, type: KeyType.SECRET }), Code.InvalidArgument],
       ["no type", () => mesh.console.createKey({ organizationId, environment: dev }), Code.InvalidArgument],
-      ["gate key with a space", () => mesh.console.createKey({ organizationId, environment: dev, type: KeyType.SECRET, allowedGates: ["a b"] }), Code.InvalidArgument],
-      ["expiry in the past", () => mesh.console.createKey({ organizationId, environment: dev, type: KeyType.SECRET, expiresAt: timestampFromDate(new Date(clock.now().getTime() - 1)) }), Code.InvalidArgument],
-      ["organization id not a uuid", () => mesh.console.createKey({ organizationId: "acme", environment: dev, type: KeyType.SECRET }), Code.InvalidArgument],
-      ["unknown organization", () => mesh.console.createKey({ organizationId: "0b6f7a52-3a3c-4c1e-9d7e-2f1f5b0c9a11", environment: dev, type: KeyType.SECRET }), Code.NotFound],
-      ["list of unknown organization", () => mesh.console.listKeys({ organizationId: "0b6f7a52-3a3c-4c1e-9d7e-2f1f5b0c9a11" }), Code.NotFound],
-      ["revoke unknown key", () => mesh.console.revokeKey({ keyId: "0b6f7a52-3a3c-4c1e-9d7e-2f1f5b0c9a11" }), Code.NotFound],
+      [
+        "gate key with a space",
+        () => mesh.console.createKey({ organizationId, environment: dev, type: KeyType.SECRET, allowedGates: ["a b"] }),
+        Code.InvalidArgument,
+      ],
+      [
+        "expiry in the past",
+        () =>
+          mesh.console.createKey({
+            organizationId,
+            environment: dev,
+            type: KeyType.SECRET,
+            expiresAt: timestampFromDate(new Date(clock.now().getTime() - 1)),
+          }),
+        Code.InvalidArgument,
+      ],
+      [
+        "organization id not a uuid",
+        () => mesh.console.createKey({ organizationId: "acme", environment: dev, type: KeyType.SECRET }),
+        Code.InvalidArgument,
+      ],
+      [
+        "unknown organization",
+        () =>
+          mesh.console.createKey({
+            organizationId: "0b6f7a52-3a3c-4c1e-9d7e-2f1f5b0c9a11",
+            environment: dev,
+            type: KeyType.SECRET,
+          }),
+        Code.NotFound,
+      ],
+      [
+        "list of unknown organization",
+        () => mesh.console.listKeys({ organizationId: "0b6f7a52-3a3c-4c1e-9d7e-2f1f5b0c9a11" }),
+        Code.NotFound,
+      ],
+      [
+        "revoke unknown key",
+        () => mesh.console.revokeKey({ keyId: "0b6f7a52-3a3c-4c1e-9d7e-2f1f5b0c9a11" }),
+        Code.NotFound,
+      ],
     ];
     for (const [label, call, code] of cases) expect([label, await connectCode(call())]).toEqual([label, code]);
   });
@@ -124,46 +222,84 @@ describe("credential directory against Postgres", () => {
     authenticate(apiKeyResolvers(directory, authClock), accepts, { authorization: `Bearer ${credential}`, origin });
 
   beforeAll(async () => {
-    orm = await openDatabase({ url: mesh.database.url, schema: "gateway", entities, migrations, logger: memoryLogger() });
-    directory = new CredentialDirectory({ orm, pepper: Buffer.from(mesh.env.GATEWAY_KEY_PEPPER!, "base64"), clock: authClock });
+    orm = await openDatabase({
+      url: mesh.database.url,
+      schema: "gateway",
+      entities,
+      migrations,
+      logger: memoryLogger(),
+    });
+    directory = new CredentialDirectory({
+      orm,
+      pepper: Buffer.from(mesh.env.GATEWAY_KEY_PEPPER!, "base64"),
+      clock: authClock,
+    });
   });
   afterAll(() => orm?.close(true));
 
   test("a key the console issued authenticates as its organization, environment and id", async () => {
     const { organizationId } = await mesh.console.createOrganization({ name: "Auth" });
-    const { key, keyId } = await mesh.console.createKey({ organizationId, environment: Environment.DEVELOPMENT, type: KeyType.SECRET });
-    const result = await check(key);
-    expect(result.ok && [result.credential.caller.organizationId, result.credential.caller.environment, result.credential.caller.credentialId, result.credential.caller.credentialKind]).toEqual([
+    const { key, keyId } = await mesh.console.createKey({
       organizationId,
-      Environment.DEVELOPMENT,
-      keyId,
-      CredentialKind.SECRET_KEY,
-    ]);
-    expect(await check(key.slice(0, -1) + (key.endsWith("a") ? "b" : "a"))).toMatchObject({ ok: false, failure: "invalid_key" });
+      environment: Environment.DEVELOPMENT,
+      type: KeyType.SECRET,
+    });
+    const result = await check(key);
+    expect(
+      result.ok && [
+        result.credential.caller.organizationId,
+        result.credential.caller.environment,
+        result.credential.caller.credentialId,
+        result.credential.caller.credentialKind,
+      ],
+    ).toEqual([organizationId, Environment.DEVELOPMENT, keyId, CredentialKind.SECRET_KEY]);
+    expect(await check(key.slice(0, -1) + (key.endsWith("a") ? "b" : "a"))).toMatchObject({
+      ok: false,
+      failure: "invalid_key",
+    });
   });
 
   test("a production key is accepted in its svc_prod_ spelling too", async () => {
     const { organizationId } = await mesh.console.createOrganization({ name: "Prod" });
-    const { key, keyId } = await mesh.console.createKey({ organizationId, environment: Environment.PRODUCTION, type: KeyType.SECRET });
+    const { key, keyId } = await mesh.console.createKey({
+      organizationId,
+      environment: Environment.PRODUCTION,
+      type: KeyType.SECRET,
+    });
     const short = key.replace(/^svc_production_/, "svc_prod_");
     expect(short).not.toBe(key);
     for (const spelling of [key, short]) {
       const result = await check(spelling);
-      expect(result.ok && [result.credential.caller.credentialId, result.credential.caller.environment]).toEqual([keyId, Environment.PRODUCTION]);
+      expect(result.ok && [result.credential.caller.credentialId, result.credential.caller.environment]).toEqual([
+        keyId,
+        Environment.PRODUCTION,
+      ]);
     }
     // The random part under another environment's prefix is another key.
-    expect(await check(key.replace(/^svc_production_/, "svc_dev_"))).toMatchObject({ ok: false, failure: "invalid_key" });
+    expect(await check(key.replace(/^svc_production_/, "svc_dev_"))).toMatchObject({
+      ok: false,
+      failure: "invalid_key",
+    });
   });
 
   test("revoked and expired keys are refused", async () => {
     const { organizationId } = await mesh.console.createOrganization({ name: "Lifecycle" });
-    const revoked = await mesh.console.createKey({ organizationId, environment: Environment.DEVELOPMENT, type: KeyType.SECRET });
+    const revoked = await mesh.console.createKey({
+      organizationId,
+      environment: Environment.DEVELOPMENT,
+      type: KeyType.SECRET,
+    });
     expect((await check(revoked.key)).ok).toBe(true);
     await mesh.console.revokeKey({ keyId: revoked.keyId });
     expect(await check(revoked.key)).toMatchObject({ ok: false, failure: "revoked_key" });
 
     const expiresAt = new Date(clock.now().getTime() + 3_600_000);
-    const expiring = await mesh.console.createKey({ organizationId, environment: Environment.DEVELOPMENT, type: KeyType.SECRET, expiresAt: timestampFromDate(expiresAt) });
+    const expiring = await mesh.console.createKey({
+      organizationId,
+      environment: Environment.DEVELOPMENT,
+      type: KeyType.SECRET,
+      expiresAt: timestampFromDate(expiresAt),
+    });
     authClock.set(new Date(expiresAt.getTime() - 1));
     expect((await check(expiring.key)).ok).toBe(true);
     authClock.set(expiresAt);
@@ -172,9 +308,17 @@ describe("credential directory against Postgres", () => {
 
   test("a site key works only from its allowed origins", async () => {
     const { organizationId } = await mesh.console.createOrganization({ name: "Browser" });
-    const { key } = await mesh.console.createKey({ organizationId, environment: Environment.PRODUCTION, type: KeyType.SITE, allowedOrigins: ["https://shop.example"] });
+    const { key } = await mesh.console.createKey({
+      organizationId,
+      environment: Environment.PRODUCTION,
+      type: KeyType.SITE,
+      allowedOrigins: ["https://shop.example"],
+    });
     const allowed = await check(key, "https://shop.example");
-    expect(allowed.ok && [allowed.credential.kind, allowed.credential.caller.environment]).toEqual(["site_key", Environment.PRODUCTION]);
+    expect(allowed.ok && [allowed.credential.kind, allowed.credential.caller.environment]).toEqual([
+      "site_key",
+      Environment.PRODUCTION,
+    ]);
     expect(await check(key)).toMatchObject({ ok: false, failure: "origin_required" });
     expect(await check(key, "https://other.example")).toMatchObject({ ok: false, failure: "origin_not_allowed" });
   });
@@ -191,7 +335,12 @@ describe("POST /v1/sdk/verify-token", () => {
     expect(first.json.data.data).toMatchObject({ valid: true, verdict: "pass", replayed: false });
     expect(first.json.data.data).not.toHaveProperty("reason");
     expect(first.json.data.data).not.toHaveProperty("expired_at");
-    expect(first.json.data.data.claims).toMatchObject({ request_id: `req_${"1".repeat(32)}`, organization_id: orgA, verified: true, iss: issuer });
+    expect(first.json.data.data.claims).toMatchObject({
+      request_id: `req_${"1".repeat(32)}`,
+      organization_id: orgA,
+      verified: true,
+      iss: issuer,
+    });
 
     const second = await verifyToken({ token });
     expect(second.json.data.data).toMatchObject({ valid: true, verdict: "pass", replayed: true });
@@ -200,7 +349,11 @@ describe("POST /v1/sdk/verify-token", () => {
   test("the token verifies on its own against the published key set", async () => {
     const token = await signToken(orgA);
     const keySet = createRemoteJWKSet(new URL(`${mesh.gateway.url}/.well-known/jwks.json`));
-    const { payload, protectedHeader } = await jwtVerify(token, keySet, { issuer, algorithms: ["ES256"], currentDate: clock.now() });
+    const { payload, protectedHeader } = await jwtVerify(token, keySet, {
+      issuer,
+      algorithms: ["ES256"],
+      currentDate: clock.now(),
+    });
     expect(protectedHeader.alg).toBe("ES256");
     expect(payload).toMatchObject({ request_id: `req_${"a".repeat(32)}`, organization_id: orgA });
   });
@@ -211,7 +364,10 @@ describe("POST /v1/sdk/verify-token", () => {
     expect(wrong.json.data.data).toMatchObject({ valid: false, reason: "audience_mismatch", replayed: false });
     expect(wrong.json.data.data).not.toHaveProperty("verdict");
     expect(wrong.json.data.data.claims).toMatchObject({ organization_id: orgA });
-    expect((await verifyToken({ token, audience: orgA })).json.data.data).toMatchObject({ valid: true, verdict: "pass" });
+    expect((await verifyToken({ token, audience: orgA })).json.data.data).toMatchObject({
+      valid: true,
+      verdict: "pass",
+    });
   });
 
   test("a tampered payload fails the signature and shows no claims", async () => {
@@ -240,14 +396,23 @@ describe("POST /v1/sdk/verify-token", () => {
     const { exp } = decodeSegment(token.split(".")[1]!);
     clock.advance(121_000);
     const { json } = await verifyToken({ token });
-    expect(json.data.data).toMatchObject({ valid: false, reason: "expired", expired_at: new Date(exp * 1000).toISOString(), replayed: false });
+    expect(json.data.data).toMatchObject({
+      valid: false,
+      reason: "expired",
+      expired_at: new Date(exp * 1000).toISOString(),
+      replayed: false,
+    });
     expect(json.data.data.claims).toMatchObject({ organization_id: orgA });
   });
 
   test("from 15 November 2026 a second check is invalid with reason replayed", async () => {
     clock.set("2026-11-16T09:00:00Z");
     const token = await signToken(orgA);
-    expect((await verifyToken({ token })).json.data.data).toMatchObject({ valid: true, verdict: "pass", replayed: false });
+    expect((await verifyToken({ token })).json.data.data).toMatchObject({
+      valid: true,
+      verdict: "pass",
+      replayed: false,
+    });
     const second = (await verifyToken({ token })).json.data.data;
     expect(second).toMatchObject({ valid: false, reason: "replayed", replayed: true });
     expect(second).not.toHaveProperty("verdict");
@@ -301,13 +466,17 @@ describe("public key set", () => {
   });
 
   test("a rotated key is served the moment signing publishes it, before it signs", async () => {
-    const before = (await (await fetch(`${mesh.gateway.url}/.well-known/jwks.json`)).json()).keys.map((k: { kid: string }) => k.kid);
+    const before = (await (await fetch(`${mesh.gateway.url}/.well-known/jwks.json`)).json()).keys.map(
+      (k: { kid: string }) => k.kid,
+    );
     const rotated = await mesh.console.rotateSigningKeys({});
     expect(rotated.keys.find((k) => k.kid === rotated.kid)?.state).toBe(KeyState.PENDING);
     expect(timestampDate(rotated.signsFrom!).getTime()).toBeGreaterThan(clock.now().getTime());
     expect(before).not.toContain(rotated.kid);
 
-    const refreshed = (await (await fetch(`${mesh.gateway.url}/.well-known/jwks.json`)).json()).keys.map((k: { kid: string }) => k.kid);
+    const refreshed = (await (await fetch(`${mesh.gateway.url}/.well-known/jwks.json`)).json()).keys.map(
+      (k: { kid: string }) => k.kid,
+    );
     expect(refreshed).toContain(rotated.kid);
     expect(refreshed).toEqual(expect.arrayContaining(before));
   });
@@ -339,9 +508,16 @@ describe("a gateway whose signing service is down", () => {
   });
 
   test("answers verify-token with data.error 502, and is not ready", async () => {
-    const response = await fetch(`${lonely.url}/v1/sdk/verify-token`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ token: "a.b.c" }) });
+    const response = await fetch(`${lonely.url}/v1/sdk/verify-token`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ token: "a.b.c" }),
+    });
     expect(response.status).toBe(200);
-    expect((await response.json()).data.error).toEqual({ statusCode: 502, message: "a service behind the gateway did not answer; retry with backoff" });
+    expect((await response.json()).data.error).toEqual({
+      statusCode: 502,
+      message: "a service behind the gateway did not answer; retry with backoff",
+    });
     const ready = await fetch(`${lonely.url}/readyz`);
     expect(ready.status).toBe(503);
     expect((await ready.json()).error).toMatch(/^signing unreachable/);
@@ -349,7 +525,7 @@ describe("a gateway whose signing service is down", () => {
 });
 
 test("production refuses to start without its own key pepper", async () => {
-  await expect(startGateway({ env: { SVC_DEPLOYMENT: "production", GATEWAY_PORT: "0" }, logger: memoryLogger() })).rejects.toThrow(
-    /GATEWAY_KEY_PEPPER is required in production/,
-  );
+  await expect(
+    startGateway({ env: { SVC_DEPLOYMENT: "production", GATEWAY_PORT: "0" }, logger: memoryLogger() }),
+  ).rejects.toThrow(/GATEWAY_KEY_PEPPER is required in production/);
 });

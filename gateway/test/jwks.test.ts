@@ -5,7 +5,8 @@ import { describe, expect, test } from "vitest";
 import { KeySetCache, serveKeySet } from "../src/operations/jwks.ts";
 import { memoryLogger } from "./memory-logger.ts";
 
-const jwk = (kid: string) => create(PublicJwkSchema, { kid, kty: "EC", crv: "P-256", x: "xx", y: "yy", alg: "ES256", use: "sig" });
+const jwk = (kid: string) =>
+  create(PublicJwkSchema, { kid, kty: "EC", crv: "P-256", x: "xx", y: "yy", alg: "ES256", use: "sig" });
 
 /** A signing stand-in whose answers the test sets: a list of kids, or down. */
 function fakeSigning() {
@@ -36,8 +37,14 @@ describe("key set cache", () => {
     await cache.keys();
     signing.state.kids = "down";
     const reply = await serveKeySet(cache);
-    expect(reply).toEqual({ status: 200, headers: { "cache-control": "public, max-age=300" }, body: { keys: [{ kid: "k1", kty: "EC", crv: "P-256", x: "xx", y: "yy", alg: "ES256", use: "sig" }] } });
-    expect(logger.entries.map((e) => [e.level, e.msg])).toEqual([["warn", "key set fetch failed; serving the kept copy"]]);
+    expect(reply).toEqual({
+      status: 200,
+      headers: { "cache-control": "public, max-age=300" },
+      body: { keys: [{ kid: "k1", kty: "EC", crv: "P-256", x: "xx", y: "yy", alg: "ES256", use: "sig" }] },
+    });
+    expect(logger.entries.map((e) => [e.level, e.msg])).toEqual([
+      ["warn", "key set fetch failed; serving the kept copy"],
+    ]);
     signing.state.kids = ["k3"];
     expect((await cache.keys())?.map((k) => k.kid)).toEqual(["k3"]);
   });
@@ -46,7 +53,11 @@ describe("key set cache", () => {
     const signing = fakeSigning();
     signing.state.kids = "down";
     const cache = new KeySetCache({ signing, logger: memoryLogger() });
-    expect(await serveKeySet(cache)).toEqual({ status: 503, headers: { "cache-control": "no-store" }, body: { keys: [], error: "jwks_unavailable" } });
+    expect(await serveKeySet(cache)).toEqual({
+      status: 503,
+      headers: { "cache-control": "no-store" },
+      body: { keys: [], error: "jwks_unavailable" },
+    });
     signing.state.kids = [];
     expect((await serveKeySet(cache)).status).toBe(503);
   });

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
-import { apiKeyTypeOf, displayPrefix, generateKey, hashInput, parseKey } from "../src/credentials/key-format.ts";
 import { normalizeOrigin } from "../src/credentials/directory.ts";
+import { apiKeyTypeOf, displayPrefix, generateKey, hashInput, parseKey } from "../src/credentials/key-format.ts";
 
 const secret = "Ab3dEf6hIj9lMn2pQr5tUv8xYz1bCd4f";
 
@@ -24,7 +24,9 @@ describe("API key forms", () => {
   });
 
   test("the same random part is a different key in another type or environment", () => {
-    const inputs = [`svc_dev_${secret}`, `svc_production_${secret}`, `pk_test_${secret}`, `pk_live_${secret}`].map((k) => hashInput(parseKey(k)!));
+    const inputs = [`svc_dev_${secret}`, `svc_production_${secret}`, `pk_test_${secret}`, `pk_live_${secret}`].map(
+      (k) => hashInput(parseKey(k)!),
+    );
     expect(new Set(inputs).size).toBe(4);
   });
 
@@ -72,10 +74,17 @@ describe("allowed origins", () => {
     expect(normalizeOrigin(text)).toBe(origin);
   });
 
-  test.each(["https://shop.example/", "https://shop.example/path", "https://shop.example?x=1", "https://user@shop.example", "ftp://shop.example", "shop.example", "*", "null", "https://"])(
-    "%s is refused",
-    (text) => {
-      expect(normalizeOrigin(text)).toBeUndefined();
-    },
-  );
+  test.each([
+    "https://shop.example/",
+    "https://shop.example/path",
+    "https://shop.example?x=1",
+    "https://user@shop.example",
+    "ftp://shop.example",
+    "shop.example",
+    "*",
+    "null",
+    "https://",
+  ])("%s is refused", (text) => {
+    expect(normalizeOrigin(text)).toBeUndefined();
+  });
 });

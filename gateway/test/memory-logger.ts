@@ -7,6 +7,16 @@ export interface LogEntry extends LogFields {
 
 /** A logger that keeps its entries, so tests stay quiet and can check what was logged. */
 export function memoryLogger(entries: LogEntry[] = [], base: LogFields = {}): Logger & { entries: LogEntry[] } {
-  const write = (level: string) => (msg: string, fields: LogFields = {}) => void entries.push({ ...base, ...fields, level, msg });
-  return { entries, debug: write("debug"), info: write("info"), warn: write("warn"), error: write("error"), child: (fields) => memoryLogger(entries, { ...base, ...fields }) };
+  const write =
+    (level: string) =>
+    (msg: string, fields: LogFields = {}) =>
+      void entries.push({ ...base, ...fields, level, msg });
+  return {
+    entries,
+    debug: write("debug"),
+    info: write("info"),
+    warn: write("warn"),
+    error: write("error"),
+    child: (fields) => memoryLogger(entries, { ...base, ...fields }),
+  };
 }

@@ -1,17 +1,17 @@
 import { request as httpRequest } from "node:http";
+import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ManualClock } from "@svc/platform";
+import { CallerSchema } from "@svc/proto/common/v1/caller_pb.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { authenticateStage, type CredentialResolver } from "../src/credentials/authenticate.ts";
 import { OperationError } from "../src/http/errors.ts";
 import { bodyLimitBytes, parseStage } from "../src/http/parse.ts";
-import { handleStage, validateStage, type Stage } from "../src/http/pipeline.ts";
-import { startPublicServer, type RunningServer } from "../src/http/public-server.ts";
+import { handleStage, type Stage, validateStage } from "../src/http/pipeline.ts";
+import { type RunningServer, startPublicServer } from "../src/http/public-server.ts";
 import { defineRoute, fail, ok } from "../src/http/route.ts";
 import type { GatewayServices } from "../src/services.ts";
 import { memoryLogger } from "./memory-logger.ts";
-import { create } from "@bufbuild/protobuf";
-import { CallerSchema } from "@svc/proto/common/v1/caller_pb.js";
 
 /**
  * The pipeline over real HTTP with a route table of its own: every stage, without a database.
@@ -24,7 +24,11 @@ const routes = [
     path: "/test/echo",
     summary: "echoes its validated input",
     auth: { accepts: [] },
-    input: { type: "object", properties: { name: { type: "string", minLength: 1 }, count: { type: "integer", default: 1 } }, required: ["name"] },
+    input: {
+      type: "object",
+      properties: { name: { type: "string", minLength: 1 }, count: { type: "integer", default: 1 } },
+      required: ["name"],
+    },
     envelope: "nested",
     handle: async (input) => ok({ name: input.name, count: input.count }),
   }),
@@ -101,7 +105,14 @@ const secretKeys: CredentialResolver = {
   recognizes: (c) => c.startsWith("svc_dev_"),
   resolve: async (credential) =>
     credential === "svc_dev_good"
-      ? { ok: true, credential: { kind: "secret_key", allowedGates: [], caller: create(CallerSchema, { organizationId: "org-1" }) } }
+      ? {
+          ok: true,
+          credential: {
+            kind: "secret_key",
+            allowedGates: [],
+            caller: create(CallerSchema, { organizationId: "org-1" }),
+          },
+        }
       : { ok: false, failure: "invalid_key", message: "the API key is not valid" },
 };
 
@@ -109,7 +120,12 @@ const secretKeys: CredentialResolver = {
 const rateLimitSlot: Stage = {
   name: "rate limit",
   async run(ctx, next) {
-    if (ctx.headers["x-test-blocked"]) return { kind: "http", status: 403, body: { errors: [{ message: "rate limit exceeded", code: "RATE_LIMITED" }] } };
+    if (ctx.headers["x-test-blocked"])
+      return {
+        kind: "http",
+        status: 403,
+        body: { errors: [{ message: "rate limit exceeded", code: "RATE_LIMITED" }] },
+      };
     ctx.responseHeaders["x-test-stage"] = "ran";
     const outcome = await next();
     if (ctx.credential) ctx.extras._rateLimit = { scope: "bs_test", after: outcome.kind };
@@ -135,7 +151,11 @@ beforeAll(async () => {
 afterAll(() => server?.stop());
 
 const post = (path: string, body: string | undefined, headers: Record<string, string> = {}) =>
-  fetch(`${server.url}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, ...(body !== undefined && { body }) });
+  fetch(`${server.url}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    ...(body !== undefined && { body }),
+  });
 
 describe("parse", () => {
   test("a valid body reaches the handler, validated and with defaults", async () => {
@@ -149,12 +169,21 @@ describe("parse", () => {
     ["malformed JSON", "{", {}, "request body is not valid JSON"],
     ["a JSON array", "[1]", {}, "request body must be a JSON object"],
     ["a JSON string", '"x"', {}, "request body must be a JSON object"],
-    ["a form body", "name=ada", { "content-type": "application/x-www-form-urlencoded" }, "request body must be JSON, sent with Content-Type: application/json"],
+    [
+      "a form body",
+      "name=ada",
+      { "content-type": "application/x-www-form-urlencoded" },
+      "request body must be JSON, sent with Content-Type: application/json",
+    ],
   ])("%s is a 400 InputValidationError", async (_label, body, headers, message) => {
     const response = await post("/v1/test/echo", body, headers);
     expect(response.status).toBe(400);
     const json = await response.json();
-    expect(json).toMatchObject({ code: "InputValidationError", input: {}, errors: [{ propertyPath: "", invalidValue: null }] });
+    expect(json).toMatchObject({
+      code: "InputValidationError",
+      input: {},
+      errors: [{ propertyPath: "", invalidValue: null }],
+    });
     expect(json.errors[0].message).toContain(message);
     expect(json.message).toContain(message);
   });
@@ -179,11 +208,15 @@ describe("parse", () => {
 
   test("a body over the limit without Content-Length (chunked) is a 400 too", async () => {
     const { status, body } = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = httpRequest(`${server.url}/v1/test/echo`, { method: "POST", headers: { "content-type": "application/json" } }, (res) => {
-        let text = "";
-        res.on("data", (c) => (text += c));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
-      });
+      const req = httpRequest(
+        `${server.url}/v1/test/echo`,
+        { method: "POST", headers: { "content-type": "application/json" } },
+        (res) => {
+          let text = "";
+          res.on("data", (c) => (text += c));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
+        },
+      );
       req.on("error", reject);
       req.write(`{"name":"${"x".repeat(bodyLimitBytes)}`);
       req.write(`${"y".repeat(1024)}"}`);
@@ -198,7 +231,10 @@ describe("parse", () => {
     expect(await response.json()).toEqual({ data: { found: true, limit: 7 } });
     const invalid = await fetch(`${server.url}/v1/test/status?limit=0`);
     expect(invalid.status).toBe(400);
-    expect(await invalid.json()).toMatchObject({ input: { limit: "0" }, errors: [{ propertyPath: "limit", invalidValue: "0", message: "limit must be at least 1" }] });
+    expect(await invalid.json()).toMatchObject({
+      input: { limit: "0" },
+      errors: [{ propertyPath: "limit", invalidValue: "0", message: "limit must be at least 1" }],
+    });
   });
 });
 
@@ -206,7 +242,9 @@ describe("outcomes", () => {
   test("a thrown OperationError is data.error in an HTTP 200", async () => {
     const response = await post("/v1/test/refuse", "{}");
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ data: { error: { statusCode: 409, message: "same user already has a pending request" } } });
+    expect(await response.json()).toEqual({
+      data: { error: { statusCode: 409, message: "same user already has a pending request" } },
+    });
   });
 
   test("a returned refusal carries its code, also on a flat route", async () => {
@@ -216,7 +254,9 @@ describe("outcomes", () => {
   });
 
   test("a business service's refusal is mapped by its Connect code", async () => {
-    expect(await (await post("/v1/test/upstream", "{}")).json()).toEqual({ data: { error: { statusCode: 404, message: "no proposal with that request_id" } } });
+    expect(await (await post("/v1/test/upstream", "{}")).json()).toEqual({
+      data: { error: { statusCode: 404, message: "no proposal with that request_id" } },
+    });
   });
 
   test("an unhandled failure is HTTP 500 {message: internal error}", async () => {
@@ -248,8 +288,13 @@ describe("authenticate", () => {
   test("authentication runs before validation, and the caller reaches the handler", async () => {
     const refused = await (await post("/v1/test/whoami", "{}")).json();
     expect(refused.data.error.statusCode).toBe(401);
-    const response = await post("/v1/test/whoami", JSON.stringify({ name: "x" }), { authorization: "Bearer svc_dev_good" });
-    expect(await response.json()).toEqual({ data: { data: { organization_id: "org-1" } }, _rateLimit: { scope: "bs_test", after: "ok" } });
+    const response = await post("/v1/test/whoami", JSON.stringify({ name: "x" }), {
+      authorization: "Bearer svc_dev_good",
+    });
+    expect(await response.json()).toEqual({
+      data: { data: { organization_id: "org-1" } },
+      _rateLimit: { scope: "bs_test", after: "ok" },
+    });
   });
 
   test("a stage in the rate-limit slot adds headers and extras, or answers on its own", async () => {
@@ -257,7 +302,10 @@ describe("authenticate", () => {
     expect(passed.status).toBe(400);
     expect(passed.headers.get("x-test-stage")).toBe("ran");
     expect((await passed.json())._rateLimit).toEqual({ scope: "bs_test", after: "invalid" });
-    const blocked = await post("/v1/test/whoami", JSON.stringify({ name: "x" }), { authorization: "Bearer svc_dev_good", "x-test-blocked": "1" });
+    const blocked = await post("/v1/test/whoami", JSON.stringify({ name: "x" }), {
+      authorization: "Bearer svc_dev_good",
+      "x-test-blocked": "1",
+    });
     expect(blocked.status).toBe(403);
     expect(await blocked.json()).toEqual({ errors: [{ message: "rate limit exceeded", code: "RATE_LIMITED" }] });
   });
@@ -275,7 +323,10 @@ describe("paths", () => {
     const response = await fetch(`${server.url}/v1/test/echo`);
     expect(response.status).toBe(405);
     expect(response.headers.get("allow")).toBe("POST");
-    expect(await response.json()).toEqual({ error: "method_not_allowed", message: "/v1/test/echo takes POST, not GET" });
+    expect(await response.json()).toEqual({
+      error: "method_not_allowed",
+      message: "/v1/test/echo takes POST, not GET",
+    });
   });
 
   test("/healthz and /readyz answer", async () => {

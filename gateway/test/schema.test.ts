@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { validate, type Infer, type ObjectSchema } from "../src/http/schema.ts";
+import { type Infer, type ObjectSchema, validate } from "../src/http/schema.ts";
 
 const inquire = {
   type: "object",
@@ -11,7 +11,10 @@ const inquire = {
         summary_title: { type: "string", minLength: 1, maxLength: 120 },
         summary_detail: {
           type: "object",
-          properties: { label: { type: "string", minLength: 1, maxLength: 40 }, value: { type: "string", minLength: 1, maxLength: 80 } },
+          properties: {
+            label: { type: "string", minLength: 1, maxLength: 40 },
+            value: { type: "string", minLength: 1, maxLength: 80 },
+          },
           required: ["label", "value"],
         },
       },
@@ -21,7 +24,11 @@ const inquire = {
       type: "array",
       minItems: 1,
       maxItems: 2,
-      items: { type: "object", properties: { verdict: { type: "string", enum: ["approve", "denied"] } }, required: ["verdict"] },
+      items: {
+        type: "object",
+        properties: { verdict: { type: "string", enum: ["approve", "denied"] } },
+        required: ["verdict"],
+      },
     },
     ttl_seconds: { type: "integer", minimum: 60, maximum: 86400, default: 600 },
     metadata: { type: "object", additionalProperties: true },
@@ -78,7 +85,9 @@ describe("validate", () => {
   test("accepts null only where the schema says nullable", () => {
     expect(validate(inquire, { ...validInput, note: null }).ok).toBe(true);
     const result = validate(inquire, { ...validInput, ttl_seconds: null });
-    expect(result.ok ? [] : result.errors).toEqual([{ propertyPath: "ttl_seconds", invalidValue: null, message: "ttl_seconds must be an integer, not null" }]);
+    expect(result.ok ? [] : result.errors).toEqual([
+      { propertyPath: "ttl_seconds", invalidValue: null, message: "ttl_seconds must be an integer, not null" },
+    ]);
   });
 
   test("checks array sizes", () => {
@@ -88,11 +97,16 @@ describe("validate", () => {
 
   test("a root that is no object is reported at the empty path", () => {
     const result = validate(inquire, ["not", "an", "object"]);
-    expect(result.ok ? [] : result.errors).toEqual([{ propertyPath: "", invalidValue: ["not", "an", "object"], message: "input must be an object, not array" }]);
+    expect(result.ok ? [] : result.errors).toEqual([
+      { propertyPath: "", invalidValue: ["not", "an", "object"], message: "input must be an object, not array" },
+    ]);
   });
 
   test("counts characters, not UTF-16 units, for lengths", () => {
-    const schema = { type: "object", properties: { name: { type: "string", maxLength: 2 } } } as const satisfies ObjectSchema;
+    const schema = {
+      type: "object",
+      properties: { name: { type: "string", maxLength: 2 } },
+    } as const satisfies ObjectSchema;
     expect(validate(schema, { name: "😀😀" }).ok).toBe(true);
     expect(validate(schema, { name: "😀😀😀" }).ok).toBe(false);
   });
@@ -109,7 +123,10 @@ describe("validate", () => {
     } as const satisfies ObjectSchema;
 
     test("reads numbers and booleans from text", () => {
-      expect(validate(list, { limit: "10", active: "true", tag: "a" }, { fromQuery: true })).toEqual({ ok: true, value: { limit: 10, active: true, tag: ["a"] } });
+      expect(validate(list, { limit: "10", active: "true", tag: "a" }, { fromQuery: true })).toEqual({
+        ok: true,
+        value: { limit: 10, active: true, tag: ["a"] },
+      });
     });
 
     test("refuses text that is no number, and a scalar given twice", () => {

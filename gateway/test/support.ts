@@ -1,14 +1,14 @@
-import { createServer } from "node:net";
-import type { AddressInfo } from "node:net";
 import { randomBytes } from "node:crypto";
+import type { AddressInfo } from "node:net";
+import { createServer } from "node:net";
 import type { Client } from "@connectrpc/connect";
 import { createInternalClient, type ManualClock } from "@svc/platform";
-import { memoryLogger } from "./memory-logger.ts";
 import { ConsoleService } from "@svc/proto/console/v1/console_pb.js";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { startSigning } from "../../services/signing/src/server.ts";
 import { createTestDatabase, type TestDatabase } from "../../test/harness/index.ts";
-import { startGateway, type RunningGateway } from "../src/server.ts";
+import { type RunningGateway, startGateway } from "../src/server.ts";
+import { memoryLogger } from "./memory-logger.ts";
 
 export { memoryLogger };
 
@@ -46,7 +46,12 @@ export async function startTestMesh(label: string, clock: ManualClock): Promise<
   };
   try {
     const signing = await startSigning({
-      env: { SVC_DATABASE_URL: database.url, SIGNING_PORT: "0", SIGNING_ISSUER: issuer, SIGNING_KEK: randomBytes(32).toString("base64") },
+      env: {
+        SVC_DATABASE_URL: database.url,
+        SIGNING_PORT: "0",
+        SIGNING_ISSUER: issuer,
+        SIGNING_KEK: randomBytes(32).toString("base64"),
+      },
       clock,
       logger: logger.child({ service: "signing" }),
     });

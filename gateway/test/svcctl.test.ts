@@ -22,9 +22,14 @@ interface Run {
 /** svcctl as an operator runs it: a child process on this Node, talking to the console over the network. */
 function svcctl(args: string[], consoleUrl = mesh.gateway.consoleUrl): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [svcctlPath, ...args], { env: { ...process.env, SVCCTL_CONSOLE_URL: consoleUrl }, timeout: 20_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === "number" ? error.code : -1) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [svcctlPath, ...args],
+      { env: { ...process.env, SVCCTL_CONSOLE_URL: consoleUrl }, timeout: 20_000 },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? (typeof error.code === "number" ? error.code : -1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -38,12 +43,40 @@ describe("svcctl", () => {
     const { organization_id } = json(await svcctl(["org", "create", "--name", "Acme Shop"]));
     expect(organization_id).toMatch(/^[0-9a-f-]{36}$/);
 
-    const secret = json(await svcctl(["key", "create", "--org", organization_id, "--env", "production", "--type", "secret", "--gate", "checkout", "--gate", "signup"]));
+    const secret = json(
+      await svcctl([
+        "key",
+        "create",
+        "--org",
+        organization_id,
+        "--env",
+        "production",
+        "--type",
+        "secret",
+        "--gate",
+        "checkout",
+        "--gate",
+        "signup",
+      ]),
+    );
     expect(secret.key).toMatch(/^svc_production_[A-Za-z0-9]{32}$/);
     expect(secret.key_id).toMatch(/^[0-9a-f-]{36}$/);
 
     const site = json(
-      await svcctl(["key", "create", "--org", organization_id, "--env", "development", "--type", "site", "--origin", "https://shop.example", "--origin", "http://localhost:3000"]),
+      await svcctl([
+        "key",
+        "create",
+        "--org",
+        organization_id,
+        "--env",
+        "development",
+        "--type",
+        "site",
+        "--origin",
+        "https://shop.example",
+        "--origin",
+        "http://localhost:3000",
+      ]),
     );
     expect(site.key).toMatch(/^pk_test_/);
 
@@ -59,7 +92,11 @@ describe("svcctl", () => {
       revoked: false,
       created_at: clock.now().toISOString(),
     });
-    expect(byId[site.key_id]).toMatchObject({ type: "site", environment: "development", allowed_origins: ["https://shop.example", "http://localhost:3000"] });
+    expect(byId[site.key_id]).toMatchObject({
+      type: "site",
+      environment: "development",
+      allowed_origins: ["https://shop.example", "http://localhost:3000"],
+    });
 
     const revoked = json(await svcctl(["key", "revoke", "--key-id", site.key_id]));
     expect(revoked).toEqual({ key_id: site.key_id, revoked_at: clock.now().toISOString() });
@@ -74,14 +111,17 @@ describe("svcctl", () => {
     expect(rotated.keys.find((k: { kid: string }) => k.kid === rotated.kid).state).toBe("pending");
   });
 
-  test.each([[["--help"]], [["key", "--help"]], [["key", "create", "--help"]], [["org", "create", "-h"]], [["signing", "rotate", "--help"]]])(
-    "%j prints usage and exits 0",
-    async (args) => {
-      const run = await svcctl(args);
-      expect([run.code, run.stderr]).toEqual([0, ""]);
-      expect(run.stdout).toMatch(/^Usage: svcctl/);
-    },
-  );
+  test.each([
+    [["--help"]],
+    [["key", "--help"]],
+    [["key", "create", "--help"]],
+    [["org", "create", "-h"]],
+    [["signing", "rotate", "--help"]],
+  ])("%j prints usage and exits 0", async (args) => {
+    const run = await svcctl(args);
+    expect([run.code, run.stderr]).toEqual([0, ""]);
+    expect(run.stdout).toMatch(/^Usage: svcctl/);
+  });
 
   test.each([
     [[], "no command given"],
@@ -89,9 +129,15 @@ describe("svcctl", () => {
     [["key"], "key: no command given"],
     [["key", "delete"], 'key: unknown command "delete"'],
     [["org", "create"], "--name is required"],
-    [["key", "create", "--org", "x", "--env", "staging", "--type", "secret"], "--env must be one of development, production"],
+    [
+      ["key", "create", "--org", "x", "--env", "staging", "--type", "secret"],
+      "--env must be one of development, production",
+    ],
     [["org", "create", "--name", "x", "--colour", "red"], "Unknown option '--colour'"],
-    [["key", "create", "--org", "x", "--env", "development", "--type", "secret", "--expires-at", "soon"], "--expires-at is not an ISO 8601 instant"],
+    [
+      ["key", "create", "--org", "x", "--env", "development", "--type", "secret", "--expires-at", "soon"],
+      "--expires-at is not an ISO 8601 instant",
+    ],
   ])("usage error %j exits 2", async (args, message) => {
     const run = await svcctl(args);
     expect(run.code).toBe(2);

@@ -1,9 +1,14 @@
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, type Client } from "@connectrpc/connect";
-import { VerifyTokensResponseSchema, type SigningService, type VerifyTokenResponse, type VerifyTokensResponse } from "@svc/proto/signing/v1/signing_pb.js";
+import { type Client, Code, ConnectError } from "@connectrpc/connect";
+import {
+  type SigningService,
+  type VerifyTokenResponse,
+  type VerifyTokensResponse,
+  VerifyTokensResponseSchema,
+} from "@svc/proto/signing/v1/signing_pb.js";
 import { describe, expect, test } from "vitest";
 import { outcomeOf } from "../src/http/pipeline.ts";
-import { VerifyTokenBatcher, type TokenCheck } from "../src/operations/verify-token-batcher.ts";
+import { type TokenCheck, VerifyTokenBatcher } from "../src/operations/verify-token-batcher.ts";
 
 interface Sent {
   checks: TokenCheck[];
@@ -21,7 +26,12 @@ function handAnsweredSigning() {
         const checks = (request.requests ?? []).map(({ token, audience }) => ({ token: token ?? "", audience }));
         sent.push({
           checks,
-          answer: (count = checks.length) => resolve(create(VerifyTokensResponseSchema, { responses: checks.slice(0, count).map(({ token }) => ({ valid: true, reason: token })) })),
+          answer: (count = checks.length) =>
+            resolve(
+              create(VerifyTokensResponseSchema, {
+                responses: checks.slice(0, count).map(({ token }) => ({ valid: true, reason: token })),
+              }),
+            ),
           fail: reject,
         });
       }),
@@ -95,7 +105,10 @@ describe("VerifyTokenBatcher", () => {
     await settle();
     expect(first.answer?.reason).toBe("t1");
     expect(failing.map((call) => call.error)).toEqual([unavailable, unavailable]);
-    expect(outcomeOf(failing[0]!.error)).toEqual({ kind: "error", error: { statusCode: 502, message: "a service behind the gateway did not answer; retry with backoff" } });
+    expect(outcomeOf(failing[0]!.error)).toEqual({
+      kind: "error",
+      error: { statusCode: 502, message: "a service behind the gateway did not answer; retry with backoff" },
+    });
 
     expect(tokensOf(sent[2]!)).toEqual(["t4"]);
     sent[2]!.answer();

@@ -1,9 +1,9 @@
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import pg from "pg";
 import { startInfrastructure } from "@svc/local-mesh/infrastructure";
-import { startMesh, type ServiceName } from "@svc/local-mesh/mesh";
+import { type ServiceName, startMesh } from "@svc/local-mesh/mesh";
+import pg from "pg";
 
 /** A throwaway Postgres, NATS and (part of) the mesh for one benchmark script; everything goes at stop. */
 export async function startBenchMesh(only: ServiceName[]) {
@@ -41,7 +41,11 @@ export async function startBenchMesh(only: ServiceName[]) {
 }
 
 /** Runs `task` with `concurrency` loops in flight until `durationMs` passes; returns completed operations per second. */
-export async function measureThroughput(concurrency: number, durationMs: number, task: (i: number) => Promise<void>): Promise<number> {
+export async function measureThroughput(
+  concurrency: number,
+  durationMs: number,
+  task: (i: number) => Promise<void>,
+): Promise<number> {
   let done = 0;
   let next = 0;
   const deadline = performance.now() + durationMs;

@@ -11,18 +11,42 @@ const root = fileURLToPath(new URL("../../", import.meta.url));
 type Goal = { field: string; atLeast?: number; atMost?: number; says: string };
 const goals: Record<string, Goal[]> = {
   "sign-attestation": [{ field: "ratio", atLeast: 1.5, says: "signing at least 1.5x jose SignJWT on the same key" }],
-  "verify-token": [{ field: "ratio", atLeast: 0.7, says: "POST /v1/sdk/verify-token at least 70% of raw crypto.subtle.verify, 16 in flight" }],
-  "webhook-delivery": [{ field: "ratio", atLeast: 0.4, says: "deliveries/s at least 40% of min(bare node:http, single-row UPDATE)" }],
-  "create-verification-link": [
-    { field: "ratio", atLeast: 0.4, says: "create-verification-link at least 40% of a single-row INSERT at 16 clients" },
-    { field: "median_ratio", atMost: 4, says: "its median at one client at most 4x the INSERT's" },
-    { field: "rounds_not_spent_exactly_once", atMost: 0, says: "a grant token under 16-way contention spent exactly once, every round" },
+  "verify-token": [
+    {
+      field: "ratio",
+      atLeast: 0.7,
+      says: "POST /v1/sdk/verify-token at least 70% of raw crypto.subtle.verify, 16 in flight",
+    },
   ],
-  "gateway-edge": [{ field: "ratio", atLeast: 0.9, says: "gateway throughput (each arm at its best of 16 and 256 in flight) with limiter and alias stage at least 90% of without" }],
+  "webhook-delivery": [
+    { field: "ratio", atLeast: 0.4, says: "deliveries/s at least 40% of min(bare node:http, single-row UPDATE)" },
+  ],
+  "create-verification-link": [
+    {
+      field: "ratio",
+      atLeast: 0.4,
+      says: "create-verification-link at least 40% of a single-row INSERT at 16 clients",
+    },
+    { field: "median_ratio", atMost: 4, says: "its median at one client at most 4x the INSERT's" },
+    {
+      field: "rounds_not_spent_exactly_once",
+      atMost: 0,
+      says: "a grant token under 16-way contention spent exactly once, every round",
+    },
+  ],
+  "gateway-edge": [
+    {
+      field: "ratio",
+      atLeast: 0.9,
+      says: "gateway throughput (each arm at its best of 16 and 256 in flight) with limiter and alias stage at least 90% of without",
+    },
+  ],
 };
 
 const only = process.argv.slice(2);
-const scripts = globSync(["services/*/bench/*.bench.ts", "gateway/bench/*.bench.ts", "test/bench/*.bench.ts"], { cwd: root })
+const scripts = globSync(["services/*/bench/*.bench.ts", "gateway/bench/*.bench.ts", "test/bench/*.bench.ts"], {
+  cwd: root,
+})
   .sort()
   .filter((file) => only.length === 0 || only.some((name) => file.includes(name)));
 
@@ -30,7 +54,12 @@ const results: { name: string; ratio?: number; [key: string]: unknown }[] = [];
 const failed: string[] = [];
 for (const script of scripts) {
   process.stdout.write(`\n== ${script}\n`);
-  const run = spawnSync(process.execPath, [script], { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], timeout: 10 * 60_000 });
+  const run = spawnSync(process.execPath, [script], {
+    cwd: root,
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+    timeout: 10 * 60_000,
+  });
   process.stdout.write(run.stdout ?? "");
   for (const line of (run.stdout ?? "").split("\n")) {
     if (!line.startsWith("{")) continue;
@@ -52,10 +81,15 @@ for (const result of results) {
   for (const goal of goals[result.name] ?? [{ field: "ratio", says: "" }]) {
     const value = result[goal.field];
     const measured = typeof value === "number" ? value : undefined;
-    const met = measured !== undefined && (goal.atLeast === undefined || measured >= goal.atLeast) && (goal.atMost === undefined || measured <= goal.atMost);
+    const met =
+      measured !== undefined &&
+      (goal.atLeast === undefined || measured >= goal.atLeast) &&
+      (goal.atMost === undefined || measured <= goal.atMost);
     const verdict = goal.says === "" || measured === undefined ? "" : met ? "meets goal" : "MISSES goal";
     const shown = measured === undefined ? "-" : Number.isInteger(measured) ? String(measured) : measured.toFixed(2);
-    process.stdout.write(`${result.name.padEnd(26)} ${goal.field.padEnd(30)} ${shown.padStart(6)}  ${verdict}${goal.says ? `  (${goal.says})` : ""}\n`);
+    process.stdout.write(
+      `${result.name.padEnd(26)} ${goal.field.padEnd(30)} ${shown.padStart(6)}  ${verdict}${goal.says ? `  (${goal.says})` : ""}\n`,
+    );
   }
 }
 for (const failure of failed) process.stdout.write(`FAILED: ${failure}; its goals are unmeasured\n`);

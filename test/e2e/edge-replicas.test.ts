@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -49,7 +49,10 @@ async function startReplica(env: Record<string, string>): Promise<Replica> {
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) break;
-    const ready = await fetch(`${replica.url}/readyz`).then((r) => r.ok, () => false);
+    const ready = await fetch(`${replica.url}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ready) return replica;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -64,7 +67,12 @@ beforeAll(async () => {
   // 10:00:03: the minute windows stay open for the whole file.
   writeFileSync(clockFile, "2026-12-01T10:00:03.000Z");
   signing = await startSigning({
-    env: { SVC_DATABASE_URL: database.url, SIGNING_PORT: "0", SIGNING_KEK: randomBytes(32).toString("base64"), SVC_LOG_LEVEL: "warn" },
+    env: {
+      SVC_DATABASE_URL: database.url,
+      SIGNING_PORT: "0",
+      SIGNING_KEK: randomBytes(32).toString("base64"),
+      SVC_LOG_LEVEL: "warn",
+    },
     clock: fileClock(clockFile),
   });
   const env = {
@@ -90,7 +98,10 @@ afterAll(async () => {
 });
 
 /** Sends `count` requests at once, alternating between the replicas. */
-function burst(count: number, request: (replica: Replica) => Promise<Response>): Promise<{ status: number; body: any }[]> {
+function burst(
+  count: number,
+  request: (replica: Replica) => Promise<Response>,
+): Promise<{ status: number; body: any }[]> {
   return Promise.all(
     Array.from({ length: count }, async (_, i) => {
       const response = await request(replicas[i % replicas.length]!);
@@ -102,29 +113,54 @@ function burst(count: number, request: (replica: Replica) => Promise<Response>):
 describe("two gateway processes on one database", () => {
   test("a key's per_minute limit holds exactly across both, and a raise through one console holds on the other", async () => {
     const route = routes.find((r) => r.method === "POST" && r.auth.accepts.includes("secret_key"))!;
-    const console_ = createClient(ConsoleService, createConnectTransport({ baseUrl: replicas[0]!.consoleUrl, httpVersion: "1.1" }));
+    const console_ = createClient(
+      ConsoleService,
+      createConnectTransport({ baseUrl: replicas[0]!.consoleUrl, httpVersion: "1.1" }),
+    );
     const { organizationId } = await console_.createOrganization({ name: "Replicas" });
-    const { key, keyId } = await console_.createKey({ organizationId, environment: Environment.PRODUCTION, type: KeyType.SECRET });
+    const { key, keyId } = await console_.createKey({
+      organizationId,
+      environment: Environment.PRODUCTION,
+      type: KeyType.SECRET,
+    });
     await console_.setKeyLimits({ keyId, bucket: "per_minute", limit: 9 });
     const send = (replica: Replica) =>
-      fetch(`${replica.url}/v1${route.path}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: "{}" });
+      fetch(`${replica.url}/v1${route.path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: "{}",
+      });
 
     const answers = await burst(30, send);
     const passed = answers.filter((a) => a.status !== 403);
     expect(passed).toHaveLength(9);
-    expect(passed.map((a) => a.body._rateLimit.primary.remaining).sort((x: number, y: number) => x - y)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(passed.map((a) => a.body._rateLimit.primary.remaining).sort((x: number, y: number) => x - y)).toEqual([
+      0, 1, 2, 3, 4, 5, 6, 7, 8,
+    ]);
     for (const refused of answers.filter((a) => a.status === 403)) {
-      expect(refused.body).toMatchObject({ errors: [{ code: "RATE_LIMITED" }], _rateLimit: { scope: "bs_prod", primary: { bucket: "per_minute", limit: 9, remaining: 0 } } });
+      expect(refused.body).toMatchObject({
+        errors: [{ code: "RATE_LIMITED" }],
+        _rateLimit: { scope: "bs_prod", primary: { bucket: "per_minute", limit: 9, remaining: 0 } },
+      });
     }
 
-    const other = createClient(ConsoleService, createConnectTransport({ baseUrl: replicas[1]!.consoleUrl, httpVersion: "1.1" }));
+    const other = createClient(
+      ConsoleService,
+      createConnectTransport({ baseUrl: replicas[1]!.consoleUrl, httpVersion: "1.1" }),
+    );
     await other.setKeyLimits({ keyId, bucket: "per_minute", limit: 11 });
     const more = await burst(6, send);
     expect(more.filter((a) => a.status !== 403)).toHaveLength(2);
   });
 
   test("operations without a credential are limited per client IP across both", async () => {
-    const answers = await burst(24, (replica) => fetch(`${replica.url}/v1/sdk/verify-token`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ token: "x.y.z" }) }));
+    const answers = await burst(24, (replica) =>
+      fetch(`${replica.url}/v1/sdk/verify-token`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ token: "x.y.z" }),
+      }),
+    );
     expect(answers.filter((a) => a.status === 200)).toHaveLength(anonymousLimit);
     expect(answers.filter((a) => a.status === 403)).toHaveLength(24 - anonymousLimit);
     expect(answers.find((a) => a.status === 403)!.body._rateLimit).toEqual({

@@ -1,16 +1,25 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import { Webhook } from "standardwebhooks";
-import { createRemoteJWKSet, jwtVerify } from "jose";
 import { AccountConsoleService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { WebhookConsoleService } from "@svc/proto/webhook/v1/webhook_pb.js";
+import { createRemoteJWKSet, jwtVerify } from "jose";
+import { Webhook } from "standardwebhooks";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { SoftwareAuthenticator } from "../harness/software-passkey.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
-import { dataError, gateConsole, issuer, newGate, newPartner, partnerApi, result, verifyIndependently } from "./gate-support.ts";
+import {
+  dataError,
+  gateConsole,
+  issuer,
+  newGate,
+  newPartner,
+  partnerApi,
+  result,
+  verifyIndependently,
+} from "./gate-support.ts";
 
 /**
  * The person's side through the gateway: the app API with a development-IdP session and the software
@@ -47,7 +56,8 @@ describe("gate ceremonies end to end", () => {
         const id = String(req.headers["webhook-id"]);
         // The signature checked independently with standardwebhooks, at the timestamp it was made for.
         const expected = new Webhook(secret).sign(id, new Date(Number(req.headers["webhook-timestamp"]) * 1000), raw);
-        if (String(req.headers["webhook-signature"]).split(" ").includes(expected)) deliveries.push({ id, body: JSON.parse(raw) });
+        if (String(req.headers["webhook-signature"]).split(" ").includes(expected))
+          deliveries.push({ id, body: JSON.parse(raw) });
         res.writeHead(204).end();
       });
     });
@@ -55,8 +65,17 @@ describe("gate ceremonies end to end", () => {
     mesh = await startTestMesh("gate_ceremony", { clockAt: start });
     api = partnerApi(mesh);
     partner = await newPartner(mesh, "Ceremonies");
-    const webhooks = createClient(WebhookConsoleService, createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" }));
-    secret = (await webhooks.addEndpoint({ organizationId: partner.organizationId, url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`, types: [] })).secret;
+    const webhooks = createClient(
+      WebhookConsoleService,
+      createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" }),
+    );
+    secret = (
+      await webhooks.addEndpoint({
+        organizationId: partner.organizationId,
+        url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`,
+        types: [],
+      })
+    ).secret;
     await newGate(mesh, partner.organizationId, { key: "login", notarizeOffer: true });
     await newGate(mesh, partner.organizationId, { key: "plain" });
     await newGate(mesh, partner.organizationId, { key: "adults", age: 18 });
@@ -66,25 +85,36 @@ describe("gate ceremonies end to end", () => {
     receiver?.close();
   });
 
-  const accountConsole = () => createClient(AccountConsoleService, createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" }));
+  const accountConsole = () =>
+    createClient(AccountConsoleService, createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" }));
   const origin = issuer;
 
   /** A person with the app: a development-IdP session, a registered passkey and a phone. */
   async function person() {
-    const { sessionToken } = await mesh.console.mintDevSession({ issuer: `${issuer}/dev-idp`, subject: `person-${crypto.randomUUID()}` });
+    const { sessionToken } = await mesh.console.mintDevSession({
+      issuer: `${issuer}/dev-idp`,
+      subject: `person-${crypto.randomUUID()}`,
+    });
     const authenticator = SoftwareAuthenticator.create();
     const app = (path: string, body: Record<string, unknown> = {}) => api.post(`/app${path}`, body, sessionToken);
     const begun = result(await app("/passkeys/begin-registration"));
-    result(await app("/passkeys/finish-registration", { ceremony_id: begun.ceremony_id, response: authenticator.register(begun.options, origin) }));
+    result(
+      await app("/passkeys/finish-registration", {
+        ceremony_id: begun.ceremony_id,
+        response: authenticator.register(begun.options, origin),
+      }),
+    );
     result(await app("/devices", { push_token: `push-${crypto.randomUUID()}`, platform: "ios" }));
     const me = result(await api.get("/app/me", {}, sessionToken));
     return { svcUserId: me.svc_user_id as string, authenticator, app, sessionToken };
   }
 
-  const session = async (body: Record<string, unknown> = {}) => result(await api.post("/sdk/create-session", body, partner.devSecret)).anchor_grant_token as string;
+  const session = async (body: Record<string, unknown> = {}) =>
+    result(await api.post("/sdk/create-session", body, partner.devSecret)).anchor_grant_token as string;
   const createLink = async (body: Record<string, unknown>, sessionBody: Record<string, unknown> = {}) =>
     result(await api.post("/sdk/create-verification-link", body, await session(sessionBody)));
-  const status = async (requestId: string) => result(await api.get("/verification/status", { request_id: requestId }, partner.devSecret), true);
+  const status = async (requestId: string) =>
+    result(await api.get("/verification/status", { request_id: requestId }, partner.devSecret), true);
   const secretOf = (webUrl: string) => decodeURIComponent(new URL(webUrl).hash.slice("#t=".length));
   const eventsFor = (requestId: string) => deliveries.filter((d) => d.body.request_id === requestId);
   const waitForEvent = (requestId: string, type: string) =>
@@ -101,17 +131,38 @@ describe("gate ceremonies end to end", () => {
   async function confirmInApp(who: Awaited<ReturnType<typeof person>>, requestId: string, t?: string) {
     const opened = result(await who.app("/requests/open", { request_id: requestId, ...(t ? { t } : {}) }));
     expect(opened.status).toBe("pending");
-    return result(await who.app("/requests/confirm", { request_id: requestId, ceremony_id: opened.ceremony_id, response: who.authenticator.assert(opened.options, origin) }));
+    return result(
+      await who.app("/requests/confirm", {
+        request_id: requestId,
+        ceremony_id: opened.ceremony_id,
+        response: who.authenticator.assert(opened.options, origin),
+      }),
+    );
   }
 
   it("a full ceremony: pushed to the person's phone, confirmed with the passkey, token and gate.human_verified", async () => {
     const alice = await person();
-    const link = await createLink({ gate: "plain", svc_user_id: alice.svcUserId, metadata: { order: "7", scope: "dropped" } }, { metadata: { order: "1", cart: "c" } });
+    const link = await createLink(
+      { gate: "plain", svc_user_id: alice.svcUserId, metadata: { order: "7", scope: "dropped" } },
+      { metadata: { order: "1", cart: "c" } },
+    );
     expect(link).toMatchObject({ pushed_to_devices: 1, auth_mode: "linked-account", sdk_type: "signal" });
     const opened = result(await alice.app("/requests/open", { request_id: link.request_id }));
-    expect(opened).toMatchObject({ status: "pending", gate: "plain", gate_type: "human", organization: { id: partner.organizationId }, notarize_offered: false });
+    expect(opened).toMatchObject({
+      status: "pending",
+      gate: "plain",
+      gate_type: "human",
+      organization: { id: partner.organizationId },
+      notarize_offered: false,
+    });
     expect(opened.options.challenge).toEqual(expect.any(String));
-    const confirmed = result(await alice.app("/requests/confirm", { request_id: link.request_id, ceremony_id: opened.ceremony_id, response: alice.authenticator.assert(opened.options, origin) }));
+    const confirmed = result(
+      await alice.app("/requests/confirm", {
+        request_id: link.request_id,
+        ceremony_id: opened.ceremony_id,
+        response: alice.authenticator.assert(opened.options, origin),
+      }),
+    );
     expect(confirmed.status).toBe("completed");
     expect(confirmed.token).toBeUndefined();
 
@@ -119,12 +170,25 @@ describe("gate ceremonies end to end", () => {
     expect(record).toMatchObject({ found: true, status: "completed", trusted: false, first_time: false });
     expect(record.age_verdict).toBeUndefined();
     const claims = await verifyIndependently(mesh, record.token, now);
-    expect(claims).toMatchObject({ request_id: link.request_id, verified: true, organization_id: partner.organizationId, trusted: false });
+    expect(claims).toMatchObject({
+      request_id: link.request_id,
+      verified: true,
+      organization_id: partner.organizationId,
+      trusted: false,
+    });
     expect(claims.trusted_since).toBeUndefined();
     expect(claims.age_over).toBeUndefined();
 
     const event = await waitForEvent(link.request_id, "gate.human_verified");
-    expect(event).toMatchObject({ event_id: link.request_id, verdict: "pass", trusted: false, first_time: false, environment: "development", product: "census", metadata: { order: "7", cart: "c" } });
+    expect(event).toMatchObject({
+      event_id: link.request_id,
+      verdict: "pass",
+      trusted: false,
+      first_time: false,
+      environment: "development",
+      product: "census",
+      metadata: { order: "7", cart: "c" },
+    });
     expect(event.handle).toBeUndefined();
     // Another person's passkey cannot answer a request pushed to Alice.
     const bob = await person();
@@ -134,9 +198,15 @@ describe("gate ceremonies end to end", () => {
   it("the development identity provider's sessions verify against its served key set; a wrong issuer is refused", async () => {
     const { sessionToken } = await mesh.console.mintDevSession({ issuer: `${issuer}/dev-idp`, subject: "jwks-check" });
     const keySet = createRemoteJWKSet(new URL(`${mesh.gatewayUrl}/dev-idp/.well-known/jwks.json`));
-    const { payload } = await jwtVerify(sessionToken, keySet, { issuer: `${issuer}/dev-idp`, audience: "svc-app", currentDate: now });
+    const { payload } = await jwtVerify(sessionToken, keySet, {
+      issuer: `${issuer}/dev-idp`,
+      audience: "svc-app",
+      currentDate: now,
+    });
     expect(payload.sub).toBe("jwks-check");
-    await expect(mesh.console.mintDevSession({ issuer: "https://elsewhere.example", subject: "x" })).rejects.toThrow(/issuer/);
+    await expect(mesh.console.mintDevSession({ issuer: "https://elsewhere.example", subject: "x" })).rejects.toThrow(
+      /issuer/,
+    );
     expect(dataError(await api.get("/app/me", {}, `${sessionToken.slice(0, -4)}AAAA`)).statusCode).toBe(401);
   });
 
@@ -145,41 +215,91 @@ describe("gate ceremonies end to end", () => {
     const link = await createLink({ gate: "plain", return_url: "https://shop.example/back" });
     expect(link.auth_mode).toBe("private");
     const t = secretOf(link.web_url);
-    expect(dataError(await api.post("/flow/requests/open", { request_id: link.request_id, t: "wrong" })).statusCode).toBe(404);
+    expect(
+      dataError(await api.post("/flow/requests/open", { request_id: link.request_id, t: "wrong" })).statusCode,
+    ).toBe(404);
     const opened = result(await api.post("/flow/requests/open", { request_id: link.request_id, t, origin }));
-    const confirmed = result(await api.post("/flow/requests/confirm", { request_id: link.request_id, t, ceremony_id: opened.ceremony_id, response: carol.authenticator.assert(opened.options, origin) }));
+    const confirmed = result(
+      await api.post("/flow/requests/confirm", {
+        request_id: link.request_id,
+        t,
+        ceremony_id: opened.ceremony_id,
+        response: carol.authenticator.assert(opened.options, origin),
+      }),
+    );
     expect(confirmed).toMatchObject({ status: "completed", return_url: "https://shop.example/back" });
     expect((await verifyIndependently(mesh, confirmed.token, now)).request_id).toBe(link.request_id);
-    expect(dataError(await api.post("/flow/requests/confirm", { request_id: link.request_id, t, ceremony_id: opened.ceremony_id, response: {} })).statusCode).toBe(409);
+    expect(
+      dataError(
+        await api.post("/flow/requests/confirm", {
+          request_id: link.request_id,
+          t,
+          ceremony_id: opened.ceremony_id,
+          response: {},
+        }),
+      ).statusCode,
+    ).toBe(409);
   });
 
   it("securing an account: first time, then a conflict refused with failure_code", async () => {
     const dave = await person();
-    const first = await createLink({ gate: "login", svc_user_id: dave.svcUserId, partner_user_ref: "acct-dave", notarize: true });
+    const first = await createLink({
+      gate: "login",
+      svc_user_id: dave.svcUserId,
+      partner_user_ref: "acct-dave",
+      notarize: true,
+    });
     await confirmInApp(dave, first.request_id);
     const record = await status(first.request_id);
     expect(record).toMatchObject({ status: "completed", trusted: true, first_time: true });
     const claims = await verifyIndependently(mesh, record.token, now);
-    expect(claims).toMatchObject({ trusted: true, trusted_since: expect.any(String), last_pass_at: expect.any(String) });
+    expect(claims).toMatchObject({
+      trusted: true,
+      trusted_since: expect.any(String),
+      last_pass_at: expect.any(String),
+    });
     const event = await waitForEvent(first.request_id, "gate.human_verified");
-    expect(event).toMatchObject({ trusted: true, first_time: true, handle: expect.stringMatching(/^OP_[A-Za-z0-9]{12}$/) });
+    expect(event).toMatchObject({
+      trusted: true,
+      first_time: true,
+      handle: expect.stringMatching(/^OP_[A-Za-z0-9]{12}$/),
+    });
 
     const erin = await person();
-    const taken = await createLink({ gate: "login", svc_user_id: erin.svcUserId, partner_user_ref: "acct-dave", notarize: true });
+    const taken = await createLink({
+      gate: "login",
+      svc_user_id: erin.svcUserId,
+      partner_user_ref: "acct-dave",
+      notarize: true,
+    });
     expect((await confirmInApp(erin, taken.request_id)).status).toBe("failed");
     expect(await status(taken.request_id)).toMatchObject({ status: "failed", reason: "rebind_requires_prior_id" });
     const refused = await waitForEvent(taken.request_id, "gate.unavailable");
-    expect(refused).toMatchObject({ reason: "internal_error", failure_code: "rebind_requires_prior_id", failure_name: "account_held_by_another_id", failed_at: expect.any(String) });
+    expect(refused).toMatchObject({
+      reason: "internal_error",
+      failure_code: "rebind_requires_prior_id",
+      failure_name: "account_held_by_another_id",
+      failed_at: expect.any(String),
+    });
     expect(refused.expired_at).toBeUndefined();
   });
 
   it("a confirmation retried after signing was down still reports the link it created as first_time", async () => {
     const gail = await person();
-    const link = await createLink({ gate: "login", svc_user_id: gail.svcUserId, partner_user_ref: "acct-gail", notarize: true });
+    const link = await createLink({
+      gate: "login",
+      svc_user_id: gail.svcUserId,
+      partner_user_ref: "acct-gail",
+      notarize: true,
+    });
     await mesh.kill("signing");
     try {
       const opened = result(await gail.app("/requests/open", { request_id: link.request_id }));
-      const refused = await gail.app("/requests/confirm", { request_id: link.request_id, ceremony_id: opened.ceremony_id, response: gail.authenticator.assert(opened.options, origin) });
+      const refused = await gail.app("/requests/confirm", {
+        request_id: link.request_id,
+        ceremony_id: opened.ceremony_id,
+        response: gail.authenticator.assert(opened.options, origin),
+      });
       expect(dataError(refused).statusCode).toBeGreaterThanOrEqual(500);
       expect((await status(link.request_id)).status).toBe("pending");
     } finally {
@@ -187,7 +307,10 @@ describe("gate ceremonies end to end", () => {
     }
     expect((await confirmInApp(gail, link.request_id)).status).toBe("completed");
     expect(await status(link.request_id)).toMatchObject({ status: "completed", trusted: true, first_time: true });
-    expect(await waitForEvent(link.request_id, "gate.human_verified")).toMatchObject({ trusted: true, first_time: true });
+    expect(await waitForEvent(link.request_id, "gate.human_verified")).toMatchObject({
+      trusted: true,
+      first_time: true,
+    });
   });
 
   it("decline and reported failures fail the request with their reason; one terminal event each", async () => {
@@ -195,25 +318,43 @@ describe("gate ceremonies end to end", () => {
     const declined = await createLink({ gate: "plain", svc_user_id: frank.svcUserId });
     expect(result(await frank.app("/requests/decline", { request_id: declined.request_id })).status).toBe("failed");
     expect(await status(declined.request_id)).toMatchObject({ status: "failed", reason: "unavailable" });
-    expect(await waitForEvent(declined.request_id, "gate.unavailable")).toMatchObject({ reason: "user_denied", verdict: "unavailable" });
+    expect(await waitForEvent(declined.request_id, "gate.unavailable")).toMatchObject({
+      reason: "user_denied",
+      verdict: "unavailable",
+    });
 
     const locked = await createLink({ gate: "plain" });
     const t = secretOf(locked.web_url);
-    expect(result(await api.post("/flow/requests/fail", { request_id: locked.request_id, t, reason: "device_lock_required" })).status).toBe("failed");
+    expect(
+      result(
+        await api.post("/flow/requests/fail", { request_id: locked.request_id, t, reason: "device_lock_required" }),
+      ).status,
+    ).toBe("failed");
     expect(await waitForEvent(locked.request_id, "gate.unavailable")).toMatchObject({ reason: "device_lock_required" });
-    expect(result(await api.post("/flow/requests/decline", { request_id: locked.request_id, t })).status).toBe("failed");
-    expect(dataError(await frank.app("/requests/open", { request_id: "req_" + "1".repeat(32) })).statusCode).toBe(404);
+    expect(result(await api.post("/flow/requests/decline", { request_id: locked.request_id, t })).status).toBe(
+      "failed",
+    );
+    expect(dataError(await frank.app("/requests/open", { request_id: `req_${"1".repeat(32)}` })).statusCode).toBe(404);
   });
 
   it("sandbox humans answer through the same path: confirm with age evidence, decline, silence", async () => {
     const sandbox = async (behavior: SandboxBehavior, age?: number) =>
-      (await accountConsole().createSandboxHuman({ environment: Environment.DEVELOPMENT, behavior, ...(age === undefined ? {} : { age }) })).svcUserId;
+      (
+        await accountConsole().createSandboxHuman({
+          environment: Environment.DEVELOPMENT,
+          behavior,
+          ...(age === undefined ? {} : { age }),
+        })
+      ).svcUserId;
     const waitForStatus = (requestId: string, wanted: string) =>
-      vi.waitFor(async () => {
-        const record = await status(requestId);
-        if (record.status !== wanted) throw new Error(`still ${record.status}`);
-        return record;
-      }, { timeout: 15_000, interval: 100 });
+      vi.waitFor(
+        async () => {
+          const record = await status(requestId);
+          if (record.status !== wanted) throw new Error(`still ${record.status}`);
+          return record;
+        },
+        { timeout: 15_000, interval: 100 },
+      );
 
     const cases = [
       { age: 20, verdict: "over", claim: true },
@@ -245,7 +386,11 @@ describe("gate ceremonies end to end", () => {
     const first = await createLink({ gate: "plain", svc_user_id: gina.svcUserId, partner_user_ref: "gina-ref" });
     await confirmInApp(gina, first.request_id);
     const byRef = await createLink({ gate: "plain", partner_user_ref: "gina-ref" });
-    expect(byRef).toMatchObject({ sdk_type: "presence", pushed_to_devices: 0, expires_at: new Date(now.getTime() + 60_000).toISOString() });
+    expect(byRef).toMatchObject({
+      sdk_type: "presence",
+      pushed_to_devices: 0,
+      expires_at: new Date(now.getTime() + 60_000).toISOString(),
+    });
     expect(await status(byRef.request_id)).toMatchObject({ found: true, status: "pass", token: null });
     const byId = await createLink({ gate: "plain", svc_user_id: gina.svcUserId });
     expect((await status(byId.request_id)).status).toBe("pass");
@@ -255,7 +400,11 @@ describe("gate ceremonies end to end", () => {
     expect((await status(byRef.request_id)).status).toBe("expired");
     // A pre-check's presence ceremony replaces its pending pre-check instead of conflicting with it.
     const preCheck = await createLink({ gate: "login", partner_user_ref: "henry-ref" });
-    const ceremony = await createLink({ gate: "login", partner_user_ref: "henry-ref", parent_request_id: preCheck.request_id });
+    const ceremony = await createLink({
+      gate: "login",
+      partner_user_ref: "henry-ref",
+      parent_request_id: preCheck.request_id,
+    });
     expect(ceremony.sdk_type).toBe("presence");
     expect((await status(preCheck.request_id)).status).toBe("expired");
   });
@@ -265,7 +414,9 @@ describe("gate ceremonies end to end", () => {
     const unopened = await createLink({ gate: "plain" });
     const openedLate = await createLink({ gate: "plain", svc_user_id: ivan.svcUserId });
     const leftOpen = await createLink({ gate: "plain" });
-    result(await api.post("/flow/requests/open", { request_id: leftOpen.request_id, t: secretOf(leftOpen.web_url), origin }));
+    result(
+      await api.post("/flow/requests/open", { request_id: leftOpen.request_id, t: secretOf(leftOpen.web_url), origin }),
+    );
     moveClock(301_000);
     expect((await gateConsole(mesh).expireRequests({ limit: 1000 })).expiredCount).toBeGreaterThanOrEqual(3);
     const leftEvent = await waitForEvent(leftOpen.request_id, "gate.unavailable");
@@ -274,7 +425,9 @@ describe("gate ceremonies end to end", () => {
     expect(leftEvent.failed_at).toBeUndefined();
 
     expect(result(await ivan.app("/requests/open", { request_id: openedLate.request_id })).status).toBe("expired");
-    expect(await waitForEvent(openedLate.request_id, "gate.unavailable")).toMatchObject({ expired_at: openedLate.expires_at });
+    expect(await waitForEvent(openedLate.request_id, "gate.unavailable")).toMatchObject({
+      expired_at: openedLate.expires_at,
+    });
     result(await ivan.app("/requests/open", { request_id: openedLate.request_id }));
     expect(eventsFor(openedLate.request_id)).toHaveLength(1);
     expect(eventsFor(unopened.request_id)).toHaveLength(0);

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { KeyType } from "@svc/proto/console/v1/console_pb.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { svcctl } from "../../gateway/src/cli/svcctl.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 import { dataError, gateConsole, newGate, newPartner, partnerApi, result } from "./gate-support.ts";
@@ -39,14 +39,20 @@ describe("gate partner operations through the gateway", () => {
   });
   afterAll(() => mesh?.stop());
 
-  const session = async (credential: string, body: Record<string, unknown> = {}, headers: Record<string, string> = {}) =>
-    result(await api.post("/sdk/create-session", body, credential, headers)).anchor_grant_token as string;
+  const session = async (
+    credential: string,
+    body: Record<string, unknown> = {},
+    headers: Record<string, string> = {},
+  ) => result(await api.post("/sdk/create-session", body, credential, headers)).anchor_grant_token as string;
   const link = (grant: string, body: Record<string, unknown>) => api.post("/sdk/create-verification-link", body, grant);
-  const status = (requestId: string, credential = partner.devSecret) => api.get("/verification/status", { request_id: requestId }, credential);
+  const status = (requestId: string, credential = partner.devSecret) =>
+    api.get("/verification/status", { request_id: requestId }, credential);
 
   describe("create-session", () => {
     it("issues a single-use svcs_ grant token for a secret key and for a site key from an allowed origin", async () => {
-      const data = result(await api.post("/sdk/create-session", { partner_user_id: "u-1", metadata: { cart: "42" } }, partner.devSecret));
+      const data = result(
+        await api.post("/sdk/create-session", { partner_user_id: "u-1", metadata: { cart: "42" } }, partner.devSecret),
+      );
       expect(data.anchor_grant_token).toMatch(/^svcs_[A-Za-z0-9]{43}$/);
       expect(data.organization).toEqual({ id: partner.organizationId });
       expect(data.expires_at).toBe(new Date(now.getTime() + 300_000).toISOString());
@@ -55,9 +61,16 @@ describe("gate partner operations through the gateway", () => {
 
     it("answers 401 for secret-key problems: no bearer, unknown, revoked, expired", async () => {
       expect(dataError(await api.post("/sdk/create-session", {})).statusCode).toBe(401);
-      expect(dataError(await api.post("/sdk/create-session", {}, undefined, { authorization: partner.devSecret })).statusCode).toBe(401);
+      expect(
+        dataError(await api.post("/sdk/create-session", {}, undefined, { authorization: partner.devSecret }))
+          .statusCode,
+      ).toBe(401);
       expect(dataError(await api.post("/sdk/create-session", {}, `svc_dev_${"x".repeat(32)}`)).statusCode).toBe(401);
-      const { key, keyId } = await mesh.console.createKey({ organizationId: partner.organizationId, environment: Environment.DEVELOPMENT, type: KeyType.SECRET });
+      const { key, keyId } = await mesh.console.createKey({
+        organizationId: partner.organizationId,
+        environment: Environment.DEVELOPMENT,
+        type: KeyType.SECRET,
+      });
       await mesh.console.revokeKey({ keyId });
       expect(dataError(await api.post("/sdk/create-session", {}, key)).statusCode).toBe(401);
       const expiring = await mesh.console.createKey({
@@ -71,10 +84,20 @@ describe("gate partner operations through the gateway", () => {
     });
 
     it("answers 403 for site-key problems: unknown, revoked, no Origin, origin not allowed", async () => {
-      expect(dataError(await api.post("/sdk/create-session", {}, `pk_test_${"y".repeat(32)}`, { origin })).statusCode).toBe(403);
+      expect(
+        dataError(await api.post("/sdk/create-session", {}, `pk_test_${"y".repeat(32)}`, { origin })).statusCode,
+      ).toBe(403);
       expect(dataError(await api.post("/sdk/create-session", {}, partner.devSite)).statusCode).toBe(403);
-      expect(dataError(await api.post("/sdk/create-session", {}, partner.devSite, { origin: "https://evil.example" })).statusCode).toBe(403);
-      const { key, keyId } = await mesh.console.createKey({ organizationId: partner.organizationId, environment: Environment.DEVELOPMENT, type: KeyType.SITE, allowedOrigins: [origin] });
+      expect(
+        dataError(await api.post("/sdk/create-session", {}, partner.devSite, { origin: "https://evil.example" }))
+          .statusCode,
+      ).toBe(403);
+      const { key, keyId } = await mesh.console.createKey({
+        organizationId: partner.organizationId,
+        environment: Environment.DEVELOPMENT,
+        type: KeyType.SITE,
+        allowedOrigins: [origin],
+      });
       await mesh.console.revokeKey({ keyId });
       expect(dataError(await api.post("/sdk/create-session", {}, key, { origin })).statusCode).toBe(403);
     });
@@ -83,7 +106,15 @@ describe("gate partner operations through the gateway", () => {
   describe("create-verification-link", () => {
     it("answers the spec's response for a Human Gate and consumes the grant token", async () => {
       const grant = await session(partner.devSecret);
-      const data = result(await link(grant, { gate: "checkout", return_url: "https://shop.example/done", user_email: "ignored@example.com", link_on_verify: true, webhook_url: "https://x.example" }));
+      const data = result(
+        await link(grant, {
+          gate: "checkout",
+          return_url: "https://shop.example/done",
+          user_email: "ignored@example.com",
+          link_on_verify: true,
+          webhook_url: "https://x.example",
+        }),
+      );
       expect(data.request_id).toMatch(/^req_[0-9a-f]{32}$/);
       expect(data).toMatchObject({
         expires_at: new Date(now.getTime() + 300_000).toISOString(),
@@ -97,10 +128,16 @@ describe("gate partner operations through the gateway", () => {
       expect(data.age_threshold).toBeUndefined();
       expect(data.web_url).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:8080/flow/${data.request_id}#t=`));
       expect(data.deep_link).toMatch(new RegExp(`^svc://verify/${data.request_id}\\?t=`));
-      expect(data.qr_code_url).toBe(`http://127.0.0.1:8080/v1/qr/${data.request_id}.svg?${new URL(data.deep_link).search.slice(1)}`);
+      expect(data.qr_code_url).toBe(
+        `http://127.0.0.1:8080/v1/qr/${data.request_id}.svg?${new URL(data.deep_link).search.slice(1)}`,
+      );
       expect(JSON.stringify(data)).not.toContain("ignored@example.com");
       expect(dataError(await link(grant, { gate: "checkout" })).statusCode).toBe(401);
-      expect(result(await status(data.request_id), true)).toMatchObject({ found: true, status: "pending", expires_at: data.expires_at });
+      expect(result(await status(data.request_id), true)).toMatchObject({
+        found: true,
+        status: "pending",
+        expires_at: data.expires_at,
+      });
     });
 
     it("answers an Age Gate with gate_type age and its threshold, and honours mode", async () => {
@@ -112,14 +149,18 @@ describe("gate partner operations through the gateway", () => {
       expect(dataError(await link("", { gate: "checkout" })).statusCode).toBe(401);
       expect(dataError(await api.post("/sdk/create-verification-link", { gate: "checkout" })).statusCode).toBe(401);
       expect(dataError(await link(partner.devSecret, { gate: "checkout" })).statusCode).toBe(401);
-      expect(dataError(await api.post("/sdk/create-verification-link", { gate: "checkout" }, partner.devSite, { origin })).statusCode).toBe(401);
+      expect(
+        dataError(await api.post("/sdk/create-verification-link", { gate: "checkout" }, partner.devSite, { origin }))
+          .statusCode,
+      ).toBe(401);
       expect(dataError(await link(`svcs_${"z".repeat(43)}`, { gate: "checkout" })).statusCode).toBe(401);
       expect(dataError(await link("svcs_short", { gate: "checkout" })).statusCode).toBe(401);
     });
 
     it("answers 400 when the credential's environment has no Active gate with the key, and consumes nothing", async () => {
       const grant = await session(partner.devSecret);
-      for (const gate of ["nowhere", "drafted", "Checkout"]) expect(dataError(await link(grant, { gate })).statusCode).toBe(400);
+      for (const gate of ["nowhere", "drafted", "Checkout"])
+        expect(dataError(await link(grant, { gate })).statusCode).toBe(400);
       const prodGrant = await session(partner.prodSecret);
       expect(dataError(await link(prodGrant, { gate: "dev-only" })).statusCode).toBe(400);
       expect(result(await link(grant, { gate: "checkout" })).gate).toBe("checkout");
@@ -131,16 +172,24 @@ describe("gate partner operations through the gateway", () => {
       expect(dev.gate_type).toBe("human");
       expect(prod).toMatchObject({ gate_type: "age", age_threshold: 18 });
       expect(result(await status(prod.request_id, partner.prodSecret), true).status).toBe("pending");
-      expect(result(await status(prod.request_id, partner.devSecret), true)).toMatchObject({ found: false, status: "not_found" });
+      expect(result(await status(prod.request_id, partner.devSecret), true)).toMatchObject({
+        found: false,
+        status: "not_found",
+      });
     });
 
     it("does not tell whether an svc_user_id exists: an unknown one is pushed to no device", async () => {
-      const created = result(await link(await session(partner.devSecret), { gate: "checkout", svc_user_id: crypto.randomUUID() }));
+      const created = result(
+        await link(await session(partner.devSecret), { gate: "checkout", svc_user_id: crypto.randomUUID() }),
+      );
       expect(created).toMatchObject({ pushed_to_devices: 0, auth_mode: "linked-account" });
     });
 
     it("takes only an http or https return_url", async () => {
-      const refused = await link(await session(partner.devSecret), { gate: "checkout", return_url: "javascript:alert(1)//" });
+      const refused = await link(await session(partner.devSecret), {
+        gate: "checkout",
+        return_url: "javascript:alert(1)//",
+      });
       expect(refused.status).toBe(400);
       expect(refused.body.errors[0].propertyPath).toBe("return_url");
     });
@@ -164,7 +213,10 @@ describe("gate partner operations through the gateway", () => {
       const grant = await session(partner.devSecret);
       const reply = await link(grant, { gate: "checkout", svc_user_id: "not-a-uuid", mode: "sideways" });
       expect(reply.status).toBe(400);
-      expect(reply.body.errors.map((e: { propertyPath: string }) => e.propertyPath).sort()).toEqual(["mode", "svc_user_id"]);
+      expect(reply.body.errors.map((e: { propertyPath: string }) => e.propertyPath).sort()).toEqual([
+        "mode",
+        "svc_user_id",
+      ]);
       expect(result(await link(grant, { gate: "checkout" })).gate).toBe("checkout");
     });
   });
@@ -172,18 +224,40 @@ describe("gate partner operations through the gateway", () => {
   describe("the 409 rule", () => {
     it("clause 1: the same user is partner_user_ref, else the session's partner_user_id", async () => {
       result(await link(await session(partner.devSecret, { partner_user_id: "alice" }), { gate: "checkout" }));
-      const blocked = dataError(await link(await session(partner.devSecret), { gate: "checkout", partner_user_ref: "alice" }));
+      const blocked = dataError(
+        await link(await session(partner.devSecret), { gate: "checkout", partner_user_ref: "alice" }),
+      );
       expect(blocked.statusCode).toBe(409);
       // A ref names the user even when the session names another.
-      expect(dataError(await link(await session(partner.devSecret, { partner_user_id: "someone-else" }), { gate: "checkout", partner_user_ref: "alice" })).statusCode).toBe(409);
-      expect(result(await link(await session(partner.devSecret, { partner_user_id: "alice" }), { gate: "checkout", partner_user_ref: "alice-2" })).gate).toBe("checkout");
+      expect(
+        dataError(
+          await link(await session(partner.devSecret, { partner_user_id: "someone-else" }), {
+            gate: "checkout",
+            partner_user_ref: "alice",
+          }),
+        ).statusCode,
+      ).toBe(409);
+      expect(
+        result(
+          await link(await session(partner.devSecret, { partner_user_id: "alice" }), {
+            gate: "checkout",
+            partner_user_ref: "alice-2",
+          }),
+        ).gate,
+      ).toBe("checkout");
     });
 
     it("clause 2: only pending unexpired requests block, per gate and environment", async () => {
       result(await link(await session(partner.devSecret, { partner_user_id: "bob" }), { gate: "checkout" }));
-      expect(result(await link(await session(partner.devSecret, { partner_user_id: "bob" }), { gate: "adults" })).gate).toBe("adults");
-      expect(result(await link(await session(partner.prodSecret, { partner_user_id: "bob" }), { gate: "checkout" })).gate).toBe("checkout");
-      expect(result(await link(await session(other.devSecret, { partner_user_id: "bob" }), { gate: "checkout" })).gate).toBe("checkout");
+      expect(
+        result(await link(await session(partner.devSecret, { partner_user_id: "bob" }), { gate: "adults" })).gate,
+      ).toBe("adults");
+      expect(
+        result(await link(await session(partner.prodSecret, { partner_user_id: "bob" }), { gate: "checkout" })).gate,
+      ).toBe("checkout");
+      expect(
+        result(await link(await session(other.devSecret, { partner_user_id: "bob" }), { gate: "checkout" })).gate,
+      ).toBe("checkout");
     });
 
     it("clause 3: requests with neither value are not checked", async () => {
@@ -192,18 +266,41 @@ describe("gate partner operations through the gateway", () => {
     });
 
     it("clause 4: a site-key session without partner_user_id is not checked; with one it is", async () => {
-      result(await link(await session(partner.devSite, {}, { origin }), { gate: "checkout", partner_user_ref: "carol" }));
-      result(await link(await session(partner.devSite, {}, { origin }), { gate: "checkout", partner_user_ref: "carol" }));
-      result(await link(await session(partner.devSite, { partner_user_id: "carol-site" }, { origin }), { gate: "checkout" }));
-      expect(dataError(await link(await session(partner.devSite, { partner_user_id: "carol-site" }, { origin }), { gate: "checkout" })).statusCode).toBe(409);
+      result(
+        await link(await session(partner.devSite, {}, { origin }), { gate: "checkout", partner_user_ref: "carol" }),
+      );
+      result(
+        await link(await session(partner.devSite, {}, { origin }), { gate: "checkout", partner_user_ref: "carol" }),
+      );
+      result(
+        await link(await session(partner.devSite, { partner_user_id: "carol-site" }, { origin }), { gate: "checkout" }),
+      );
+      expect(
+        dataError(
+          await link(await session(partner.devSite, { partner_user_id: "carol-site" }, { origin }), {
+            gate: "checkout",
+          }),
+        ).statusCode,
+      ).toBe(409);
     });
 
     it("clause 5: revoke clears it and the same grant token creates again; a rejected call consumed nothing", async () => {
-      const first = result(await link(await session(partner.devSecret, { partner_user_id: "dave" }), { gate: "checkout", partner_user_ref: "dave-ref" }));
+      const first = result(
+        await link(await session(partner.devSecret, { partner_user_id: "dave" }), {
+          gate: "checkout",
+          partner_user_ref: "dave-ref",
+        }),
+      );
       const grant = await session(partner.devSecret);
       expect(dataError(await link(grant, { gate: "checkout", partner_user_ref: "dave-ref" })).statusCode).toBe(409);
       expect(dataError(await link(grant, { gate: "checkout", partner_user_ref: "dave-ref" })).statusCode).toBe(409);
-      const revoked = result(await api.post("/sdk/revoke-verification", { gate: "checkout", partner_user_id: "dave-ref" }, partner.devSecret));
+      const revoked = result(
+        await api.post(
+          "/sdk/revoke-verification",
+          { gate: "checkout", partner_user_id: "dave-ref" },
+          partner.devSecret,
+        ),
+      );
       expect(revoked).toMatchObject({ success: true, revoked_count: 1 });
       expect(typeof revoked.message).toBe("string");
       expect(result(await status(first.request_id), true).status).toBe("expired");
@@ -213,24 +310,66 @@ describe("gate partner operations through the gateway", () => {
 
   describe("revoke-verification", () => {
     it("revoke_count 0 is a success; completed and other users' requests are untouched", async () => {
-      const kept = result(await link(await session(partner.devSecret, { partner_user_id: "erin" }), { gate: "checkout" }));
-      expect(result(await api.post("/sdk/revoke-verification", { gate: "checkout", partner_user_id: "nobody" }, partner.devSecret))).toMatchObject({ success: true, revoked_count: 0 });
-      expect(result(await api.post("/sdk/revoke-verification", { gate: "adults", partner_user_id: "erin" }, partner.devSecret)).revoked_count).toBe(0);
+      const kept = result(
+        await link(await session(partner.devSecret, { partner_user_id: "erin" }), { gate: "checkout" }),
+      );
+      expect(
+        result(
+          await api.post(
+            "/sdk/revoke-verification",
+            { gate: "checkout", partner_user_id: "nobody" },
+            partner.devSecret,
+          ),
+        ),
+      ).toMatchObject({ success: true, revoked_count: 0 });
+      expect(
+        result(
+          await api.post("/sdk/revoke-verification", { gate: "adults", partner_user_id: "erin" }, partner.devSecret),
+        ).revoked_count,
+      ).toBe(0);
       expect(result(await status(kept.request_id), true).status).toBe("pending");
-      expect(result(await api.post("/sdk/revoke-verification", { gate: "checkout", partner_user_id: "erin" }, partner.devSite, { origin })).revoked_count).toBe(1);
+      expect(
+        result(
+          await api.post("/sdk/revoke-verification", { gate: "checkout", partner_user_id: "erin" }, partner.devSite, {
+            origin,
+          }),
+        ).revoked_count,
+      ).toBe(1);
     });
 
     it("answers 400 without partner_user_id or an Active gate, 401 without a valid API key", async () => {
-      expect(dataError(await api.post("/sdk/revoke-verification", { gate: "checkout" }, partner.devSecret)).statusCode).toBe(400);
-      expect(dataError(await api.post("/sdk/revoke-verification", { gate: "drafted", partner_user_id: "x" }, partner.devSecret)).statusCode).toBe(400);
-      expect(dataError(await api.post("/sdk/revoke-verification", { gate: "checkout", partner_user_id: "x" })).statusCode).toBe(401);
-      expect(dataError(await api.post("/sdk/revoke-verification", { gate: "checkout", partner_user_id: "x" }, `svc_dev_${"q".repeat(32)}`)).statusCode).toBe(401);
+      expect(
+        dataError(await api.post("/sdk/revoke-verification", { gate: "checkout" }, partner.devSecret)).statusCode,
+      ).toBe(400);
+      expect(
+        dataError(
+          await api.post("/sdk/revoke-verification", { gate: "drafted", partner_user_id: "x" }, partner.devSecret),
+        ).statusCode,
+      ).toBe(400);
+      expect(
+        dataError(await api.post("/sdk/revoke-verification", { gate: "checkout", partner_user_id: "x" })).statusCode,
+      ).toBe(401);
+      expect(
+        dataError(
+          await api.post(
+            "/sdk/revoke-verification",
+            { gate: "checkout", partner_user_id: "x" },
+            `svc_dev_${"q".repeat(32)}`,
+          ),
+        ).statusCode,
+      ).toBe(401);
     });
 
     it("answers 403 for a gate the key may not use, and ends nothing", async () => {
-      const pending = result(await link(await session(partner.devSecret, { partner_user_id: "frida" }), { gate: "checkout" }));
+      const pending = result(
+        await link(await session(partner.devSecret, { partner_user_id: "frida" }), { gate: "checkout" }),
+      );
       const restricted = await partner.key(Environment.DEVELOPMENT, KeyType.SECRET, { allowedGates: ["adults"] });
-      expect(dataError(await api.post("/sdk/revoke-verification", { gate: "checkout", partner_user_id: "frida" }, restricted)).statusCode).toBe(403);
+      expect(
+        dataError(
+          await api.post("/sdk/revoke-verification", { gate: "checkout", partner_user_id: "frida" }, restricted),
+        ).statusCode,
+      ).toBe(403);
       expect(result(await status(pending.request_id), true).status).toBe("pending");
     });
   });
@@ -240,18 +379,27 @@ describe("gate partner operations through the gateway", () => {
       const grant = await session(partner.devSecret);
       const reply = await api.post("/sdk/logout", { anchor_grant_token: grant }, partner.devSecret);
       expect(result(reply, true)).toEqual({ success: true, revoked: true });
-      expect(result(await api.post("/sdk/logout", { anchor_grant_token: grant }, partner.devSecret), true)).toEqual({ success: true, revoked: false });
+      expect(result(await api.post("/sdk/logout", { anchor_grant_token: grant }, partner.devSecret), true)).toEqual({
+        success: true,
+        revoked: false,
+      });
       expect(dataError(await link(grant, { gate: "checkout" })).statusCode).toBe(401);
       const used = await session(partner.devSecret);
       result(await link(used, { gate: "checkout" }));
-      expect(result(await api.post("/sdk/logout", { anchor_grant_token: used }, partner.devSecret), true).revoked).toBe(false);
+      expect(result(await api.post("/sdk/logout", { anchor_grant_token: used }, partner.devSecret), true).revoked).toBe(
+        false,
+      );
     });
 
     it("answers 403 for another organization's grant token, 401 without an API key", async () => {
       const grant = await session(partner.devSecret);
-      expect(dataError(await api.post("/sdk/logout", { anchor_grant_token: grant }, other.devSecret)).statusCode).toBe(403);
+      expect(dataError(await api.post("/sdk/logout", { anchor_grant_token: grant }, other.devSecret)).statusCode).toBe(
+        403,
+      );
       expect(dataError(await api.post("/sdk/logout", { anchor_grant_token: grant })).statusCode).toBe(401);
-      expect(dataError(await api.post("/sdk/logout", { anchor_grant_token: grant }, `svc_dev_${"w".repeat(32)}`)).statusCode).toBe(401);
+      expect(
+        dataError(await api.post("/sdk/logout", { anchor_grant_token: grant }, `svc_dev_${"w".repeat(32)}`)).statusCode,
+      ).toBe(401);
       expect(result(await link(grant, { gate: "checkout" })).gate).toBe("checkout");
     });
   });
@@ -259,10 +407,22 @@ describe("gate partner operations through the gateway", () => {
   describe("status", () => {
     it("reads not_found for unknown ids and for another organization's requests; 401 without a credential", async () => {
       const mine = result(await link(await session(partner.devSecret), { gate: "checkout" }));
-      expect(result(await status("req_" + "0".repeat(32)), true)).toEqual({ found: false, status: "not_found", message: expect.any(String) });
+      expect(result(await status(`req_${"0".repeat(32)}`), true)).toEqual({
+        found: false,
+        status: "not_found",
+        message: expect.any(String),
+      });
       expect(result(await status("garbage"), true).status).toBe("not_found");
-      expect(result(await status(mine.request_id, other.devSecret), true)).toMatchObject({ found: false, status: "not_found" });
-      expect(result(await api.get("/verification/status", { request_id: mine.request_id }, partner.devSite, { origin }), true).status).toBe("pending");
+      expect(result(await status(mine.request_id, other.devSecret), true)).toMatchObject({
+        found: false,
+        status: "not_found",
+      });
+      expect(
+        result(
+          await api.get("/verification/status", { request_id: mine.request_id }, partner.devSite, { origin }),
+          true,
+        ).status,
+      ).toBe("pending");
       expect(dataError(await api.get("/verification/status", { request_id: mine.request_id })).statusCode).toBe(401);
     });
   });
@@ -282,11 +442,17 @@ describe("gate partner operations through the gateway", () => {
         scope: "adults",
         status_legacy: "approved",
       });
-      expect(result(await api.get("/sdk/partner-config", { gate: "drafted" }, partner.devSecret))).toMatchObject({ status: "draft", gate_type: "human", notarize_offered: false });
+      expect(result(await api.get("/sdk/partner-config", { gate: "drafted" }, partner.devSecret))).toMatchObject({
+        status: "draft",
+        gate_type: "human",
+        notarize_offered: false,
+      });
     });
 
     it("answers 400 for an unknown gate and 403 for a gate the key may not use", async () => {
-      expect(dataError(await api.get("/sdk/partner-config", { gate: "nowhere" }, partner.devSecret)).statusCode).toBe(400);
+      expect(dataError(await api.get("/sdk/partner-config", { gate: "nowhere" }, partner.devSecret)).statusCode).toBe(
+        400,
+      );
       const restricted = await partner.key(Environment.DEVELOPMENT, KeyType.SECRET, { allowedGates: ["adults"] });
       expect(dataError(await api.get("/sdk/partner-config", { gate: "checkout" }, restricted)).statusCode).toBe(403);
     });
@@ -296,24 +462,111 @@ describe("gate partner operations through the gateway", () => {
     const run = async (...argv: string[]) => {
       let out = "";
       let err = "";
-      const code = await svcctl(argv, { out: (t) => (out += t), err: (t) => (err += t), env: { SVCCTL_CONSOLE_URL: mesh.consoleUrl } });
+      const code = await svcctl(argv, {
+        out: (t) => (out += t),
+        err: (t) => (err += t),
+        env: { SVCCTL_CONSOLE_URL: mesh.consoleUrl },
+      });
       return { code, out: out ? JSON.parse(out) : undefined, err };
     };
 
     it("creates, lists with old and new status names, and sets the status of gates", async () => {
-      const created = await run("gate", "create", "--org", partner.organizationId, "--env", "development", "--key", "cli-gate", "--type", "age", "--age-threshold", "16", "--notarize-offer");
+      const created = await run(
+        "gate",
+        "create",
+        "--org",
+        partner.organizationId,
+        "--env",
+        "development",
+        "--key",
+        "cli-gate",
+        "--type",
+        "age",
+        "--age-threshold",
+        "16",
+        "--notarize-offer",
+      );
       expect(created.code).toBe(0);
-      expect(created.out).toMatchObject({ key: "cli-gate", type: "age", age_threshold: 16, status: "draft", status_legacy: "pending", notarize_offer: true, environment: "development" });
+      expect(created.out).toMatchObject({
+        key: "cli-gate",
+        type: "age",
+        age_threshold: 16,
+        status: "draft",
+        status_legacy: "pending",
+        notarize_offer: true,
+        environment: "development",
+      });
       const drafts = await run("gate", "list", "--org", partner.organizationId, "--status", "pending_revisions");
       expect(drafts.out.gates.map((g: { key: string }) => g.key).sort()).toEqual(["cli-gate", "drafted"]);
-      const set = await run("gate", "set-status", "--org", partner.organizationId, "--env", "development", "--key", "cli-gate", "--status", "approved");
+      const set = await run(
+        "gate",
+        "set-status",
+        "--org",
+        partner.organizationId,
+        "--env",
+        "development",
+        "--key",
+        "cli-gate",
+        "--status",
+        "approved",
+      );
       expect(set.out).toMatchObject({ status: "active", status_legacy: "approved" });
-      const active = await run("gate", "list", "--org", partner.organizationId, "--env", "production", "--status", "active");
+      const active = await run(
+        "gate",
+        "list",
+        "--org",
+        partner.organizationId,
+        "--env",
+        "production",
+        "--status",
+        "active",
+      );
       expect(active.out.gates.map((g: { key: string }) => g.key)).toEqual(["checkout"]);
-      const archived = await run("gate", "set-status", "--org", partner.organizationId, "--env", "development", "--key", "cli-gate", "--status", "denied");
+      const archived = await run(
+        "gate",
+        "set-status",
+        "--org",
+        partner.organizationId,
+        "--env",
+        "development",
+        "--key",
+        "cli-gate",
+        "--status",
+        "denied",
+      );
       expect(archived.out).toMatchObject({ status: "archived", status_legacy: "denied" });
-      expect((await run("gate", "create", "--org", partner.organizationId, "--env", "development", "--key", "x", "--type", "age")).code).toBe(2);
-      expect((await run("gate", "create", "--org", partner.organizationId, "--env", "development", "--key", "cli-gate", "--type", "human")).code).toBe(1);
+      expect(
+        (
+          await run(
+            "gate",
+            "create",
+            "--org",
+            partner.organizationId,
+            "--env",
+            "development",
+            "--key",
+            "x",
+            "--type",
+            "age",
+          )
+        ).code,
+      ).toBe(2);
+      expect(
+        (
+          await run(
+            "gate",
+            "create",
+            "--org",
+            partner.organizationId,
+            "--env",
+            "development",
+            "--key",
+            "cli-gate",
+            "--type",
+            "human",
+          )
+        ).code,
+      ).toBe(1);
     });
   });
 
@@ -322,7 +575,9 @@ describe("gate partner operations through the gateway", () => {
       const grant = await session(partner.devSecret);
       moveClock(300_000);
       expect(dataError(await link(grant, { gate: "checkout" })).statusCode).toBe(401);
-      expect(result(await api.post("/sdk/logout", { anchor_grant_token: grant }, partner.devSecret), true).revoked).toBe(false);
+      expect(
+        result(await api.post("/sdk/logout", { anchor_grant_token: grant }, partner.devSecret), true).revoked,
+      ).toBe(false);
     });
 
     it("a request nobody opens reads expired after five minutes, lazily and after the sweep, and no longer blocks", async () => {
@@ -330,12 +585,20 @@ describe("gate partner operations through the gateway", () => {
       const created = result(await link(grant, { gate: "checkout" }));
       moveClock(299_000);
       expect(result(await status(created.request_id), true).status).toBe("pending");
-      expect(dataError(await link(await session(partner.devSecret, { partner_user_id: "frank" }), { gate: "checkout" })).statusCode).toBe(409);
+      expect(
+        dataError(await link(await session(partner.devSecret, { partner_user_id: "frank" }), { gate: "checkout" }))
+          .statusCode,
+      ).toBe(409);
       moveClock(1_000);
-      expect(result(await status(created.request_id), true)).toMatchObject({ status: "expired", expires_at: created.expires_at });
+      expect(result(await status(created.request_id), true)).toMatchObject({
+        status: "expired",
+        expires_at: created.expires_at,
+      });
       expect((await gateConsole(mesh).expireRequests({ limit: 1000 })).expiredCount).toBeGreaterThan(0);
       expect(result(await status(created.request_id), true).status).toBe("expired");
-      expect(result(await link(await session(partner.devSecret, { partner_user_id: "frank" }), { gate: "checkout" })).gate).toBe("checkout");
+      expect(
+        result(await link(await session(partner.devSecret, { partner_user_id: "frank" }), { gate: "checkout" })).gate,
+      ).toBe("checkout");
     });
   });
 });

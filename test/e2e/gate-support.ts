@@ -1,10 +1,10 @@
-import { expect } from "vitest";
-import { createRemoteJWKSet, jwtVerify, type JWTPayload } from "jose";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { KeyType } from "@svc/proto/console/v1/console_pb.js";
 import { GateConsoleService, GateType } from "@svc/proto/gate/v1/gate_pb.js";
-import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
+import { createRemoteJWKSet, type JWTPayload, jwtVerify } from "jose";
+import { expect } from "vitest";
 import type { TestMesh } from "../harness/test-mesh.ts";
 
 /** `iss` of every token in a test mesh: the gateway's default public origin. */
@@ -17,18 +17,33 @@ export interface Reply {
 
 /** The public API of one mesh, called the way a partner's server or browser would. */
 export function partnerApi(mesh: TestMesh) {
-  const call = async (method: "GET" | "POST", path: string, input: Record<string, unknown>, credential?: string, headers: Record<string, string> = {}): Promise<Reply> => {
+  const call = async (
+    method: "GET" | "POST",
+    path: string,
+    input: Record<string, unknown>,
+    credential?: string,
+    headers: Record<string, string> = {},
+  ): Promise<Reply> => {
     const auth: Record<string, string> = credential === undefined ? {} : { authorization: `Bearer ${credential}` };
     const url = new URL(`${mesh.gatewayUrl}/v1${path}`);
     if (method === "GET") for (const [k, v] of Object.entries(input)) url.searchParams.set(k, String(v));
-    const init: RequestInit = { method, headers: { ...auth, ...headers, ...(method === "POST" ? { "content-type": "application/json" } : ({} as Record<string, string>)) } };
+    const init: RequestInit = {
+      method,
+      headers: {
+        ...auth,
+        ...headers,
+        ...(method === "POST" ? { "content-type": "application/json" } : ({} as Record<string, string>)),
+      },
+    };
     if (method === "POST") init.body = JSON.stringify(input);
     const response = await fetch(url, init);
     return { status: response.status, body: await response.json() };
   };
   return {
-    post: (path: string, body: Record<string, unknown>, credential?: string, headers?: Record<string, string>) => call("POST", path, body, credential, headers),
-    get: (path: string, query: Record<string, unknown>, credential?: string, headers?: Record<string, string>) => call("GET", path, query, credential, headers),
+    post: (path: string, body: Record<string, unknown>, credential?: string, headers?: Record<string, string>) =>
+      call("POST", path, body, credential, headers),
+    get: (path: string, query: Record<string, unknown>, credential?: string, headers?: Record<string, string>) =>
+      call("GET", path, query, credential, headers),
   };
 }
 
@@ -46,7 +61,8 @@ export function result(reply: Reply, flat = false) {
   return flat ? reply.body.data : reply.body.data.data;
 }
 
-export const gateConsole = (mesh: TestMesh) => createClient(GateConsoleService, createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" }));
+export const gateConsole = (mesh: TestMesh) =>
+  createClient(GateConsoleService, createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" }));
 
 /** Buckets a test raises: these files make far more calls per key than a partner's tier allows. */
 const raisedBuckets = ["per_minute", "hourly", "daily", "per_ip"];
@@ -54,8 +70,18 @@ const raisedBuckets = ["per_minute", "hourly", "daily", "per_ip"];
 /** An organization with keys in both environments (limits raised), ready to call the API. */
 export async function newPartner(mesh: TestMesh, name = "Partner") {
   const { organizationId } = await mesh.console.createOrganization({ name });
-  const key = async (environment: Environment, type: KeyType, extra: { allowedOrigins?: string[]; allowedGates?: string[] } = {}) => {
-    const created = await mesh.console.createKey({ organizationId, environment, type, allowedOrigins: extra.allowedOrigins ?? [], allowedGates: extra.allowedGates ?? [] });
+  const key = async (
+    environment: Environment,
+    type: KeyType,
+    extra: { allowedOrigins?: string[]; allowedGates?: string[] } = {},
+  ) => {
+    const created = await mesh.console.createKey({
+      organizationId,
+      environment,
+      type,
+      allowedOrigins: extra.allowedOrigins ?? [],
+      allowedGates: extra.allowedGates ?? [],
+    });
     for (const bucket of raisedBuckets) {
       // A bucket the key's tier does not have is refused; the others are raised.
       await mesh.console.setKeyLimits({ keyId: created.keyId, bucket, limit: 1_000_000 }).catch(() => undefined);
@@ -91,7 +117,11 @@ export async function newGate(
 /** Verifies an attestation token independently, with jose against the key set the gateway serves. */
 export async function verifyIndependently(mesh: TestMesh, token: string, at: Date): Promise<JWTPayload> {
   const keySet = createRemoteJWKSet(new URL(`${mesh.gatewayUrl}/.well-known/jwks.json`), { cacheMaxAge: 0 });
-  const { payload, protectedHeader } = await jwtVerify(token, keySet, { issuer, algorithms: ["ES256"], currentDate: at });
+  const { payload, protectedHeader } = await jwtVerify(token, keySet, {
+    issuer,
+    algorithms: ["ES256"],
+    currentDate: at,
+  });
   expect(protectedHeader.alg).toBe("ES256");
   return payload;
 }

@@ -1,7 +1,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchHeadlessChromium } from "../harness/headless-browser.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 import { newGate, newPartner, partnerApi, result, verifyIndependently } from "./gate-support.ts";
@@ -38,7 +38,9 @@ describe("the web flow in a browser", () => {
     const api = partnerApi(mesh);
     const partner = await newPartner(mesh, "Web shop");
     await newGate(mesh, partner.organizationId, { key: "web" });
-    const grant = result(await api.post("/sdk/create-session", { partner_user_id: "web-user" }, partner.devSecret)).anchor_grant_token;
+    const grant = result(
+      await api.post("/sdk/create-session", { partner_user_id: "web-user" }, partner.devSecret),
+    ).anchor_grant_token;
     const returnUrl = `http://127.0.0.1:${(back.address() as AddressInfo).port}/back`;
     const link = result(await api.post("/sdk/create-verification-link", { gate: "web", return_url: returnUrl }, grant));
     expect(link.web_url).toMatch(/^http:\/\/localhost:\d+\/flow\/req_[0-9a-f]{32}#t=/);
@@ -48,7 +50,14 @@ describe("the web flow in a browser", () => {
     const cdp = await context.newCDPSession(page);
     await cdp.send("WebAuthn.enable");
     await cdp.send("WebAuthn.addVirtualAuthenticator", {
-      options: { protocol: "ctap2", transport: "internal", hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+      options: {
+        protocol: "ctap2",
+        transport: "internal",
+        hasResidentKey: true,
+        hasUserVerification: true,
+        isUserVerified: true,
+        automaticPresenceSimulation: true,
+      },
     });
 
     await page.goto(link.web_url);
@@ -65,8 +74,16 @@ describe("the web flow in a browser", () => {
     expect(landed.searchParams.get("status")).toBe("completed");
     const token = landed.searchParams.get("token")!;
     const claims = await verifyIndependently(mesh, token, new Date());
-    expect(claims).toMatchObject({ request_id: link.request_id, verified: true, organization_id: partner.organizationId, trusted: false });
-    const record = result(await api.get("/verification/status", { request_id: link.request_id }, partner.devSecret), true);
+    expect(claims).toMatchObject({
+      request_id: link.request_id,
+      verified: true,
+      organization_id: partner.organizationId,
+      trusted: false,
+    });
+    const record = result(
+      await api.get("/verification/status", { request_id: link.request_id }, partner.devSecret),
+      true,
+    );
     expect(record).toMatchObject({ status: "completed", token });
   });
 });

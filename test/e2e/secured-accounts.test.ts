@@ -1,10 +1,10 @@
 import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { AccountConsoleService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 import { dataError, newGate, newPartner, partnerApi, result } from "./gate-support.ts";
 
@@ -22,19 +22,32 @@ describe("secured accounts list end to end", () => {
   let now = start;
   const handles: Record<string, string> = {};
 
-  const list = (query: Record<string, unknown> = {}, key = partner.devSecret) => api.get("/secured-accounts/list", query, key);
+  const list = (query: Record<string, unknown> = {}, key = partner.devSecret) =>
+    api.get("/secured-accounts/list", query, key);
 
   /** A sandbox human confirms a notarize request for `reference`: the account is then secured. */
   async function secure(reference: string) {
-    const { svcUserId } = await createClient(AccountConsoleService, createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" })).createSandboxHuman({
+    const { svcUserId } = await createClient(
+      AccountConsoleService,
+      createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" }),
+    ).createSandboxHuman({
       environment: Environment.DEVELOPMENT,
       behavior: SandboxBehavior.CONFIRM,
     });
     const grant = result(await api.post("/sdk/create-session", {}, partner.devSecret)).anchor_grant_token as string;
-    const link = result(await api.post("/sdk/create-verification-link", { gate: "login", svc_user_id: svcUserId, partner_user_ref: reference, notarize: true }, grant));
+    const link = result(
+      await api.post(
+        "/sdk/create-verification-link",
+        { gate: "login", svc_user_id: svcUserId, partner_user_ref: reference, notarize: true },
+        grant,
+      ),
+    );
     const record = await vi.waitFor(
       async () => {
-        const status = result(await api.get("/verification/status", { request_id: link.request_id }, partner.devSecret), true);
+        const status = result(
+          await api.get("/verification/status", { request_id: link.request_id }, partner.devSecret),
+          true,
+        );
         if (status.status !== "completed") throw new Error(`still ${status.status}`);
         return status;
       },
@@ -80,37 +93,65 @@ describe("secured accounts list end to end", () => {
   });
 
   it("filters by reference (exact) and by status", async () => {
-    expect(result(await list({ platform_user_ref: "acct-older" })).rows.map((row: { handle: string }) => row.handle)).toEqual([handles.older]);
+    expect(
+      result(await list({ platform_user_ref: "acct-older" })).rows.map((row: { handle: string }) => row.handle),
+    ).toEqual([handles.older]);
     expect(result(await list({ platform_user_ref: "acct-olde" }))).toMatchObject({ rows: [], total: 0 });
     expect(result(await list({ status: "active" })).total).toBe(2);
     expect(result(await list({ status: "unlinked" }))).toMatchObject({ rows: [], total: 0 });
-    expect(result(await list({ status: "active", platform_user_ref: "acct-newer" })).rows[0].handle).toBe(handles.newer);
+    expect(result(await list({ status: "active", platform_user_ref: "acct-newer" })).rows[0].handle).toBe(
+      handles.newer,
+    );
   });
 
   it("shows a key only its own environment and organization", async () => {
     expect(result(await list({}, partner.prodSecret))).toMatchObject({ rows: [], total: 0, environment: "production" });
-    expect(result(await list({ platform_user_ref: "acct-older" }, partner.prodSecret))).toMatchObject({ rows: [], total: 0 });
+    expect(result(await list({ platform_user_ref: "acct-older" }, partner.prodSecret))).toMatchObject({
+      rows: [],
+      total: 0,
+    });
     const other = await newPartner(mesh, "Another platform");
-    expect(result(await list({ platform_user_ref: "acct-older" }, other.devSecret))).toMatchObject({ rows: [], total: 0, environment: "development" });
+    expect(result(await list({ platform_user_ref: "acct-older" }, other.devSecret))).toMatchObject({
+      rows: [],
+      total: 0,
+      environment: "development",
+    });
   });
 
   it("takes a secret API key only, with the table's codes", async () => {
-    expect(dataError(await api.get("/secured-accounts/list", {}))).toMatchObject({ statusCode: 401, code: "api_key_required" });
-    expect(dataError(await api.get("/secured-accounts/list", {}, partner.devSite, { origin: "https://shop.example" }))).toMatchObject({ statusCode: 401, code: "api_key_required" });
-    expect(dataError(await list({}, `svc_dev_${"A".repeat(32)}`))).toMatchObject({ statusCode: 401, code: "invalid_api_key" });
+    expect(dataError(await api.get("/secured-accounts/list", {}))).toMatchObject({
+      statusCode: 401,
+      code: "api_key_required",
+    });
+    expect(
+      dataError(await api.get("/secured-accounts/list", {}, partner.devSite, { origin: "https://shop.example" })),
+    ).toMatchObject({ statusCode: 401, code: "api_key_required" });
+    expect(dataError(await list({}, `svc_dev_${"A".repeat(32)}`))).toMatchObject({
+      statusCode: 401,
+      code: "invalid_api_key",
+    });
     expect(dataError(await list({}, "not-a-key"))).toMatchObject({ statusCode: 401, code: "invalid_api_key" });
   });
 
   it("refuses bad filters as data.error with their code, bad paging as InputValidationError", async () => {
     expect(dataError(await list({ status: "pending" }))).toMatchObject({ statusCode: 400, code: "invalid_status" });
     expect(dataError(await list({ status: "" }))).toMatchObject({ statusCode: 400, code: "invalid_status" });
-    expect(dataError(await list({ platform_user_ref: "x".repeat(513) }))).toMatchObject({ statusCode: 400, code: "invalid_platform_user_ref" });
-    expect(dataError(await list({ platform_user_ref: " " }))).toMatchObject({ statusCode: 400, code: "invalid_platform_user_ref" });
+    expect(dataError(await list({ platform_user_ref: "x".repeat(513) }))).toMatchObject({
+      statusCode: 400,
+      code: "invalid_platform_user_ref",
+    });
+    expect(dataError(await list({ platform_user_ref: " " }))).toMatchObject({
+      statusCode: 400,
+      code: "invalid_platform_user_ref",
+    });
     expect(result(await list({ platform_user_ref: "x".repeat(512) })).total).toBe(0);
     for (const query of [{ limit: 0 }, { limit: 101 }, { limit: "ten" }, { offset: -1 }, { offset: 1.5 }]) {
       const reply = await list(query);
       expect(reply.status, JSON.stringify(query)).toBe(400);
-      expect(reply.body).toMatchObject({ code: "InputValidationError", errors: [{ propertyPath: Object.keys(query)[0] }] });
+      expect(reply.body).toMatchObject({
+        code: "InputValidationError",
+        errors: [{ propertyPath: Object.keys(query)[0] }],
+      });
     }
   });
 
@@ -127,8 +168,11 @@ describe("secured accounts list end to end", () => {
   it("svcctl account unlink revokes for the partner: by platform, reason platform or credential_changed", async () => {
     const svcctl = (args: string[]) =>
       new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-        execFile(process.execPath, [svcctlPath, "account", "unlink", ...args], { env: { ...process.env, SVCCTL_CONSOLE_URL: mesh.consoleUrl }, timeout: 20_000 }, (error, stdout, stderr) =>
-          resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+        execFile(
+          process.execPath,
+          [svcctlPath, "account", "unlink", ...args],
+          { env: { ...process.env, SVCCTL_CONSOLE_URL: mesh.consoleUrl }, timeout: 20_000 },
+          (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
         );
       });
     const unlink = ["--org", partner.organizationId, "--env", "development"];
@@ -136,7 +180,11 @@ describe("secured accounts list end to end", () => {
     mesh.setClock(now);
     const revoked = await svcctl([...unlink, "--ref", "acct-older"]);
     expect(revoked.stderr).toBe("");
-    expect(JSON.parse(revoked.stdout)).toEqual({ handle: handles.older, unlinked_at: now.toISOString(), reason: "platform" });
+    expect(JSON.parse(revoked.stdout)).toEqual({
+      handle: handles.older,
+      unlinked_at: now.toISOString(),
+      reason: "platform",
+    });
     const changed = await svcctl([...unlink, "--ref", "acct-newer", "--credential-changed"]);
     expect(JSON.parse(changed.stdout)).toMatchObject({ handle: handles.newer, reason: "credential_changed" });
     const again = await svcctl([...unlink, "--ref", "acct-older"]);
@@ -146,8 +194,19 @@ describe("secured accounts list end to end", () => {
     const unlinked = result(await list({ status: "unlinked" }));
     expect(unlinked.total).toBe(2);
     expect(unlinked.rows).toEqual([
-      expect.objectContaining({ handle: handles.newer, status: "unlinked", unlinked_by: "platform", unlink_reason: "credential_changed" }),
-      expect.objectContaining({ handle: handles.older, status: "unlinked", unlinked_at: now.toISOString(), unlinked_by: "platform", unlink_reason: "platform" }),
+      expect.objectContaining({
+        handle: handles.newer,
+        status: "unlinked",
+        unlinked_by: "platform",
+        unlink_reason: "credential_changed",
+      }),
+      expect.objectContaining({
+        handle: handles.older,
+        status: "unlinked",
+        unlinked_at: now.toISOString(),
+        unlinked_by: "platform",
+        unlink_reason: "platform",
+      }),
     ]);
     expect(result(await list({ status: "active" }))).toMatchObject({ rows: [], total: 0 });
   });

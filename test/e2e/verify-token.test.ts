@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from "jose";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { createInternalClient } from "@svc/platform";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
+import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from "jose";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 
 /**
@@ -48,7 +48,11 @@ describe("verify-token and the key set through the gateway", () => {
     return { token, requestId };
   };
   const verify = async (body: unknown) => {
-    const response = await fetch(`${mesh.gatewayUrl}/v1/sdk/verify-token`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    const response = await fetch(`${mesh.gatewayUrl}/v1/sdk/verify-token`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
     expect(response.status).toBe(200);
     return (await response.json()).data.data;
   };
@@ -65,10 +69,20 @@ describe("verify-token and the key set through the gateway", () => {
     const result = await verify({ token });
     expect(result).toMatchObject({ valid: true, verdict: "pass", replayed: false });
     expect(result.reason).toBeUndefined();
-    expect(result.claims).toMatchObject({ request_id: requestId, verified: true, organization_id: organizationId, trusted: true, trusted_since: "2026-10-01T00:00:00.000Z" });
+    expect(result.claims).toMatchObject({
+      request_id: requestId,
+      verified: true,
+      organization_id: organizationId,
+      trusted: true,
+      trusted_since: "2026-10-01T00:00:00.000Z",
+    });
 
     const keySet = createRemoteJWKSet(new URL(`${mesh.gatewayUrl}/.well-known/jwks.json`));
-    const { payload, protectedHeader } = await jwtVerify(token, keySet, { issuer, algorithms: ["ES256"], currentDate: new Date(afterReplayCutoff) });
+    const { payload, protectedHeader } = await jwtVerify(token, keySet, {
+      issuer,
+      algorithms: ["ES256"],
+      currentDate: new Date(afterReplayCutoff),
+    });
     expect(protectedHeader.alg).toBe("ES256");
     expect(payload.expires_at).toBe((payload.issued_at as number) + 120);
   });
@@ -84,9 +98,15 @@ describe("verify-token and the key set through the gateway", () => {
 
   it("a token issued for one organization is invalid for another audience", async () => {
     const { token } = await mint({ audience: organizationId });
-    expect(await verify({ token, audience: crypto.randomUUID() })).toMatchObject({ valid: false, reason: "audience_mismatch" });
+    expect(await verify({ token, audience: crypto.randomUUID() })).toMatchObject({
+      valid: false,
+      reason: "audience_mismatch",
+    });
     const { token: unbound } = await mint();
-    expect(await verify({ token: unbound, audience: crypto.randomUUID() })).toMatchObject({ valid: false, reason: "audience_mismatch" });
+    expect(await verify({ token: unbound, audience: crypto.randomUUID() })).toMatchObject({
+      valid: false,
+      reason: "audience_mismatch",
+    });
     const { token: own } = await mint({ audience: organizationId });
     expect(await verify({ token: own, audience: organizationId })).toMatchObject({ valid: true });
   });
@@ -101,7 +121,10 @@ describe("verify-token and the key set through the gateway", () => {
     expect(tampered.claims).toBeUndefined();
 
     const none = Buffer.from(JSON.stringify({ alg: "none", typ: "JWT" })).toString("base64url");
-    expect(await verify({ token: `${none}.${payload}.` })).toMatchObject({ valid: false, reason: "unsupported_algorithm" });
+    expect(await verify({ token: `${none}.${payload}.` })).toMatchObject({
+      valid: false,
+      reason: "unsupported_algorithm",
+    });
 
     await mesh.restart("signing", { SIGNING_ISSUER: "https://impostor.example" });
     const { token: foreign } = await mint();
@@ -114,7 +137,11 @@ describe("verify-token and the key set through the gateway", () => {
     const expiresAt = JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString()).expires_at as number;
     moveClock(new Date(new Date(afterReplayCutoff).getTime() + 121_000));
     const result = await verify({ token });
-    expect(result).toMatchObject({ valid: false, reason: "expired", expired_at: new Date(expiresAt * 1000).toISOString() });
+    expect(result).toMatchObject({
+      valid: false,
+      reason: "expired",
+      expired_at: new Date(expiresAt * 1000).toISOString(),
+    });
     expect(result.claims.request_id).toMatch(/^req_/);
   });
 
@@ -135,10 +162,14 @@ describe("verify-token and the key set through the gateway", () => {
     const rotation = await mesh.console.rotateSigningKeys({});
     expect(rotation.kid).not.toBe(oldKid);
     // One key-set cache lifetime after the rotation, read from the mesh's clock.
-    expect(Number(rotation.signsFrom!.seconds) - Math.floor(new Date(afterReplayCutoff).getTime() / 1000)).toBe(121 + 300);
+    expect(Number(rotation.signsFrom!.seconds) - Math.floor(new Date(afterReplayCutoff).getTime() / 1000)).toBe(
+      121 + 300,
+    );
 
     // Published at once, signing only after one key-set cache lifetime.
-    const published = (await (await fetch(`${mesh.gatewayUrl}/.well-known/jwks.json`)).json()).keys.map((k: { kid: string }) => k.kid);
+    const published = (await (await fetch(`${mesh.gatewayUrl}/.well-known/jwks.json`)).json()).keys.map(
+      (k: { kid: string }) => k.kid,
+    );
     expect(published).toEqual(expect.arrayContaining([oldKid, rotation.kid]));
     expect(decodeProtectedHeader((await mint()).token).kid).toBe(oldKid);
     expect(await verify({ token: before.token })).toMatchObject({ valid: true });
@@ -149,18 +180,28 @@ describe("verify-token and the key set through the gateway", () => {
     expect(decodeProtectedHeader(after.token).kid).toBe(rotation.kid);
     const keySet = createRemoteJWKSet(new URL(`${mesh.gatewayUrl}/.well-known/jwks.json`), { cacheMaxAge: 0 });
     await expect(jwtVerify(after.token, keySet, { issuer, currentDate: activation })).resolves.toBeDefined();
-    const stillPublished = (await (await fetch(`${mesh.gatewayUrl}/.well-known/jwks.json`)).json()).keys.map((k: { kid: string }) => k.kid);
+    const stillPublished = (await (await fetch(`${mesh.gatewayUrl}/.well-known/jwks.json`)).json()).keys.map(
+      (k: { kid: string }) => k.kid,
+    );
     expect(stillPublished).toContain(oldKid);
   });
 
   it("bad input is a 400 InputValidationError that names the field, never a crash", async () => {
-    const missing = await fetch(`${mesh.gatewayUrl}/v1/sdk/verify-token`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    const missing = await fetch(`${mesh.gatewayUrl}/v1/sdk/verify-token`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{}",
+    });
     expect(missing.status).toBe(400);
     const body = await missing.json();
     expect(body).toMatchObject({ code: "InputValidationError", input: {} });
     expect(body.errors[0].propertyPath).toBe("token");
 
-    const malformed = await fetch(`${mesh.gatewayUrl}/v1/sdk/verify-token`, { method: "POST", headers: { "content-type": "application/json" }, body: "{not json" });
+    const malformed = await fetch(`${mesh.gatewayUrl}/v1/sdk/verify-token`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{not json",
+    });
     expect(malformed.status).toBe(400);
     expect((await malformed.json()).code).toBe("InputValidationError");
 

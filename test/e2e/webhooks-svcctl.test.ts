@@ -2,14 +2,14 @@ import { execFile } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Webhook } from "standardwebhooks";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { connect } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { EventSchema } from "@svc/proto/events/v1/events_pb.js";
+import { Webhook } from "standardwebhooks";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { natsUrl } from "../harness/index.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 
@@ -28,9 +28,14 @@ describe("svcctl webhook through the console", () => {
 
   const svcctl = (args: string[]) =>
     new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-      execFile(process.execPath, [svcctlPath, ...args], { env: { ...process.env, SVCCTL_CONSOLE_URL: mesh.consoleUrl }, timeout: 20_000 }, (error, stdout, stderr) => {
-        resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
-      });
+      execFile(
+        process.execPath,
+        [svcctlPath, ...args],
+        { env: { ...process.env, SVCCTL_CONSOLE_URL: mesh.consoleUrl }, timeout: 20_000 },
+        (error, stdout, stderr) => {
+          resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
+        },
+      );
     });
   const json = async (args: string[]) => {
     const run = await svcctl(args);
@@ -68,27 +73,47 @@ describe("svcctl webhook through the console", () => {
       occurredAt: timestampFromDate(new Date()),
       payload: {
         case: "gateHumanVerified",
-        value: { eventId: requestId, requestId, verifiedAt: timestampFromDate(new Date("2026-11-22T10:00:00Z")), verdict: "pass", trusted: false, firstTime: false, environment: "development", product: "census" },
+        value: {
+          eventId: requestId,
+          requestId,
+          verifiedAt: timestampFromDate(new Date("2026-11-22T10:00:00Z")),
+          verdict: "pass",
+          trusted: false,
+          firstTime: false,
+          environment: "development",
+          product: "census",
+        },
       },
     });
     const prefix = mesh.env.SVC_EVENT_SUBJECT_PREFIX!;
-    await jetstream(nc).publish(`${prefix}.gate.human_verified`, toBinary(EventSchema, event), { msgID: event.dedupKey });
+    await jetstream(nc).publish(`${prefix}.gate.human_verified`, toBinary(EventSchema, event), {
+      msgID: event.dedupKey,
+    });
     await nc.drain();
   }
 
   it("adds an endpoint, delivers a signed event to it, rotates the secret and signs with both", async () => {
-    const added = await json(["webhook", "add", "--org", organizationId, "--url", receiverUrl, "--type", "gate.human_verified"]);
+    const added = await json([
+      "webhook",
+      "add",
+      "--org",
+      organizationId,
+      "--url",
+      receiverUrl,
+      "--type",
+      "gate.human_verified",
+    ]);
     expect(added.endpoint_id).toEqual(expect.any(String));
     expect(added.secret).toMatch(/^whsec_[A-Za-z0-9+/]{32,}={0,2}$/);
 
-    await publishHumanVerified("req_" + "a".repeat(32));
+    await publishHumanVerified(`req_${"a".repeat(32)}`);
     await expect.poll(() => received.length, { timeout: 10_000 }).toBe(1);
     const first = received[0]!;
     const payload = new Webhook(added.secret).verify(first.body, first.headers);
     expect(payload).toEqual({
       type: "gate.human_verified",
-      event_id: "req_" + "a".repeat(32),
-      request_id: "req_" + "a".repeat(32),
+      event_id: `req_${"a".repeat(32)}`,
+      request_id: `req_${"a".repeat(32)}`,
       verified_at: "2026-11-22T10:00:00.000Z",
       verdict: "pass",
       trusted: false,
@@ -99,17 +124,32 @@ describe("svcctl webhook through the console", () => {
 
     const rotated = await json(["webhook", "rotate", "--org", organizationId, "--endpoint", added.endpoint_id]);
     expect(rotated.secret).not.toBe(added.secret);
-    await publishHumanVerified("req_" + "b".repeat(32));
+    await publishHumanVerified(`req_${"b".repeat(32)}`);
     await expect.poll(() => received.length, { timeout: 10_000 }).toBe(2);
     const second = received[1]!;
     expect(second.headers["webhook-signature"]!.split(" ")).toHaveLength(2);
-    expect(new Webhook(rotated.secret).verify(second.body, second.headers)).toMatchObject({ request_id: "req_" + "b".repeat(32) });
-    expect(new Webhook(added.secret).verify(second.body, second.headers)).toMatchObject({ request_id: "req_" + "b".repeat(32) });
+    expect(new Webhook(rotated.secret).verify(second.body, second.headers)).toMatchObject({
+      request_id: `req_${"b".repeat(32)}`,
+    });
+    expect(new Webhook(added.secret).verify(second.body, second.headers)).toMatchObject({
+      request_id: `req_${"b".repeat(32)}`,
+    });
 
     const messages = await json(["webhook", "messages", "--org", organizationId, "--status", "delivered"]);
-    expect(messages.messages.map((m: { message_id: string }) => m.message_id).sort()).toEqual([first.headers["webhook-id"], second.headers["webhook-id"]].sort());
+    expect(messages.messages.map((m: { message_id: string }) => m.message_id).sort()).toEqual(
+      [first.headers["webhook-id"], second.headers["webhook-id"]].sort(),
+    );
 
-    const replayed = await json(["webhook", "replay", "--org", organizationId, "--message", first.headers["webhook-id"]!, "--endpoint", added.endpoint_id]);
+    const replayed = await json([
+      "webhook",
+      "replay",
+      "--org",
+      organizationId,
+      "--message",
+      first.headers["webhook-id"]!,
+      "--endpoint",
+      added.endpoint_id,
+    ]);
     expect(replayed.status).toBe("pending");
     await expect.poll(() => received.length, { timeout: 10_000 }).toBe(3);
     expect(received[2]!.headers["webhook-id"]).toBe(first.headers["webhook-id"]);
@@ -121,13 +161,30 @@ describe("svcctl webhook through the console", () => {
     expect(disabled).toMatchObject({ endpoint_id, status: "disabled" });
     expect(disabled.disabled_reason).toEqual(expect.any(String));
     const listed = await json(["webhook", "list", "--org", organizationId]);
-    expect(listed.endpoints.find((e: { endpoint_id: string }) => e.endpoint_id === endpoint_id)).toMatchObject({ status: "disabled", types: [] });
-    expect(await json(["webhook", "enable", "--org", organizationId, "--endpoint", endpoint_id])).toMatchObject({ status: "enabled", disabled_reason: null });
-    expect(await json(["webhook", "remove", "--org", organizationId, "--endpoint", endpoint_id])).toEqual({ endpoint_id });
+    expect(listed.endpoints.find((e: { endpoint_id: string }) => e.endpoint_id === endpoint_id)).toMatchObject({
+      status: "disabled",
+      types: [],
+    });
+    expect(await json(["webhook", "enable", "--org", organizationId, "--endpoint", endpoint_id])).toMatchObject({
+      status: "enabled",
+      disabled_reason: null,
+    });
+    expect(await json(["webhook", "remove", "--org", organizationId, "--endpoint", endpoint_id])).toEqual({
+      endpoint_id,
+    });
   });
 
   it("refuses a retired type name and names its replacement", async () => {
-    const run = await svcctl(["webhook", "add", "--org", organizationId, "--url", receiverUrl, "--type", "census.human_verified"]);
+    const run = await svcctl([
+      "webhook",
+      "add",
+      "--org",
+      organizationId,
+      "--url",
+      receiverUrl,
+      "--type",
+      "census.human_verified",
+    ]);
     expect(run.code).toBe(1);
     expect(run.stdout).toBe("");
     expect(run.stderr).toContain("gate.human_verified");
@@ -136,7 +193,8 @@ describe("svcctl webhook through the console", () => {
   it("prints help for the group and each command", async () => {
     const group = await svcctl(["webhook", "--help"]);
     expect(group.code).toBe(0);
-    for (const command of ["add", "list", "remove", "rotate", "enable", "disable", "messages", "replay"]) expect(group.stdout).toContain(command);
+    for (const command of ["add", "list", "remove", "rotate", "enable", "disable", "messages", "replay"])
+      expect(group.stdout).toContain(command);
     expect((await svcctl(["webhook", "replay", "--help"])).stdout).toContain("--message MESSAGE_ID");
   });
 });

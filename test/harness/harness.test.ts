@@ -2,7 +2,7 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createTestDatabase, natsUrl, postgresUrl, uniqueName, type TestDatabase } from "./index.ts";
+import { createTestDatabase, natsUrl, postgresUrl, type TestDatabase, uniqueName } from "./index.ts";
 
 describe("test database", () => {
   let database: TestDatabase;

@@ -14,7 +14,10 @@ export function natsUrl(): string {
 
 /** A short token, unique per call, safe in NATS stream names, subjects and SQL identifiers. */
 export function uniqueName(label: string): string {
-  const safeLabel = label.toLowerCase().replace(/[^a-z0-9]+/g, "_").slice(0, 40);
+  const safeLabel = label
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "_")
+    .slice(0, 40);
   return `${safeLabel}_${randomBytes(5).toString("hex")}`;
 }
 
@@ -28,7 +31,9 @@ export async function createTestDatabase(label: string): Promise<TestDatabase> {
     url: url.toString(),
     name,
     drop: async () => {
-      await asSuperuser((client) => client.query(`DROP DATABASE IF EXISTS ${client.escapeIdentifier(name)} WITH (FORCE)`));
+      await asSuperuser((client) =>
+        client.query(`DROP DATABASE IF EXISTS ${client.escapeIdentifier(name)} WITH (FORCE)`),
+      );
     },
   };
 }

@@ -1,2 +1,6 @@
 /** The person's phone in tests: the software authenticator the account service signs sandbox confirmations with. */
-export { AuthenticatorRefusal, SoftwareAuthenticator, type SoftwarePasskeyState } from "../../services/account/src/sandbox/software-authenticator.ts";
+export {
+  AuthenticatorRefusal,
+  SoftwareAuthenticator,
+  type SoftwarePasskeyState,
+} from "../../services/account/src/sandbox/software-authenticator.ts";

@@ -2,7 +2,11 @@ import type { Reporter, TestModule, TestRunEndReason } from "vitest/node";
 
 /** Ends the run with the plain line `N passed, N failed[, N skipped]` that CI reads. */
 export class SummaryReporter implements Reporter {
-  onTestRunEnd(testModules: ReadonlyArray<TestModule>, _unhandledErrors: ReadonlyArray<unknown>, reason: TestRunEndReason): void {
+  onTestRunEnd(
+    testModules: ReadonlyArray<TestModule>,
+    _unhandledErrors: ReadonlyArray<unknown>,
+    reason: TestRunEndReason,
+  ): void {
     let passed = 0;
     let failed = 0;
     let skipped = 0;

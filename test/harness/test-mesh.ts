@@ -1,10 +1,10 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createClient, type Client } from "@connectrpc/connect";
+import { type Client, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
+import { type Mesh, type ServiceName, startMesh } from "@svc/local-mesh/mesh";
 import { ConsoleService } from "@svc/proto/console/v1/console_pb.js";
-import { startMesh, type Mesh, type ServiceName } from "@svc/local-mesh/mesh";
 import { createTestDatabase, natsUrl, uniqueName } from "./index.ts";
 
 export interface TestMesh extends Mesh {
@@ -21,11 +21,15 @@ export interface TestMesh extends Mesh {
  * The real mesh as separate processes on free ports, with its own database, its own event stream
  * and subjects, and its own clock file, so e2e files run side by side without seeing each other.
  */
-export async function startTestMesh(label: string, options: { only?: ServiceName[]; clockAt?: Date | string } = {}): Promise<TestMesh> {
+export async function startTestMesh(
+  label: string,
+  options: { only?: ServiceName[]; clockAt?: Date | string } = {},
+): Promise<TestMesh> {
   const database = await createTestDatabase(label);
   const dir = mkdtempSync(join(tmpdir(), `mesh-${label}-`));
   const clockFile = join(dir, "clock");
-  const setClock = (at: Date | string | null) => writeFileSync(clockFile, at === null ? "" : new Date(at).toISOString());
+  const setClock = (at: Date | string | null) =>
+    writeFileSync(clockFile, at === null ? "" : new Date(at).toISOString());
   setClock(options.clockAt ?? null);
   const stream = uniqueName(label).toUpperCase();
   const lines: string[] = [];

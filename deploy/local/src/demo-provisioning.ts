@@ -2,8 +2,8 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { AccountConsoleService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
-import { ConsoleService, KeyType } from "@svc/proto/console/v1/console_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
+import { ConsoleService, KeyType } from "@svc/proto/console/v1/console_pb.js";
 import { GateConsoleService, GateType } from "@svc/proto/gate/v1/gate_pb.js";
 
 export interface DemoCredentials {
@@ -35,11 +35,31 @@ export async function provisionDemo(consoleUrl: string, file: string): Promise<D
   const { organizationId } = await client.createOrganization({ name: "Demo organization" });
   const origin = "http://localhost:3000";
   const key = async (environment: Environment, type: KeyType) =>
-    (await client.createKey({ organizationId, environment, type, allowedOrigins: type === KeyType.SITE ? [origin] : [] })).key;
+    (
+      await client.createKey({
+        organizationId,
+        environment,
+        type,
+        allowedOrigins: type === KeyType.SITE ? [origin] : [],
+      })
+    ).key;
   const gates = createClient(GateConsoleService, transport);
   const gate = async (gateKey: string, type: GateType, ageThreshold?: number) =>
-    (await gates.createGate({ organizationId, environment: Environment.DEVELOPMENT, key: gateKey, type, ageThreshold, status: "active" })).gate!.key;
-  const human = await createClient(AccountConsoleService, transport).createSandboxHuman({ environment: Environment.DEVELOPMENT, behavior: SandboxBehavior.CONFIRM, age: 30 });
+    (
+      await gates.createGate({
+        organizationId,
+        environment: Environment.DEVELOPMENT,
+        key: gateKey,
+        type,
+        ageThreshold,
+        status: "active",
+      })
+    ).gate!.key;
+  const human = await createClient(AccountConsoleService, transport).createSandboxHuman({
+    environment: Environment.DEVELOPMENT,
+    behavior: SandboxBehavior.CONFIRM,
+    age: 30,
+  });
   const demo: DemoCredentials = {
     organization_id: organizationId,
     development_secret_key: await key(Environment.DEVELOPMENT, KeyType.SECRET),

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { startNats } from "./nats.ts";
 import { serverSettings, startPostgres } from "./postgres.ts";
-import { silent, type Log } from "./process-tools.ts";
+import { type Log, silent } from "./process-tools.ts";
 
 export type InfrastructureOptions = { dir: string; durable: boolean; log?: Log };
 

@@ -1,6 +1,6 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import { fileURLToPath } from "node:url";
+import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { freePort, type Log } from "./process-tools.ts";
 
 const repositoryRoot = fileURLToPath(new URL("../../../", import.meta.url));
@@ -11,7 +11,12 @@ export const meshLayout = [
   { name: "account", entry: "services/account/src/server.ts", envPrefix: "ACCOUNT", port: 9093 },
   { name: "gate", entry: "services/gate/src/server.ts", envPrefix: "GATE", port: 9092 },
   { name: "agentlink", entry: "services/agentlink/src/server.ts", envPrefix: "AGENTLINK", port: 9094 },
-  { name: "webhook-dispatch", entry: "services/webhook-dispatch/src/server.ts", envPrefix: "WEBHOOK_DISPATCH", port: 9095 },
+  {
+    name: "webhook-dispatch",
+    entry: "services/webhook-dispatch/src/server.ts",
+    envPrefix: "WEBHOOK_DISPATCH",
+    port: 9095,
+  },
   { name: "gateway", entry: "gateway/src/server.ts", envPrefix: "GATEWAY", port: 8080, consolePort: 9090 },
 ] as const;
 
@@ -57,7 +62,9 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
 
   // Each process learns every other's address as <ITS_PREFIX>_<OTHER_PREFIX>_URL, e.g. GATEWAY_SIGNING_URL.
   const addressBook: Record<string, string> = {};
-  for (const consumer of layout) for (const provider of layout) addressBook[`${consumer.envPrefix}_${provider.envPrefix}_URL`] = urls[provider.name]!;
+  for (const consumer of layout)
+    for (const provider of layout)
+      addressBook[`${consumer.envPrefix}_${provider.envPrefix}_URL`] = urls[provider.name]!;
 
   const planned: Planned[] = layout.map((service) => ({
     name: service.name,
@@ -72,7 +79,10 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
   }));
 
   const launch = async (p: Planned) => {
-    const child = spawn(process.execPath, [p.entry], { env: { ...process.env, ...p.env }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [p.entry], {
+      env: { ...process.env, ...p.env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     p.child = child;
     p.exited = new Promise((resolve) => child.once("exit", () => resolve()));
     const recent: string[] = [];

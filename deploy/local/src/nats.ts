@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { mkdir } from "node:fs/promises";
 import { resolve } from "node:path";
-import { ensureDebianProgram, freePort, silent, type Log } from "./process-tools.ts";
+import { ensureDebianProgram, freePort, type Log, silent } from "./process-tools.ts";
 
 export type NatsOptions = { storeDir: string; port?: number; log?: Log };
 
@@ -25,7 +25,10 @@ export async function startNats(options: NatsOptions): Promise<RunningNats> {
 
   // nats-server logs "Server is ready" once its client listener is open and JetStream is enabled.
   await new Promise<void>((ready, fail) => {
-    const timer = setTimeout(() => fail(new Error(`nats-server did not become ready in ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => fail(new Error(`nats-server did not become ready in ${START_TIMEOUT_MS} ms`)),
+      START_TIMEOUT_MS,
+    );
     const onOutput = (chunk: Buffer) => {
       output.push(chunk.toString());
       if (output.join("").includes(READY_LINE)) {

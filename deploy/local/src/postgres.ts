@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { chmod, chown, mkdir, readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { findExecutable, freePort, isRoot, run, silent, type Log } from "./process-tools.ts";
+import { findExecutable, freePort, isRoot, type Log, run, silent } from "./process-tools.ts";
 
 export type PostgresOptions = {
   dataDir: string;
@@ -44,7 +44,15 @@ async function startWithLocalBinaries(options: PostgresOptions): Promise<Running
 
   if (!hasCluster(dataDir)) {
     log(`initdb ${dataDir}`);
-    await runAsPostgresUser("initdb", ["-D", dataDir, "-U", SUPERUSER, "--auth=trust", "--encoding=UTF8", "--no-locale"]);
+    await runAsPostgresUser("initdb", [
+      "-D",
+      dataDir,
+      "-U",
+      SUPERUSER,
+      "--auth=trust",
+      "--encoding=UTF8",
+      "--no-locale",
+    ]);
   }
 
   const stop = async () => {

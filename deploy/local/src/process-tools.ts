@@ -40,7 +40,10 @@ export type DebianProgram = {
  * Returns the path of a program on PATH. When it is missing and we are root on a Debian-like machine,
  * installs its package with apt-get; otherwise fails at once with the command that would install it.
  */
-export async function ensureDebianProgram({ program, debianPackage, alternative }: DebianProgram, log: Log = silent): Promise<string> {
+export async function ensureDebianProgram(
+  { program, debianPackage, alternative }: DebianProgram,
+  log: Log = silent,
+): Promise<string> {
   const found = findExecutable(program);
   if (found) return found;
   if (!isRoot() || !findExecutable("apt-get")) {
@@ -62,7 +65,11 @@ export async function ensureDebianProgram({ program, debianPackage, alternative 
 }
 
 /** Runs a program to completion and returns its stdout; a failure's message carries its stderr. */
-export async function run(command: string, args: readonly string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<string> {
+export async function run(
+  command: string,
+  args: readonly string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<string> {
   const { stdout } = await execFileAsync(command, args, { ...options, maxBuffer: 16 * 1024 * 1024 });
   return stdout;
 }

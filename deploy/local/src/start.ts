@@ -1,10 +1,10 @@
 import { mkdirSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import pg from "pg";
+import { type DemoCredentials, provisionDemo } from "./demo-provisioning.ts";
 import { startInfrastructure } from "./infrastructure.ts";
 import { startMesh } from "./mesh.ts";
-import { provisionDemo, type DemoCredentials } from "./demo-provisioning.ts";
 
 const dataDir = fileURLToPath(new URL("../../../.data/", import.meta.url));
 const databaseName = "svc";
@@ -74,7 +74,11 @@ async function main(): Promise<void> {
   process.once("SIGTERM", () => void stop(0));
   try {
     const databaseUrl = await ensureDatabase(infrastructure.postgresUrl, databaseName);
-    mesh = await startMesh({ env: { SVC_DATABASE_URL: databaseUrl, SVC_NATS_URL: infrastructure.natsUrl }, ports: "default", log });
+    mesh = await startMesh({
+      env: { SVC_DATABASE_URL: databaseUrl, SVC_NATS_URL: infrastructure.natsUrl },
+      ports: "default",
+      log,
+    });
     const demo = await provisionDemo(mesh.consoleUrl, join(dataDir, "demo.json"));
     log(banner(mesh.gatewayUrl, mesh.consoleUrl, demo));
   } catch (error) {

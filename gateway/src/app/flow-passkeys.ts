@@ -12,13 +12,22 @@ export const flowBeginPasskeyRegistrationRoute = defineRoute({
   path: "/flow/passkeys/begin-registration",
   summary: "Web flow, private mode: start creating a passkey (and a human without personal data).",
   auth: { accepts: [] },
-  input: { type: "object", properties: { request_id: requestIdField, t: flowSecretField, origin: pageOriginField }, required: ["request_id", "t"] },
+  input: {
+    type: "object",
+    properties: { request_id: requestIdField, t: flowSecretField, origin: pageOriginField },
+    required: ["request_id", "t"],
+  },
   envelope: "nested",
   async handle(input, { services }) {
     const party = relyingParty(services.publicOrigin, input.origin);
-    const opened = await services.gate.openRequest({ requestId: input.request_id, access: { flowSecret: input.t, svcUserId: "" }, ...party });
+    const opened = await services.gate.openRequest({
+      requestId: input.request_id,
+      access: { flowSecret: input.t, svcUserId: "" },
+      ...party,
+    });
     if (opened.status !== "pending") return fail(409, `the request is ${opened.status}, no longer pending`);
-    if (opened.authMode !== "private") return fail(409, "this request is for a signed-in person; confirm it in the app");
+    if (opened.authMode !== "private")
+      return fail(409, "this request is for a signed-in person; confirm it in the app");
     const begun = await services.account.beginPasskeyRegistration({ svcUserId: "", ...party });
     return ok({ ceremony_id: begun.ceremonyId, options: JSON.parse(begun.optionsJson) });
   },
@@ -37,7 +46,10 @@ export const flowFinishPasskeyRegistrationRoute = defineRoute({
   },
   envelope: "nested",
   async handle(input, { services }) {
-    await services.account.finishPasskeyRegistration({ ceremonyId: input.ceremony_id, responseJson: JSON.stringify(input.response) });
+    await services.account.finishPasskeyRegistration({
+      ceremonyId: input.ceremony_id,
+      responseJson: JSON.stringify(input.response),
+    });
     return ok({ registered: true });
   },
 });

@@ -12,7 +12,10 @@ export const beginPasskeyRegistrationRoute = defineRoute({
   input: { type: "object", properties: { origin: pageOriginField } },
   envelope: "nested",
   async handle(input, { caller, services }) {
-    const begun = await services.account.beginPasskeyRegistration({ svcUserId: caller!.credentialId, ...relyingParty(services.publicOrigin, input.origin) });
+    const begun = await services.account.beginPasskeyRegistration({
+      svcUserId: caller!.credentialId,
+      ...relyingParty(services.publicOrigin, input.origin),
+    });
     return ok({ ceremony_id: begun.ceremonyId, options: JSON.parse(begun.optionsJson) });
   },
 });
@@ -30,7 +33,10 @@ export const finishPasskeyRegistrationRoute = defineRoute({
   },
   envelope: "nested",
   async handle(input, { services }) {
-    const finished = await services.account.finishPasskeyRegistration({ ceremonyId: input.ceremony_id, responseJson: JSON.stringify(input.response) });
+    const finished = await services.account.finishPasskeyRegistration({
+      ceremonyId: input.ceremony_id,
+      responseJson: JSON.stringify(input.response),
+    });
     return ok({ credential_id: finished.credentialId });
   },
 });
@@ -44,12 +50,19 @@ export const registerDeviceRoute = defineRoute({
   auth: { accepts: ["user_session"] },
   input: {
     type: "object",
-    properties: { push_token: { type: "string", minLength: 1, maxLength: 4096 }, platform: { type: "string", enum: ["ios", "android", "web"] } },
+    properties: {
+      push_token: { type: "string", minLength: 1, maxLength: 4096 },
+      platform: { type: "string", enum: ["ios", "android", "web"] },
+    },
     required: ["push_token", "platform"],
   },
   envelope: "nested",
   async handle(input, { caller, services }) {
-    const device = await services.account.registerDevice({ svcUserId: caller!.credentialId, pushToken: input.push_token, platform: input.platform });
+    const device = await services.account.registerDevice({
+      svcUserId: caller!.credentialId,
+      pushToken: input.push_token,
+      platform: input.platform,
+    });
     return ok({ device_id: device.deviceId });
   },
 });

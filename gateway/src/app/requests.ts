@@ -16,7 +16,9 @@ const opened = (response: OpenRequestResponse) => ({
   notarize_offered: response.notarizeOffered,
   auth_mode: response.authMode,
   ...(response.expiresAt ? { expires_at: timestampDate(response.expiresAt).toISOString() } : {}),
-  ...(response.ceremonyId !== "" ? { ceremony_id: response.ceremonyId, options: JSON.parse(response.optionsJson) } : {}),
+  ...(response.ceremonyId !== ""
+    ? { ceremony_id: response.ceremonyId, options: JSON.parse(response.optionsJson) }
+    : {}),
 });
 
 /**
@@ -32,7 +34,10 @@ function requestRoutes(side: "app" | "flow"): Route[] {
     properties: { request_id: requestIdField, t: flowSecretField, ...extra },
     required: ["request_id", ...(app ? [] : ["t"]), ...required],
   });
-  const access = (input: { t?: string }, caller: { credentialId: string } | undefined) => ({ flowSecret: input.t ?? "", svcUserId: app ? caller!.credentialId : "" });
+  const access = (input: { t?: string }, caller: { credentialId: string } | undefined) => ({
+    flowSecret: input.t ?? "",
+    svcUserId: app ? caller!.credentialId : "",
+  });
   const prefix = app ? "app" : "flow";
   const id = (name: string) => `${prefix}${name}`;
 
@@ -43,10 +48,18 @@ function requestRoutes(side: "app" | "flow"): Route[] {
       path: `/${prefix}/requests/open`,
       summary: "Open a verification request: what to show, and passkey assertion options bound to the request.",
       auth,
-      input: base({ origin: pageOriginField }, []) as { type: "object"; properties: { request_id: typeof requestIdField; t: typeof flowSecretField; origin: typeof pageOriginField }; required: ["request_id"] },
+      input: base({ origin: pageOriginField }, []) as {
+        type: "object";
+        properties: { request_id: typeof requestIdField; t: typeof flowSecretField; origin: typeof pageOriginField };
+        required: ["request_id"];
+      },
       envelope: "nested",
       async handle(input, { caller, services }) {
-        const response = await services.gate.openRequest({ requestId: input.request_id, access: access(input, caller), ...relyingParty(services.publicOrigin, input.origin) });
+        const response = await services.gate.openRequest({
+          requestId: input.request_id,
+          access: access(input, caller),
+          ...relyingParty(services.publicOrigin, input.origin),
+        });
         return ok(opened(response));
       },
     }),
@@ -58,7 +71,12 @@ function requestRoutes(side: "app" | "flow"): Route[] {
       auth,
       input: base(ceremonyAnswerFields, ["ceremony_id", "response"]) as {
         type: "object";
-        properties: { request_id: typeof requestIdField; t: typeof flowSecretField; ceremony_id: { type: "string" }; response: { type: "object"; additionalProperties: true } };
+        properties: {
+          request_id: typeof requestIdField;
+          t: typeof flowSecretField;
+          ceremony_id: { type: "string" };
+          response: { type: "object"; additionalProperties: true };
+        };
         required: ["request_id", "ceremony_id", "response"];
       },
       envelope: "nested",
@@ -69,7 +87,11 @@ function requestRoutes(side: "app" | "flow"): Route[] {
           ceremonyId: input.ceremony_id,
           responseJson: JSON.stringify(input.response),
         });
-        return ok({ status: result.status, ...(result.token !== undefined ? { token: result.token } : {}), ...(result.returnUrl !== "" ? { return_url: result.returnUrl } : {}) });
+        return ok({
+          status: result.status,
+          ...(result.token !== undefined ? { token: result.token } : {}),
+          ...(result.returnUrl !== "" ? { return_url: result.returnUrl } : {}),
+        });
       },
     }),
     defineRoute({
@@ -78,10 +100,17 @@ function requestRoutes(side: "app" | "flow"): Route[] {
       path: `/${prefix}/requests/decline`,
       summary: "Decline the request (it fails with reason user_denied).",
       auth,
-      input: base({}, []) as { type: "object"; properties: { request_id: typeof requestIdField; t: typeof flowSecretField }; required: ["request_id"] },
+      input: base({}, []) as {
+        type: "object";
+        properties: { request_id: typeof requestIdField; t: typeof flowSecretField };
+        required: ["request_id"];
+      },
       envelope: "nested",
       async handle(input, { caller, services }) {
-        const result = await services.gate.declineRequest({ requestId: input.request_id, access: access(input, caller) });
+        const result = await services.gate.declineRequest({
+          requestId: input.request_id,
+          access: access(input, caller),
+        });
         return ok({ status: result.status, ...(result.returnUrl !== "" ? { return_url: result.returnUrl } : {}) });
       },
     }),
@@ -98,7 +127,11 @@ function requestRoutes(side: "app" | "flow"): Route[] {
       },
       envelope: "nested",
       async handle(input, { caller, services }) {
-        const result = await services.gate.reportFailure({ requestId: input.request_id, access: access(input, caller), reason: input.reason });
+        const result = await services.gate.reportFailure({
+          requestId: input.request_id,
+          access: access(input, caller),
+          reason: input.reason,
+        });
         return ok({ status: result.status, ...(result.returnUrl !== "" ? { return_url: result.returnUrl } : {}) });
       },
     }),

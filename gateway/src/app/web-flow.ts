@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { devIdpJwksPath, type DevIdentityProvider } from "../dev-idp/dev-identity-provider.ts";
+import { type DevIdentityProvider, devIdpJwksPath } from "../dev-idp/dev-identity-provider.ts";
 
 /**
  * Pages the gateway serves outside `{base_url}`: the web flow at `web_url` (`/flow/<request_id>`), its
@@ -13,7 +13,8 @@ export function webFlowPages(options: { devIdp: DevIdentityProvider | undefined 
     if (req.method !== "GET" && req.method !== "HEAD") return false;
     if (page.test(url.pathname)) return send(res, "text/html; charset=utf-8", pageHtml);
     if (url.pathname === "/flow/flow.js") return send(res, "text/javascript; charset=utf-8", pageScript);
-    if (options.devIdp && url.pathname === devIdpJwksPath) return send(res, "application/json", JSON.stringify(options.devIdp.jwks()));
+    if (options.devIdp && url.pathname === devIdpJwksPath)
+      return send(res, "application/json", JSON.stringify(options.devIdp.jwks()));
     return false;
   };
 }
@@ -23,7 +24,8 @@ function send(res: ServerResponse, contentType: string, body: string): true {
     "content-type": contentType,
     "content-length": Buffer.byteLength(body),
     "cache-control": "no-store",
-    "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'none'; frame-ancestors 'none'",
+    "content-security-policy":
+      "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'none'; frame-ancestors 'none'",
     "referrer-policy": "no-referrer",
     "x-content-type-options": "nosniff",
   });

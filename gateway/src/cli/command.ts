@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import type { DescService } from "@bufbuild/protobuf";
-import { createClient, type Client } from "@connectrpc/connect";
+import { type Client, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { ConsoleService } from "@svc/proto/console/v1/console_pb.js";
 
@@ -77,7 +77,13 @@ export function commandUsage(group: CommandGroup, command: Command): string {
     const text = spec.required ? optionText(name, spec) : `[${optionText(name, spec)}]`;
     return spec.multiple ? `${text}...` : text;
   });
-  const rows = [...Object.entries(command.options).map(([name, spec]) => [optionText(name, spec), spec.description + (spec.required ? " (required)" : spec.multiple ? " (repeatable)" : "")]), ["-h, --help", "show this help"]];
+  const rows = [
+    ...Object.entries(command.options).map(([name, spec]) => [
+      optionText(name, spec),
+      spec.description + (spec.required ? " (required)" : spec.multiple ? " (repeatable)" : ""),
+    ]),
+    ["-h, --help", "show this help"],
+  ];
   const width = Math.max(...rows.map(([left]) => left!.length));
   return [
     `Usage: svcctl ${group.name} ${command.name} ${parts.join(" ")}`.trimEnd(),
@@ -115,7 +121,12 @@ export function parseOptions(group: CommandGroup, command: Command, args: string
       args,
       strict: true,
       allowPositionals: false,
-      options: Object.fromEntries(Object.entries(command.options).map(([name, spec]) => [name, { type: spec.type, multiple: spec.multiple ?? false }])),
+      options: Object.fromEntries(
+        Object.entries(command.options).map(([name, spec]) => [
+          name,
+          { type: spec.type, multiple: spec.multiple ?? false },
+        ]),
+      ),
     }) as { values: OptionValues });
   } catch (error) {
     throw new UsageError((error as Error).message, help);
@@ -125,7 +136,8 @@ export function parseOptions(group: CommandGroup, command: Command, args: string
     if (spec.required && (value === undefined || value === "")) throw new UsageError(`--${name} is required`, help);
     const given = value === undefined ? [] : Array.isArray(value) ? value : [value];
     for (const item of given) {
-      if (spec.choices && typeof item === "string" && !spec.choices.includes(item)) throw new UsageError(`--${name} must be one of ${spec.choices.join(", ")}, not ${JSON.stringify(item)}`, help);
+      if (spec.choices && typeof item === "string" && !spec.choices.includes(item))
+        throw new UsageError(`--${name} must be one of ${spec.choices.join(", ")}, not ${JSON.stringify(item)}`, help);
     }
   }
   return values;

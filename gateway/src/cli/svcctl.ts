@@ -5,18 +5,26 @@
  */
 import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { ConnectError, Code } from "@connectrpc/connect";
-import { commandUsage, consoleContext, groupUsage, parseOptions, UsageError, type CommandGroup } from "./command.ts";
-import { humanCommands } from "./commands/human.ts";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { type CommandGroup, commandUsage, consoleContext, groupUsage, parseOptions, UsageError } from "./command.ts";
 import { accountCommands } from "./commands/account.ts";
+import { gateCommands } from "./commands/gate.ts";
+import { humanCommands } from "./commands/human.ts";
 import { keyCommands } from "./commands/key.ts";
 import { orgCommands } from "./commands/org.ts";
 import { signingCommands } from "./commands/signing.ts";
-import { gateCommands } from "./commands/gate.ts";
 import { webhookCommands } from "./commands/webhook.ts";
 
 /** One file per group in `commands/`; a new group is one import and one entry here. */
-const groups: readonly CommandGroup[] = [orgCommands, keyCommands, signingCommands, gateCommands, humanCommands, accountCommands, webhookCommands];
+const groups: readonly CommandGroup[] = [
+  orgCommands,
+  keyCommands,
+  signingCommands,
+  gateCommands,
+  humanCommands,
+  accountCommands,
+  webhookCommands,
+];
 
 const defaultConsoleUrl = "http://127.0.0.1:9090";
 
@@ -25,7 +33,7 @@ function usage(): string {
   return [
     "Usage: svcctl <group> <command> [options]",
     "",
-    "Operator commands for the gateway's console service (SVCCTL_CONSOLE_URL, default " + defaultConsoleUrl + ").",
+    `Operator commands for the gateway's console service (SVCCTL_CONSOLE_URL, default ${defaultConsoleUrl}).`,
     "Results are printed as JSON on stdout.",
     "",
     "Groups:",
@@ -54,7 +62,8 @@ export async function svcctl(argv: string[], io: Io): Promise<number> {
     if (commandName === undefined) throw new UsageError(`${group.name}: no command given`, groupUsage(group));
     if (isHelp(commandName)) return (io.out(groupUsage(group)), 0);
     const command = group.commands.find((c) => c.name === commandName);
-    if (!command) throw new UsageError(`${group.name}: unknown command ${JSON.stringify(commandName)}`, groupUsage(group));
+    if (!command)
+      throw new UsageError(`${group.name}: unknown command ${JSON.stringify(commandName)}`, groupUsage(group));
     if (rest.includes("--help") || rest.includes("-h")) return (io.out(commandUsage(group, command)), 0);
 
     const values = parseOptions(group, command, rest);
@@ -69,7 +78,10 @@ export async function svcctl(argv: string[], io: Io): Promise<number> {
     }
     if (error instanceof ConnectError) {
       const consoleUrl = io.env.SVCCTL_CONSOLE_URL || defaultConsoleUrl;
-      const message = error.code === Code.Unavailable ? `cannot reach the console at ${consoleUrl}: ${error.rawMessage}` : error.rawMessage;
+      const message =
+        error.code === Code.Unavailable
+          ? `cannot reach the console at ${consoleUrl}: ${error.rawMessage}`
+          : error.rawMessage;
       io.err(`svcctl: ${Code[error.code]}: ${message}\n`);
       return 1;
     }

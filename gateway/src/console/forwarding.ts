@@ -13,10 +13,14 @@ export function consoleForwarding(targets: Record<string, string>, logger: Logge
     const target = match ? targets[match[1]!] : undefined;
     if (!target) return false;
 
-    const upstream = request(new URL(path, target), { method: req.method, headers: forwardable(req.headers) }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, forwardable(answer.headers));
-      answer.pipe(res as NodeJS.WritableStream);
-    });
+    const upstream = request(
+      new URL(path, target),
+      { method: req.method, headers: forwardable(req.headers) },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, forwardable(answer.headers));
+        answer.pipe(res as NodeJS.WritableStream);
+      },
+    );
     upstream.on("error", (error) => {
       logger.warn("console forwarding failed", { target, path, error });
       if (res.headersSent) return void res.end();
@@ -30,7 +34,16 @@ export function consoleForwarding(targets: Record<string, string>, logger: Logge
 }
 
 /** HTTP/2 pseudo-headers and hop-by-hop headers belong to one connection, not to the forwarded call. */
-const connectionHeaders = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade", "http2-settings", "host", "proxy-connection", "te"]);
+const connectionHeaders = new Set([
+  "connection",
+  "keep-alive",
+  "transfer-encoding",
+  "upgrade",
+  "http2-settings",
+  "host",
+  "proxy-connection",
+  "te",
+]);
 
 function forwardable(headers: NodeJS.Dict<string | string[]>): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};

@@ -1,25 +1,25 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, type Client, type ConnectRouter } from "@connectrpc/connect";
+import { type Client, Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
+import { environmentName, environmentProto } from "@svc/platform";
 import {
   ConsoleService,
   CreateKeyResponseSchema,
   CreateOrganizationResponseSchema,
   KeySummarySchema,
-  KeyType as ProtoKeyType,
   ListKeysResponseSchema,
   MintDevSessionResponseSchema,
+  KeyType as ProtoKeyType,
   RevokeKeyResponseSchema,
   RotateSigningKeysResponseSchema,
   SetKeyLimitsResponseSchema,
 } from "@svc/proto/console/v1/console_pb.js";
 import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
-import { CredentialError, type CredentialDirectory } from "../credentials/directory.ts";
-import { environmentName, environmentProto } from "@svc/platform";
+import { type CredentialDirectory, CredentialError } from "../credentials/directory.ts";
 import type { ApiKey } from "../credentials/entities.ts";
 import type { KeyType } from "../credentials/key-format.ts";
-import type { KeyLimits } from "../edge/key-limits.ts";
 import type { DevIdentityProvider } from "../dev-idp/dev-identity-provider.ts";
+import type { KeyLimits } from "../edge/key-limits.ts";
 
 export interface ConsoleDependencies {
   directory: CredentialDirectory;
@@ -48,7 +48,8 @@ export function consoleRoutes(deps: ConsoleDependencies): (router: ConnectRouter
       createKey: (request) =>
         translateErrors(async () => {
           const environment = environmentName(request.environment);
-          if (!environment) throw new ConnectError("environment is required (development or production)", Code.InvalidArgument);
+          if (!environment)
+            throw new ConnectError("environment is required (development or production)", Code.InvalidArgument);
           const type = keyTypeFromProto(request.type);
           if (!type) throw new ConnectError("type is required (secret or site)", Code.InvalidArgument);
           const { key, record } = await directory.createKey({
@@ -65,7 +66,10 @@ export function consoleRoutes(deps: ConsoleDependencies): (router: ConnectRouter
       revokeKey: (request) =>
         translateErrors(async () => {
           const record = await directory.revokeKey(request.keyId);
-          return create(RevokeKeyResponseSchema, { keyId: record.id, ...(record.revokedAt && { revokedAt: timestampFromDate(record.revokedAt) }) });
+          return create(RevokeKeyResponseSchema, {
+            keyId: record.id,
+            ...(record.revokedAt && { revokedAt: timestampFromDate(record.revokedAt) }),
+          });
         }),
 
       listKeys: (request) =>
@@ -79,23 +83,43 @@ export function consoleRoutes(deps: ConsoleDependencies): (router: ConnectRouter
           const limits = await keyLimits.set(request.keyId, request.bucket, request.limit);
           return create(SetKeyLimitsResponseSchema, {
             keyId: request.keyId,
-            limits: limits.map((l) => ({ bucket: l.bucket, limit: l.limit, windowSeconds: l.windowSeconds ?? 0, raised: l.raised })),
+            limits: limits.map((l) => ({
+              bucket: l.bucket,
+              limit: l.limit,
+              windowSeconds: l.windowSeconds ?? 0,
+              raised: l.raised,
+            })),
           });
         }),
 
       mintDevSession: async (request) => {
         const { devIdp } = deps;
-        if (!devIdp) throw new ConnectError("the development identity provider does not run in production", Code.FailedPrecondition);
-        if (request.issuer !== devIdp.issuer) throw new ConnectError(`issuer must be the development identity provider, ${devIdp.issuer}`, Code.InvalidArgument);
+        if (!devIdp)
+          throw new ConnectError(
+            "the development identity provider does not run in production",
+            Code.FailedPrecondition,
+          );
+        if (request.issuer !== devIdp.issuer)
+          throw new ConnectError(
+            `issuer must be the development identity provider, ${devIdp.issuer}`,
+            Code.InvalidArgument,
+          );
         if (request.subject === "") throw new ConnectError("subject is required", Code.InvalidArgument);
         const session = await devIdp.mint(request.subject);
-        return create(MintDevSessionResponseSchema, { sessionToken: session.token, expiresAt: timestampFromDate(session.expiresAt) });
+        return create(MintDevSessionResponseSchema, {
+          sessionToken: session.token,
+          expiresAt: timestampFromDate(session.expiresAt),
+        });
       },
 
       rotateSigningKeys: async () => {
         // Signing's own ConnectError passes through unchanged.
         const rotated = await signing.rotateKeys({});
-        return create(RotateSigningKeysResponseSchema, { kid: rotated.kid, signsFrom: rotated.signsFrom, keys: rotated.keys });
+        return create(RotateSigningKeysResponseSchema, {
+          kid: rotated.kid,
+          signsFrom: rotated.signsFrom,
+          keys: rotated.keys,
+        });
       },
     });
 }
@@ -117,7 +141,8 @@ async function translateErrors<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
-    if (error instanceof CredentialError) throw new ConnectError(error.message, error.reason === "invalid" ? Code.InvalidArgument : Code.NotFound);
+    if (error instanceof CredentialError)
+      throw new ConnectError(error.message, error.reason === "invalid" ? Code.InvalidArgument : Code.NotFound);
     throw error;
   }
 }

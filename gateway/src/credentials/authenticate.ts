@@ -1,12 +1,12 @@
 import { create } from "@bufbuild/protobuf";
-import { CallerSchema, CredentialKind, type Caller } from "@svc/proto/common/v1/caller_pb.js";
-import { environmentProto, type Clock } from "@svc/platform";
+import { type Clock, environmentProto } from "@svc/platform";
+import { type Caller, CallerSchema, CredentialKind } from "@svc/proto/common/v1/caller_pb.js";
 import { OperationError } from "../http/errors.ts";
 import type { Stage } from "../http/pipeline.ts";
 import type { AuthPolicy } from "../http/route.ts";
 import type { CredentialDirectory } from "./directory.ts";
-import { apiKeyTypeOf, type KeyType } from "./key-format.ts";
 import type { ApiKey } from "./entities.ts";
+import { apiKeyTypeOf, type KeyType } from "./key-format.ts";
 
 /** The public credential kinds (spec "Authentication"), as routes name them in `auth.accepts`. */
 export type CredentialKindName = "secret_key" | "site_key" | "grant_token" | "agent_key" | "user_session";
@@ -58,7 +58,9 @@ export interface AuthenticatedCredential {
   origin?: string;
 }
 
-export type Resolution = { ok: true; credential: AuthenticatedCredential } | { ok: false; failure: AuthFailure; message: string };
+export type Resolution =
+  | { ok: true; credential: AuthenticatedCredential }
+  | { ok: false; failure: AuthFailure; message: string };
 
 /**
  * Resolves the credentials of one kind. API keys are resolved here; the kinds other services own
@@ -97,7 +99,11 @@ export function authenticateStage(resolvers: readonly CredentialResolver[]): Sta
       });
       if (!resolution.ok) {
         const code = policy.codeFor?.[resolution.failure];
-        throw new OperationError(policy.statusFor?.[resolution.failure] ?? defaultStatus[resolution.failure], resolution.message, code === undefined ? {} : { code });
+        throw new OperationError(
+          policy.statusFor?.[resolution.failure] ?? defaultStatus[resolution.failure],
+          resolution.message,
+          code === undefined ? {} : { code },
+        );
       }
       ctx.credential = resolution.credential;
       return next();
@@ -111,12 +117,26 @@ export async function authenticate(
   request: { authorization: string | undefined; origin: string | undefined },
 ): Promise<Resolution> {
   const credential = bearerCredential(request.authorization);
-  if (credential === undefined) return { ok: false, failure: "missing_bearer", message: "send the credential as Authorization: Bearer <credential>" };
+  if (credential === undefined)
+    return {
+      ok: false,
+      failure: "missing_bearer",
+      message: "send the credential as Authorization: Bearer <credential>",
+    };
   const resolver = resolvers.find((r) => r.recognizes(credential));
-  if (!resolver) return { ok: false, failure: "unrecognized_credential", message: "the credential is not in a form this service issues" };
+  if (!resolver)
+    return {
+      ok: false,
+      failure: "unrecognized_credential",
+      message: "the credential is not in a form this service issues",
+    };
   if (!policy.accepts.includes(resolver.kind)) {
     const accepted = policy.accepts.map((k) => kindNames[k]).join(" or ");
-    return { ok: false, failure: "credential_not_accepted", message: `this operation takes ${accepted}, not ${kindNames[resolver.kind]}` };
+    return {
+      ok: false,
+      failure: "credential_not_accepted",
+      message: `this operation takes ${accepted}, not ${kindNames[resolver.kind]}`,
+    };
   }
   return resolver.resolve(credential, { origin: request.origin });
 }
@@ -134,7 +154,10 @@ function callerOf(key: ApiKey): Caller {
 export function apiKeyResolvers(directory: Pick<CredentialDirectory, "findKey">, clock: Clock): CredentialResolver[] {
   const resolverFor = (type: KeyType): CredentialResolver => {
     const kind: CredentialKindName = type === "secret" ? "secret_key" : "site_key";
-    const failures = type === "secret" ? (["invalid_key", "revoked_key", "expired_key"] as const) : (["invalid_site_key", "revoked_site_key", "expired_site_key"] as const);
+    const failures =
+      type === "secret"
+        ? (["invalid_key", "revoked_key", "expired_key"] as const)
+        : (["invalid_site_key", "revoked_site_key", "expired_site_key"] as const);
     const noun = type === "secret" ? "API key" : "site key";
     return {
       kind,
@@ -143,11 +166,22 @@ export function apiKeyResolvers(directory: Pick<CredentialDirectory, "findKey">,
         const key = await directory.findKey(credential);
         if (!key) return { ok: false, failure: failures[0], message: `the ${noun} is not valid` };
         if (key.revokedAt) return { ok: false, failure: failures[1], message: `the ${noun} has been revoked` };
-        if (key.expiresAt && key.expiresAt.getTime() <= clock.now().getTime()) return { ok: false, failure: failures[2], message: `the ${noun} has expired` };
+        if (key.expiresAt && key.expiresAt.getTime() <= clock.now().getTime())
+          return { ok: false, failure: failures[2], message: `the ${noun} has expired` };
         const base = { kind, caller: callerOf(key), allowedGates: key.allowedGates };
         if (type === "secret") return { ok: true, credential: base };
-        if (request.origin === undefined) return { ok: false, failure: "origin_required", message: "a site key is accepted only from a browser sending an allowed Origin" };
-        if (!key.allowedOrigins.includes(request.origin)) return { ok: false, failure: "origin_not_allowed", message: `origin ${request.origin} is not allowed for this site key` };
+        if (request.origin === undefined)
+          return {
+            ok: false,
+            failure: "origin_required",
+            message: "a site key is accepted only from a browser sending an allowed Origin",
+          };
+        if (!key.allowedOrigins.includes(request.origin))
+          return {
+            ok: false,
+            failure: "origin_not_allowed",
+            message: `origin ${request.origin} is not allowed for this site key`,
+          };
         return { ok: true, credential: { ...base, origin: request.origin } };
       },
     };

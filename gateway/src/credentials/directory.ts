@@ -1,8 +1,8 @@
 import { createSecretKey, type KeyObject } from "node:crypto";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { constantTimeEqual, keyedHash, uuid, type Clock, type EnvironmentName } from "@svc/platform";
+import { type Clock, constantTimeEqual, type EnvironmentName, keyedHash, uuid } from "@svc/platform";
 import { ApiKey, Organization } from "./entities.ts";
-import { displayPrefix, generateKey, hashInput, parseKey, type KeyType } from "./key-format.ts";
+import { displayPrefix, generateKey, hashInput, type KeyType, parseKey } from "./key-format.ts";
 
 /** A request the directory refuses: `invalid` input, or something `not_found`. */
 export class CredentialError extends Error {
@@ -72,14 +72,20 @@ export class CredentialDirectory {
     const allowedOrigins = this.#checkOrigins(request);
     const allowedGates = [...new Set(request.allowedGates)];
     const badGate = allowedGates.find((g) => !gateKeyText.test(g));
-    if (badGate !== undefined) throw new CredentialError("invalid", `allowed gate ${JSON.stringify(badGate)} is not a gate key (1-200 characters, no spaces)`);
+    if (badGate !== undefined)
+      throw new CredentialError(
+        "invalid",
+        `allowed gate ${JSON.stringify(badGate)} is not a gate key (1-200 characters, no spaces)`,
+      );
     if (request.expiresAt !== undefined) {
       if (request.type !== "secret") throw new CredentialError("invalid", "only secret keys expire");
-      if (request.expiresAt.getTime() <= this.#clock.now().getTime()) throw new CredentialError("invalid", "expires_at must be in the future");
+      if (request.expiresAt.getTime() <= this.#clock.now().getTime())
+        throw new CredentialError("invalid", "expires_at must be in the future");
     }
 
     const em = this.#orm.em.fork();
-    if (!(await em.findOne(Organization, { id: request.organizationId }))) throw new CredentialError("not_found", `no organization ${request.organizationId}`);
+    if (!(await em.findOne(Organization, { id: request.organizationId })))
+      throw new CredentialError("not_found", `no organization ${request.organizationId}`);
     const { key, parsed } = generateKey(request.type, request.environment);
     const record = em.create(ApiKey, {
       id: uuid(),
@@ -100,13 +106,19 @@ export class CredentialDirectory {
 
   #checkOrigins(request: NewKey): string[] {
     if (request.type === "secret") {
-      if (request.allowedOrigins.length > 0) throw new CredentialError("invalid", "allowed origins apply to site keys only");
+      if (request.allowedOrigins.length > 0)
+        throw new CredentialError("invalid", "allowed origins apply to site keys only");
       return [];
     }
-    if (request.allowedOrigins.length === 0) throw new CredentialError("invalid", "a site key needs at least one allowed origin");
+    if (request.allowedOrigins.length === 0)
+      throw new CredentialError("invalid", "a site key needs at least one allowed origin");
     const origins = request.allowedOrigins.map((text) => {
       const origin = normalizeOrigin(text);
-      if (!origin) throw new CredentialError("invalid", `allowed origin ${JSON.stringify(text)} is not scheme://host[:port] (http or https, no path)`);
+      if (!origin)
+        throw new CredentialError(
+          "invalid",
+          `allowed origin ${JSON.stringify(text)} is not scheme://host[:port] (http or https, no path)`,
+        );
       return origin;
     });
     return [...new Set(origins)];
@@ -128,7 +140,8 @@ export class CredentialDirectory {
   async listKeys(organizationId: string): Promise<ApiKey[]> {
     requireUuid(organizationId, "organization_id");
     const em = this.#orm.em.fork();
-    if (!(await em.findOne(Organization, { id: organizationId }))) throw new CredentialError("not_found", `no organization ${organizationId}`);
+    if (!(await em.findOne(Organization, { id: organizationId })))
+      throw new CredentialError("not_found", `no organization ${organizationId}`);
     return em.find(ApiKey, { organizationId }, { orderBy: { createdAt: "asc", id: "asc" } });
   }
 

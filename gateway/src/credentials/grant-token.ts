@@ -1,4 +1,4 @@
-import { Code, ConnectError, type Client } from "@connectrpc/connect";
+import { type Client, Code, ConnectError } from "@connectrpc/connect";
 import type { GateService } from "@svc/proto/gate/v1/gate_pb.js";
 import { OperationError } from "../http/errors.ts";
 import type { CredentialResolver } from "./authenticate.ts";
@@ -18,10 +18,14 @@ export function grantTokenResolver(gate: Pick<Client<typeof GateService>, "authe
       try {
         const session = await gate.authenticateGrant({ anchorGrantToken: credential });
         if (!session.caller) throw new Error("gate answered a grant token without its caller");
-        return { ok: true, credential: { kind: "grant_token", caller: session.caller, allowedGates: session.allowedGates } };
+        return {
+          ok: true,
+          credential: { kind: "grant_token", caller: session.caller, allowedGates: session.allowedGates },
+        };
       } catch (error) {
         if (!(error instanceof ConnectError)) throw error;
-        if (error.code === Code.Unauthenticated) return { ok: false, failure: "invalid_key", message: error.rawMessage };
+        if (error.code === Code.Unauthenticated)
+          return { ok: false, failure: "invalid_key", message: error.rawMessage };
         // The only operation taking a grant token is create-verification-link, whose table says 500.
         throw new OperationError(500, "the request could not be created; retry");
       }

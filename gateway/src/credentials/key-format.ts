@@ -1,4 +1,4 @@
-import { randomBase62, type EnvironmentName } from "@svc/platform";
+import { type EnvironmentName, randomBase62 } from "@svc/platform";
 
 export type KeyType = "secret" | "site";
 
@@ -20,7 +20,10 @@ const issuedForms: readonly KeyForm[] = [
 ];
 
 /** The spec also writes production secret keys `svc_prod_`: read as the same key as `svc_production_`. */
-const acceptedForms: readonly KeyForm[] = [...issuedForms, { prefix: "svc_prod_", type: "secret", environment: "production" }];
+const acceptedForms: readonly KeyForm[] = [
+  ...issuedForms,
+  { prefix: "svc_prod_", type: "secret", environment: "production" },
+];
 
 const base62 = /^[A-Za-z0-9]+$/;
 
@@ -60,4 +63,5 @@ export function generateKey(type: KeyType, environment: EnvironmentName): { key:
 export const hashInput = (key: ParsedKey): string => `${key.type}:${key.environment}:${key.secret}`;
 
 /** Shown in lists so an operator can tell keys apart: the issued prefix and the first four random characters. */
-export const displayPrefix = (key: ParsedKey): string => `${issuedPrefix(key.type, key.environment)}${key.secret.slice(0, 4)}`;
+export const displayPrefix = (key: ParsedKey): string =>
+  `${issuedPrefix(key.type, key.environment)}${key.secret.slice(0, 4)}`;

@@ -1,17 +1,25 @@
 import { create } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
-import { createRemoteJWKSet, decodeJwt, jwtVerify, type JWTPayload } from "jose";
-import { loadConfig, parse, type Clock } from "@svc/platform";
+import { type Clock, loadConfig, parse } from "@svc/platform";
 import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import { CallerSchema, CredentialKind } from "@svc/proto/common/v1/caller_pb.js";
+import { createRemoteJWKSet, decodeJwt, type JWTPayload, jwtVerify } from "jose";
 import type { DevIdentityProvider } from "../dev-idp/dev-identity-provider.ts";
 import type { CredentialResolver } from "./authenticate.ts";
 
 /** The OpenID Connect issuer whose ID tokens sign users in to the app API (GATEWAY_OIDC_*). */
 export const oidcSettings = {
-  oidcIssuer: { parse: parse.string, default: "", description: "issuer (iss) of user-session JWTs from the configured OpenID Connect provider" },
+  oidcIssuer: {
+    parse: parse.string,
+    default: "",
+    description: "issuer (iss) of user-session JWTs from the configured OpenID Connect provider",
+  },
   oidcJwksUrl: { parse: parse.url, default: "", description: "key set URL of that provider" },
-  oidcAudience: { parse: parse.string, default: "", description: "audience (aud) the provider's tokens must carry; empty skips the check" },
+  oidcAudience: {
+    parse: parse.string,
+    default: "",
+    description: "audience (aud) the provider's tokens must carry; empty skips the check",
+  },
 };
 
 export const loadOidcConfig = (env: NodeJS.ProcessEnv) => loadConfig("GATEWAY", oidcSettings, env);
@@ -32,7 +40,8 @@ export function userSessionResolver(options: {
   clock: Clock;
 }): CredentialResolver {
   const { oidc, devIdp, account, clock } = options;
-  const remote = oidc.oidcIssuer !== "" && oidc.oidcJwksUrl !== "" ? createRemoteJWKSet(new URL(oidc.oidcJwksUrl)) : undefined;
+  const remote =
+    oidc.oidcIssuer !== "" && oidc.oidcJwksUrl !== "" ? createRemoteJWKSet(new URL(oidc.oidcJwksUrl)) : undefined;
   const refused = { ok: false as const, failure: "invalid_key" as const, message: "the user session is not valid" };
 
   const verify = async (token: string): Promise<JWTPayload | undefined> => {

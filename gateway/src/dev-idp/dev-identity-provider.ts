@@ -1,6 +1,16 @@
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, jwtVerify, SignJWT, type JWK, type JWTPayload, type CryptoKey } from "jose";
 import type { Clock } from "@svc/platform";
+import {
+  type CryptoKey,
+  calculateJwkThumbprint,
+  exportJWK,
+  generateKeyPair,
+  importJWK,
+  type JWK,
+  type JWTPayload,
+  jwtVerify,
+  SignJWT,
+} from "jose";
 
 /** Where the development identity provider lives below `{api_origin}`; also its issuer's path. */
 export const devIdpPath = "/dev-idp";
@@ -34,12 +44,17 @@ export class DevIdentityProvider {
   /** Loads the provider's key, creating it on first start (concurrent first starts keep one). */
   static async open(options: { orm: MikroORM; clock: Clock; publicOrigin: string }): Promise<DevIdentityProvider> {
     const em = options.orm.em.fork();
-    let rows = await em.execute<{ kid: string; private_jwk: JWK }[]>(`select kid, private_jwk from dev_idp_keys order by created_at limit 1`);
+    let rows = await em.execute<{ kid: string; private_jwk: JWK }[]>(
+      `select kid, private_jwk from dev_idp_keys order by created_at limit 1`,
+    );
     if (!rows[0]) {
       const { privateKey } = await generateKeyPair("ES256", { extractable: true });
       const jwk = await exportJWK(privateKey);
       const kid = await calculateJwkThumbprint(jwk);
-      await em.execute(`insert into dev_idp_keys (kid, private_jwk, created_at) values (?, ?::jsonb, ?) on conflict do nothing`, [kid, JSON.stringify(jwk), options.clock.now()]);
+      await em.execute(
+        `insert into dev_idp_keys (kid, private_jwk, created_at) values (?, ?::jsonb, ?) on conflict do nothing`,
+        [kid, JSON.stringify(jwk), options.clock.now()],
+      );
       rows = await em.execute(`select kid, private_jwk from dev_idp_keys order by created_at limit 1`);
     }
     const { kid, private_jwk: privateJwk } = rows[0]!;
@@ -69,7 +84,12 @@ export class DevIdentityProvider {
 
   /** Verifies a session it minted (signature, issuer, audience, expiry at the injected clock). */
   async verify(token: string): Promise<JWTPayload> {
-    const { payload } = await jwtVerify(token, this.#publicJwk, { issuer: this.issuer, audience: appAudience, algorithms: ["ES256"], currentDate: this.#clock.now() });
+    const { payload } = await jwtVerify(token, this.#publicJwk, {
+      issuer: this.issuer,
+      audience: appAudience,
+      algorithms: ["ES256"],
+      currentDate: this.#clock.now(),
+    });
     return payload;
   }
 

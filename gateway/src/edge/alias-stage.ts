@@ -3,8 +3,10 @@ import type { Outcome, Stage } from "../http/pipeline.ts";
 import type { ValidationIssue } from "../http/schema.ts";
 import type { AliasRow, Rename } from "./aliases.ts";
 
-const has = (object: Record<string, unknown>, name: string): boolean => Object.hasOwn(object, name) && object[name] !== undefined;
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
+const has = (object: Record<string, unknown>, name: string): boolean =>
+  Object.hasOwn(object, name) && object[name] !== undefined;
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
 
 export interface RequestAliasing {
   /** The input with old names and values read as new ones. */
@@ -20,7 +22,11 @@ export interface RequestAliasing {
  * ignored like any unknown field). From the sunset on, a request that sends an old name alone is
  * refused with `alias_retired`: it would otherwise be read as if the field were missing.
  */
-export function aliasRequest(rows: readonly AliasRow[], input: Record<string, unknown>, retiredSince: Date | undefined): RequestAliasing {
+export function aliasRequest(
+  rows: readonly AliasRow[],
+  input: Record<string, unknown>,
+  retiredSince: Date | undefined,
+): RequestAliasing {
   const retired = retiredSince !== undefined;
   const out: Record<string, unknown> = { ...input };
   const used: Rename[] = [];
@@ -51,7 +57,11 @@ export function aliasRequest(rows: readonly AliasRow[], input: Record<string, un
     }
   }
   if (refused.length > 0) {
-    throw new OperationError(400, `old names are no longer accepted since ${retiredSince!.toISOString().slice(0, 10)}: ${refused.join("; ")}`, { code: "alias_retired" });
+    throw new OperationError(
+      400,
+      `old names are no longer accepted since ${retiredSince!.toISOString().slice(0, 10)}: ${refused.join("; ")}`,
+      { code: "alias_retired" },
+    );
   }
   return { input: out, used, renamed };
 }
@@ -59,10 +69,17 @@ export function aliasRequest(rows: readonly AliasRow[], input: Record<string, un
 /** Names validation problems as the request did: `scope must not be empty`, not `gate …`. */
 export function renameIssues(issues: readonly ValidationIssue[], renamed: readonly Rename[]): ValidationIssue[] {
   return issues.map((issue) => {
-    const rename = renamed.find((r) => issue.propertyPath === r.new || issue.propertyPath.startsWith(`${r.new}.`) || issue.propertyPath.startsWith(`${r.new}[`));
+    const rename = renamed.find(
+      (r) =>
+        issue.propertyPath === r.new ||
+        issue.propertyPath.startsWith(`${r.new}.`) ||
+        issue.propertyPath.startsWith(`${r.new}[`),
+    );
     if (!rename) return issue;
     const propertyPath = rename.old + issue.propertyPath.slice(rename.new.length);
-    const message = issue.message.startsWith(issue.propertyPath) ? propertyPath + issue.message.slice(issue.propertyPath.length) : issue.message;
+    const message = issue.message.startsWith(issue.propertyPath)
+      ? propertyPath + issue.message.slice(issue.propertyPath.length)
+      : issue.message;
     return { ...issue, propertyPath, message };
   });
 }
@@ -121,7 +138,11 @@ export function aliasStage(options: AliasOptions): Stage {
       }
 
       const outcome = await next();
-      if (outcome.kind === "invalid") return { kind: "invalid", body: new InputValidationError(received, renameIssues(outcome.body.errors, aliasing.renamed)).toBody() };
+      if (outcome.kind === "invalid")
+        return {
+          kind: "invalid",
+          body: new InputValidationError(received, renameIssues(outcome.body.errors, aliasing.renamed)).toBody(),
+        };
       if (outcome.kind !== "ok") return outcome;
       const resultRows = rows.filter((row) => row.in === "result");
       return { kind: "ok", data: aliasResult(resultRows, outcome.data, retired) } satisfies Outcome;

@@ -4,7 +4,11 @@
  * it saw to `X-Forwarded-For`; the entry that many places from the right is the one the outermost
  * trusted proxy saw. With no trusted proxy the header is ignored: anyone can write it.
  */
-export function clientAddress(remoteAddress: string | undefined, forwardedFor: string | string[] | undefined, trustedProxyHops: number): string {
+export function clientAddress(
+  remoteAddress: string | undefined,
+  forwardedFor: string | string[] | undefined,
+  trustedProxyHops: number,
+): string {
   const peer = normalize(remoteAddress ?? "unknown");
   if (trustedProxyHops === 0 || forwardedFor === undefined) return peer;
   const hops = (Array.isArray(forwardedFor) ? forwardedFor.join(",") : forwardedFor)

@@ -2,7 +2,7 @@ import type { MikroORM } from "@mikro-orm/postgresql";
 import type { Clock } from "@svc/platform";
 import { CredentialError } from "../credentials/directory.ts";
 import { ApiKey } from "../credentials/entities.ts";
-import { tierOfKey, type BucketName, type RateTier } from "./rate-tiers.ts";
+import { type BucketName, type RateTier, tierOfKey } from "./rate-tiers.ts";
 
 export interface BucketLimit {
   bucket: BucketName;
@@ -37,15 +37,20 @@ export class KeyLimits {
   /** Sets one bucket's limit for a key (0: back to the tier's default) and returns every bucket's limit now. */
   async set(keyId: string, bucketName: string, limit: number): Promise<BucketLimit[]> {
     if (!uuidText.test(keyId)) throw new CredentialError("invalid", "key_id must be a UUID");
-    if (!Number.isInteger(limit) || limit < 0 || limit > 1_000_000_000) throw new CredentialError("invalid", "limit must be a whole number from 0 to 1000000000");
+    if (!Number.isInteger(limit) || limit < 0 || limit > 1_000_000_000)
+      throw new CredentialError("invalid", "limit must be a whole number from 0 to 1000000000");
     const em = this.#orm.em.fork();
     const key = await em.findOne(ApiKey, { id: keyId });
     if (!key) throw new CredentialError("not_found", `no key ${keyId}`);
     const buckets = bucketsOf(tierOfKey(key.type, key.environment));
     // The spec's tier table calls a development key's per_minute bucket `burst`.
-    const name = bucketName === "burst" && key.type === "secret" && key.environment === "development" ? "per_minute" : bucketName;
+    const name =
+      bucketName === "burst" && key.type === "secret" && key.environment === "development" ? "per_minute" : bucketName;
     if (!buckets.some((b) => b.bucket === name)) {
-      throw new CredentialError("invalid", `a ${key.environment} ${key.type} key has the buckets ${buckets.map((b) => b.bucket).join(", ")}, not ${bucketName}`);
+      throw new CredentialError(
+        "invalid",
+        `a ${key.environment} ${key.type} key has the buckets ${buckets.map((b) => b.bucket).join(", ")}, not ${bucketName}`,
+      );
     }
     if (limit === 0) await em.execute(`delete from key_rate_limits where key_id = ? and bucket = ?`, [keyId, name]);
     else {
@@ -55,7 +60,10 @@ export class KeyLimits {
         [keyId, name, limit, this.#clock.now()],
       );
     }
-    const raised = await em.execute<{ bucket: string; limit: number }[]>(`select bucket, "limit" from key_rate_limits where key_id = ?`, [keyId]);
+    const raised = await em.execute<{ bucket: string; limit: number }[]>(
+      `select bucket, "limit" from key_rate_limits where key_id = ?`,
+      [keyId],
+    );
     return buckets.map((b) => {
       const own = raised.find((r) => r.bucket === b.bucket);
       return { ...b, limit: own?.limit ?? b.limit, raised: own !== undefined };

@@ -1,7 +1,7 @@
+import type { CredentialKindName } from "../credentials/authenticate.ts";
 import { corsAllowedHeaders, corsExposedHeaders, preflightMaxAgeSeconds, servesBrowsers } from "../http/cors.ts";
 import type { Route } from "../http/route.ts";
-import { uuidV4Pattern, type ObjectSchema, type Schema } from "../http/schema.ts";
-import type { CredentialKindName } from "../credentials/authenticate.ts";
+import { type ObjectSchema, type Schema, uuidV4Pattern } from "../http/schema.ts";
 import { flowSecretForm, qrCodePrefix, qrCodeSuffix, requestIdForm } from "../operations/gate-links.ts";
 import { jwksPath } from "../operations/jwks.ts";
 import type { AliasRow } from "./aliases.ts";
@@ -57,7 +57,10 @@ export function jsonSchemaOf(schema: Schema): Json {
       if (schema.maxItems !== undefined) out.maxItems = schema.maxItems;
       break;
     case "object":
-      if (schema.properties) out.properties = Object.fromEntries(Object.entries(schema.properties).map(([name, p]) => [name, jsonSchemaOf(p)]));
+      if (schema.properties)
+        out.properties = Object.fromEntries(
+          Object.entries(schema.properties).map(([name, p]) => [name, jsonSchemaOf(p)]),
+        );
       if (schema.required && schema.required.length > 0) out.required = [...schema.required];
       if (schema.additionalProperties) out.additionalProperties = true;
       break;
@@ -77,15 +80,22 @@ function withRequestAliases(schema: Json, rows: readonly AliasRow[], sunset: Dat
     if (!current) continue;
     if (row.values) {
       const oldValues = row.values.filter((v) => v.old !== v.new);
-      const accepted = Array.isArray(current.enum) ? { enum: [...(current.enum as unknown[]), ...new Set(oldValues.map((v) => v.old))] } : {};
+      const accepted = Array.isArray(current.enum)
+        ? { enum: [...(current.enum as unknown[]), ...new Set(oldValues.map((v) => v.old))] }
+        : {};
       properties[row.new] = {
         ...current,
         ...accepted,
-        description: `${current.description ?? ""} Old values are read as new ones until ${until(sunset)}: ${oldValues.map((v) => `${v.old} → ${v.new}`).join(", ")}.`.trim(),
+        description:
+          `${current.description ?? ""} Old values are read as new ones until ${until(sunset)}: ${oldValues.map((v) => `${v.old} → ${v.new}`).join(", ")}.`.trim(),
       };
     }
     if (row.old !== row.new) {
-      properties[row.old] = { ...current, deprecated: true, description: `Old name of \`${row.new}\`, accepted until ${until(sunset)}; \`${row.new}\` wins when both are sent.` };
+      properties[row.old] = {
+        ...current,
+        deprecated: true,
+        description: `Old name of \`${row.new}\`, accepted until ${until(sunset)}; \`${row.new}\` wins when both are sent.`,
+      };
       if (required.includes(row.new)) {
         required = required.filter((name) => name !== row.new);
         anyOf.push({ required: [row.new] }, { required: [row.old] });
@@ -121,7 +131,12 @@ const securitySchemeOf: Record<CredentialKindName, string> = {
 };
 
 const securitySchemes: Record<string, Json> = {
-  secretKey: { type: "http", scheme: "bearer", bearerFormat: "svc_dev_… or svc_production_… (also svc_prod_…)", description: "Secret API key, for server calls." },
+  secretKey: {
+    type: "http",
+    scheme: "bearer",
+    bearerFormat: "svc_dev_… or svc_production_… (also svc_prod_…)",
+    description: "Secret API key, for server calls.",
+  },
   siteKey: {
     type: "http",
     scheme: "bearer",
@@ -129,9 +144,24 @@ const securitySchemes: Record<string, Json> = {
     description:
       "Site key, for browser calls: the request must send an allowed `Origin`. Its answers carry `Access-Control-Allow-Origin` (that origin) only then; a refused key or origin gets its `data.error` without it, so the page's script cannot read it (a network error) while the key's owner sees it in the browser's developer tools.",
   },
-  grantToken: { type: "http", scheme: "bearer", bearerFormat: "svcs_…", description: "Single-use grant token from create-session; lives 5 minutes." },
-  agentKey: { type: "http", scheme: "bearer", bearerFormat: "svc_agent_<Name>__<secret>", description: "Agent key, scoped to one agent and one environment." },
-  userSession: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: "Signed-in user session of the mobile app (identity-provider JWT)." },
+  grantToken: {
+    type: "http",
+    scheme: "bearer",
+    bearerFormat: "svcs_…",
+    description: "Single-use grant token from create-session; lives 5 minutes.",
+  },
+  agentKey: {
+    type: "http",
+    scheme: "bearer",
+    bearerFormat: "svc_agent_<Name>__<secret>",
+    description: "Agent key, scoped to one agent and one environment.",
+  },
+  userSession: {
+    type: "http",
+    scheme: "bearer",
+    bearerFormat: "JWT",
+    description: "Signed-in user session of the mobile app (identity-provider JWT).",
+  },
 };
 
 const ref = (kind: string, name: string) => ({ $ref: `#/components/${kind}/${name}` });
@@ -139,12 +169,19 @@ const ref = (kind: string, name: string) => ({ $ref: `#/components/${kind}/${nam
 const bucketReport: Json = {
   type: "object",
   required: ["limit", "remaining", "resetIn"],
-  properties: { limit: { type: "integer" }, remaining: { type: "integer" }, resetIn: { type: "integer", description: "seconds until the window resets" } },
+  properties: {
+    limit: { type: "integer" },
+    remaining: { type: "integer" },
+    resetIn: { type: "integer", description: "seconds until the window resets" },
+  },
 };
 
 function components(sunset: Date): Json {
   const tierRows = Object.values(tiers)
-    .map((tier) => `\`${tier.scope}\`: ${tier.buckets.map((b) => `${b.name} ${b.limit}/${b.windowSeconds} s${b.perClientIp ? " per client IP" : ""}`).join(", ")}${tier.inFlight ? `, in_flight ${tier.inFlight}` : ""}`)
+    .map(
+      (tier) =>
+        `\`${tier.scope}\`: ${tier.buckets.map((b) => `${b.name} ${b.limit}/${b.windowSeconds} s${b.perClientIp ? " per client IP" : ""}`).join(", ")}${tier.inFlight ? `, in_flight ${tier.inFlight}` : ""}`,
+    )
     .join("; ");
   return {
     securitySchemes,
@@ -167,7 +204,11 @@ function components(sunset: Date): Json {
         required: ["scope", "primary", "buckets"],
         properties: {
           scope: { type: "string", description: "bs_test, bs_prod, pk_test, pk_live, bss_test, bss_prod, app or ip" },
-          primary: { ...bucketReport, required: ["bucket", "limit", "remaining", "resetIn"], properties: { bucket: { type: "string" }, ...(bucketReport.properties as Json) } },
+          primary: {
+            ...bucketReport,
+            required: ["bucket", "limit", "remaining", "resetIn"],
+            properties: { bucket: { type: "string" }, ...(bucketReport.properties as Json) },
+          },
           buckets: { type: "object", additionalProperties: bucketReport },
         },
       },
@@ -176,7 +217,14 @@ function components(sunset: Date): Json {
         description: `Beside the result when the request used an old name alone (until ${until(sunset)}).`,
         required: ["used", "sunset", "link"],
         properties: {
-          used: { type: "array", items: { type: "object", required: ["old", "new"], properties: { old: { type: "string" }, new: { type: "string" } } } },
+          used: {
+            type: "array",
+            items: {
+              type: "object",
+              required: ["old", "new"],
+              properties: { old: { type: "string" }, new: { type: "string" } },
+            },
+          },
           sunset: { type: "string", format: "date-time" },
           link: { type: "string", format: "uri" },
         },
@@ -207,7 +255,11 @@ function components(sunset: Date): Json {
         properties: {
           errors: {
             type: "array",
-            items: { type: "object", required: ["message", "code"], properties: { message: { type: "string" }, code: { const: "RATE_LIMITED" } } },
+            items: {
+              type: "object",
+              required: ["message", "code"],
+              properties: { message: { type: "string" }, code: { const: "RATE_LIMITED" } },
+            },
           },
           _rateLimit: ref("schemas", "RateLimit"),
           data: {
@@ -223,7 +275,13 @@ function components(sunset: Date): Json {
                   reason: { enum: ["rate", "concurrent"] },
                   bucket: { enum: ["per_minute", "hourly", "daily", "in_flight"] },
                   retry_in: { type: "integer" },
-                  limits: { type: "object", additionalProperties: { type: "object", properties: { limit: { type: "integer" }, window_seconds: { type: "integer" } } } },
+                  limits: {
+                    type: "object",
+                    additionalProperties: {
+                      type: "object",
+                      properties: { limit: { type: "integer" }, window_seconds: { type: "integer" } },
+                    },
+                  },
                   upgrade_url: { type: "string", format: "uri" },
                 },
               },
@@ -233,9 +291,19 @@ function components(sunset: Date): Json {
       },
     },
     headers: {
-      RateLimitPolicy: { description: "Quota policies of the credential's tier (draft-ietf-httpapi-ratelimit-headers), one per windowed bucket: `\"per_minute\";q=60;w=60, …`.", schema: { type: "string" } },
-      RateLimit: { description: "What is left of each policy: `\"per_minute\";r=59;t=42, …` (r remaining, t seconds to reset).", schema: { type: "string" } },
-      Deprecation: { description: "`true` when the request used an old name alone.", schema: { type: "string", enum: ["true"] } },
+      RateLimitPolicy: {
+        description:
+          'Quota policies of the credential\'s tier (draft-ietf-httpapi-ratelimit-headers), one per windowed bucket: `"per_minute";q=60;w=60, …`.',
+        schema: { type: "string" },
+      },
+      RateLimit: {
+        description: 'What is left of each policy: `"per_minute";r=59;t=42, …` (r remaining, t seconds to reset).',
+        schema: { type: "string" },
+      },
+      Deprecation: {
+        description: "`true` when the request used an old name alone.",
+        schema: { type: "string", enum: ["true"] },
+      },
       Sunset: { description: "When old names stop working (HTTP-date).", schema: { type: "string" } },
       Link: { description: 'Where the rename is described, `rel="deprecation"`.', schema: { type: "string" } },
       AccessControlAllowOrigin: {
@@ -243,17 +311,26 @@ function components(sunset: Date): Json {
           "The page's `Origin`, when a site key authenticated from one of its allowed origins, or a grant token authenticated (the page got it from create-session; also on a 400 or 403 after authentication).",
         schema: { type: "string" },
       },
-      AccessControlExposeHeaders: { description: "Headers a page's script may read.", schema: { type: "string", const: corsExposedHeaders.join(", ") } },
+      AccessControlExposeHeaders: {
+        description: "Headers a page's script may read.",
+        schema: { type: "string", const: corsExposedHeaders.join(", ") },
+      },
       VaryOrigin: { description: "The answer depends on `Origin`.", schema: { type: "string", const: "Origin" } },
     },
     responses: {
-      InputValidationError: { description: "The input failed validation before the operation ran.", content: { "application/json": { schema: ref("schemas", "InputValidationError") } } },
+      InputValidationError: {
+        description: "The input failed validation before the operation ran.",
+        content: { "application/json": { schema: ref("schemas", "InputValidationError") } },
+      },
       RateLimited: {
         description: "Rate limit exceeded. Retry after `_rateLimit.primary.resetIn` seconds.",
         headers: { "RateLimit-Policy": ref("headers", "RateLimitPolicy"), RateLimit: ref("headers", "RateLimit") },
         content: { "application/json": { schema: ref("schemas", "RateLimited") } },
       },
-      Unhandled: { description: "Unhandled failure; retry with backoff.", content: { "application/json": { schema: { type: "object", properties: { message: { type: "string" } } } } } },
+      Unhandled: {
+        description: "Unhandled failure; retry with backoff.",
+        content: { "application/json": { schema: { type: "object", properties: { message: { type: "string" } } } } },
+      },
     },
   };
 }
@@ -271,7 +348,8 @@ function preflightOf(routes: readonly Route[]): Json {
   return {
     operationId: `${routes[0]!.operationId}Preflight`,
     summary: "CORS preflight of a browser call with a site key or a grant token.",
-    description: "Answered for any `Origin`: a preflight carries no credential, so the actual request is judged by its credential. It is not rate-limited.",
+    description:
+      "Answered for any `Origin`: a preflight carries no credential, so the actual request is judged by its credential. It is not rate-limited.",
     security: [],
     responses: {
       "204": {
@@ -295,7 +373,13 @@ const qrCodeItem: Json = {
     summary: "The request's `deep_link` as a QR code (the image at `qr_code_url`).",
     security: [],
     parameters: [
-      { name: "request_id", in: "path", required: true, schema: { type: "string", pattern: requestIdForm.source }, example: "req_0123456789abcdef0123456789abcdef" },
+      {
+        name: "request_id",
+        in: "path",
+        required: true,
+        schema: { type: "string", pattern: requestIdForm.source },
+        example: "req_0123456789abcdef0123456789abcdef",
+      },
       {
         name: "t",
         in: "query",
@@ -313,7 +397,11 @@ const qrCodeItem: Json = {
       },
       "404": {
         description: "Not an address of the form `qr_code_url` has.",
-        content: { "application/json": { schema: { type: "object", properties: { error: { const: "not_found" }, message: { type: "string" } } } } },
+        content: {
+          "application/json": {
+            schema: { type: "object", properties: { error: { const: "not_found" }, message: { type: "string" } } },
+          },
+        },
       },
     },
   },
@@ -321,9 +409,18 @@ const qrCodeItem: Json = {
 
 function operationOf(route: Route, aliases: readonly AliasRow[], sunset: Date): Json {
   const rows = aliases.filter((row) => row.operationId === route.operationId);
-  const input = withRequestAliases(jsonSchemaOf(route.input as ObjectSchema), rows.filter((row) => row.in !== "result"), sunset);
-  const result = withResultAliases(route.output ? jsonSchemaOf(route.output) : { type: "object", description: "not described" }, rows.filter((row) => row.in === "result"), sunset);
-  const answered = route.envelope === "nested" ? { type: "object", required: ["data"], properties: { data: result } } : result;
+  const input = withRequestAliases(
+    jsonSchemaOf(route.input as ObjectSchema),
+    rows.filter((row) => row.in !== "result"),
+    sunset,
+  );
+  const result = withResultAliases(
+    route.output ? jsonSchemaOf(route.output) : { type: "object", description: "not described" },
+    rows.filter((row) => row.in === "result"),
+    sunset,
+  );
+  const answered =
+    route.envelope === "nested" ? { type: "object", required: ["data"], properties: { data: result } } : result;
   const operation: Json = {
     operationId: route.operationId,
     summary: route.summary,
@@ -334,7 +431,11 @@ function operationOf(route: Route, aliases: readonly AliasRow[], sunset: Date): 
         headers: {
           "RateLimit-Policy": ref("headers", "RateLimitPolicy"),
           RateLimit: ref("headers", "RateLimit"),
-          ...(rows.length > 0 && { Deprecation: ref("headers", "Deprecation"), Sunset: ref("headers", "Sunset"), Link: ref("headers", "Link") }),
+          ...(rows.length > 0 && {
+            Deprecation: ref("headers", "Deprecation"),
+            Sunset: ref("headers", "Sunset"),
+            Link: ref("headers", "Link"),
+          }),
           ...(servesBrowsers(route) && browserHeaders),
         },
         content: {
@@ -343,7 +444,12 @@ function operationOf(route: Route, aliases: readonly AliasRow[], sunset: Date): 
               type: "object",
               required: ["data"],
               properties: {
-                data: { oneOf: [answered, { type: "object", required: ["error"], properties: { error: ref("schemas", "EnvelopeError") } }] },
+                data: {
+                  oneOf: [
+                    answered,
+                    { type: "object", required: ["error"], properties: { error: ref("schemas", "EnvelopeError") } },
+                  ],
+                },
                 _rateLimit: ref("schemas", "RateLimit"),
                 ...(rows.length > 0 && { _deprecation: ref("schemas", "Deprecation") }),
               },
@@ -357,13 +463,24 @@ function operationOf(route: Route, aliases: readonly AliasRow[], sunset: Date): 
     },
   };
   if (route.method === "POST") {
-    operation.requestBody = { required: false, description: "A JSON object; an empty body is `{}`. Unknown fields are ignored.", content: { "application/json": { schema: input } } };
+    operation.requestBody = {
+      required: false,
+      description: "A JSON object; an empty body is `{}`. Unknown fields are ignored.",
+      content: { "application/json": { schema: input } },
+    };
   } else {
     const properties = (input.properties ?? {}) as Record<string, Json>;
     const required = (input.required ?? []) as string[];
     operation.parameters = Object.entries(properties).map(([name, schema]) => {
       const { description, deprecated, ...rest } = schema;
-      return { name, in: "query", required: required.includes(name), schema: rest, ...(description !== undefined && { description }), ...(deprecated === true && { deprecated: true }) };
+      return {
+        name,
+        in: "query",
+        required: required.includes(name),
+        schema: rest,
+        ...(description !== undefined && { description }),
+        ...(deprecated === true && { deprecated: true }),
+      };
     });
   }
   return operation;
@@ -372,7 +489,10 @@ function operationOf(route: Route, aliases: readonly AliasRow[], sunset: Date): 
 export function openApiDocument(options: OpenApiOptions): Json {
   const paths: Record<string, Json> = {};
   for (const route of options.routes) {
-    paths[route.path] = { ...paths[route.path], [route.method.toLowerCase()]: operationOf(route, options.aliases, options.sunset) };
+    paths[route.path] = {
+      ...paths[route.path],
+      [route.method.toLowerCase()]: operationOf(route, options.aliases, options.sunset),
+    };
   }
   for (const [path, browserRoutes] of Map.groupBy(options.routes.filter(servesBrowsers), (route) => route.path)) {
     paths[path] = { ...paths[path], options: preflightOf(browserRoutes) };
@@ -383,7 +503,12 @@ export function openApiDocument(options: OpenApiOptions): Json {
       operationId: "openApiDocument",
       summary: "This document.",
       security: [],
-      responses: { "200": { description: "The OpenAPI 3.1 description of the API (not enveloped).", content: { "application/json": { schema: { type: "object" } } } } },
+      responses: {
+        "200": {
+          description: "The OpenAPI 3.1 description of the API (not enveloped).",
+          content: { "application/json": { schema: { type: "object" } } },
+        },
+      },
     },
   };
   paths[jwksPath] = {
@@ -395,11 +520,26 @@ export function openApiDocument(options: OpenApiOptions): Json {
       responses: {
         "200": {
           description: "Plain JSON outside the envelope; `Cache-Control: public, max-age=300`.",
-          content: { "application/json": { schema: { type: "object", required: ["keys"], properties: { keys: { type: "array", items: { type: "object" } } } } } },
+          content: {
+            "application/json": {
+              schema: {
+                type: "object",
+                required: ["keys"],
+                properties: { keys: { type: "array", items: { type: "object" } } },
+              },
+            },
+          },
         },
         "503": {
           description: "No key set can be built: keep the cached copy and retry.",
-          content: { "application/json": { schema: { type: "object", properties: { keys: { type: "array", maxItems: 0 }, error: { const: "jwks_unavailable" } } } } },
+          content: {
+            "application/json": {
+              schema: {
+                type: "object",
+                properties: { keys: { type: "array", maxItems: 0 }, error: { const: "jwks_unavailable" } },
+              },
+            },
+          },
         },
       },
     },

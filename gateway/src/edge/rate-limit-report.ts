@@ -21,9 +21,13 @@ export interface RateLimitReport {
  * a retry can pass. in_flight is primary only when it refused: a free slot says nothing about the rate.
  */
 export function primaryBucket(decision: RateDecision): BucketState {
-  const candidates = decision.allowed ? decision.buckets.filter((b) => b.name !== "in_flight") : decision.buckets.filter((b) => b.full);
+  const candidates = decision.allowed
+    ? decision.buckets.filter((b) => b.name !== "in_flight")
+    : decision.buckets.filter((b) => b.full);
   const pool = candidates.length > 0 ? candidates : decision.buckets;
-  return pool.reduce((best, b) => (b.remaining < best.remaining || (b.remaining === best.remaining && b.resetIn > best.resetIn) ? b : best));
+  return pool.reduce((best, b) =>
+    b.remaining < best.remaining || (b.remaining === best.remaining && b.resetIn > best.resetIn) ? b : best,
+  );
 }
 
 const reportOf = (b: BucketState): BucketReport => ({ limit: b.limit, remaining: b.remaining, resetIn: b.resetIn });
@@ -51,7 +55,8 @@ export function rateLimitHeaders(decision: RateDecision): Record<string, string>
 }
 
 function blockedMessage(primary: BucketState): string {
-  if (primary.name === "in_flight") return `too many requests at once: at most ${primary.limit} may run together; retry in ${primary.resetIn} s`;
+  if (primary.name === "in_flight")
+    return `too many requests at once: at most ${primary.limit} may run together; retry in ${primary.resetIn} s`;
   return `rate limit exceeded: ${primary.name} allows ${primary.limit} requests per ${primary.windowSeconds} s; retry in ${primary.resetIn} s`;
 }
 
@@ -62,7 +67,10 @@ function blockedMessage(primary: BucketState): string {
 export function blockedBody(tier: RateTier, decision: RateDecision, upgradeUrl: string): Record<string, unknown> {
   const primary = primaryBucket(decision);
   const message = blockedMessage(primary);
-  const body: Record<string, unknown> = { errors: [{ message, code: "RATE_LIMITED" }], _rateLimit: rateLimitReport(tier, decision) };
+  const body: Record<string, unknown> = {
+    errors: [{ message, code: "RATE_LIMITED" }],
+    _rateLimit: rateLimitReport(tier, decision),
+  };
   if (!tier.developmentError) return body;
   return {
     data: {
@@ -73,7 +81,12 @@ export function blockedBody(tier: RateTier, decision: RateDecision, upgradeUrl: 
         reason: primary.name === "in_flight" ? "concurrent" : "rate",
         bucket: primary.name,
         retry_in: primary.resetIn,
-        limits: Object.fromEntries(decision.buckets.map((b) => [b.name, { limit: b.limit, ...(b.windowSeconds !== undefined && { window_seconds: b.windowSeconds }) }])),
+        limits: Object.fromEntries(
+          decision.buckets.map((b) => [
+            b.name,
+            { limit: b.limit, ...(b.windowSeconds !== undefined && { window_seconds: b.windowSeconds }) },
+          ]),
+        ),
         upgrade_url: upgradeUrl,
       },
     },

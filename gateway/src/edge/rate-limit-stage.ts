@@ -1,8 +1,8 @@
 import type { Logger } from "@svc/platform";
 import type { Stage } from "../http/pipeline.ts";
 import { clientAddress } from "./client-address.ts";
-import type { RateLimiter } from "./rate-limiter.ts";
 import { blockedBody, rateLimitHeaders, rateLimitReport } from "./rate-limit-report.ts";
+import type { RateLimiter } from "./rate-limiter.ts";
 import { anonymousTier, planFor, type RatePlan } from "./rate-tiers.ts";
 
 export interface RateLimitOptions {
@@ -17,7 +17,8 @@ export interface RateLimitOptions {
 }
 
 /** The spec's opt-in for live site keys. */
-const asksForReport = (value: string | string[] | undefined): boolean => typeof value === "string" && value.trim().toLowerCase() === "true";
+const asksForReport = (value: string | string[] | undefined): boolean =>
+  typeof value === "string" && value.trim().toLowerCase() === "true";
 
 /**
  * After authenticate: counts the request against its credential in every bucket of its tier. A refused
@@ -39,8 +40,10 @@ export function rateLimitStage(options: RateLimitOptions): Stage {
 
       const decision = await options.limiter.take(plan, ctx.clock.now());
       Object.assign(ctx.responseHeaders, rateLimitHeaders(decision));
-      if (!decision.allowed) return { kind: "http", status: 403, body: blockedBody(plan.tier, decision, options.upgradeUrl) };
-      if (plan.tier.reportsByDefault || asksForReport(ctx.headers["x-svc-include-ratelimit"])) ctx.extras._rateLimit = rateLimitReport(plan.tier, decision);
+      if (!decision.allowed)
+        return { kind: "http", status: 403, body: blockedBody(plan.tier, decision, options.upgradeUrl) };
+      if (plan.tier.reportsByDefault || asksForReport(ctx.headers["x-svc-include-ratelimit"]))
+        ctx.extras._rateLimit = rateLimitReport(plan.tier, decision);
 
       const leaseId = decision.leaseId;
       if (leaseId === undefined) return next();
@@ -48,7 +51,9 @@ export function rateLimitStage(options: RateLimitOptions): Stage {
         return await next();
       } finally {
         // A lease that cannot be ended now expires on its own: that must not turn the answer into a failure.
-        await options.limiter.release(leaseId).catch((error: unknown) => options.logger.warn("in_flight lease not released", { error, lease_id: leaseId }));
+        await options.limiter
+          .release(leaseId)
+          .catch((error: unknown) => options.logger.warn("in_flight lease not released", { error, lease_id: leaseId }));
       }
     },
   };

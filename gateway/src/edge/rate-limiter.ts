@@ -1,5 +1,5 @@
+import { type Logger, NaturalBatcher, uuid } from "@svc/platform";
 import type pg from "pg";
-import { NaturalBatcher, uuid, type Logger } from "@svc/platform";
 import type { BucketName, RatePlan } from "./rate-tiers.ts";
 
 /** One bucket after a decision, as `_rateLimit.buckets` reports it. */
@@ -118,13 +118,21 @@ export class RateLimiter {
         let counter = counters.get(name);
         if (!counter) {
           const window = windowOf(new Date(now), bucket.windowSeconds);
-          counter = { subject, bucket: bucket.name, ...window, limit: bucket.limit, keyId: plan.keyId ?? null, demand: 0 };
+          counter = {
+            subject,
+            bucket: bucket.name,
+            ...window,
+            limit: bucket.limit,
+            keyId: plan.keyId ?? null,
+            demand: 0,
+          };
           counters.set(name, counter);
         }
         counter.demand++;
         return name;
       });
-      if (plan.tier.inFlight !== undefined) leaseSubjects.set(plan.subject, { cap: plan.tier.inFlight, keyId: plan.keyId ?? null });
+      if (plan.tier.inFlight !== undefined)
+        leaseSubjects.set(plan.subject, { cap: plan.tier.inFlight, keyId: plan.keyId ?? null });
       return own;
     });
     // Every replica locks counters, and lease subjects, in one order.
@@ -134,7 +142,9 @@ export class RateLimiter {
     const leases = [...leaseSubjects.keys()].sort();
     const leasePosition = new Map(leases.map((subject, i) => [subject, i + 1]));
     // Per request: its lease subject's place in `leases` (from 1), or 0 when it asks for no lease.
-    const leaseRefs = batch.map(({ plan }) => (plan.tier.inFlight === undefined ? 0 : leasePosition.get(plan.subject)!));
+    const leaseRefs = batch.map(({ plan }) =>
+      plan.tier.inFlight === undefined ? 0 : leasePosition.get(plan.subject)!,
+    );
     const refs = planned.map((own) => own.map((name) => position.get(name)!));
     let end = 0;
     const {
@@ -187,7 +197,13 @@ export class RateLimiter {
       if (lease > 0) {
         const limit = answer.lease_limits![lease - 1]!;
         const used = leased[lease - 1]!;
-        buckets.push({ name: "in_flight", limit, remaining: Math.max(0, limit - used), resetIn: 1, full: !allowed && used >= limit });
+        buckets.push({
+          name: "in_flight",
+          limit,
+          remaining: Math.max(0, limit - used),
+          resetIn: 1,
+          full: !allowed && used >= limit,
+        });
       }
       return { allowed, buckets, ...(allowed && asked.leaseId !== undefined && { leaseId: asked.leaseId }) };
     });

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { environmentName } from "@svc/platform";
-import { bearerCredential, type AuthenticatedCredential } from "../credentials/authenticate.ts";
+import { type AuthenticatedCredential, bearerCredential } from "../credentials/authenticate.ts";
 
 /**
  * The spec's tier table ("Limits"), as data: which buckets count a request, how many requests each
@@ -63,10 +63,23 @@ const siteBuckets: readonly WindowBucket[] = [
   { name: "per_ip", limit: 20, windowSeconds: minute, perClientIp: true },
 ];
 
-type TierName = "secretDevelopment" | "secretProduction" | "siteTest" | "siteLive" | "grantTest" | "grantProduction" | "userSession";
+type TierName =
+  | "secretDevelopment"
+  | "secretProduction"
+  | "siteTest"
+  | "siteLive"
+  | "grantTest"
+  | "grantProduction"
+  | "userSession";
 
 export const tiers: Readonly<Record<TierName, RateTier>> = {
-  secretDevelopment: { scope: "bs_test", buckets: developmentBuckets, inFlight: developmentInFlight, developmentError: true, reportsByDefault: true },
+  secretDevelopment: {
+    scope: "bs_test",
+    buckets: developmentBuckets,
+    inFlight: developmentInFlight,
+    developmentError: true,
+    reportsByDefault: true,
+  },
   secretProduction: { scope: "bs_prod", buckets: productionBuckets, developmentError: false, reportsByDefault: true },
   /** Test site keys report without being asked: the spec's opt-in header is for live keys only. */
   siteTest: { scope: "pk_test", buckets: siteBuckets, developmentError: false, reportsByDefault: true },
@@ -80,7 +93,12 @@ export const tiers: Readonly<Record<TierName, RateTier>> = {
 
 /** Operations without a credential (verify-token) are counted per client IP, when enabled. */
 export function anonymousTier(perMinute: number): RateTier {
-  return { scope: "ip", buckets: [{ name: "per_minute", limit: perMinute, windowSeconds: minute, perClientIp: true }], developmentError: false, reportsByDefault: false };
+  return {
+    scope: "ip",
+    buckets: [{ name: "per_minute", limit: perMinute, windowSeconds: minute, perClientIp: true }],
+    developmentError: false,
+    reportsByDefault: false,
+  };
 }
 
 /** The buckets whose limit an operator may raise for one key (`svcctl key limits`), by key type and environment. */
@@ -104,20 +122,37 @@ export interface RatePlan {
  * environment (the spec does not give theirs). A grant token is counted by a hash of the token itself:
  * it is the credential, and the gateway never learns more of it than its form.
  */
-export function planFor(credential: AuthenticatedCredential, authorization: string | undefined, clientIp: string): RatePlan {
+export function planFor(
+  credential: AuthenticatedCredential,
+  authorization: string | undefined,
+  clientIp: string,
+): RatePlan {
   const development = environmentName(credential.caller.environment) === "development";
   const id = credential.caller.credentialId;
   switch (credential.kind) {
     case "secret_key":
-      return { tier: development ? tiers.secretDevelopment : tiers.secretProduction, subject: `secret_key:${id}`, clientIp, keyId: id };
+      return {
+        tier: development ? tiers.secretDevelopment : tiers.secretProduction,
+        subject: `secret_key:${id}`,
+        clientIp,
+        keyId: id,
+      };
     case "site_key":
       return { tier: development ? tiers.siteTest : tiers.siteLive, subject: `site_key:${id}`, clientIp, keyId: id };
     case "grant_token": {
       const token = bearerCredential(authorization) ?? "";
-      return { tier: development ? tiers.grantTest : tiers.grantProduction, subject: `grant_token:${createHash("sha256").update(token).digest("base64url")}`, clientIp };
+      return {
+        tier: development ? tiers.grantTest : tiers.grantProduction,
+        subject: `grant_token:${createHash("sha256").update(token).digest("base64url")}`,
+        clientIp,
+      };
     }
     case "agent_key":
-      return { tier: development ? tiers.secretDevelopment : tiers.secretProduction, subject: `agent_key:${id}`, clientIp };
+      return {
+        tier: development ? tiers.secretDevelopment : tiers.secretProduction,
+        subject: `agent_key:${id}`,
+        clientIp,
+      };
     case "user_session":
       return { tier: tiers.userSession, subject: `user_session:${id}`, clientIp };
   }

@@ -21,9 +21,11 @@ export const preflightMaxAgeSeconds = 7200;
  * Browsers may call a route with a site key, and create-verification-link with the grant token a page
  * got from create-session (the widget's flow): API keys belong on servers.
  */
-export const servesBrowsers = (route: Route): boolean => route.auth.accepts.includes("site_key") || route.auth.accepts.includes("grant_token");
+export const servesBrowsers = (route: Route): boolean =>
+  route.auth.accepts.includes("site_key") || route.auth.accepts.includes("grant_token");
 
-const requestOrigin = (headers: IncomingHttpHeaders): string | undefined => (typeof headers.origin === "string" ? headers.origin : undefined);
+const requestOrigin = (headers: IncomingHttpHeaders): string | undefined =>
+  typeof headers.origin === "string" ? headers.origin : undefined;
 
 /**
  * The answer to a preflight (`OPTIONS`) of a path whose `methods` take a site key. A preflight carries
@@ -52,8 +54,16 @@ export function preflightHeaders(methods: readonly string[], headers: IncomingHt
  * key, a refused credential or origin, a request refused before authentication) gets nothing, so a page
  * on another origin can read no answer of the API.
  */
-export function corsResponseHeaders(credential: AuthenticatedCredential | undefined, headers: IncomingHttpHeaders): Record<string, string> {
-  const origin = credential?.kind === "site_key" ? credential.origin : credential?.kind === "grant_token" ? requestOrigin(headers) : undefined;
+export function corsResponseHeaders(
+  credential: AuthenticatedCredential | undefined,
+  headers: IncomingHttpHeaders,
+): Record<string, string> {
+  const origin =
+    credential?.kind === "site_key"
+      ? credential.origin
+      : credential?.kind === "grant_token"
+        ? requestOrigin(headers)
+        : undefined;
   if (origin === undefined) return {};
   return {
     "access-control-allow-origin": origin,

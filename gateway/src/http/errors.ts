@@ -1,6 +1,6 @@
-import { Code, ConnectError } from "@connectrpc/connect";
+import { type JsonObject, type JsonValue, toJson } from "@bufbuild/protobuf";
 import { StructSchema } from "@bufbuild/protobuf/wkt";
-import { toJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { ValidationIssue } from "./schema.ts";
 
 /**
@@ -39,7 +39,12 @@ export class OperationError extends Error {
   }
 
   toEnvelope(): EnvelopeError {
-    return { ...this.extra, statusCode: this.statusCode, message: this.message, ...(this.code === undefined ? {} : { code: this.code }) };
+    return {
+      ...this.extra,
+      statusCode: this.statusCode,
+      message: this.message,
+      ...(this.code === undefined ? {} : { code: this.code }),
+    };
   }
 }
 
@@ -85,7 +90,8 @@ const statusByConnectCode: Partial<Record<Code, ErrorStatus>> = {
   [Code.DeadlineExceeded]: 502,
 };
 
-const isErrorStatus = (n: unknown): n is ErrorStatus => typeof n === "number" && [400, 401, 403, 404, 409, 410, 422, 429, 500, 502].includes(n);
+const isErrorStatus = (n: unknown): n is ErrorStatus =>
+  typeof n === "number" && [400, 401, 403, 404, 409, 410, 422, 429, 500, 502].includes(n);
 
 /**
  * A business service refines its refusal with a `google.protobuf.Struct` error detail:
@@ -93,11 +99,19 @@ const isErrorStatus = (n: unknown): n is ErrorStatus => typeof n === "number" &&
  * (410, 422), and every other field is copied into `data.error` (`min_ttl_seconds`, `violations`, …).
  */
 export function envelopeErrorFromConnect(error: ConnectError): EnvelopeError {
-  const detail: JsonObject = Object.assign({}, ...error.findDetails(StructSchema).map((struct) => toJson(StructSchema, struct)));
+  const detail: JsonObject = Object.assign(
+    {},
+    ...error.findDetails(StructSchema).map((struct) => toJson(StructSchema, struct)),
+  );
   const { status_code: statusOverride, code, ...extra } = detail;
   const statusCode = isErrorStatus(statusOverride) ? statusOverride : (statusByConnectCode[error.code] ?? 500);
   const deliberate = statusByConnectCode[error.code] !== undefined || Object.keys(detail).length > 0;
-  return { ...extra, statusCode, message: publicMessage(error, statusCode, deliberate), ...(typeof code === "string" ? { code } : {}) };
+  return {
+    ...extra,
+    statusCode,
+    message: publicMessage(error, statusCode, deliberate),
+    ...(typeof code === "string" ? { code } : {}),
+  };
 }
 
 /**

@@ -18,7 +18,8 @@ export const parseStage: Stage = {
       throw bodyError(`the ${repeated} header must be sent once`);
     }
     if (ctx.route.method === "GET") {
-      if (!isReadableQuery(ctx.request.url ?? "")) throw bodyError("the query string is not valid percent-encoded UTF-8");
+      if (!isReadableQuery(ctx.request.url ?? ""))
+        throw bodyError("the query string is not valid percent-encoded UTF-8");
       ctx.rawInput = queryInput(ctx.url.searchParams);
     } else {
       try {
@@ -72,7 +73,8 @@ function repeatedHeader(headers: NodeJS.Dict<string[]>): string | undefined {
   return singleHeaders.find((name) => (headers[name]?.length ?? 0) > 1);
 }
 
-const bodyError = (message: string) => new InputValidationError({}, [{ propertyPath: "", invalidValue: null, message }]);
+const bodyError = (message: string) =>
+  new InputValidationError({}, [{ propertyPath: "", invalidValue: null, message }]);
 
 export function isJsonMediaType(contentType: string | undefined): boolean {
   const mediaType = (contentType ?? "").split(";")[0]!.trim().toLowerCase();
@@ -84,14 +86,16 @@ export async function readJsonObject(request: IncomingMessage, limit: number): P
   if (Number.isFinite(declared) && declared > limit) throw bodyError(`request body is larger than ${limit} bytes`);
   const text = await readText(request, limit);
   if (text.trim() === "") return {};
-  if (!isJsonMediaType(request.headers["content-type"])) throw bodyError("request body must be JSON, sent with Content-Type: application/json");
+  if (!isJsonMediaType(request.headers["content-type"]))
+    throw bodyError("request body must be JSON, sent with Content-Type: application/json");
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (error) {
     throw bodyError(`request body is not valid JSON: ${(error as Error).message}`);
   }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw bodyError("request body must be a JSON object");
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    throw bodyError("request body must be a JSON object");
   if (nestedDeeperThan(value, maxNesting)) throw bodyError(`request body is nested deeper than ${maxNesting} levels`);
   return value as Record<string, unknown>;
 }

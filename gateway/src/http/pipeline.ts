@@ -1,10 +1,10 @@
 import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import type { Clock, Logger } from "@svc/platform";
-import { InputValidationError, envelopeErrorOf, type EnvelopeError, type InputValidationBody } from "./errors.ts";
-import { validate } from "./schema.ts";
-import type { Route } from "./route.ts";
 import type { AuthenticatedCredential } from "../credentials/authenticate.ts";
 import type { GatewayServices } from "../services.ts";
+import { type EnvelopeError, envelopeErrorOf, type InputValidationBody, InputValidationError } from "./errors.ts";
+import type { Route } from "./route.ts";
+import { validate } from "./schema.ts";
 
 /**
  * A public request passes through named stages, each a middleware around the rest:

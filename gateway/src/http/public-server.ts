@@ -1,15 +1,15 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Clock, Logger } from "@svc/platform";
-import { corsResponseHeaders, preflightHeaders, servesBrowsers } from "./cors.ts";
-import { envelope } from "./envelope.ts";
-import { InputValidationError, unhandledBody } from "./errors.ts";
-import { runPipeline, type RequestContext, type Stage } from "./pipeline.ts";
-import { basePath, type Route } from "./route.ts";
 import { qrCodePrefix } from "../operations/gate-links.ts";
 import { jwksPath, serveKeySet } from "../operations/jwks.ts";
 import { qrCodeImage } from "../operations/qr-code.ts";
 import type { GatewayServices } from "../services.ts";
+import { corsResponseHeaders, preflightHeaders, servesBrowsers } from "./cors.ts";
+import { envelope } from "./envelope.ts";
+import { InputValidationError, unhandledBody } from "./errors.ts";
+import { type RequestContext, runPipeline, type Stage } from "./pipeline.ts";
+import { basePath, type Route } from "./route.ts";
 
 export { basePath };
 
@@ -38,11 +38,16 @@ export interface RunningServer {
 
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { ...headers, "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(text) });
+  res.writeHead(status, {
+    ...headers,
+    "content-type": "application/json; charset=utf-8",
+    "content-length": Buffer.byteLength(text),
+  });
   res.end(text);
 }
 
-const badRequest = (message: string) => new InputValidationError({}, [{ propertyPath: "", invalidValue: null, message }]).toBody();
+const badRequest = (message: string) =>
+  new InputValidationError({}, [{ propertyPath: "", invalidValue: null, message }]).toBody();
 
 /** Routes by path, then method, so a known path with the wrong method can say which it takes. */
 function indexRoutes(routes: readonly Route[]): Map<string, Map<string, Route>> {
@@ -93,7 +98,10 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
     };
     if (outcome.kind === "unhandled") logger.error("unhandled failure", { ...log, error: outcome.error });
     else logger.info("request", log);
-    send(res, reply.status, reply.body, { ...ctx.responseHeaders, ...corsResponseHeaders(ctx.credential, req.headers) });
+    send(res, reply.status, reply.body, {
+      ...ctx.responseHeaders,
+      ...corsResponseHeaders(ctx.credential, req.headers),
+    });
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -112,19 +120,33 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
       }
     }
     if (path === jwksPath) {
-      if (method !== "GET" && method !== "HEAD") return send(res, 405, { error: "method_not_allowed", message: `${jwksPath} takes GET` }, { allow: "GET, HEAD" });
+      if (method !== "GET" && method !== "HEAD")
+        return send(
+          res,
+          405,
+          { error: "method_not_allowed", message: `${jwksPath} takes GET` },
+          { allow: "GET, HEAD" },
+        );
       const reply = await serveKeySet(options.services.keySet);
       return send(res, reply.status, reply.body, reply.headers);
     }
     if (options.openApi !== undefined && path === `${basePath}/openapi.json`) {
-      if (method !== "GET" && method !== "HEAD") return send(res, 405, { error: "method_not_allowed", message: `${path} takes GET` }, { allow: "GET, HEAD" });
+      if (method !== "GET" && method !== "HEAD")
+        return send(res, 405, { error: "method_not_allowed", message: `${path} takes GET` }, { allow: "GET, HEAD" });
       return send(res, 200, options.openApi);
     }
     if (path.startsWith(`${basePath}${qrCodePrefix}`)) {
-      if (method !== "GET" && method !== "HEAD") return send(res, 405, { error: "method_not_allowed", message: `${path} takes GET` }, { allow: "GET, HEAD" });
+      if (method !== "GET" && method !== "HEAD")
+        return send(res, 405, { error: "method_not_allowed", message: `${path} takes GET` }, { allow: "GET, HEAD" });
       const image = qrCodeImage(path.slice(basePath.length), url.searchParams);
-      if (!image) return send(res, 404, { error: "not_found", message: "no such QR code: the address is not one this service issued" });
-      return void res.writeHead(200, { ...image.headers, "content-length": Buffer.byteLength(image.body) }).end(image.body);
+      if (!image)
+        return send(res, 404, {
+          error: "not_found",
+          message: "no such QR code: the address is not one this service issued",
+        });
+      return void res
+        .writeHead(200, { ...image.headers, "content-length": Buffer.byteLength(image.body) })
+        .end(image.body);
     }
     if (path.startsWith(`${basePath}/`)) {
       const methods = routes.get(path.slice(basePath.length));
@@ -133,9 +155,15 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
       if (methods) {
         // A preflight runs no stage: it carries no credential, is not counted and calls no service.
         const browserMethods = [...methods.values()].filter(servesBrowsers).map((r) => r.method);
-        if (method === "OPTIONS" && browserMethods.length > 0) return void res.writeHead(204, preflightHeaders(browserMethods, req.headers)).end();
+        if (method === "OPTIONS" && browserMethods.length > 0)
+          return void res.writeHead(204, preflightHeaders(browserMethods, req.headers)).end();
         const allowed = [...methods.keys(), ...(browserMethods.length > 0 ? ["OPTIONS"] : [])].join(", ");
-        return send(res, 405, { error: "method_not_allowed", message: `${path} takes ${allowed}, not ${method}` }, { allow: allowed });
+        return send(
+          res,
+          405,
+          { error: "method_not_allowed", message: `${path} takes ${allowed}, not ${method}` },
+          { allow: allowed },
+        );
       }
       return send(res, 404, { error: "not_found", message: `no such operation: ${method} ${path}` });
     }
@@ -155,8 +183,14 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
   // shape rather than Node's bare 400/431; the connection cannot be trusted after it, so it closes.
   server.on("clientError", (error: NodeJS.ErrnoException, socket) => {
     if (!socket.writable) return socket.destroy();
-    const text = JSON.stringify(badRequest(error.code === "HPE_HEADER_OVERFLOW" ? "request headers are too large" : "the request is not valid HTTP/1.1"));
-    socket.end(`HTTP/1.1 400 Bad Request\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`);
+    const text = JSON.stringify(
+      badRequest(
+        error.code === "HPE_HEADER_OVERFLOW" ? "request headers are too large" : "the request is not valid HTTP/1.1",
+      ),
+    );
+    socket.end(
+      `HTTP/1.1 400 Bad Request\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`,
+    );
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

@@ -1,9 +1,9 @@
-import type { Caller } from "@svc/proto/common/v1/caller_pb.js";
 import type { Clock, Logger } from "@svc/platform";
-import type { Infer, ObjectSchema, Schema } from "./schema.ts";
-import { OperationError, type EnvelopeError, type ErrorStatus } from "./errors.ts";
+import type { Caller } from "@svc/proto/common/v1/caller_pb.js";
 import type { AuthenticatedCredential, AuthFailure, CredentialKindName } from "../credentials/authenticate.ts";
 import type { GatewayServices } from "../services.ts";
+import { type EnvelopeError, type ErrorStatus, OperationError } from "./errors.ts";
+import type { Infer, ObjectSchema, Schema } from "./schema.ts";
 
 /** `{base_url}` below the public origin: every route's path is below it. */
 export const basePath = "/v1";
@@ -29,7 +29,11 @@ export type HandlerResult = { kind: "ok"; data: unknown } | { kind: "error"; err
 export const ok = (data: unknown): HandlerResult => ({ kind: "ok", data });
 
 /** A refusal as `data.error`; `extra` carries `code` and code-specific fields. Throwing `OperationError` is the same. */
-export const fail = (statusCode: ErrorStatus, message: string, extra: ConstructorParameters<typeof OperationError>[2] = {}): HandlerResult => ({
+export const fail = (
+  statusCode: ErrorStatus,
+  message: string,
+  extra: ConstructorParameters<typeof OperationError>[2] = {},
+): HandlerResult => ({
   kind: "error",
   error: new OperationError(statusCode, message, extra).toEnvelope(),
 });

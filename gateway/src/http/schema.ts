@@ -111,7 +111,10 @@ const formatChecks: Record<StringFormat, { test: (v: string) => boolean; message
   uuid: { test: (v) => uuidPattern.test(v), message: "must be a UUID" },
   "uuid-v4": { test: (v) => uuidV4Pattern.test(v), message: "must be a version 4 UUID" },
   email: { test: (v) => emailPattern.test(v), message: "must be an e-mail address" },
-  "date-time": { test: (v) => dateTimePattern.test(v) && !Number.isNaN(Date.parse(v)), message: "must be an ISO 8601 date-time" },
+  "date-time": {
+    test: (v) => dateTimePattern.test(v) && !Number.isNaN(Date.parse(v)),
+    message: "must be an ISO 8601 date-time",
+  },
   uri: {
     test: (v) => {
       try {
@@ -133,8 +136,10 @@ const compiled = (pattern: string): RegExp => {
   return re;
 };
 
-const describeType = (value: unknown): string => (value === null ? "null" : Array.isArray(value) ? "array" : typeof value);
-const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
+const describeType = (value: unknown): string =>
+  value === null ? "null" : Array.isArray(value) ? "array" : typeof value;
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
 const child = (path: string, key: string) => (path === "" ? key : `${path}.${key}`);
 const label = (path: string) => (path === "" ? "input" : path);
 
@@ -142,7 +147,11 @@ const label = (path: string) => (path === "" ? "input" : path);
  * Checks `value` against `schema` and returns the cleaned value: declared properties only (unless the
  * object allows more), defaults filled in, query text converted. Every problem is reported, not only the first.
  */
-export function validate<S extends Schema>(schema: S, value: unknown, options: ValidateOptions = {}): ValidationResult<Infer<S>> {
+export function validate<S extends Schema>(
+  schema: S,
+  value: unknown,
+  options: ValidateOptions = {},
+): ValidationResult<Infer<S>> {
   const errors: ValidationIssue[] = [];
   const out = check(schema, value, "", errors, options.fromQuery === true);
   return errors.length > 0 ? { ok: false, errors } : { ok: true, value: out as Infer<S> };
@@ -162,18 +171,23 @@ function check(schema: Schema, value: unknown, path: string, errors: ValidationI
       if (!isStorableText(value)) return fail(unstorableMessage);
       const length = [...value].length;
       if (schema.minLength !== undefined && length < schema.minLength)
-        return fail(schema.minLength === 1 ? "must not be empty" : `must be at least ${schema.minLength} characters long`);
-      if (schema.maxLength !== undefined && length > schema.maxLength) return fail(`must be at most ${schema.maxLength} characters long`);
+        return fail(
+          schema.minLength === 1 ? "must not be empty" : `must be at least ${schema.minLength} characters long`,
+        );
+      if (schema.maxLength !== undefined && length > schema.maxLength)
+        return fail(`must be at most ${schema.maxLength} characters long`);
       if (schema.enum && !schema.enum.includes(value)) return fail(`must be one of: ${schema.enum.join(", ")}`);
       if (schema.format && !formatChecks[schema.format].test(value)) return fail(formatChecks[schema.format].message);
-      if (schema.pattern !== undefined && !compiled(schema.pattern).test(value)) return fail(`must match the pattern ${schema.pattern}`);
+      if (schema.pattern !== undefined && !compiled(schema.pattern).test(value))
+        return fail(`must match the pattern ${schema.pattern}`);
       return value;
     }
     case "integer":
     case "number": {
       let n = value;
       if (fromQuery && typeof value === "string" && /^-?\d+(\.\d+)?$/.test(value.trim())) n = Number(value);
-      if (typeof n !== "number" || !Number.isFinite(n)) return fail(`must be ${article(schema.type)}, not ${describeType(value)}`);
+      if (typeof n !== "number" || !Number.isFinite(n))
+        return fail(`must be ${article(schema.type)}, not ${describeType(value)}`);
       if (schema.type === "integer" && !Number.isInteger(n)) return fail("must be an integer");
       if (schema.minimum !== undefined && n < schema.minimum) return fail(`must be at least ${schema.minimum}`);
       if (schema.maximum !== undefined && n > schema.maximum) return fail(`must be at most ${schema.maximum}`);
@@ -188,8 +202,10 @@ function check(schema: Schema, value: unknown, path: string, errors: ValidationI
     case "array": {
       const items = fromQuery && typeof value === "string" ? [value] : value;
       if (!Array.isArray(items)) return fail(`must be an array, not ${describeType(value)}`);
-      if (schema.minItems !== undefined && items.length < schema.minItems) return fail(`must have at least ${schema.minItems} item${schema.minItems === 1 ? "" : "s"}`);
-      if (schema.maxItems !== undefined && items.length > schema.maxItems) return fail(`must have at most ${schema.maxItems} items`);
+      if (schema.minItems !== undefined && items.length < schema.minItems)
+        return fail(`must have at least ${schema.minItems} item${schema.minItems === 1 ? "" : "s"}`);
+      if (schema.maxItems !== undefined && items.length > schema.maxItems)
+        return fail(`must have at most ${schema.maxItems} items`);
       return items.map((item, i) => check(schema.items, item, `${path}[${i}]`, errors, fromQuery));
     }
     case "object": {
@@ -197,11 +213,17 @@ function check(schema: Schema, value: unknown, path: string, errors: ValidationI
       const out: Record<string, unknown> = schema.additionalProperties ? { ...value } : {};
       if (schema.additionalProperties) {
         const bad = unstorablePath(value, path, schema.properties ?? {});
-        if (bad !== undefined) errors.push({ propertyPath: bad, invalidValue: null, message: `${label(bad)} ${unstorableMessage}` });
+        if (bad !== undefined)
+          errors.push({ propertyPath: bad, invalidValue: null, message: `${label(bad)} ${unstorableMessage}` });
       }
       const properties = schema.properties ?? {};
       for (const name of schema.required ?? []) {
-        if (value[name] === undefined) errors.push({ propertyPath: child(path, name), invalidValue: null, message: `${child(path, name)} is required` });
+        if (value[name] === undefined)
+          errors.push({
+            propertyPath: child(path, name),
+            invalidValue: null,
+            message: `${child(path, name)} is required`,
+          });
       }
       for (const [name, propertySchema] of Object.entries(properties)) {
         const given = value[name];

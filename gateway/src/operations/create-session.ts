@@ -1,5 +1,5 @@
-import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { JsonObject } from "@bufbuild/protobuf";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { defineRoute, ok } from "../http/route.ts";
 import { failingAs500 } from "./gate-failures.ts";
 
@@ -19,8 +19,16 @@ export const createSessionRoute = defineRoute({
   input: {
     type: "object",
     properties: {
-      partner_user_id: { type: "string", maxLength: 512, description: "The partner's user reference, used for the 409 rule; hashed at rest." },
-      metadata: { type: "object", additionalProperties: true, description: "Echoed in gate webhooks (reserved keys dropped)." },
+      partner_user_id: {
+        type: "string",
+        maxLength: 512,
+        description: "The partner's user reference, used for the 409 rule; hashed at rest.",
+      },
+      metadata: {
+        type: "object",
+        additionalProperties: true,
+        description: "Echoed in gate webhooks (reserved keys dropped).",
+      },
     },
   },
   envelope: "nested",

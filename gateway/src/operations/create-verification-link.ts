@@ -1,5 +1,5 @@
-import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { JsonObject } from "@bufbuild/protobuf";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { GateType } from "@svc/proto/gate/v1/gate_pb.js";
 import { defineRoute, ok } from "../http/route.ts";
 import { failingAs500 } from "./gate-failures.ts";
@@ -22,16 +22,55 @@ export const createVerificationLinkRoute = defineRoute({
     type: "object",
     properties: {
       gate: { type: "string", minLength: 1, maxLength: 200, description: "The gate key (old name: scope)." },
-      user_email: { type: "string", maxLength: 320, deprecated: true, description: "Accepted and ignored; never stored." },
-      return_url: { type: "string", format: "uri", pattern: "^https?://", maxLength: 2048, description: "Where the web flow returns after verification, with the token (http or https)." },
-      webhook_url: { type: "string", maxLength: 2048, description: "Reserved: endpoints are configured in the console." },
-      mode: { type: "string", enum: ["linked-account", "private"], description: "Default: private, or linked-account when svc_user_id is given." },
-      svc_user_id: { type: "string", format: "uuid", description: "A returning user: the request is pushed to their devices." },
-      partner_user_ref: { type: "string", minLength: 1, maxLength: 512, description: "The partner's own reference; hashed at rest, never returned." },
+      user_email: {
+        type: "string",
+        maxLength: 320,
+        deprecated: true,
+        description: "Accepted and ignored; never stored.",
+      },
+      return_url: {
+        type: "string",
+        format: "uri",
+        pattern: "^https?://",
+        maxLength: 2048,
+        description: "Where the web flow returns after verification, with the token (http or https).",
+      },
+      webhook_url: {
+        type: "string",
+        maxLength: 2048,
+        description: "Reserved: endpoints are configured in the console.",
+      },
+      mode: {
+        type: "string",
+        enum: ["linked-account", "private"],
+        description: "Default: private, or linked-account when svc_user_id is given.",
+      },
+      svc_user_id: {
+        type: "string",
+        format: "uuid",
+        description: "A returning user: the request is pushed to their devices.",
+      },
+      partner_user_ref: {
+        type: "string",
+        minLength: 1,
+        maxLength: 512,
+        description: "The partner's own reference; hashed at rest, never returned.",
+      },
       link_on_verify: { type: "boolean", deprecated: true, description: "Accepted, no effect since 3.0." },
-      parent_request_id: { type: "string", pattern: "^req_[0-9a-f]{32}$", description: "The pre-check this request is the presence ceremony of." },
-      metadata: { type: "object", additionalProperties: true, description: "Echoed in gate webhooks; wins over create-session metadata." },
-      notarize: { type: "boolean", description: "Secure the account at this confirmation (old name: enroll), when the gate offers it." },
+      parent_request_id: {
+        type: "string",
+        pattern: "^req_[0-9a-f]{32}$",
+        description: "The pre-check this request is the presence ceremony of.",
+      },
+      metadata: {
+        type: "object",
+        additionalProperties: true,
+        description: "Echoed in gate webhooks; wins over create-session metadata.",
+      },
+      notarize: {
+        type: "boolean",
+        description: "Secure the account at this confirmation (old name: enroll), when the gate offers it.",
+      },
     },
     required: ["gate"],
   },
@@ -40,9 +79,15 @@ export const createVerificationLinkRoute = defineRoute({
     type: "object",
     properties: {
       request_id: { type: "string", pattern: "^req_[0-9a-f]{32}$" },
-      deep_link: { type: "string", description: "Opens the request in the mobile app; holds the request's flow secret." },
+      deep_link: {
+        type: "string",
+        description: "Opens the request in the mobile app; holds the request's flow secret.",
+      },
       web_url: { type: "string", description: "The web flow; the flow secret sits in the fragment." },
-      qr_code_url: { type: "string", description: "An SVG image of deep_link (GET it, or show it in an img); as secret as deep_link, never cached." },
+      qr_code_url: {
+        type: "string",
+        description: "An SVG image of deep_link (GET it, or show it in an img); as secret as deep_link, never cached.",
+      },
       expires_at: { type: "string", format: "date-time" },
       pushed_to_devices: { type: "integer" },
       sdk_type: { type: "string", enum: ["signal", "presence"] },

@@ -2,7 +2,13 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { OperationError } from "../http/errors.ts";
 
 /** The gate service's deliberate refusals; they keep their mapped status (401, 400, 403, 404, 409). */
-const refusals = new Set([Code.Unauthenticated, Code.InvalidArgument, Code.PermissionDenied, Code.NotFound, Code.FailedPrecondition]);
+const refusals = new Set([
+  Code.Unauthenticated,
+  Code.InvalidArgument,
+  Code.PermissionDenied,
+  Code.NotFound,
+  Code.FailedPrecondition,
+]);
 
 /**
  * The gate operations' error tables name 500 for "could not be created / revoke failed; retry": any

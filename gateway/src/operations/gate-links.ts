@@ -23,7 +23,8 @@ export const requestIdForm = /^req_[0-9a-f]{32}$/;
 /** The flow secret as gate issues it (base62), with room to grow. */
 export const flowSecretForm = /^[0-9A-Za-z]{16,128}$/;
 
-export const deepLink = (requestId: string, flowSecret: string): string => `${appLinkBase}/${requestId}?t=${encodeURIComponent(flowSecret)}`;
+export const deepLink = (requestId: string, flowSecret: string): string =>
+  `${appLinkBase}/${requestId}?t=${encodeURIComponent(flowSecret)}`;
 
 export function requestLinks(publicOrigin: string, requestId: string, flowSecret: string): RequestLinks {
   const secret = encodeURIComponent(flowSecret);
@@ -35,7 +36,10 @@ export function requestLinks(publicOrigin: string, requestId: string, flowSecret
 }
 
 /** The request and flow secret a QR code's address (path below `{base_url}`, query) names; undefined when it is not of the form issued. */
-export function qrCodeTarget(path: string, query: URLSearchParams): { requestId: string; flowSecret: string } | undefined {
+export function qrCodeTarget(
+  path: string,
+  query: URLSearchParams,
+): { requestId: string; flowSecret: string } | undefined {
   const file = path.startsWith(qrCodePrefix) ? path.slice(qrCodePrefix.length) : "";
   const requestId = file.endsWith(qrCodeSuffix) ? file.slice(0, -qrCodeSuffix.length) : "";
   const secrets = query.getAll("t");

@@ -1,15 +1,20 @@
+import { flowBeginPasskeyRegistrationRoute, flowFinishPasskeyRegistrationRoute } from "../app/flow-passkeys.ts";
+import {
+  appMeRoute,
+  beginPasskeyRegistrationRoute,
+  finishPasskeyRegistrationRoute,
+  registerDeviceRoute,
+} from "../app/passkeys.ts";
+import { appRequestRoutes, flowRequestRoutes } from "../app/requests.ts";
 import type { Route } from "../http/route.ts";
-import { verifyTokenRoute } from "./verify-token.ts";
 import { createSessionRoute } from "./create-session.ts";
 import { createVerificationLinkRoute } from "./create-verification-link.ts";
-import { verificationStatusRoute } from "./verification-status.ts";
-import { revokeVerificationRoute } from "./revoke-verification.ts";
+import { listSecuredAccountsRoute } from "./list-secured-accounts.ts";
 import { logoutRoute } from "./logout.ts";
 import { partnerConfigRoute } from "./partner-config.ts";
-import { listSecuredAccountsRoute } from "./list-secured-accounts.ts";
-import { appMeRoute, beginPasskeyRegistrationRoute, finishPasskeyRegistrationRoute, registerDeviceRoute } from "../app/passkeys.ts";
-import { appRequestRoutes, flowRequestRoutes } from "../app/requests.ts";
-import { flowBeginPasskeyRegistrationRoute, flowFinishPasskeyRegistrationRoute } from "../app/flow-passkeys.ts";
+import { revokeVerificationRoute } from "./revoke-verification.ts";
+import { verificationStatusRoute } from "./verification-status.ts";
+import { verifyTokenRoute } from "./verify-token.ts";
 
 /** Every public operation under `{base_url}`, one file each in this folder. */
 export const routes: readonly Route[] = [

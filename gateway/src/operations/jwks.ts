@@ -1,6 +1,6 @@
 import type { Client } from "@connectrpc/connect";
-import type { PublicJwk, SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import type { Logger } from "@svc/platform";
+import type { PublicJwk, SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import type { HttpReply } from "../http/envelope.ts";
 
 /** `GET {jwks_url}`: served outside `/v1` and outside the envelope. */
@@ -12,7 +12,11 @@ export const keySetCacheControl = "public, max-age=300";
 export type Jwk = Record<string, string>;
 
 const toJwk = (key: PublicJwk): Jwk =>
-  Object.fromEntries(Object.entries({ kty: key.kty, crv: key.crv, x: key.x, y: key.y, kid: key.kid, alg: key.alg, use: key.use }).filter(([, v]) => v !== ""));
+  Object.fromEntries(
+    Object.entries({ kty: key.kty, crv: key.crv, x: key.x, y: key.y, kid: key.kid, alg: key.alg, use: key.use }).filter(
+      ([, v]) => v !== "",
+    ),
+  );
 
 /**
  * The published key set, fetched from signing for every request so that a rotated key is served the
@@ -54,6 +58,7 @@ export class KeySetCache {
 
 export async function serveKeySet(cache: KeySetCache): Promise<HttpReply & { headers: Record<string, string> }> {
   const keys = await cache.keys();
-  if (!keys) return { status: 503, headers: { "cache-control": "no-store" }, body: { keys: [], error: "jwks_unavailable" } };
+  if (!keys)
+    return { status: 503, headers: { "cache-control": "no-store" }, body: { keys: [], error: "jwks_unavailable" } };
   return { status: 200, headers: { "cache-control": keySetCacheControl }, body: { keys } };
 }

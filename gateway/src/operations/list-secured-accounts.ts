@@ -1,12 +1,14 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { environmentName } from "@svc/platform";
-import { SecuredAccountStatus, type SecuredAccount } from "@svc/proto/account/v1/account_pb.js";
+import { type SecuredAccount, SecuredAccountStatus } from "@svc/proto/account/v1/account_pb.js";
 import { OperationError } from "../http/errors.ts";
 import { defineRoute, fail, ok } from "../http/route.ts";
 
 const statuses = { active: SecuredAccountStatus.ACTIVE, unlinked: SecuredAccountStatus.UNLINKED } as const;
-const statusNames = new Map<SecuredAccountStatus, string>(Object.entries(statuses).map(([name, value]) => [value, name]));
+const statusNames = new Map<SecuredAccountStatus, string>(
+  Object.entries(statuses).map(([name, value]) => [value, name]),
+);
 const isStatus = (value: string): value is keyof typeof statuses => Object.hasOwn(statuses, value);
 
 /** The spec caps platform_user_ref at 512 characters; the account service hashes it as given. */
@@ -23,7 +25,8 @@ export const listSecuredAccountsRoute = defineRoute({
   operationId: "listSecuredAccounts",
   method: "GET",
   path: "/secured-accounts/list",
-  summary: "List the secured accounts of the key's environment, newest first. Rows carry handles, never the partner's reference or anything about the person.",
+  summary:
+    "List the secured accounts of the key's environment, newest first. Rows carry handles, never the partner's reference or anything about the person.",
   auth: {
     accepts: ["secret_key"],
     codeFor: {
@@ -42,7 +45,10 @@ export const listSecuredAccountsRoute = defineRoute({
         type: "string",
         description: `Only the account of this reference (exact match; hashed on the server, never stored readably). 1-${maxReferenceLength} characters, not blank; otherwise \`data.error\` 400 \`invalid_platform_user_ref\`.`,
       },
-      status: { type: "string", description: "`active` or `unlinked`; omit for both. Any other value is `data.error` 400 `invalid_status`." },
+      status: {
+        type: "string",
+        description: "`active` or `unlinked`; omit for both. Any other value is `data.error` 400 `invalid_status`.",
+      },
       limit: { type: "integer", minimum: 1, maximum: 100, default: 25, description: "Rows per page." },
       offset: { type: "integer", minimum: 0, maximum: 2_147_483_647, default: 0, description: "Rows to skip." },
     },
@@ -56,13 +62,22 @@ export const listSecuredAccountsRoute = defineRoute({
         items: {
           type: "object",
           properties: {
-            handle: { type: "string", pattern: "^OP_[A-Za-z0-9]{12}$", description: "The same value account.secured and account.unlinked carry." },
+            handle: {
+              type: "string",
+              pattern: "^OP_[A-Za-z0-9]{12}$",
+              description: "The same value account.secured and account.unlinked carry.",
+            },
             status: { type: "string", enum: ["active", "unlinked"] },
             secured_at: { type: "string", format: "date-time" },
             unlinked_at: { type: "string", format: "date-time", nullable: true },
             unlinked_by: { type: "string", enum: ["platform", "human"], nullable: true },
             unlink_reason: { type: "string", enum: ["credential_changed", "platform", "human"], nullable: true },
-            surface_id: { type: "string", format: "uuid", nullable: true, description: "The Link-with-ID surface used; null when secured at a gate." },
+            surface_id: {
+              type: "string",
+              format: "uuid",
+              nullable: true,
+              description: "The Link-with-ID surface used; null when secured at a gate.",
+            },
           },
         },
       },
@@ -75,14 +90,18 @@ export const listSecuredAccountsRoute = defineRoute({
   async handle(input, { caller, services }) {
     const reference = input.platform_user_ref;
     if (reference !== undefined && (reference.trim() === "" || reference.length > maxReferenceLength))
-      return fail(400, `platform_user_ref must be 1-${maxReferenceLength} characters and not blank`, { code: "invalid_platform_user_ref" });
+      return fail(400, `platform_user_ref must be 1-${maxReferenceLength} characters and not blank`, {
+        code: "invalid_platform_user_ref",
+      });
     let status = SecuredAccountStatus.UNSPECIFIED;
     if (input.status !== undefined) {
-      if (!isStatus(input.status)) return fail(400, "status must be active or unlinked (omit it for both)", { code: "invalid_status" });
+      if (!isStatus(input.status))
+        return fail(400, "status must be active or unlinked (omit it for both)", { code: "invalid_status" });
       status = statuses[input.status];
     }
     const environment = caller ? environmentName(caller.environment) : undefined;
-    if (!caller || environment === undefined) return fail(403, "the key names no partner", { code: "partner_not_found" });
+    if (!caller || environment === undefined)
+      return fail(403, "the key names no partner", { code: "partner_not_found" });
 
     const page = await readingSecuredAccounts(() =>
       services.account.listSecuredAccounts({
@@ -120,9 +139,13 @@ async function readingSecuredAccounts<T>(work: () => Promise<T>): Promise<T> {
     return await work();
   } catch (error) {
     if (!(error instanceof ConnectError)) throw error;
-    if (error.code === Code.PermissionDenied) throw new OperationError(403, error.rawMessage, { code: "partner_not_found" });
-    if (error.code === Code.Unauthenticated) throw new OperationError(401, error.rawMessage, { code: "api_key_required" });
+    if (error.code === Code.PermissionDenied)
+      throw new OperationError(403, error.rawMessage, { code: "partner_not_found" });
+    if (error.code === Code.Unauthenticated)
+      throw new OperationError(401, error.rawMessage, { code: "api_key_required" });
     if (error.code === Code.InvalidArgument) throw error;
-    throw new OperationError(500, "the secured accounts could not be read; retry with backoff", { code: "secured_accounts_unavailable" });
+    throw new OperationError(500, "the secured accounts could not be read; retry with backoff", {
+      code: "secured_accounts_unavailable",
+    });
   }
 }

@@ -14,13 +14,22 @@ export const logoutRoute = defineRoute({
   auth: { accepts: ["secret_key"] },
   input: {
     type: "object",
-    properties: { anchor_grant_token: { type: "string", minLength: 1, maxLength: 200, description: "The grant token (svcs_…) to revoke." } },
+    properties: {
+      anchor_grant_token: {
+        type: "string",
+        minLength: 1,
+        maxLength: 200,
+        description: "The grant token (svcs_…) to revoke.",
+      },
+    },
     required: ["anchor_grant_token"],
   },
   envelope: "flat",
   output: { type: "object", properties: { success: { type: "boolean" }, revoked: { type: "boolean" } } },
   async handle(input, { caller, services }) {
-    const result = await failingAs500("the revoke failed; retry", () => services.gate.logout({ caller, anchorGrantToken: input.anchor_grant_token }));
+    const result = await failingAs500("the revoke failed; retry", () =>
+      services.gate.logout({ caller, anchorGrantToken: input.anchor_grant_token }),
+    );
     return ok({ success: true, revoked: result.revoked });
   },
 });

@@ -14,7 +14,9 @@ export const partnerConfigRoute = defineRoute({
   auth: { accepts: ["site_key", "secret_key"] },
   input: {
     type: "object",
-    properties: { gate: { type: "string", minLength: 1, maxLength: 200, description: "The gate key (old name: scope)." } },
+    properties: {
+      gate: { type: "string", minLength: 1, maxLength: 200, description: "The gate key (old name: scope)." },
+    },
     required: ["gate"],
   },
   envelope: "nested",
@@ -31,7 +33,11 @@ export const partnerConfigRoute = defineRoute({
     },
   },
   async handle(input, { caller, credential, services }) {
-    const config = await services.gate.getPartnerConfig({ caller, gate: input.gate, allowedGates: [...(credential?.allowedGates ?? [])] });
+    const config = await services.gate.getPartnerConfig({
+      caller,
+      gate: input.gate,
+      allowedGates: [...(credential?.allowedGates ?? [])],
+    });
     return ok({
       gate: config.gate,
       gate_type: gateTypeName(config.gateType),

@@ -15,7 +15,11 @@ export const revokeVerificationRoute = defineRoute({
     type: "object",
     properties: {
       gate: { type: "string", minLength: 1, maxLength: 200, description: "The gate key (old name: scope)." },
-      partner_user_id: { type: "string", maxLength: 512, description: "The user's reference: the partner_user_ref, else the session's partner_user_id." },
+      partner_user_id: {
+        type: "string",
+        maxLength: 512,
+        description: "The user's reference: the partner_user_ref, else the session's partner_user_id.",
+      },
       user_email: { type: "string", maxLength: 320, deprecated: true, description: "Accepted and ignored." },
     },
     required: ["gate"],
@@ -28,9 +32,19 @@ export const revokeVerificationRoute = defineRoute({
   async handle(input, { caller, credential, services }) {
     if (!input.partner_user_id) return fail(400, "partner_user_id is required");
     const result = await failingAs500("the revoke failed; retry", () =>
-      services.gate.revokeVerification({ caller, gate: input.gate, partnerUserId: input.partner_user_id!, allowedGates: [...(credential?.allowedGates ?? [])] }),
+      services.gate.revokeVerification({
+        caller,
+        gate: input.gate,
+        partnerUserId: input.partner_user_id!,
+        allowedGates: [...(credential?.allowedGates ?? [])],
+      }),
     );
     const count = result.revokedCount;
-    return ok({ success: true, revoked_count: count, message: count === 0 ? "no pending request to revoke" : `revoked ${count} pending request${count === 1 ? "" : "s"}` });
+    return ok({
+      success: true,
+      revoked_count: count,
+      message:
+        count === 0 ? "no pending request to revoke" : `revoked ${count} pending request${count === 1 ? "" : "s"}`,
+    });
   },
 });

@@ -14,7 +14,9 @@ export const verificationStatusRoute = defineRoute({
   auth: { accepts: ["secret_key", "site_key"] },
   input: {
     type: "object",
-    properties: { request_id: { type: "string", minLength: 1, maxLength: 64, description: "req_ followed by 32 hex characters." } },
+    properties: {
+      request_id: { type: "string", minLength: 1, maxLength: 64, description: "req_ followed by 32 hex characters." },
+    },
     required: ["request_id"],
   },
   envelope: "flat",

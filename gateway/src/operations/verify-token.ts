@@ -42,11 +42,19 @@ export const verifyTokenRoute = defineRoute({
     type: "object",
     properties: {
       valid: { type: "boolean" },
-      reason: { type: "string", description: "Why the token is invalid (only when it is): malformed, unsupported_algorithm, unknown_key, bad_signature, wrong_issuer, not_an_attestation, expired, audience_mismatch, replayed." },
+      reason: {
+        type: "string",
+        description:
+          "Why the token is invalid (only when it is): malformed, unsupported_algorithm, unknown_key, bad_signature, wrong_issuer, not_an_attestation, expired, audience_mismatch, replayed.",
+      },
       expired_at: { type: "string", format: "date-time", description: "When an expired token expired." },
       verdict: { type: "string", enum: ["pass"], description: "Only on a valid token." },
       replayed: { type: "boolean", description: "The token was checked before." },
-      claims: { type: "object", additionalProperties: true, description: "The token's claims, whenever the signature verified." },
+      claims: {
+        type: "object",
+        additionalProperties: true,
+        description: "The token's claims, whenever the signature verified.",
+      },
     },
     required: ["valid", "replayed"],
   },

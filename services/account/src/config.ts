@@ -1,11 +1,20 @@
-import { commonSettings, ConfigError, loadConfig, parse, type ConfigOf, type Logger, type Settings } from "@svc/platform";
+import {
+  ConfigError,
+  type ConfigOf,
+  commonSettings,
+  type Logger,
+  loadConfig,
+  parse,
+  type Settings,
+} from "@svc/platform";
 
 /** ACCOUNT_<NAME> variables beside the shared ones; the README lists them with their defaults. */
 export const settings = {
   sandboxKey: {
     parse: parse.base64Key32,
     default: null as Buffer | null,
-    description: "AES-256-GCM key sealing sandbox humans' passkey private keys, base64 of 32 bytes; required in production",
+    description:
+      "AES-256-GCM key sealing sandbox humans' passkey private keys, base64 of 32 bytes; required in production",
   },
   refPepper: {
     parse: parse.base64Key32,
@@ -17,7 +26,11 @@ export const settings = {
     default: "http://127.0.0.1:8080/dev-idp",
     description: "issuer of sandbox humans' sign-in identities: the gateway's development identity provider",
   },
-  rpName: { parse: parse.string, default: "svc", description: "relying-party name shown by the person's passkey manager at registration" },
+  rpName: {
+    parse: parse.string,
+    default: "svc",
+    description: "relying-party name shown by the person's passkey manager at registration",
+  },
 } satisfies Settings;
 
 export type AccountSettings = typeof settings;
@@ -42,7 +55,9 @@ export const developmentSecrets: AccountSecrets = {
  * built-in ones with a warning.
  */
 export function resolveSecrets(env: NodeJS.ProcessEnv, logger: Logger): AccountSecrets {
-  const config: ConfigOf<Pick<AccountSettings, "sandboxKey" | "refPepper"> & { deployment: typeof commonSettings.deployment }> = loadConfig(
+  const config: ConfigOf<
+    Pick<AccountSettings, "sandboxKey" | "refPepper"> & { deployment: typeof commonSettings.deployment }
+  > = loadConfig(
     "ACCOUNT",
     { sandboxKey: settings.sandboxKey, refPepper: settings.refPepper, deployment: commonSettings.deployment },
     env,
@@ -54,7 +69,8 @@ export function resolveSecrets(env: NodeJS.ProcessEnv, logger: Logger): AccountS
     const given = config[key];
     if (config.deployment === "production") {
       if (given === null) problems.push(`${named[key]} is required in production (base64 of 32 random bytes)`);
-      else if (given.equals(developmentSecrets[key])) problems.push(`${named[key]} is the built-in development value, which production refuses`);
+      else if (given.equals(developmentSecrets[key]))
+        problems.push(`${named[key]} is the built-in development value, which production refuses`);
     } else if (given === null) {
       logger.warn(`${named[key]} is not set: using the INSECURE built-in development value`);
     }

@@ -1,7 +1,13 @@
 import { DomainRefusal } from "@svc/platform";
 
 /** What the account service refuses, by kind; routes.ts turns the kind into the Connect code. */
-export type AccountErrorKind = "invalid_argument" | "not_found" | "failed_precondition" | "permission_denied" | "already_exists" | "unauthenticated";
+export type AccountErrorKind =
+  | "invalid_argument"
+  | "not_found"
+  | "failed_precondition"
+  | "permission_denied"
+  | "already_exists"
+  | "unauthenticated";
 
 export class AccountError extends DomainRefusal<AccountErrorKind> {}
 

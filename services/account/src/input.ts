@@ -33,7 +33,7 @@ export function parseJsonObject(text: string, field: string): Record<string, unk
   } catch {
     throw invalidArgument(`${field} is not JSON`);
   }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw invalidArgument(`${field} is not a JSON object`);
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    throw invalidArgument(`${field} is not a JSON object`);
   return value as Record<string, unknown>;
 }
-

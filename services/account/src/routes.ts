@@ -1,31 +1,42 @@
 import { createSecretKey } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
-import { timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { type Timestamp, timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, type ConnectRouter } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { environmentName, refusalTranslator, type Clock, type EventBus, type OutboxRelay } from "@svc/platform";
+import { type Clock, type EventBus, environmentName, type OutboxRelay, refusalTranslator } from "@svc/platform";
 import {
   AccountConsoleService,
   AccountService,
-  AgeVerdict as ProtoAgeVerdict,
   DeviceSchema,
+  AgeVerdict as ProtoAgeVerdict,
   LinkConflict as ProtoLinkConflict,
   SandboxBehavior as ProtoSandboxBehavior,
-  SecuredAccountSchema,
   SecuredAccountStatus as ProtoSecuredAccountStatus,
+  SecuredAccountSchema,
 } from "@svc/proto/account/v1/account_pb.js";
 import { CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
 import type { AgeVerdict } from "./age/age-evaluation.ts";
 import { evaluateAge } from "./age/age-evidence.ts";
 import type { AccountSecrets } from "./config.ts";
 import { listDevices, registerDevice } from "./devices/devices.ts";
-import { invalidArgument, type AccountErrorKind } from "./errors.ts";
+import { type AccountErrorKind, invalidArgument } from "./errors.ts";
 import { describeHuman, resolveSignedInHuman } from "./humans/humans.ts";
-import { accountLinkState, secureAccount, unlinkAccount, type LinkConflict, type LinkContext } from "./links/account-links.ts";
+import {
+  accountLinkState,
+  type LinkConflict,
+  type LinkContext,
+  secureAccount,
+  unlinkAccount,
+} from "./links/account-links.ts";
 import { listSecuredAccounts, type SecuredAccountRow } from "./links/secured-accounts.ts";
 import { beginAssertion, finishAssertion } from "./passkeys/assertion.ts";
 import { beginRegistration, finishRegistration, type PasskeyContext } from "./passkeys/registration.ts";
-import { createSandboxHuman, sandboxAssert, type SandboxBehavior, type SandboxContext } from "./sandbox/sandbox-humans.ts";
+import {
+  createSandboxHuman,
+  type SandboxBehavior,
+  type SandboxContext,
+  sandboxAssert,
+} from "./sandbox/sandbox-humans.ts";
 
 export interface RouteDependencies {
   orm: MikroORM;
@@ -44,7 +55,12 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
   const pepper = createSecretKey(deps.secrets.refPepper);
   const passkeys = (): PasskeyContext => ({ em: em(), clock });
   const links = (): LinkContext => ({ em: em(), clock, pepper, bus: deps.bus, outbox: deps.outbox });
-  const sandbox = (): SandboxContext => ({ em: em(), clock, sandboxKey: deps.secrets.sandboxKey, devIssuer: deps.devIssuer });
+  const sandbox = (): SandboxContext => ({
+    em: em(),
+    clock,
+    sandboxKey: deps.secrets.sandboxKey,
+    devIssuer: deps.devIssuer,
+  });
 
   return (router) => {
     router.service(AccountService, {
@@ -57,7 +73,10 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
             svcUserId: human.svcUserId,
             passkeyCount: human.passkeyCount,
             deviceCount: human.deviceCount,
-            sandboxBehavior: human.sandboxBehavior === null ? ProtoSandboxBehavior.UNSPECIFIED : toProtoBehavior[human.sandboxBehavior],
+            sandboxBehavior:
+              human.sandboxBehavior === null
+                ? ProtoSandboxBehavior.UNSPECIFIED
+                : toProtoBehavior[human.sandboxBehavior],
             sandboxEnvironment: human.sandboxEnvironment === null ? Environment.UNSPECIFIED : Environment.DEVELOPMENT,
             createdAt: timestampFromDate(human.createdAt),
           };
@@ -66,7 +85,11 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
       beginPasskeyRegistration: (req) =>
         wireErrors(async () => {
           const begun = await beginRegistration({ ...passkeys(), rpName: deps.rpName }, req);
-          return { ceremonyId: begun.ceremonyId, optionsJson: begun.optionsJson, expiresAt: timestampFromDate(begun.expiresAt) };
+          return {
+            ceremonyId: begun.ceremonyId,
+            optionsJson: begun.optionsJson,
+            expiresAt: timestampFromDate(begun.expiresAt),
+          };
         }),
 
       finishPasskeyRegistration: (req) => wireErrors(() => finishRegistration(passkeys(), req)),
@@ -74,7 +97,11 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
       beginPasskeyAssertion: (req) =>
         wireErrors(async () => {
           const begun = await beginAssertion(passkeys(), req);
-          return { ceremonyId: begun.ceremonyId, optionsJson: begun.optionsJson, expiresAt: timestampFromDate(begun.expiresAt) };
+          return {
+            ceremonyId: begun.ceremonyId,
+            optionsJson: begun.optionsJson,
+            expiresAt: timestampFromDate(begun.expiresAt),
+          };
         }),
 
       finishPasskeyAssertion: (req) => wireErrors(() => finishAssertion(passkeys(), req)),
@@ -84,13 +111,21 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
       listDevices: (req) =>
         wireErrors(async () => ({
           devices: (await listDevices(em(), req.svcUserId)).map((device) =>
-            create(DeviceSchema, { deviceId: device.id, platform: device.platform, registeredAt: timestampFromDate(device.registeredAt) }),
+            create(DeviceSchema, {
+              deviceId: device.id,
+              platform: device.platform,
+              registeredAt: timestampFromDate(device.registeredAt),
+            }),
           ),
         })),
 
       evaluateAge: (req) =>
         wireErrors(async () => {
-          const result = await evaluateAge(em(), { svcUserId: req.svcUserId, threshold: req.threshold, at: instant(req.at) });
+          const result = await evaluateAge(em(), {
+            svcUserId: req.svcUserId,
+            threshold: req.threshold,
+            at: instant(req.at),
+          });
           return { verdict: toProtoVerdict[result.verdict], source: result.source };
         }),
 
@@ -105,7 +140,11 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
             at: instant(req.at),
           });
           if (outcome.kind === "conflict") return { conflict: toProtoConflict[outcome.conflict] };
-          return { handle: outcome.handle, firstTime: outcome.firstTime, trustedSince: timestampFromDate(outcome.trustedSince) };
+          return {
+            handle: outcome.handle,
+            firstTime: outcome.firstTime,
+            trustedSince: timestampFromDate(outcome.trustedSince),
+          };
         }),
 
       getAccountLink: (req) =>
@@ -116,7 +155,9 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
             partnerUserRef: req.partnerUserRef,
             svcUserId: req.svcUserId,
           });
-          return state.trusted ? { trusted: true, handle: state.handle, trustedSince: timestampFromDate(state.trustedSince) } : { trusted: false };
+          return state.trusted
+            ? { trusted: true, handle: state.handle, trustedSince: timestampFromDate(state.trustedSince) }
+            : { trusted: false };
         }),
 
       listSecuredAccounts: (req) =>
@@ -128,7 +169,12 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
               environment: req.caller ? environmentName(req.caller.environment) : undefined,
               secretKey: req.caller?.credentialKind === CredentialKind.SECRET_KEY,
             },
-            { partnerUserRef: req.partnerUserRef, status: statusFilter(req.status), limit: req.limit, offset: req.offset },
+            {
+              partnerUserRef: req.partnerUserRef,
+              status: statusFilter(req.status),
+              limit: req.limit,
+              offset: req.offset,
+            },
           );
           return { rows: page.rows.map(toProtoSecuredAccount), total: page.total, limit: page.limit };
         }),
@@ -174,9 +220,8 @@ const wireErrors = refusalTranslator<AccountErrorKind>({
   unauthenticated: Code.Unauthenticated,
 });
 
-
-const instant = (timestamp: Timestamp | undefined): Date | undefined => (timestamp === undefined ? undefined : timestampDate(timestamp));
-
+const instant = (timestamp: Timestamp | undefined): Date | undefined =>
+  timestamp === undefined ? undefined : timestampDate(timestamp);
 
 const toProtoBehavior: Record<SandboxBehavior, ProtoSandboxBehavior> = {
   confirm: ProtoSandboxBehavior.CONFIRM,
@@ -184,16 +229,25 @@ const toProtoBehavior: Record<SandboxBehavior, ProtoSandboxBehavior> = {
   silent: ProtoSandboxBehavior.SILENT,
 };
 
-const fromProtoBehavior = new Map<ProtoSandboxBehavior, SandboxBehavior>(Object.entries(toProtoBehavior).map(([name, value]) => [value, name as SandboxBehavior]));
+const fromProtoBehavior = new Map<ProtoSandboxBehavior, SandboxBehavior>(
+  Object.entries(toProtoBehavior).map(([name, value]) => [value, name as SandboxBehavior]),
+);
 
-const toProtoVerdict: Record<AgeVerdict, ProtoAgeVerdict> = { over: ProtoAgeVerdict.OVER, under: ProtoAgeVerdict.UNDER, unavailable: ProtoAgeVerdict.UNAVAILABLE };
+const toProtoVerdict: Record<AgeVerdict, ProtoAgeVerdict> = {
+  over: ProtoAgeVerdict.OVER,
+  under: ProtoAgeVerdict.UNDER,
+  unavailable: ProtoAgeVerdict.UNAVAILABLE,
+};
 
 const toProtoConflict: Record<LinkConflict, ProtoLinkConflict> = {
   already_trusted: ProtoLinkConflict.ALREADY_TRUSTED,
   rebind_requires_prior_id: ProtoLinkConflict.REBIND_REQUIRES_PRIOR_ID,
 };
 
-const toProtoStatus: Record<SecuredAccountRow["status"], ProtoSecuredAccountStatus> = { active: ProtoSecuredAccountStatus.ACTIVE, unlinked: ProtoSecuredAccountStatus.UNLINKED };
+const toProtoStatus: Record<SecuredAccountRow["status"], ProtoSecuredAccountStatus> = {
+  active: ProtoSecuredAccountStatus.ACTIVE,
+  unlinked: ProtoSecuredAccountStatus.UNLINKED,
+};
 
 const fromProtoStatus = new Map<ProtoSecuredAccountStatus, SecuredAccountRow["status"]>(
   Object.entries(toProtoStatus).map(([name, value]) => [value, name as SecuredAccountRow["status"]]),

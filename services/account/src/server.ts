@@ -1,4 +1,4 @@
-import { createLogger, runAsMain, startService, type StartOptions } from "@svc/platform";
+import { createLogger, runAsMain, type StartOptions, startService } from "@svc/platform";
 import { AgeEvidence } from "./age/age-evidence.entity.ts";
 import { resolveSecrets, settings } from "./config.ts";
 import { Device } from "./devices/device.entity.ts";
@@ -27,7 +27,8 @@ export const startAccount = async (options: StartOptions = {}) => {
       schema: "account",
       entities: [Human, SignInIdentity, Passkey, PasskeyCeremony, SandboxPasskey, Device, AgeEvidence, AccountLink],
       migrations,
-      routes: ({ orm, clock, bus, outbox, config }) => accountRoutes({ orm, clock, bus, outbox, secrets, devIssuer: config.devIssuer, rpName: config.rpName }),
+      routes: ({ orm, clock, bus, outbox, config }) =>
+        accountRoutes({ orm, clock, bus, outbox, secrets, devIssuer: config.devIssuer, rpName: config.rpName }),
       background: async ({ orm, clock }) => startCeremonySweep({ orm, clock, logger }),
     },
     { ...options, logger },

@@ -27,7 +27,8 @@ describe("age evaluation", () => {
   });
 
   it("refuses what is not a calendar date", () => {
-    for (const text of ["2026-02-30", "2025-02-29", "2026-13-01", "26-01-01", "2026-1-1", ""]) expect(() => parseCalendarDate(text)).toThrow(RangeError);
+    for (const text of ["2026-02-30", "2025-02-29", "2026-13-01", "26-01-01", "2026-1-1", ""])
+      expect(() => parseCalendarDate(text)).toThrow(RangeError);
     expect(parseCalendarDate("2024-02-29")).toEqual({ year: 2024, month: 2, day: 29 });
   });
 
@@ -37,7 +38,12 @@ describe("age evaluation", () => {
       const birthDate = birthDateForAge(30, now);
       for (const offsetDays of [-170, 0, 170]) {
         const at = new Date(now.getTime() + offsetDays * 86_400_000);
-        expect([birthDate, offsetDays, ageVerdictAt(birthDate, 30, at), ageVerdictAt(birthDate, 31, at)]).toEqual([birthDate, offsetDays, "over", "under"]);
+        expect([birthDate, offsetDays, ageVerdictAt(birthDate, 30, at), ageVerdictAt(birthDate, 31, at)]).toEqual([
+          birthDate,
+          offsetDays,
+          "over",
+          "under",
+        ]);
       }
     }
   });

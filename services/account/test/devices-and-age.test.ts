@@ -1,9 +1,9 @@
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger, ManualClock, openDatabase, uuid } from "@svc/platform";
 import { AgeVerdict } from "@svc/proto/account/v1/account_pb.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgeEvidence } from "../src/age/age-evidence.entity.ts";
 import { recordAgeEvidence } from "../src/age/age-evidence.ts";
 import { migrations } from "../src/migrations/index.ts";
@@ -16,14 +16,21 @@ let orm: MikroORM;
 beforeAll(async () => {
   account = await startTestAccount("account_devices_age", { clock });
   // Evidence for real humans has no RPC yet: the test records it with the internal rule.
-  orm = await openDatabase({ url: account.database.url, schema: "account", entities: [AgeEvidence], migrations, logger: createLogger("age-test", {}, "error") });
+  orm = await openDatabase({
+    url: account.database.url,
+    schema: "account",
+    entities: [AgeEvidence],
+    migrations,
+    logger: createLogger("age-test", {}, "error"),
+  });
 });
 afterAll(async () => {
   await orm?.close();
   await account?.stop();
 });
 
-const newHuman = async () => (await account.client.resolveSignedInHuman({ issuer: "https://id.example", subject: uuid() })).svcUserId;
+const newHuman = async () =>
+  (await account.client.resolveSignedInHuman({ issuer: "https://id.example", subject: uuid() })).svcUserId;
 
 describe("devices", () => {
   it("are registered, listed and counted; the same push token stays one device", async () => {
@@ -34,7 +41,9 @@ describe("devices", () => {
     const browser = await account.client.registerDevice({ svcUserId, pushToken: browserToken, platform: "web" });
     expect(phone.deviceId).toMatch(/^[0-9a-f-]{36}$/);
     clock.advance(1000);
-    expect((await account.client.registerDevice({ svcUserId, pushToken: browserToken, platform: "web" })).deviceId).toBe(browser.deviceId);
+    expect(
+      (await account.client.registerDevice({ svcUserId, pushToken: browserToken, platform: "web" })).deviceId,
+    ).toBe(browser.deviceId);
 
     const { devices } = await account.client.listDevices({ svcUserId });
     expect(devices.map((d) => [d.deviceId, d.platform, timestampDate(d.registeredAt!).toISOString()])).toEqual([
@@ -49,17 +58,28 @@ describe("devices", () => {
     const second = await newHuman();
     const pushToken = `fcm-${uuid()}`;
     const device = await account.client.registerDevice({ svcUserId: first, pushToken, platform: "android" });
-    expect((await account.client.registerDevice({ svcUserId: second, pushToken, platform: "android" })).deviceId).toBe(device.deviceId);
+    expect((await account.client.registerDevice({ svcUserId: second, pushToken, platform: "android" })).deviceId).toBe(
+      device.deviceId,
+    );
     expect((await account.client.listDevices({ svcUserId: first })).devices).toEqual([]);
-    expect((await account.client.listDevices({ svcUserId: second })).devices.map((d) => d.deviceId)).toEqual([device.deviceId]);
+    expect((await account.client.listDevices({ svcUserId: second })).devices.map((d) => d.deviceId)).toEqual([
+      device.deviceId,
+    ]);
   });
 
   it("refuses unknown platforms, empty tokens and unknown humans", async () => {
     const svcUserId = await newHuman();
     const platform = await refusal(account.client.registerDevice({ svcUserId, pushToken: "t", platform: "sandbox" }));
-    expect([platform.code, platform.rawMessage]).toEqual([Code.InvalidArgument, 'platform must be one of ios, android, web: "sandbox"']);
-    expect((await refusal(account.client.registerDevice({ svcUserId, pushToken: "", platform: "ios" }))).code).toBe(Code.InvalidArgument);
-    expect((await refusal(account.client.registerDevice({ svcUserId: uuid(), pushToken: "t", platform: "ios" }))).code).toBe(Code.NotFound);
+    expect([platform.code, platform.rawMessage]).toEqual([
+      Code.InvalidArgument,
+      'platform must be one of ios, android, web: "sandbox"',
+    ]);
+    expect((await refusal(account.client.registerDevice({ svcUserId, pushToken: "", platform: "ios" }))).code).toBe(
+      Code.InvalidArgument,
+    );
+    expect(
+      (await refusal(account.client.registerDevice({ svcUserId: uuid(), pushToken: "t", platform: "ios" }))).code,
+    ).toBe(Code.NotFound);
     expect((await refusal(account.client.listDevices({ svcUserId: uuid() }))).code).toBe(Code.NotFound);
   });
 });
@@ -75,18 +95,34 @@ describe("EvaluateAge", () => {
 
   it("reads the newest evidence, at the instant asked, with its source", async () => {
     const svcUserId = await newHuman();
-    await recordAgeEvidence(orm.em.fork(), { svcUserId, birthDate: "2016-01-01", source: "sandbox", recordedAt: new Date("2026-01-01T00:00:00Z") });
+    await recordAgeEvidence(orm.em.fork(), {
+      svcUserId,
+      birthDate: "2016-01-01",
+      source: "sandbox",
+      recordedAt: new Date("2026-01-01T00:00:00Z"),
+    });
     expect(await evaluate(svcUserId, 18)).toMatchObject({ verdict: AgeVerdict.UNDER, source: "sandbox" });
-    await recordAgeEvidence(orm.em.fork(), { svcUserId, birthDate: "2008-11-23", source: "document", recordedAt: new Date("2026-06-01T00:00:00Z") });
+    await recordAgeEvidence(orm.em.fork(), {
+      svcUserId,
+      birthDate: "2008-11-23",
+      source: "document",
+      recordedAt: new Date("2026-06-01T00:00:00Z"),
+    });
     expect(await evaluate(svcUserId, 18)).toMatchObject({ verdict: AgeVerdict.UNDER, source: "document" });
-    expect(await evaluate(svcUserId, 18, new Date("2026-11-23T00:00:00Z"))).toMatchObject({ verdict: AgeVerdict.OVER, source: "document" });
+    expect(await evaluate(svcUserId, 18, new Date("2026-11-23T00:00:00Z"))).toMatchObject({
+      verdict: AgeVerdict.OVER,
+      source: "document",
+    });
   });
 
   it("refuses a missing instant, a threshold out of range and unknown humans", async () => {
     const svcUserId = await newHuman();
     expect((await refusal(evaluate(svcUserId, 18, null))).rawMessage).toBe("at is required");
     const zero = await refusal(evaluate(svcUserId, 0));
-    expect([zero.code, zero.rawMessage]).toEqual([Code.InvalidArgument, "threshold must be a whole number of years from 1 to 150: 0"]);
+    expect([zero.code, zero.rawMessage]).toEqual([
+      Code.InvalidArgument,
+      "threshold must be a whole number of years from 1 to 150: 0",
+    ]);
     expect((await refusal(evaluate(uuid(), 18))).code).toBe(Code.NotFound);
   });
 });

@@ -2,17 +2,17 @@ import { createSecretKey } from "node:crypto";
 import { fromBinary } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
+import type { MikroORM } from "@mikro-orm/postgresql";
 import { jetstream } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import type { MikroORM } from "@mikro-orm/postgresql";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createLogger, ManualClock, openDatabase, OutboxEvent, uuid } from "@svc/platform";
+import { createLogger, ManualClock, OutboxEvent, openDatabase, uuid } from "@svc/platform";
 import { LinkConflict } from "@svc/proto/account/v1/account_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
-import { EventSchema, type Event } from "@svc/proto/events/v1/events_pb.js";
+import { type Event, EventSchema } from "@svc/proto/events/v1/events_pb.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { natsUrl, uniqueName } from "../../../test/harness/index.ts";
-import { unlinkAccount } from "../src/links/account-links.ts";
 import { AccountLink } from "../src/links/account-link.entity.ts";
+import { unlinkAccount } from "../src/links/account-links.ts";
 import { migrations } from "../src/migrations/index.ts";
 import { refPepper, refusal, startTestAccount, type TestAccount } from "./support/account.ts";
 
@@ -26,13 +26,26 @@ let orm: MikroORM;
 beforeAll(async () => {
   account = await startTestAccount("account_links", { clock });
   nc = await connect({ servers: natsUrl() });
-  const consumer = await jetstream(nc).consumers.get(account.env.SVC_EVENT_STREAM!, { filter_subjects: `${account.env.SVC_EVENT_SUBJECT_PREFIX}.account.>` });
+  const consumer = await jetstream(nc).consumers.get(account.env.SVC_EVENT_STREAM!, {
+    filter_subjects: `${account.env.SVC_EVENT_SUBJECT_PREFIX}.account.>`,
+  });
   const messages = await consumer.consume();
   void (async () => {
-    for await (const msg of messages) received.push({ subject: msg.subject, msgId: msg.headers?.get("Nats-Msg-Id"), event: fromBinary(EventSchema, msg.data) });
+    for await (const msg of messages)
+      received.push({
+        subject: msg.subject,
+        msgId: msg.headers?.get("Nats-Msg-Id"),
+        event: fromBinary(EventSchema, msg.data),
+      });
   })();
   // The test calls the unlink rule directly on the service's own tables, so it can end links with any by/reason.
-  orm = await openDatabase({ url: account.database.url, schema: "account", entities: [OutboxEvent, AccountLink], migrations, logger: createLogger("links-test", {}, "error") });
+  orm = await openDatabase({
+    url: account.database.url,
+    schema: "account",
+    entities: [OutboxEvent, AccountLink],
+    migrations,
+    logger: createLogger("links-test", {}, "error"),
+  });
 });
 afterAll(async () => {
   await orm?.close();
@@ -40,7 +53,8 @@ afterAll(async () => {
   await account?.stop();
 });
 
-const newHuman = async () => (await account.client.resolveSignedInHuman({ issuer: "https://id.example", subject: uuid() })).svcUserId;
+const newHuman = async () =>
+  (await account.client.resolveSignedInHuman({ issuer: "https://id.example", subject: uuid() })).svcUserId;
 
 function platform() {
   const organizationId = uniqueName("org");
@@ -49,13 +63,25 @@ function platform() {
     organizationId,
     environment,
     secure: (partnerUserRef: string, svcUserId: string, extra: { surfaceId?: string; at?: Date } = {}) =>
-      account.client.secureAccount({ organizationId, environment, partnerUserRef, svcUserId, surfaceId: extra.surfaceId ?? "", at: timestampFromDate(extra.at ?? clock.now()) }),
-    link: (partnerUserRef: string, svcUserId = "") => account.client.getAccountLink({ organizationId, environment, partnerUserRef, svcUserId }),
+      account.client.secureAccount({
+        organizationId,
+        environment,
+        partnerUserRef,
+        svcUserId,
+        surfaceId: extra.surfaceId ?? "",
+        at: timestampFromDate(extra.at ?? clock.now()),
+      }),
+    link: (partnerUserRef: string, svcUserId = "") =>
+      account.client.getAccountLink({ organizationId, environment, partnerUserRef, svcUserId }),
   };
 }
 
 const eventsFor = (handle: string) =>
-  received.filter(({ event }) => (event.payload.case === "accountSecured" || event.payload.case === "accountUnlinked") && event.payload.value.handle === handle);
+  received.filter(
+    ({ event }) =>
+      (event.payload.case === "accountSecured" || event.payload.case === "accountUnlinked") &&
+      event.payload.value.handle === handle,
+  );
 
 describe("SecureAccount", () => {
   it("creates a link the first time and reports the same link afterwards", async () => {
@@ -86,8 +112,16 @@ describe("SecureAccount", () => {
     const holder = await newHuman();
     await shop.secure("user-A", holder);
     const other = await newHuman();
-    expect(await shop.secure("user-A", other)).toMatchObject({ conflict: LinkConflict.REBIND_REQUIRES_PRIOR_ID, firstTime: false, handle: "" });
-    expect(await shop.secure("user-B", holder)).toMatchObject({ conflict: LinkConflict.ALREADY_TRUSTED, firstTime: false, handle: "" });
+    expect(await shop.secure("user-A", other)).toMatchObject({
+      conflict: LinkConflict.REBIND_REQUIRES_PRIOR_ID,
+      firstTime: false,
+      handle: "",
+    });
+    expect(await shop.secure("user-B", holder)).toMatchObject({
+      conflict: LinkConflict.ALREADY_TRUSTED,
+      firstTime: false,
+      handle: "",
+    });
     // The same reference or human on another platform (organization or environment) is another account.
     expect((await platform().secure("user-A", other)).firstTime).toBe(true);
     const development = await account.client.secureAccount({
@@ -107,8 +141,21 @@ describe("SecureAccount", () => {
     const first = await shop.secure("user-relink", human);
     clock.advance(60_000);
     const unlinked = await unlinkAccount(
-      { em: orm.em.fork(), clock, pepper: createSecretKey(Buffer.from(refPepper, "base64")), bus: { subject: (type) => `${account.env.SVC_EVENT_SUBJECT_PREFIX}.${type}` }, outbox: { wake() {} } },
-      { organizationId: shop.organizationId, environment: "production", partnerUserRef: "user-relink", by: "platform", reason: "credential_changed", at: clock.now() },
+      {
+        em: orm.em.fork(),
+        clock,
+        pepper: createSecretKey(Buffer.from(refPepper, "base64")),
+        bus: { subject: (type) => `${account.env.SVC_EVENT_SUBJECT_PREFIX}.${type}` },
+        outbox: { wake() {} },
+      },
+      {
+        organizationId: shop.organizationId,
+        environment: "production",
+        partnerUserRef: "user-relink",
+        by: "platform",
+        reason: "credential_changed",
+        at: clock.now(),
+      },
     );
     expect(unlinked.handle).toBe(first.handle);
     expect((await shop.link("user-relink")).trusted).toBe(false);
@@ -118,7 +165,12 @@ describe("SecureAccount", () => {
     expect(relinked.firstTime).toBe(true);
     expect(relinked.handle).not.toBe(first.handle);
     expect(timestampDate(relinked.trustedSince!)).toEqual(clock.now());
-    const rows = await account.sql<{ handle: string; status: string; unlinked_by: string | null; unlink_reason: string | null }>(
+    const rows = await account.sql<{
+      handle: string;
+      status: string;
+      unlinked_by: string | null;
+      unlink_reason: string | null;
+    }>(
       "select handle, status, unlinked_by, unlink_reason from account_link where organization_id = $1 order by secured_at",
       [shop.organizationId],
     );
@@ -126,9 +178,15 @@ describe("SecureAccount", () => {
       { handle: first.handle, status: "unlinked", unlinked_by: "platform", unlink_reason: "credential_changed" },
       { handle: relinked.handle, status: "active", unlinked_by: null, unlink_reason: null },
     ]);
-    await expect.poll(() => eventsFor(first.handle).map(({ event }) => event.payload.case), { timeout: 10_000 }).toEqual(["accountSecured", "accountUnlinked"]);
+    await expect
+      .poll(() => eventsFor(first.handle).map(({ event }) => event.payload.case), { timeout: 10_000 })
+      .toEqual(["accountSecured", "accountUnlinked"]);
     const unlinkedEvent = eventsFor(first.handle)[1]!.event;
-    expect(unlinkedEvent.payload.case === "accountUnlinked" && unlinkedEvent.payload.value).toMatchObject({ handle: first.handle, by: "platform", reason: "credential_changed" });
+    expect(unlinkedEvent.payload.case === "accountUnlinked" && unlinkedEvent.payload.value).toMatchObject({
+      handle: first.handle,
+      by: "platform",
+      reason: "credential_changed",
+    });
   });
 
   it("sends account.secured on JetStream exactly once per new link, as one Event envelope", async () => {
@@ -177,11 +235,16 @@ describe("SecureAccount", () => {
     expect(contested.filter((r) => r.conflict === LinkConflict.REBIND_REQUIRES_PRIOR_ID)).toHaveLength(3);
 
     const greedy = await newHuman();
-    const spread = await Promise.all(["user-x1", "user-x2", "user-x3", "user-x4"].map((ref) => shop.secure(ref, greedy)));
+    const spread = await Promise.all(
+      ["user-x1", "user-x2", "user-x3", "user-x4"].map((ref) => shop.secure(ref, greedy)),
+    );
     expect(spread.filter((r) => r.firstTime)).toHaveLength(1);
     expect(spread.filter((r) => r.conflict === LinkConflict.ALREADY_TRUSTED)).toHaveLength(3);
 
-    const [row] = await account.sql<{ active: string }>("select count(*) as active from account_link where organization_id = $1 and status = 'active'", [shop.organizationId]);
+    const [row] = await account.sql<{ active: string }>(
+      "select count(*) as active from account_link where organization_id = $1 and status = 'active'",
+      [shop.organizationId],
+    );
     expect(row!.active).toBe("3");
   });
 
@@ -190,8 +253,12 @@ describe("SecureAccount", () => {
     const shop = platform();
     await shop.secure(reference, await newHuman());
     await shop.link(reference);
-    const tables = await account.sql<{ table_name: string }>("select table_name from information_schema.tables where table_schema = 'account'");
-    expect(tables.map((t) => t.table_name)).toEqual(expect.arrayContaining(["account_link", "outbox", "human", "passkey"]));
+    const tables = await account.sql<{ table_name: string }>(
+      "select table_name from information_schema.tables where table_schema = 'account'",
+    );
+    expect(tables.map((t) => t.table_name)).toEqual(
+      expect.arrayContaining(["account_link", "outbox", "human", "passkey"]),
+    );
     const needle = Buffer.from(reference);
     for (const { table_name } of tables) {
       for (const row of await account.sql<Record<string, unknown>>(`select * from "${table_name}"`)) {
@@ -207,14 +274,25 @@ describe("SecureAccount", () => {
     const shop = platform();
     const human = await newHuman();
     const at = timestampFromDate(clock.now());
-    const base = { organizationId: shop.organizationId, environment: Environment.PRODUCTION, partnerUserRef: "user-1", svcUserId: human, surfaceId: "", at };
+    const base = {
+      organizationId: shop.organizationId,
+      environment: Environment.PRODUCTION,
+      partnerUserRef: "user-1",
+      svcUserId: human,
+      surfaceId: "",
+      at,
+    };
     const cases: [Partial<typeof base> & Record<string, unknown>, Code, string][] = [
       [{ environment: Environment.UNSPECIFIED }, Code.InvalidArgument, "environment is required"],
       [{ partnerUserRef: "" }, Code.InvalidArgument, "partner_user_ref is required"],
       [{ partnerUserRef: "x".repeat(513) }, Code.InvalidArgument, "partner_user_ref is longer than 512 characters"],
       [{ surfaceId: "surface-1" }, Code.InvalidArgument, 'surface_id is not a uuid: "surface-1"'],
       [{ at: undefined }, Code.InvalidArgument, "at is required"],
-      [{ svcUserId: "00000000-0000-4000-8000-000000000000" }, Code.NotFound, "no human with svc_user_id 00000000-0000-4000-8000-000000000000"],
+      [
+        { svcUserId: "00000000-0000-4000-8000-000000000000" },
+        Code.NotFound,
+        "no human with svc_user_id 00000000-0000-4000-8000-000000000000",
+      ],
     ];
     for (const [change, code, message] of cases) {
       const error = await refusal(account.client.secureAccount({ ...base, ...change }));

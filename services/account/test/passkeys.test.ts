@@ -1,11 +1,11 @@
-import { Code } from "@connectrpc/connect";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Code } from "@connectrpc/connect";
 import { createLogger, ManualClock, openDatabase, uuid } from "@svc/platform";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SoftwareAuthenticator } from "../../../test/harness/software-passkey.ts";
 import { migrations } from "../src/migrations/index.ts";
 import { ceremonyRetentionMs, deleteOldCeremonies } from "../src/passkeys/ceremonies.ts";
 import { PasskeyCeremony } from "../src/passkeys/passkey.entity.ts";
-import { SoftwareAuthenticator } from "../../../test/harness/software-passkey.ts";
 import { refusal, startTestAccount, type TestAccount } from "./support/account.ts";
 
 const rpId = "verify.example";
@@ -26,12 +26,17 @@ async function signedInHuman(): Promise<string> {
 /** Registers a new software passkey for the human (or, without one, in private mode). */
 async function registerPasskey(svcUserId = "", authenticator = SoftwareAuthenticator.create()) {
   const begun = await account.client.beginPasskeyRegistration({ svcUserId, rpId, origin });
-  const finished = await account.client.finishPasskeyRegistration({ ceremonyId: begun.ceremonyId, responseJson: JSON.stringify(authenticator.register(JSON.parse(begun.optionsJson), origin)) });
+  const finished = await account.client.finishPasskeyRegistration({
+    ceremonyId: begun.ceremonyId,
+    responseJson: JSON.stringify(authenticator.register(JSON.parse(begun.optionsJson), origin)),
+  });
   return { authenticator, ...finished };
 }
 
-const beginAssertion = (svcUserId: string, binding: string) => account.client.beginPasskeyAssertion({ svcUserId, rpId, origin, binding });
-const answer = (authenticator: SoftwareAuthenticator, optionsJson: string) => JSON.stringify(authenticator.assert(JSON.parse(optionsJson), origin));
+const beginAssertion = (svcUserId: string, binding: string) =>
+  account.client.beginPasskeyAssertion({ svcUserId, rpId, origin, binding });
+const answer = (authenticator: SoftwareAuthenticator, optionsJson: string) =>
+  JSON.stringify(authenticator.assert(JSON.parse(optionsJson), origin));
 
 describe("signed-in humans", () => {
   it("are created at first sight and found again afterwards", async () => {
@@ -39,7 +44,10 @@ describe("signed-in humans", () => {
     const first = await account.client.resolveSignedInHuman(identity);
     expect(first.created).toBe(true);
     expect(first.svcUserId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-    expect(await account.client.resolveSignedInHuman(identity)).toMatchObject({ svcUserId: first.svcUserId, created: false });
+    expect(await account.client.resolveSignedInHuman(identity)).toMatchObject({
+      svcUserId: first.svcUserId,
+      created: false,
+    });
     const human = await account.client.getHuman({ svcUserId: first.svcUserId });
     expect(human).toMatchObject({ svcUserId: first.svcUserId, passkeyCount: 0, deviceCount: 0 });
     expect(timestampDate(human.createdAt!)).toEqual(clock.now());
@@ -50,15 +58,22 @@ describe("signed-in humans", () => {
     const results = await Promise.all(Array.from({ length: 8 }, () => account.client.resolveSignedInHuman(identity)));
     expect(new Set(results.map((r) => r.svcUserId)).size).toBe(1);
     expect(results.filter((r) => r.created)).toHaveLength(1);
-    const [row] = await account.sql<{ humans: string }>(`select count(*) as humans from human h where not exists (select 1 from sign_in_identity i where i.svc_user_id = h.id) and not exists (select 1 from passkey p where p.svc_user_id = h.id)`);
+    const [row] = await account.sql<{ humans: string }>(
+      `select count(*) as humans from human h where not exists (select 1 from sign_in_identity i where i.svc_user_id = h.id) and not exists (select 1 from passkey p where p.svc_user_id = h.id)`,
+    );
     expect(row!.humans).toBe("0");
   });
 
   it("an unknown human is NotFound and a malformed id InvalidArgument", async () => {
     expect((await refusal(account.client.getHuman({ svcUserId: uuid() }))).code).toBe(Code.NotFound);
     const malformed = await refusal(account.client.getHuman({ svcUserId: "not-a-uuid" }));
-    expect([malformed.code, malformed.rawMessage]).toEqual([Code.InvalidArgument, 'svc_user_id is not a uuid: "not-a-uuid"']);
-    expect((await refusal(account.client.resolveSignedInHuman({ issuer: "", subject: "x" }))).code).toBe(Code.InvalidArgument);
+    expect([malformed.code, malformed.rawMessage]).toEqual([
+      Code.InvalidArgument,
+      'svc_user_id is not a uuid: "not-a-uuid"',
+    ]);
+    expect((await refusal(account.client.resolveSignedInHuman({ issuer: "", subject: "x" }))).code).toBe(
+      Code.InvalidArgument,
+    );
   });
 });
 
@@ -72,11 +87,22 @@ describe("passkey registration and assertion", () => {
     const begun = await beginAssertion(svcUserId, "gate-request:req_1");
     expect(timestampDate(begun.expiresAt!)).toEqual(new Date(clock.now().getTime() + 5 * 60_000));
     const options = JSON.parse(begun.optionsJson);
-    expect(options).toMatchObject({ rpId, userVerification: "required", allowCredentials: [{ id: credentialId, type: "public-key", transports: ["internal"] }] });
-    const finished = await account.client.finishPasskeyAssertion({ ceremonyId: begun.ceremonyId, responseJson: answer(authenticator, begun.optionsJson), binding: "gate-request:req_1" });
+    expect(options).toMatchObject({
+      rpId,
+      userVerification: "required",
+      allowCredentials: [{ id: credentialId, type: "public-key", transports: ["internal"] }],
+    });
+    const finished = await account.client.finishPasskeyAssertion({
+      ceremonyId: begun.ceremonyId,
+      responseJson: answer(authenticator, begun.optionsJson),
+      binding: "gate-request:req_1",
+    });
     expect(finished).toMatchObject({ svcUserId, credentialId, userVerified: true });
 
-    const [stored] = await account.sql<{ sign_count: string; public_key: Buffer }>("select sign_count, public_key from passkey where credential_id = $1", [credentialId]);
+    const [stored] = await account.sql<{ sign_count: string; public_key: Buffer }>(
+      "select sign_count, public_key from passkey where credential_id = $1",
+      [credentialId],
+    );
     expect(stored!.sign_count).toBe("1");
     expect(stored!.public_key.equals(authenticator.publicKeyCose())).toBe(true);
   });
@@ -88,7 +114,11 @@ describe("passkey registration and assertion", () => {
 
     const begun = await beginAssertion("", "gate-request:req_private");
     expect(JSON.parse(begun.optionsJson).allowCredentials).toEqual([]);
-    const finished = await account.client.finishPasskeyAssertion({ ceremonyId: begun.ceremonyId, responseJson: answer(authenticator, begun.optionsJson), binding: "gate-request:req_private" });
+    const finished = await account.client.finishPasskeyAssertion({
+      ceremonyId: begun.ceremonyId,
+      responseJson: answer(authenticator, begun.optionsJson),
+      binding: "gate-request:req_private",
+    });
     expect(finished).toMatchObject({ svcUserId, credentialId: authenticator.credentialId, userVerified: true });
   });
 
@@ -97,27 +127,57 @@ describe("passkey registration and assertion", () => {
     const { authenticator } = await registerPasskey(svcUserId);
     const begun = await beginAssertion(svcUserId, "gate-request:req_A");
     const responseJson = answer(authenticator, begun.optionsJson);
-    const refused = await refusal(account.client.finishPasskeyAssertion({ ceremonyId: begun.ceremonyId, responseJson, binding: "gate-request:req_B" }));
-    expect([refused.code, refused.rawMessage]).toEqual([Code.PermissionDenied, `assertion ceremony ${begun.ceremonyId} was begun for another binding than "gate-request:req_B"`]);
-    expect((await account.client.finishPasskeyAssertion({ ceremonyId: begun.ceremonyId, responseJson, binding: "gate-request:req_A" })).svcUserId).toBe(svcUserId);
+    const refused = await refusal(
+      account.client.finishPasskeyAssertion({
+        ceremonyId: begun.ceremonyId,
+        responseJson,
+        binding: "gate-request:req_B",
+      }),
+    );
+    expect([refused.code, refused.rawMessage]).toEqual([
+      Code.PermissionDenied,
+      `assertion ceremony ${begun.ceremonyId} was begun for another binding than "gate-request:req_B"`,
+    ]);
+    expect(
+      (
+        await account.client.finishPasskeyAssertion({
+          ceremonyId: begun.ceremonyId,
+          responseJson,
+          binding: "gate-request:req_A",
+        })
+      ).svcUserId,
+    ).toBe(svcUserId);
   });
 
   it("a challenge is used once: the same response again is refused", async () => {
     const svcUserId = await signedInHuman();
     const { authenticator } = await registerPasskey(svcUserId);
     const begun = await beginAssertion(svcUserId, "gate-request:req_twice");
-    const request = { ceremonyId: begun.ceremonyId, responseJson: answer(authenticator, begun.optionsJson), binding: "gate-request:req_twice" };
+    const request = {
+      ceremonyId: begun.ceremonyId,
+      responseJson: answer(authenticator, begun.optionsJson),
+      binding: "gate-request:req_twice",
+    };
     await account.client.finishPasskeyAssertion(request);
     const again = await refusal(account.client.finishPasskeyAssertion(request));
-    expect([again.code, again.rawMessage]).toEqual([Code.FailedPrecondition, `assertion ceremony ${begun.ceremonyId} was already used`]);
+    expect([again.code, again.rawMessage]).toEqual([
+      Code.FailedPrecondition,
+      `assertion ceremony ${begun.ceremonyId} was already used`,
+    ]);
   });
 
   it("concurrent finishes of one ceremony: exactly one is accepted", async () => {
     const svcUserId = await signedInHuman();
     const { authenticator } = await registerPasskey(svcUserId);
     const begun = await beginAssertion(svcUserId, "gate-request:req_race");
-    const request = { ceremonyId: begun.ceremonyId, responseJson: answer(authenticator, begun.optionsJson), binding: "gate-request:req_race" };
-    const results = await Promise.allSettled(Array.from({ length: 5 }, () => account.client.finishPasskeyAssertion(request)));
+    const request = {
+      ceremonyId: begun.ceremonyId,
+      responseJson: answer(authenticator, begun.optionsJson),
+      binding: "gate-request:req_race",
+    };
+    const results = await Promise.allSettled(
+      Array.from({ length: 5 }, () => account.client.finishPasskeyAssertion(request)),
+    );
     expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
   });
 
@@ -127,10 +187,24 @@ describe("passkey registration and assertion", () => {
     const assertion = await beginAssertion(svcUserId, "gate-request:req_late");
     const registration = await account.client.beginPasskeyRegistration({ svcUserId: "", rpId, origin });
     clock.advance(5 * 60_000);
-    const late = await refusal(account.client.finishPasskeyAssertion({ ceremonyId: assertion.ceremonyId, responseJson: answer(authenticator, assertion.optionsJson), binding: "gate-request:req_late" }));
-    expect([late.code, late.rawMessage]).toEqual([Code.FailedPrecondition, `assertion ceremony ${assertion.ceremonyId} expired at ${timestampDate(assertion.expiresAt!).toISOString()}`]);
+    const late = await refusal(
+      account.client.finishPasskeyAssertion({
+        ceremonyId: assertion.ceremonyId,
+        responseJson: answer(authenticator, assertion.optionsJson),
+        binding: "gate-request:req_late",
+      }),
+    );
+    expect([late.code, late.rawMessage]).toEqual([
+      Code.FailedPrecondition,
+      `assertion ceremony ${assertion.ceremonyId} expired at ${timestampDate(assertion.expiresAt!).toISOString()}`,
+    ]);
     const lateRegistration = await refusal(
-      account.client.finishPasskeyRegistration({ ceremonyId: registration.ceremonyId, responseJson: JSON.stringify(SoftwareAuthenticator.create().register(JSON.parse(registration.optionsJson), origin)) }),
+      account.client.finishPasskeyRegistration({
+        ceremonyId: registration.ceremonyId,
+        responseJson: JSON.stringify(
+          SoftwareAuthenticator.create().register(JSON.parse(registration.optionsJson), origin),
+        ),
+      }),
     );
     expect(lateRegistration.code).toBe(Code.FailedPrecondition);
   });
@@ -140,11 +214,23 @@ describe("passkey registration and assertion", () => {
     const { authenticator } = await registerPasskey(svcUserId);
     const clone = SoftwareAuthenticator.restore(authenticator.export());
     const first = await beginAssertion(svcUserId, "gate-request:req_c1");
-    await account.client.finishPasskeyAssertion({ ceremonyId: first.ceremonyId, responseJson: answer(authenticator, first.optionsJson), binding: "gate-request:req_c1" });
+    await account.client.finishPasskeyAssertion({
+      ceremonyId: first.ceremonyId,
+      responseJson: answer(authenticator, first.optionsJson),
+      binding: "gate-request:req_c1",
+    });
     const second = await beginAssertion(svcUserId, "gate-request:req_c2");
-    const refused = await refusal(account.client.finishPasskeyAssertion({ ceremonyId: second.ceremonyId, responseJson: answer(clone, second.optionsJson), binding: "gate-request:req_c2" }));
+    const refused = await refusal(
+      account.client.finishPasskeyAssertion({
+        ceremonyId: second.ceremonyId,
+        responseJson: answer(clone, second.optionsJson),
+        binding: "gate-request:req_c2",
+      }),
+    );
     expect(refused.code).toBe(Code.PermissionDenied);
-    expect(refused.rawMessage).toMatch(/^passkey assertion refused: Response counter value 1 was lower than expected 1/);
+    expect(refused.rawMessage).toMatch(
+      /^passkey assertion refused: Response counter value 1 was lower than expected 1/,
+    );
   });
 
   it("a failed verification is PermissionDenied and uses the ceremony up", async () => {
@@ -152,9 +238,24 @@ describe("passkey registration and assertion", () => {
     const { authenticator } = await registerPasskey(svcUserId);
     const begun = await beginAssertion(svcUserId, "gate-request:req_bad");
     const wrongOrigin = JSON.stringify(authenticator.assert(JSON.parse(begun.optionsJson), "https://evil.example"));
-    const refused = await refusal(account.client.finishPasskeyAssertion({ ceremonyId: begun.ceremonyId, responseJson: wrongOrigin, binding: "gate-request:req_bad" }));
-    expect([refused.code, refused.rawMessage]).toEqual([Code.PermissionDenied, 'passkey assertion refused: Unexpected authentication response origin "https://evil.example", expected "https://verify.example"']);
-    const retry = await refusal(account.client.finishPasskeyAssertion({ ceremonyId: begun.ceremonyId, responseJson: answer(authenticator, begun.optionsJson), binding: "gate-request:req_bad" }));
+    const refused = await refusal(
+      account.client.finishPasskeyAssertion({
+        ceremonyId: begun.ceremonyId,
+        responseJson: wrongOrigin,
+        binding: "gate-request:req_bad",
+      }),
+    );
+    expect([refused.code, refused.rawMessage]).toEqual([
+      Code.PermissionDenied,
+      'passkey assertion refused: Unexpected authentication response origin "https://evil.example", expected "https://verify.example"',
+    ]);
+    const retry = await refusal(
+      account.client.finishPasskeyAssertion({
+        ceremonyId: begun.ceremonyId,
+        responseJson: answer(authenticator, begun.optionsJson),
+        binding: "gate-request:req_bad",
+      }),
+    );
     expect(retry.code).toBe(Code.FailedPrecondition);
   });
 
@@ -162,9 +263,20 @@ describe("passkey registration and assertion", () => {
     const svcUserId = await signedInHuman();
     const { authenticator } = await registerPasskey(svcUserId);
     const begun = await beginAssertion(svcUserId, "gate-request:req_uv");
-    const responseJson = JSON.stringify(authenticator.assert(JSON.parse(begun.optionsJson), origin, { userVerified: false }));
-    const refused = await refusal(account.client.finishPasskeyAssertion({ ceremonyId: begun.ceremonyId, responseJson, binding: "gate-request:req_uv" }));
-    expect([refused.code, refused.rawMessage]).toEqual([Code.PermissionDenied, "passkey assertion refused: User verification required, but user could not be verified"]);
+    const responseJson = JSON.stringify(
+      authenticator.assert(JSON.parse(begun.optionsJson), origin, { userVerified: false }),
+    );
+    const refused = await refusal(
+      account.client.finishPasskeyAssertion({
+        ceremonyId: begun.ceremonyId,
+        responseJson,
+        binding: "gate-request:req_uv",
+      }),
+    );
+    expect([refused.code, refused.rawMessage]).toEqual([
+      Code.PermissionDenied,
+      "passkey assertion refused: User verification required, but user could not be verified",
+    ]);
   });
 
   it("another human's passkey cannot answer a ceremony that names a human", async () => {
@@ -174,54 +286,123 @@ describe("passkey registration and assertion", () => {
     const { authenticator: bobs } = await registerPasskey(bob);
     const begun = await beginAssertion(alice, "gate-request:req_other");
     const forged = JSON.stringify(bobs.assert({ ...JSON.parse(begun.optionsJson), allowCredentials: [] }, origin));
-    const refused = await refusal(account.client.finishPasskeyAssertion({ ceremonyId: begun.ceremonyId, responseJson: forged, binding: "gate-request:req_other" }));
-    expect([refused.code, refused.rawMessage]).toEqual([Code.PermissionDenied, "passkey assertion refused: the passkey belongs to another human than the ceremony names"]);
+    const refused = await refusal(
+      account.client.finishPasskeyAssertion({
+        ceremonyId: begun.ceremonyId,
+        responseJson: forged,
+        binding: "gate-request:req_other",
+      }),
+    );
+    expect([refused.code, refused.rawMessage]).toEqual([
+      Code.PermissionDenied,
+      "passkey assertion refused: the passkey belongs to another human than the ceremony names",
+    ]);
   });
 
   it("a credential id is registered once", async () => {
     const { authenticator } = await registerPasskey();
     const refused = await refusal(registerPasskey(await signedInHuman(), authenticator));
-    expect([refused.code, refused.rawMessage]).toEqual([Code.AlreadyExists, `a passkey with credential id ${authenticator.credentialId} is already registered`]);
+    expect([refused.code, refused.rawMessage]).toEqual([
+      Code.AlreadyExists,
+      `a passkey with credential id ${authenticator.credentialId} is already registered`,
+    ]);
   });
 
   it("refuses what is not a ceremony or not a response without using anything up", async () => {
     const svcUserId = await signedInHuman();
     const { authenticator } = await registerPasskey(svcUserId);
-    expect((await refusal(account.client.finishPasskeyAssertion({ ceremonyId: uuid(), responseJson: "{}", binding: "b" }))).code).toBe(Code.InvalidArgument);
+    expect(
+      (await refusal(account.client.finishPasskeyAssertion({ ceremonyId: uuid(), responseJson: "{}", binding: "b" })))
+        .code,
+    ).toBe(Code.InvalidArgument);
     const unknown = await refusal(
-      account.client.finishPasskeyAssertion({ ceremonyId: "3f0c2f4e-0000-4000-8000-000000000000", responseJson: answer(authenticator, JSON.stringify({ challenge: "x", rpId })), binding: "b" }),
+      account.client.finishPasskeyAssertion({
+        ceremonyId: "3f0c2f4e-0000-4000-8000-000000000000",
+        responseJson: answer(authenticator, JSON.stringify({ challenge: "x", rpId })),
+        binding: "b",
+      }),
     );
-    expect([unknown.code, unknown.rawMessage]).toEqual([Code.FailedPrecondition, "no assertion ceremony 3f0c2f4e-0000-4000-8000-000000000000"]);
+    expect([unknown.code, unknown.rawMessage]).toEqual([
+      Code.FailedPrecondition,
+      "no assertion ceremony 3f0c2f4e-0000-4000-8000-000000000000",
+    ]);
 
     const begun = await beginAssertion(svcUserId, "gate-request:req_input");
-    const notJson = await refusal(account.client.finishPasskeyAssertion({ ceremonyId: begun.ceremonyId, responseJson: "{not json", binding: "gate-request:req_input" }));
+    const notJson = await refusal(
+      account.client.finishPasskeyAssertion({
+        ceremonyId: begun.ceremonyId,
+        responseJson: "{not json",
+        binding: "gate-request:req_input",
+      }),
+    );
     expect([notJson.code, notJson.rawMessage]).toEqual([Code.InvalidArgument, "response_json is not JSON"]);
-    expect((await account.client.finishPasskeyAssertion({ ceremonyId: begun.ceremonyId, responseJson: answer(authenticator, begun.optionsJson), binding: "gate-request:req_input" })).svcUserId).toBe(svcUserId);
+    expect(
+      (
+        await account.client.finishPasskeyAssertion({
+          ceremonyId: begun.ceremonyId,
+          responseJson: answer(authenticator, begun.optionsJson),
+          binding: "gate-request:req_input",
+        })
+      ).svcUserId,
+    ).toBe(svcUserId);
 
-    expect((await refusal(account.client.beginPasskeyAssertion({ svcUserId, rpId, origin, binding: "" }))).code).toBe(Code.InvalidArgument);
-    const outside = await refusal(account.client.beginPasskeyAssertion({ svcUserId, rpId, origin: "https://evil.example", binding: "b" }));
-    expect([outside.code, outside.rawMessage]).toEqual([Code.InvalidArgument, "origin https://evil.example is not within rp_id verify.example"]);
-    expect((await refusal(account.client.beginPasskeyAssertion({ svcUserId: uuid(), rpId, origin, binding: "b" }))).code).toBe(Code.NotFound);
-    const none = await refusal(account.client.beginPasskeyAssertion({ svcUserId: await signedInHuman(), rpId, origin, binding: "b" }));
+    expect((await refusal(account.client.beginPasskeyAssertion({ svcUserId, rpId, origin, binding: "" }))).code).toBe(
+      Code.InvalidArgument,
+    );
+    const outside = await refusal(
+      account.client.beginPasskeyAssertion({ svcUserId, rpId, origin: "https://evil.example", binding: "b" }),
+    );
+    expect([outside.code, outside.rawMessage]).toEqual([
+      Code.InvalidArgument,
+      "origin https://evil.example is not within rp_id verify.example",
+    ]);
+    expect(
+      (await refusal(account.client.beginPasskeyAssertion({ svcUserId: uuid(), rpId, origin, binding: "b" }))).code,
+    ).toBe(Code.NotFound);
+    const none = await refusal(
+      account.client.beginPasskeyAssertion({ svcUserId: await signedInHuman(), rpId, origin, binding: "b" }),
+    );
     expect(none.code).toBe(Code.FailedPrecondition);
   });
 });
 
 describe("ceremony upkeep", () => {
   it("ceremonies that expired over an hour ago are deleted; later ones still explain themselves", async () => {
-    const orm = await openDatabase({ url: account.database.url, schema: "account", entities: [PasskeyCeremony], migrations, logger: createLogger("sweep-test", {}, "error") });
+    const orm = await openDatabase({
+      url: account.database.url,
+      schema: "account",
+      entities: [PasskeyCeremony],
+      migrations,
+      logger: createLogger("sweep-test", {}, "error"),
+    });
     try {
       const svcUserId = await signedInHuman();
       const { authenticator } = await registerPasskey(svcUserId);
       const old = await beginAssertion(svcUserId, "gate-request:req_old");
       clock.advance(5 * 60_000 + ceremonyRetentionMs);
       const recent = await beginAssertion(svcUserId, "gate-request:req_recent");
-      await account.client.finishPasskeyAssertion({ ceremonyId: recent.ceremonyId, responseJson: answer(authenticator, recent.optionsJson), binding: "gate-request:req_recent" });
+      await account.client.finishPasskeyAssertion({
+        ceremonyId: recent.ceremonyId,
+        responseJson: answer(authenticator, recent.optionsJson),
+        binding: "gate-request:req_recent",
+      });
       clock.advance(1000);
       expect(await deleteOldCeremonies(orm.em.fork(), clock.now())).toBeGreaterThan(0);
-      const gone = await refusal(account.client.finishPasskeyAssertion({ ceremonyId: old.ceremonyId, responseJson: answer(authenticator, old.optionsJson), binding: "gate-request:req_old" }));
+      const gone = await refusal(
+        account.client.finishPasskeyAssertion({
+          ceremonyId: old.ceremonyId,
+          responseJson: answer(authenticator, old.optionsJson),
+          binding: "gate-request:req_old",
+        }),
+      );
       expect(gone.rawMessage).toBe(`no assertion ceremony ${old.ceremonyId}`);
-      const used = await refusal(account.client.finishPasskeyAssertion({ ceremonyId: recent.ceremonyId, responseJson: answer(authenticator, recent.optionsJson), binding: "gate-request:req_recent" }));
+      const used = await refusal(
+        account.client.finishPasskeyAssertion({
+          ceremonyId: recent.ceremonyId,
+          responseJson: answer(authenticator, recent.optionsJson),
+          binding: "gate-request:req_recent",
+        }),
+      );
       expect(used.rawMessage).toBe(`assertion ceremony ${recent.ceremonyId} was already used`);
     } finally {
       await orm.close();

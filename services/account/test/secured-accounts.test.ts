@@ -3,13 +3,13 @@ import { create } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createLogger, ManualClock, openDatabase, OutboxEvent, uuid, type EnvironmentName } from "@svc/platform";
+import { createLogger, type EnvironmentName, ManualClock, OutboxEvent, openDatabase, uuid } from "@svc/platform";
 import { SecuredAccountStatus } from "@svc/proto/account/v1/account_pb.js";
 import { CallerSchema, CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { uniqueName } from "../../../test/harness/index.ts";
-import { unlinkAccount } from "../src/links/account-links.ts";
 import { AccountLink } from "../src/links/account-link.entity.ts";
+import { unlinkAccount } from "../src/links/account-links.ts";
 import { migrations } from "../src/migrations/index.ts";
 import { refPepper, refusal, startTestAccount, type TestAccount } from "./support/account.ts";
 
@@ -20,19 +20,32 @@ let orm: MikroORM;
 beforeAll(async () => {
   account = await startTestAccount("secured_accounts", { clock });
   // A person's unlink (by human) has no RPC: the test ends links with the service's own rule on its tables.
-  orm = await openDatabase({ url: account.database.url, schema: "account", entities: [OutboxEvent, AccountLink], migrations, logger: createLogger("list-test", {}, "error") });
+  orm = await openDatabase({
+    url: account.database.url,
+    schema: "account",
+    entities: [OutboxEvent, AccountLink],
+    migrations,
+    logger: createLogger("list-test", {}, "error"),
+  });
 });
 afterAll(async () => {
   await orm?.close();
   await account?.stop();
 });
 
-const newHuman = async () => (await account.client.resolveSignedInHuman({ issuer: "https://id.example", subject: uuid() })).svcUserId;
+const newHuman = async () =>
+  (await account.client.resolveSignedInHuman({ issuer: "https://id.example", subject: uuid() })).svcUserId;
 const minutes = (n: number) => new Date(Date.parse("2026-11-01T00:00:00Z") + n * 60_000);
 const environments = { development: Environment.DEVELOPMENT, production: Environment.PRODUCTION } as const;
 
 function platform(environment: EnvironmentName = "production", organizationId = uniqueName("org")) {
-  const caller = (kind = CredentialKind.SECRET_KEY) => create(CallerSchema, { organizationId, environment: environments[environment], credentialId: uuid(), credentialKind: kind });
+  const caller = (kind = CredentialKind.SECRET_KEY) =>
+    create(CallerSchema, {
+      organizationId,
+      environment: environments[environment],
+      credentialId: uuid(),
+      credentialKind: kind,
+    });
   return {
     organizationId,
     secure: async (partnerUserRef: string, at: Date, surfaceId = "") =>
@@ -46,12 +59,26 @@ function platform(environment: EnvironmentName = "production", organizationId = 
           at: timestampFromDate(at),
         })
       ).handle,
-    unlink: (partnerUserRef: string, at: Date, by: "human" | "platform" = "platform", reason: "human" | "platform" | "credential_changed" = "platform") =>
+    unlink: (
+      partnerUserRef: string,
+      at: Date,
+      by: "human" | "platform" = "platform",
+      reason: "human" | "platform" | "credential_changed" = "platform",
+    ) =>
       unlinkAccount(
-        { em: orm.em.fork(), clock, pepper: createSecretKey(Buffer.from(refPepper, "base64")), bus: { subject: (type) => `${account.env.SVC_EVENT_SUBJECT_PREFIX}.${type}` }, outbox: { wake() {} } },
+        {
+          em: orm.em.fork(),
+          clock,
+          pepper: createSecretKey(Buffer.from(refPepper, "base64")),
+          bus: { subject: (type) => `${account.env.SVC_EVENT_SUBJECT_PREFIX}.${type}` },
+          outbox: { wake() {} },
+        },
         { organizationId, environment, partnerUserRef, by, reason, at },
       ),
-    list: (request: { partnerUserRef?: string; status?: SecuredAccountStatus; limit?: number; offset?: number } = {}, kind?: CredentialKind) => account.client.listSecuredAccounts({ caller: caller(kind), ...request }),
+    list: (
+      request: { partnerUserRef?: string; status?: SecuredAccountStatus; limit?: number; offset?: number } = {},
+      kind?: CredentialKind,
+    ) => account.client.listSecuredAccounts({ caller: caller(kind), ...request }),
   };
 }
 
@@ -83,14 +110,28 @@ describe("ListSecuredAccounts", () => {
     expect(order.slice(3)).toEqual([made.a2, made.a1]);
 
     const unlinked = all.rows.find((row) => row.handle === made.a2)!;
-    expect(unlinked).toMatchObject({ status: SecuredAccountStatus.UNLINKED, unlinkedBy: "human", unlinkReason: "human", surfaceId });
+    expect(unlinked).toMatchObject({
+      status: SecuredAccountStatus.UNLINKED,
+      unlinkedBy: "human",
+      unlinkReason: "human",
+      surfaceId,
+    });
     expect(timestampDate(unlinked.securedAt!)).toEqual(minutes(2));
     expect(timestampDate(unlinked.unlinkedAt!)).toEqual(minutes(10));
     const active = all.rows.find((row) => row.handle === made.a1)!;
-    expect(active).toMatchObject({ status: SecuredAccountStatus.ACTIVE, unlinkedBy: "", unlinkReason: "", surfaceId: "" });
+    expect(active).toMatchObject({
+      status: SecuredAccountStatus.ACTIVE,
+      unlinkedBy: "",
+      unlinkReason: "",
+      surfaceId: "",
+    });
     expect(active.unlinkedAt).toBeUndefined();
     // Nothing beyond the spec's fields: no reference, no human.
-    expect(Object.keys(active).filter((k) => !k.startsWith("$")).sort()).toEqual(["handle", "securedAt", "status", "surfaceId", "unlinkReason", "unlinkedBy"]);
+    expect(
+      Object.keys(active)
+        .filter((k) => !k.startsWith("$"))
+        .sort(),
+    ).toEqual(["handle", "securedAt", "status", "surfaceId", "unlinkReason", "unlinkedBy"]);
 
     const pages = [];
     for (let offset = 0; offset < 6; offset += 2) {
@@ -111,7 +152,9 @@ describe("ListSecuredAccounts", () => {
     const byReference = await shop.list({ partnerUserRef: "ref-2" });
     expect(byReference.total).toBe(2);
     expect(handles(byReference)).toEqual([made.a5, made.a2]);
-    expect(handles(await shop.list({ partnerUserRef: "ref-2", status: SecuredAccountStatus.ACTIVE }))).toEqual([made.a5]);
+    expect(handles(await shop.list({ partnerUserRef: "ref-2", status: SecuredAccountStatus.ACTIVE }))).toEqual([
+      made.a5,
+    ]);
     expect(await shop.list({ partnerUserRef: "REF-2" })).toMatchObject({ rows: [], total: 0 });
     expect(await shop.list({ partnerUserRef: "ref-" })).toMatchObject({ rows: [], total: 0 });
   });
@@ -133,7 +176,15 @@ describe("ListSecuredAccounts", () => {
   it("refuses a call without a partner, another credential kind and out-of-range input", async () => {
     expect((await refusal(account.client.listSecuredAccounts({}))).code).toBe(Code.PermissionDenied);
     expect((await refusal(shop.list({}, CredentialKind.SITE_KEY))).code).toBe(Code.Unauthenticated);
-    for (const request of [{ limit: 101 }, { limit: -1 }, { offset: -1 }, { partnerUserRef: "" }, { partnerUserRef: "  " }, { partnerUserRef: "x".repeat(513) }, { status: 9 as SecuredAccountStatus }]) {
+    for (const request of [
+      { limit: 101 },
+      { limit: -1 },
+      { offset: -1 },
+      { partnerUserRef: "" },
+      { partnerUserRef: "  " },
+      { partnerUserRef: "x".repeat(513) },
+      { status: 9 as SecuredAccountStatus },
+    ]) {
       expect((await refusal(shop.list(request))).code, JSON.stringify(request)).toBe(Code.InvalidArgument);
     }
     expect((await shop.list({ partnerUserRef: "x".repeat(512) })).total).toBe(0);

@@ -1,9 +1,9 @@
 import {
+  type AuthenticationResponseJSON,
   generateAuthenticationOptions,
   generateRegistrationOptions,
   verifyAuthenticationResponse,
   verifyRegistrationResponse,
-  type AuthenticationResponseJSON,
   type WebAuthnCredential,
 } from "@simplewebauthn/server";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -24,7 +24,11 @@ const registrationOptions = () =>
   });
 
 /** Re-encodes one base64url part of a response after changing its decoded bytes or JSON. */
-function tamper(response: AuthenticationResponseJSON, part: "clientDataJSON" | "authenticatorData" | "signature", change: (bytes: Buffer) => Buffer): AuthenticationResponseJSON {
+function tamper(
+  response: AuthenticationResponseJSON,
+  part: "clientDataJSON" | "authenticatorData" | "signature",
+  change: (bytes: Buffer) => Buffer,
+): AuthenticationResponseJSON {
   const bytes = Buffer.from(response.response[part], "base64url");
   return { ...response, response: { ...response.response, [part]: change(bytes).toString("base64url") } };
 }
@@ -56,9 +60,19 @@ describe("software authenticator against @simplewebauthn/server", () => {
   it("registers: a none attestation of an ES256 credential with user verification and counter 0", async () => {
     const options = await registrationOptions();
     const fresh = SoftwareAuthenticator.create();
-    const verified = await verifyRegistrationResponse({ response: fresh.register(options, origin), expectedChallenge: options.challenge, expectedOrigin: origin, expectedRPID: rpID });
+    const verified = await verifyRegistrationResponse({
+      response: fresh.register(options, origin),
+      expectedChallenge: options.challenge,
+      expectedOrigin: origin,
+      expectedRPID: rpID,
+    });
     expect(verified.verified).toBe(true);
-    expect(verified.registrationInfo).toMatchObject({ fmt: "none", userVerified: true, credentialType: "public-key", rpID });
+    expect(verified.registrationInfo).toMatchObject({
+      fmt: "none",
+      userVerified: true,
+      credentialType: "public-key",
+      rpID,
+    });
     expect(verified.registrationInfo!.credential.id).toBe(fresh.credentialId);
     expect(verified.registrationInfo!.credential.counter).toBe(0);
     expect(Buffer.from(verified.registrationInfo!.credential.publicKey).equals(fresh.publicKeyCose())).toBe(true);
@@ -68,22 +82,42 @@ describe("software authenticator against @simplewebauthn/server", () => {
     const options = await registrationOptions();
     const response = SoftwareAuthenticator.create().register(options, origin);
     const base = { response, expectedChallenge: options.challenge, expectedOrigin: origin, expectedRPID: rpID };
-    await expect(verifyRegistrationResponse({ ...base, expectedChallenge: "another-challenge" })).rejects.toThrow(/challenge/);
-    await expect(verifyRegistrationResponse({ ...base, expectedOrigin: "https://evil.example" })).rejects.toThrow(/origin/);
+    await expect(verifyRegistrationResponse({ ...base, expectedChallenge: "another-challenge" })).rejects.toThrow(
+      /challenge/,
+    );
+    await expect(verifyRegistrationResponse({ ...base, expectedOrigin: "https://evil.example" })).rejects.toThrow(
+      /origin/,
+    );
     await expect(verifyRegistrationResponse({ ...base, expectedRPID: "evil.example" })).rejects.toThrow(/RP ID/);
   });
 
   it("asserts: the signature verifies and the counter goes up by one each time", async () => {
     for (const expected of [1, 2]) {
-      const options = await generateAuthenticationOptions({ rpID, allowCredentials: [{ id: authenticator.credentialId }], userVerification: "required" });
-      const verified = await verifyAuthenticationResponse({ response: authenticator.assert(options, origin), expectedChallenge: options.challenge, expectedOrigin: origin, expectedRPID: rpID, credential });
-      expect(verified).toMatchObject({ verified: true, authenticationInfo: { newCounter: expected, userVerified: true, credentialID: authenticator.credentialId } });
+      const options = await generateAuthenticationOptions({
+        rpID,
+        allowCredentials: [{ id: authenticator.credentialId }],
+        userVerification: "required",
+      });
+      const verified = await verifyAuthenticationResponse({
+        response: authenticator.assert(options, origin),
+        expectedChallenge: options.challenge,
+        expectedOrigin: origin,
+        expectedRPID: rpID,
+        credential,
+      });
+      expect(verified).toMatchObject({
+        verified: true,
+        authenticationInfo: { newCounter: expected, userVerified: true, credentialID: authenticator.credentialId },
+      });
       credential = { ...credential, counter: verified.authenticationInfo.newCounter };
     }
   });
 
   describe("tampered or wrong assertions are refused", () => {
-    const attempt = async (change: (response: AuthenticationResponseJSON) => AuthenticationResponseJSON, overrides: { userVerified?: boolean; counter?: number } = {}) => {
+    const attempt = async (
+      change: (response: AuthenticationResponseJSON) => AuthenticationResponseJSON,
+      overrides: { userVerified?: boolean; counter?: number } = {},
+    ) => {
       const options = await generateAuthenticationOptions({ rpID, userVerification: "required" });
       const response = change(authenticator.assert(options, origin, { userVerified: overrides.userVerified }));
       return verifyAuthenticationResponse({
@@ -100,20 +134,26 @@ describe("software authenticator against @simplewebauthn/server", () => {
       expect((await attempt(unchanged)).verified).toBe(true);
     });
     it("a flipped signature bit", async () => {
-      const verified = await attempt((r) => tamper(r, "signature", (b) => (b[b.length - 1]! ^= 1, b)));
+      const verified = await attempt((r) => tamper(r, "signature", (b) => ((b[b.length - 1]! ^= 1), b)));
       expect(verified.verified).toBe(false);
     });
     it("another challenge in the client data", async () => {
-      await expect(attempt((r) => editClientData(r, (d) => (d.challenge = Buffer.from("other").toString("base64url"))))).rejects.toThrow(/challenge/);
+      await expect(
+        attempt((r) => editClientData(r, (d) => (d.challenge = Buffer.from("other").toString("base64url")))),
+      ).rejects.toThrow(/challenge/);
     });
     it("another origin in the client data", async () => {
-      await expect(attempt((r) => editClientData(r, (d) => (d.origin = "https://evil.example")))).rejects.toThrow(/origin/);
+      await expect(attempt((r) => editClientData(r, (d) => (d.origin = "https://evil.example")))).rejects.toThrow(
+        /origin/,
+      );
     });
     it("a registration type in the client data", async () => {
       await expect(attempt((r) => editClientData(r, (d) => (d.type = "webauthn.create")))).rejects.toThrow(/type/);
     });
     it("a raised counter in the signed authenticator data", async () => {
-      const verified = await attempt((r) => tamper(r, "authenticatorData", (b) => (b.writeUInt32BE(b.readUInt32BE(33) + 100, 33), b)));
+      const verified = await attempt((r) =>
+        tamper(r, "authenticatorData", (b) => (b.writeUInt32BE(b.readUInt32BE(33) + 100, 33), b)),
+      );
       expect(verified.verified).toBe(false);
     });
     it("no user verification", async () => {
@@ -127,13 +167,29 @@ describe("software authenticator against @simplewebauthn/server", () => {
   it("an assertion made for another relying party is refused", async () => {
     const options = await generateAuthenticationOptions({ rpID: "evil.example", userVerification: "required" });
     const response = authenticator.assert(options, origin);
-    await expect(verifyAuthenticationResponse({ response, expectedChallenge: options.challenge, expectedOrigin: origin, expectedRPID: rpID, credential })).rejects.toThrow(/RP ID/);
+    await expect(
+      verifyAuthenticationResponse({
+        response,
+        expectedChallenge: options.challenge,
+        expectedOrigin: origin,
+        expectedRPID: rpID,
+        credential,
+      }),
+    ).rejects.toThrow(/RP ID/);
   });
 
   it("refuses options it cannot answer", async () => {
-    const options = await generateRegistrationOptions({ rpName: "svc", rpID, userName: "x", supportedAlgorithmIDs: [-257] });
+    const options = await generateRegistrationOptions({
+      rpName: "svc",
+      rpID,
+      userName: "x",
+      supportedAlgorithmIDs: [-257],
+    });
     expect(() => SoftwareAuthenticator.create().register(options, origin)).toThrow(AuthenticatorRefusal);
-    const others = await generateAuthenticationOptions({ rpID, allowCredentials: [{ id: SoftwareAuthenticator.create().credentialId }] });
+    const others = await generateAuthenticationOptions({
+      rpID,
+      allowCredentials: [{ id: SoftwareAuthenticator.create().credentialId }],
+    });
     expect(() => authenticator.assert(others, origin)).toThrow(AuthenticatorRefusal);
   });
 
@@ -142,7 +198,13 @@ describe("software authenticator against @simplewebauthn/server", () => {
     const options = await generateAuthenticationOptions({ rpID, userVerification: "required" });
     const response = restored.assert(options, origin);
     expect(response.response.userHandle).toBe(Buffer.from("a-human").toString("base64url"));
-    const verified = await verifyAuthenticationResponse({ response, expectedChallenge: options.challenge, expectedOrigin: origin, expectedRPID: rpID, credential: { ...credential, counter: authenticator.signCount } });
+    const verified = await verifyAuthenticationResponse({
+      response,
+      expectedChallenge: options.challenge,
+      expectedOrigin: origin,
+      expectedRPID: rpID,
+      credential: { ...credential, counter: authenticator.signCount },
+    });
     expect(verified.authenticationInfo.newCounter).toBe(authenticator.signCount + 1);
   });
 });

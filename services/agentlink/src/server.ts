@@ -1,4 +1,4 @@
-import { runAsMain, startService, type StartOptions } from "@svc/platform";
+import { runAsMain, type StartOptions, startService } from "@svc/platform";
 
 export const startAgentlink = (options: StartOptions = {}) =>
   startService(

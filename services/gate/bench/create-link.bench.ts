@@ -1,11 +1,11 @@
 import { Agent, request } from "node:http";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import pg from "pg";
 import { createLogger, openStatementPool, systemClock } from "@svc/platform";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { ConsoleService, KeyType } from "@svc/proto/console/v1/console_pb.js";
 import { GateConsoleService, GateType } from "@svc/proto/gate/v1/gate_pb.js";
+import pg from "pg";
 import { measureThroughput, median, startBenchMesh } from "../../../test/bench/bench-infrastructure.ts";
 import { resolveRefKey } from "../src/config.ts";
 import { GateFactsLookup } from "../src/gates/gate-facts.ts";
@@ -35,20 +35,43 @@ try {
   const transport = createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" });
   const console_ = createClient(ConsoleService, transport);
   const { organizationId } = await console_.createOrganization({ name: "bench" });
-  const { key, keyId } = await console_.createKey({ organizationId, environment: Environment.DEVELOPMENT, type: KeyType.SECRET });
+  const { key, keyId } = await console_.createKey({
+    organizationId,
+    environment: Environment.DEVELOPMENT,
+    type: KeyType.SECRET,
+  });
   // The benchmark sends far more than a development key's tier allows; limits are not what it measures.
-  for (const bucket of ["per_minute", "hourly", "daily", "in_flight"]) await console_.setKeyLimits({ keyId, bucket, limit: 10_000_000 });
-  await createClient(GateConsoleService, transport).createGate({ organizationId, environment: Environment.DEVELOPMENT, key: "bench", type: GateType.HUMAN, status: "active" });
+  for (const bucket of ["per_minute", "hourly", "daily", "in_flight"])
+    await console_.setKeyLimits({ keyId, bucket, limit: 10_000_000 });
+  await createClient(GateConsoleService, transport).createGate({
+    organizationId,
+    environment: Environment.DEVELOPMENT,
+    key: "bench",
+    type: GateType.HUMAN,
+    status: "active",
+  });
 
   const agent = new Agent({ keepAlive: true, maxSockets: clients });
   const post = (path: string, body: unknown, credential: string) =>
     new Promise<{ data?: { data?: Record<string, unknown>; error?: unknown } }>((resolve, reject) => {
       const text = JSON.stringify(body);
-      const call = request(new URL(`/v1${path}`, mesh.gatewayUrl), { method: "POST", agent, headers: { authorization: `Bearer ${credential}`, "content-type": "application/json", "content-length": Buffer.byteLength(text) } }, (response) => {
-        const chunks: Buffer[] = [];
-        response.on("data", (c: Buffer) => chunks.push(c));
-        response.on("end", () => resolve(JSON.parse(Buffer.concat(chunks).toString())));
-      });
+      const call = request(
+        new URL(`/v1${path}`, mesh.gatewayUrl),
+        {
+          method: "POST",
+          agent,
+          headers: {
+            authorization: `Bearer ${credential}`,
+            "content-type": "application/json",
+            "content-length": Buffer.byteLength(text),
+          },
+        },
+        (response) => {
+          const chunks: Buffer[] = [];
+          response.on("data", (c: Buffer) => chunks.push(c));
+          response.on("end", () => resolve(JSON.parse(Buffer.concat(chunks).toString())));
+        },
+      );
       call.on("error", reject);
       call.end(text);
     });
@@ -60,7 +83,8 @@ try {
   };
   const grants = async (count: number) => {
     const out: string[] = [];
-    while (out.length < count) out.push(...(await Promise.all(Array.from({ length: Math.min(100, count - out.length) }, grant))));
+    while (out.length < count)
+      out.push(...(await Promise.all(Array.from({ length: Math.min(100, count - out.length) }, grant))));
     return out;
   };
   const gatewayLink = async (token: string) => {
@@ -69,8 +93,15 @@ try {
   };
 
   const db = new pg.Pool({ connectionString: mesh.databaseUrl, max: clients });
-  await db.query("create table bench_insert (id bigserial primary key, request_id text not null, created_at timestamptz not null)");
-  const insert = () => db.query("insert into bench_insert (request_id, created_at) values ($1, now())", [`req_${Math.random().toString(16).slice(2)}`]).then(() => undefined);
+  await db.query(
+    "create table bench_insert (id bigserial primary key, request_id text not null, created_at timestamptz not null)",
+  );
+  const insert = () =>
+    db
+      .query("insert into bench_insert (request_id, created_at) values ($1, now())", [
+        `req_${Math.random().toString(16).slice(2)}`,
+      ])
+      .then(() => undefined);
 
   /**
    * One-client medians, taken in turns (one sample of each in every turn) so they see the same machine:
@@ -95,17 +126,46 @@ try {
   const refs = partnerRefs(resolveRefKey({}, logger));
   const sessionFacts = new SessionFactsLookup(statements);
   const sessions = new SessionStore({ db: statements, clock: systemClock, refs, facts: sessionFacts });
-  const linkDeps = { writer: new RequestWriter(statements), sessions: sessionFacts, gates: new GateFactsLookup(statements), clock: systemClock, refs, presenceWindowMs: 600_000 };
-  const keyCaller = { organizationId, environment: "development" as const, credentialId: keyId, kind: "secret_key" as const };
+  const linkDeps = {
+    writer: new RequestWriter(statements),
+    sessions: sessionFacts,
+    gates: new GateFactsLookup(statements),
+    clock: systemClock,
+    refs,
+    presenceWindowMs: 600_000,
+  };
+  const keyCaller = {
+    organizationId,
+    environment: "development" as const,
+    credentialId: keyId,
+    kind: "secret_key" as const,
+  };
   const serviceGrants = async (count: number) => {
     const tokens: string[] = [];
     while (tokens.length < count)
-      tokens.push(...(await Promise.all(Array.from({ length: Math.min(200, count - tokens.length) }, () => sessions.create(keyCaller, { partnerUserId: "", metadata: undefined, allowedGates: [] }).then((s) => s.token)))));
+      tokens.push(
+        ...(await Promise.all(
+          Array.from({ length: Math.min(200, count - tokens.length) }, () =>
+            sessions
+              .create(keyCaller, { partnerUserId: "", metadata: undefined, allowedGates: [] })
+              .then((s) => s.token),
+          ),
+        )),
+      );
     return tokens;
   };
   const serviceLink = async (token: string) => {
     const session = await sessions.authenticate(token);
-    const input = { gate: "bench", returnUrl: "", mode: "", svcUserId: "", partnerUserRef: "", parentRequestId: "", metadata: undefined, notarize: false };
+    const input = {
+      gate: "bench",
+      returnUrl: "",
+      mode: "",
+      svcUserId: "",
+      partnerUserRef: "",
+      parentRequestId: "",
+      metadata: undefined,
+      notarize: false,
+    };
     await createLink(linkDeps, { ...keyCaller, credentialId: session.id, kind: "grant_token" }, input, { devices: 0 });
   };
   const fromPool = (tokens: string[]) => {
@@ -137,7 +197,9 @@ try {
   let doubleSpends = 0;
   for (let round = 0; round < contentionRounds; round++) {
     const token = await grant();
-    const answers = await Promise.all(Array.from({ length: clients }, () => post("/sdk/create-verification-link", { gate: "bench" }, token)));
+    const answers = await Promise.all(
+      Array.from({ length: clients }, () => post("/sdk/create-verification-link", { gate: "bench" }, token)),
+    );
     if (answers.filter((a) => a.data?.data?.request_id).length !== 1) doubleSpends++;
   }
 

@@ -1,5 +1,5 @@
-import { environmentName, type EnvironmentName } from "@svc/platform";
-import { CredentialKind, type Caller } from "@svc/proto/common/v1/caller_pb.js";
+import { type EnvironmentName, environmentName } from "@svc/platform";
+import { type Caller, CredentialKind } from "@svc/proto/common/v1/caller_pb.js";
 import { Refusal } from "./refusal.ts";
 
 export type CallerKind = "secret_key" | "site_key" | "grant_token";
@@ -24,6 +24,7 @@ export function partnerCaller(caller: Caller | undefined, accepts: readonly Call
   const kind = caller ? kinds.get(caller.credentialKind) : undefined;
   if (!caller || !environment || !kind || caller.organizationId === "" || caller.credentialId === "")
     throw new Refusal("unauthenticated", "the call carries no authenticated caller");
-  if (!accepts.includes(kind)) throw new Refusal("unauthenticated", `this operation does not take a ${kind.replace("_", " ")}`);
+  if (!accepts.includes(kind))
+    throw new Refusal("unauthenticated", `this operation does not take a ${kind.replace("_", " ")}`);
   return { organizationId: caller.organizationId, environment, credentialId: caller.credentialId, kind };
 }

@@ -1,4 +1,4 @@
-import { ConfigError, parse, type Logger } from "@svc/platform";
+import { ConfigError, type Logger, parse } from "@svc/platform";
 
 /** GATE_* settings beside the shared SVC_* ones (see the README). */
 export const settings = {
@@ -9,12 +9,21 @@ export const settings = {
     default: null,
     description: "32 bytes base64: keys the hashes and seals of partner user references; required in production",
   },
-  presenceWindow: { parse: parse.duration, default: 10 * 60_000, description: "how long after a ceremony a returning human passes by Recent Presence" },
-  sweepEvery: { parse: parse.duration, default: 30_000, description: "how often pending requests past their window are expired" },
+  presenceWindow: {
+    parse: parse.duration,
+    default: 10 * 60_000,
+    description: "how long after a ceremony a returning human passes by Recent Presence",
+  },
+  sweepEvery: {
+    parse: parse.duration,
+    default: 30_000,
+    description: "how often pending requests past their window are expired",
+  },
   passkeyOrigin: {
     parse: parse.url,
     default: "http://127.0.0.1:8080",
-    description: "origin (and relying party) of passkey assertions answered by sandbox humans: the gateway's public origin",
+    description:
+      "origin (and relying party) of passkey assertions answered by sandbox humans: the gateway's public origin",
   },
 };
 
@@ -31,6 +40,9 @@ export function resolveRefKey(env: NodeJS.ProcessEnv, logger: Logger): Buffer {
     return developmentRefKey;
   }
   const key = parse.base64Key32(raw);
-  if (production && key.equals(developmentRefKey)) throw new ConfigError("invalid configuration:\n  GATE_REF_KEY is the built-in development key, which production refuses");
+  if (production && key.equals(developmentRefKey))
+    throw new ConfigError(
+      "invalid configuration:\n  GATE_REF_KEY is the built-in development key, which production refuses",
+    );
   return key;
 }

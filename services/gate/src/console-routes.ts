@@ -1,17 +1,17 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
+import { environmentName, environmentProto } from "@svc/platform";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import {
   CreateGateResponseSchema,
   ExpireRequestsResponseSchema,
   GateConsoleService,
   GateSchema,
-  GateType as ProtoGateType,
   ListGatesResponseSchema,
+  GateType as ProtoGateType,
   SetGateStatusResponseSchema,
 } from "@svc/proto/gate/v1/gate_pb.js";
-import { environmentName, environmentProto } from "@svc/platform";
 import { legacyGateStatusAt } from "./gates/gate-status.ts";
 import type { Gate, GateStore } from "./gates/gate-store.ts";
 import { Refusal, refusalsAsConnectErrors } from "./refusal.ts";
@@ -48,13 +48,17 @@ const sweepLimit = (limit: number) => {
 };
 
 /** The operators' gate operations, forwarded to this service by the gateway's console port. */
-export function gateConsoleRoutes(deps: { gates: GateStore; lifecycle: RequestLifecycle }): (router: ConnectRouter) => void {
+export function gateConsoleRoutes(deps: {
+  gates: GateStore;
+  lifecycle: RequestLifecycle;
+}): (router: ConnectRouter) => void {
   const { gates, lifecycle } = deps;
   return (router) =>
     router.service(GateConsoleService, {
       createGate: (request) =>
         refusalsAsConnectErrors(async () => {
-          const type = request.type === ProtoGateType.AGE ? "age" : request.type === ProtoGateType.HUMAN ? "human" : undefined;
+          const type =
+            request.type === ProtoGateType.AGE ? "age" : request.type === ProtoGateType.HUMAN ? "human" : undefined;
           if (!type) throw new Refusal("invalid", "type is required (human or age)");
           const gate = await gates.create({
             organizationId: request.organizationId,
@@ -70,19 +74,27 @@ export function gateConsoleRoutes(deps: { gates: GateStore; lifecycle: RequestLi
 
       setGateStatus: (request) =>
         refusalsAsConnectErrors(async () => {
-          const gate = await gates.setStatus(request.organizationId, requireEnvironment(request.environment), request.key, request.status);
+          const gate = await gates.setStatus(
+            request.organizationId,
+            requireEnvironment(request.environment),
+            request.key,
+            request.status,
+          );
           return create(SetGateStatusResponseSchema, { gate: gateMessage(gate, gates.now()) });
         }),
 
       listGates: (request) =>
         refusalsAsConnectErrors(async () => {
-          const environment = request.environment === Environment.UNSPECIFIED ? undefined : requireEnvironment(request.environment);
+          const environment =
+            request.environment === Environment.UNSPECIFIED ? undefined : requireEnvironment(request.environment);
           const list = await gates.list(request.organizationId, environment, request.status);
           const now = gates.now();
           return create(ListGatesResponseSchema, { gates: list.map((gate) => gateMessage(gate, now)) });
         }),
 
       expireRequests: (request) =>
-        refusalsAsConnectErrors(async () => create(ExpireRequestsResponseSchema, { expiredCount: await lifecycle.sweep(sweepLimit(request.limit)) })),
+        refusalsAsConnectErrors(async () =>
+          create(ExpireRequestsResponseSchema, { expiredCount: await lifecycle.sweep(sweepLimit(request.limit)) }),
+        ),
     });
 }

@@ -15,7 +15,9 @@ export interface PartnerRefs {
 }
 
 export function partnerRefs(secret: Buffer): PartnerRefs {
-  const hashKey = createSecretKey(Buffer.from(hkdfSync("sha256", secret, Buffer.alloc(0), "gate partner-ref hash", 32)));
+  const hashKey = createSecretKey(
+    Buffer.from(hkdfSync("sha256", secret, Buffer.alloc(0), "gate partner-ref hash", 32)),
+  );
   const sealKey = Buffer.from(hkdfSync("sha256", secret, Buffer.alloc(0), "gate partner-ref seal", 32));
   return {
     hash: (organizationId, value) => keyedHash(hashKey, `${organizationId}\n${value}`),
@@ -28,7 +30,9 @@ export function partnerRefs(secret: Buffer): PartnerRefs {
     open(requestId, sealed) {
       const decipher = createDecipheriv("aes-256-gcm", sealKey, sealed.subarray(0, 12)).setAAD(Buffer.from(requestId));
       decipher.setAuthTag(sealed.subarray(sealed.length - 16));
-      return Buffer.concat([decipher.update(sealed.subarray(12, sealed.length - 16)), decipher.final()]).toString("utf8");
+      return Buffer.concat([decipher.update(sealed.subarray(12, sealed.length - 16)), decipher.final()]).toString(
+        "utf8",
+      );
     },
   };
 }

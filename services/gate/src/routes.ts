@@ -1,6 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
+import { environmentProto } from "@svc/platform";
 import { CallerSchema, CredentialKind } from "@svc/proto/common/v1/caller_pb.js";
 import {
   AuthenticateGrantResponseSchema,
@@ -9,16 +10,15 @@ import {
   CreateVerificationLinkResponseSchema,
   DeclineRequestResponseSchema,
   GateService,
-  GateType as ProtoGateType,
   GetPartnerConfigResponseSchema,
   GetVerificationStatusResponseSchema,
   LogoutResponseSchema,
   OpenRequestResponseSchema,
+  GateType as ProtoGateType,
   ReportFailureResponseSchema,
-  RevokeVerificationResponseSchema,
   type RequestAccess,
+  RevokeVerificationResponseSchema,
 } from "@svc/proto/gate/v1/gate_pb.js";
-import { environmentProto } from "@svc/platform";
 import { partnerCaller } from "./caller.ts";
 import type { Access } from "./ceremony/ceremony.ts";
 import type { GateType } from "./gates/gate-store.ts";
@@ -26,9 +26,13 @@ import { Refusal, refusalsAsConnectErrors } from "./refusal.ts";
 import { requestLifetimeMs } from "./requests/lifetimes.ts";
 import type { GateServices } from "./services.ts";
 
-export const gateTypeProto = (type: GateType): ProtoGateType => (type === "age" ? ProtoGateType.AGE : ProtoGateType.HUMAN);
+export const gateTypeProto = (type: GateType): ProtoGateType =>
+  type === "age" ? ProtoGateType.AGE : ProtoGateType.HUMAN;
 
-const access = (value: RequestAccess | undefined): Access => ({ flowSecret: value?.flowSecret ?? "", svcUserId: value?.svcUserId ?? "" });
+const access = (value: RequestAccess | undefined): Access => ({
+  flowSecret: value?.flowSecret ?? "",
+  svcUserId: value?.svcUserId ?? "",
+});
 
 /** Thin handlers: they translate messages and refusals; the rules live in the domain modules. */
 export function gateRoutes(services: GateServices): (router: ConnectRouter) => void {
@@ -38,7 +42,11 @@ export function gateRoutes(services: GateServices): (router: ConnectRouter) => v
       createSession: (request) =>
         refusalsAsConnectErrors(async () => {
           const caller = partnerCaller(request.caller, ["secret_key", "site_key"]);
-          const session = await sessions.create(caller, { partnerUserId: request.partnerUserId, metadata: request.metadata, allowedGates: request.allowedGates });
+          const session = await sessions.create(caller, {
+            partnerUserId: request.partnerUserId,
+            metadata: request.metadata,
+            allowedGates: request.allowedGates,
+          });
           return create(CreateSessionResponseSchema, {
             anchorGrantToken: session.token,
             organizationId: session.organizationId,
@@ -90,7 +98,10 @@ export function gateRoutes(services: GateServices): (router: ConnectRouter) => v
 
       getVerificationStatus: (request) =>
         refusalsAsConnectErrors(async () => {
-          const record = await queries.status(partnerCaller(request.caller, ["secret_key", "site_key"]), request.requestId);
+          const record = await queries.status(
+            partnerCaller(request.caller, ["secret_key", "site_key"]),
+            request.requestId,
+          );
           return create(GetVerificationStatusResponseSchema, {
             found: record.found,
             status: record.status,
@@ -106,19 +117,31 @@ export function gateRoutes(services: GateServices): (router: ConnectRouter) => v
 
       revokeVerification: (request) =>
         refusalsAsConnectErrors(async () => {
-          const count = await queries.revoke(partnerCaller(request.caller, ["secret_key", "site_key"]), request.gate, request.partnerUserId, request.allowedGates);
+          const count = await queries.revoke(
+            partnerCaller(request.caller, ["secret_key", "site_key"]),
+            request.gate,
+            request.partnerUserId,
+            request.allowedGates,
+          );
           return create(RevokeVerificationResponseSchema, { revokedCount: count });
         }),
 
       logout: (request) =>
         refusalsAsConnectErrors(async () => {
-          const revoked = await sessions.revoke(partnerCaller(request.caller, ["secret_key", "site_key"]), request.anchorGrantToken);
+          const revoked = await sessions.revoke(
+            partnerCaller(request.caller, ["secret_key", "site_key"]),
+            request.anchorGrantToken,
+          );
           return create(LogoutResponseSchema, { revoked });
         }),
 
       getPartnerConfig: (request) =>
         refusalsAsConnectErrors(async () => {
-          const gate = await queries.partnerConfig(partnerCaller(request.caller, ["secret_key", "site_key"]), request.gate, request.allowedGates);
+          const gate = await queries.partnerConfig(
+            partnerCaller(request.caller, ["secret_key", "site_key"]),
+            request.gate,
+            request.allowedGates,
+          );
           return create(GetPartnerConfigResponseSchema, {
             gate: gate.key,
             gateType: gateTypeProto(gate.type),
@@ -132,8 +155,12 @@ export function gateRoutes(services: GateServices): (router: ConnectRouter) => v
 
       openRequest: (request) =>
         refusalsAsConnectErrors(async () => {
-          if (request.rpId === "" || request.origin === "") throw new Refusal("invalid", "rp_id and origin are required");
-          const opened = await ceremony.open(request.requestId, access(request.access), { rpId: request.rpId, origin: request.origin });
+          if (request.rpId === "" || request.origin === "")
+            throw new Refusal("invalid", "rp_id and origin are required");
+          const opened = await ceremony.open(request.requestId, access(request.access), {
+            rpId: request.rpId,
+            origin: request.origin,
+          });
           const row = opened.row;
           return create(OpenRequestResponseSchema, {
             requestId: row.id,
@@ -152,14 +179,24 @@ export function gateRoutes(services: GateServices): (router: ConnectRouter) => v
 
       confirmRequest: (request) =>
         refusalsAsConnectErrors(async () => {
-          const result = await ceremony.confirm(request.requestId, access(request.access), { ceremonyId: request.ceremonyId, responseJson: request.responseJson });
+          const result = await ceremony.confirm(request.requestId, access(request.access), {
+            ceremonyId: request.ceremonyId,
+            responseJson: request.responseJson,
+          });
           return create(ConfirmRequestResponseSchema, result);
         }),
 
       declineRequest: (request) =>
-        refusalsAsConnectErrors(async () => create(DeclineRequestResponseSchema, await ceremony.decline(request.requestId, access(request.access)))),
+        refusalsAsConnectErrors(async () =>
+          create(DeclineRequestResponseSchema, await ceremony.decline(request.requestId, access(request.access))),
+        ),
 
       reportFailure: (request) =>
-        refusalsAsConnectErrors(async () => create(ReportFailureResponseSchema, await ceremony.reportFailure(request.requestId, access(request.access), request.reason))),
+        refusalsAsConnectErrors(async () =>
+          create(
+            ReportFailureResponseSchema,
+            await ceremony.reportFailure(request.requestId, access(request.access), request.reason),
+          ),
+        ),
     });
 }

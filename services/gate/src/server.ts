@@ -1,11 +1,11 @@
-import { createInternalClient, createLogger, runAsMain, startService, type StartOptions } from "@svc/platform";
+import { createInternalClient, createLogger, runAsMain, type StartOptions, startService } from "@svc/platform";
 import { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { resolveRefKey, settings } from "./config.ts";
 import { gateConsoleRoutes } from "./console-routes.ts";
 import { migrations } from "./migrations/index.ts";
 import { gateRoutes } from "./routes.ts";
-import { gateServices, type GateServices } from "./services.ts";
+import { type GateServices, gateServices } from "./services.ts";
 
 /**
  * gate: gates, sessions and grant tokens, verification requests and their ceremonies. Serves

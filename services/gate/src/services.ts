@@ -1,16 +1,16 @@
-import { Code, ConnectError, type Client } from "@connectrpc/connect";
-import type { Clock, EventBus, Logger, OutboxRelay } from "@svc/platform";
+import { type Client, Code, ConnectError } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import type pg from "pg";
+import type { Clock, EventBus, Logger, OutboxRelay } from "@svc/platform";
 import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
+import type pg from "pg";
 import type { PartnerCaller } from "./caller.ts";
 import { Ceremony } from "./ceremony/ceremony.ts";
 import { SandboxResponder } from "./ceremony/sandbox.ts";
 import { GateFactsLookup } from "./gates/gate-facts.ts";
 import { GateStore } from "./gates/gate-store.ts";
 import { partnerRefs } from "./partner-refs.ts";
-import { createLink, type CreatedLink, type LinkInput } from "./requests/create-link.ts";
+import { type CreatedLink, createLink, type LinkInput } from "./requests/create-link.ts";
 import { PartnerQueries } from "./requests/partner-queries.ts";
 import { RequestLifecycle } from "./requests/request-lifecycle.ts";
 import { RequestWriter } from "./requests/request-writer.ts";
@@ -69,12 +69,21 @@ export function gateServices(deps: GateDependencies): GateServices {
       // The account calls run before the transaction, so it holds no lock while another service answers.
       // An svc_user_id nobody holds is a request pushed to no device: answering otherwise would tell a
       // partner which global user ids exist.
-      const [devices, behavior] = input.svcUserId === "" ? [0, undefined] : await Promise.all([
-        account.listDevices({ svcUserId: input.svcUserId }).then((r) => r.devices.length, unknownHumanAs(0)),
-        sandbox.behaviorOf(input.svcUserId, caller.environment).catch(unknownHumanAs(undefined)),
-      ]);
-      const link = await createLink({ writer, sessions: sessionFacts, gates: gateFacts, clock, refs, presenceWindowMs: deps.presenceWindowMs }, caller, input, { devices });
-      if (link.status === "pending" && behavior !== undefined) sandbox.answer(link.requestId, input.svcUserId, behavior);
+      const [devices, behavior] =
+        input.svcUserId === ""
+          ? [0, undefined]
+          : await Promise.all([
+              account.listDevices({ svcUserId: input.svcUserId }).then((r) => r.devices.length, unknownHumanAs(0)),
+              sandbox.behaviorOf(input.svcUserId, caller.environment).catch(unknownHumanAs(undefined)),
+            ]);
+      const link = await createLink(
+        { writer, sessions: sessionFacts, gates: gateFacts, clock, refs, presenceWindowMs: deps.presenceWindowMs },
+        caller,
+        input,
+        { devices },
+      );
+      if (link.status === "pending" && behavior !== undefined)
+        sandbox.answer(link.requestId, input.svcUserId, behavior);
       return link;
     },
   };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { blockingUser, blocks, revokedUser, type NewRequestFacts } from "../src/requests/blocking-rule.ts";
+import { blockingUser, blocks, type NewRequestFacts, revokedUser } from "../src/requests/blocking-rule.ts";
 
 const now = new Date("2026-11-20T12:00:00Z");
 const later = new Date(now.getTime() + 60_000);
@@ -32,7 +32,8 @@ describe("the 409 rule", () => {
       expect(blocks({ requestId: "req_a", status: "pending", expiresAt: now }, now)).toBe(false);
     });
     it("completed, failed, expired and pass records never block", () => {
-      for (const status of ["completed", "failed", "expired", "pass"]) expect(blocks({ requestId: "req_a", status, expiresAt: later }, now)).toBe(false);
+      for (const status of ["completed", "failed", "expired", "pass"])
+        expect(blocks({ requestId: "req_a", status, expiresAt: later }, now)).toBe(false);
     });
   });
 
@@ -52,7 +53,11 @@ describe("the 409 rule", () => {
     });
     it("a site-key session with partner_user_id is checked", () => {
       expect(blockingUser(facts({ sessionCredentialKind: "site_key", sessionPartnerUserId: "id-1" }))).toBe("id-1");
-      expect(blockingUser(facts({ sessionCredentialKind: "site_key", sessionPartnerUserId: "id-1", partnerUserRef: "ref-1" }))).toBe("ref-1");
+      expect(
+        blockingUser(
+          facts({ sessionCredentialKind: "site_key", sessionPartnerUserId: "id-1", partnerUserRef: "ref-1" }),
+        ),
+      ).toBe("ref-1");
     });
   });
 

@@ -1,7 +1,17 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { connectEventBus, createLogger, ManualClock, openDatabase, OutboxEvent, outboxMigration, startOutboxRelay, type EventBus, type OutboxRelay } from "@svc/platform";
-import { createTestDatabase, natsUrl, uniqueName, type TestDatabase } from "../../../test/harness/index.ts";
+import {
+  connectEventBus,
+  createLogger,
+  type EventBus,
+  ManualClock,
+  OutboxEvent,
+  type OutboxRelay,
+  openDatabase,
+  outboxMigration,
+  startOutboxRelay,
+} from "@svc/platform";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase, natsUrl, type TestDatabase, uniqueName } from "../../../test/harness/index.ts";
 import { migrations } from "../src/migrations/index.ts";
 import { confirmationHoldMs, requestLifetimeMs } from "../src/requests/lifetimes.ts";
 import { RequestLifecycle } from "../src/requests/request-lifecycle.ts";
@@ -28,7 +38,13 @@ let serial = 0;
 
 beforeAll(async () => {
   database = await createTestDatabase("gate-confirmation-hold");
-  orm = await openDatabase({ url: database.url, schema: "gate", entities: [OutboxEvent], migrations: [outboxMigration, ...migrations], logger });
+  orm = await openDatabase({
+    url: database.url,
+    schema: "gate",
+    entities: [OutboxEvent],
+    migrations: [outboxMigration, ...migrations],
+    logger,
+  });
   const stream = uniqueName("gatehold").toUpperCase();
   bus = await connectEventBus({ url: natsUrl(), name: "gate-hold-test", stream, subjectPrefix: stream.toLowerCase() });
   outbox = startOutboxRelay({ orm, bus, logger, clock });
@@ -55,8 +71,22 @@ async function openedRequest(): Promise<string> {
 
 const status = async (id: string) => statusRecord(storedRequest((await lifecycle.load(id))!), clock.now()).status;
 const events = async (id: string) =>
-  (await orm.em.fork().execute<{ message_id: string }[]>(`select message_id from outbox where message_id like ? order by id`, [`%:${id}`])).map((row) => row.message_id.split(":")[0]);
-const completion = { humanId: "0b8e3c4a-3f1d-4e5a-9c7b-2d6f8a1e4b30", trusted: false, firstTime: false, handle: undefined, ageVerdict: null, token: "t", tokenExpiresAt: at(requestLifetimeMs + 600_000) };
+  (
+    await orm.em
+      .fork()
+      .execute<{ message_id: string }[]>(`select message_id from outbox where message_id like ? order by id`, [
+        `%:${id}`,
+      ])
+  ).map((row) => row.message_id.split(":")[0]);
+const completion = {
+  humanId: "0b8e3c4a-3f1d-4e5a-9c7b-2d6f8a1e4b30",
+  trusted: false,
+  firstTime: false,
+  handle: undefined,
+  ageVerdict: null,
+  token: "t",
+  tokenExpiresAt: at(requestLifetimeMs + 600_000),
+};
 
 describe("a confirmation under way holds the request's window", () => {
   it("begun a second before the window ends, it completes after the window with gate.human_verified; the sweep and a late open leave it pending meanwhile", async () => {

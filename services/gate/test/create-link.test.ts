@@ -1,14 +1,21 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MikroORM } from "@mikro-orm/postgresql";
+import {
+  createLogger,
+  ManualClock,
+  OutboxEvent,
+  openDatabase,
+  openStatementPool,
+  outboxMigration,
+} from "@svc/platform";
 import type pg from "pg";
-import { createLogger, ManualClock, openDatabase, openStatementPool, OutboxEvent, outboxMigration } from "@svc/platform";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../../test/harness/index.ts";
 import { GateFactsLookup } from "../src/gates/gate-facts.ts";
 import { GateStore } from "../src/gates/gate-store.ts";
 import { migrations } from "../src/migrations/index.ts";
 import { partnerRefs } from "../src/partner-refs.ts";
 import { createLink, type LinkInput } from "../src/requests/create-link.ts";
-import { RequestWriter, type NewRequest } from "../src/requests/request-writer.ts";
+import { type NewRequest, RequestWriter } from "../src/requests/request-writer.ts";
 import { SessionFactsLookup } from "../src/sessions/session-facts.ts";
 import { SessionStore } from "../src/sessions/session-store.ts";
 
@@ -19,7 +26,12 @@ import { SessionStore } from "../src/sessions/session-store.ts";
  */
 const logger = createLogger("test", {}, "warn");
 const organizationId = "5d0f7a8e-0b4c-4f3e-9a51-6c2d8e1f3a90";
-const keyCaller = { organizationId, environment: "development" as const, credentialId: "key-1", kind: "secret_key" as const };
+const keyCaller = {
+  organizationId,
+  environment: "development" as const,
+  credentialId: "key-1",
+  kind: "secret_key" as const,
+};
 const input = (gate: string, more: Partial<LinkInput> = {}): LinkInput => ({
   gate,
   returnUrl: "",
@@ -46,7 +58,14 @@ const replica = () => {
     writer,
     link: (sessionId: string, linkInput: LinkInput) =>
       createLink(
-        { writer, sessions: sessionFacts, gates: new GateFactsLookup(statements), clock, refs, presenceWindowMs: 600_000 },
+        {
+          writer,
+          sessions: sessionFacts,
+          gates: new GateFactsLookup(statements),
+          clock,
+          refs,
+          presenceWindowMs: 600_000,
+        },
         { ...keyCaller, credentialId: sessionId, kind: "grant_token" },
         linkInput,
         { devices: 0 },
@@ -56,11 +75,33 @@ const replica = () => {
 
 beforeAll(async () => {
   database = await createTestDatabase("gate-create-link");
-  orm = await openDatabase({ url: database.url, schema: "gate", entities: [OutboxEvent], migrations: [outboxMigration, ...migrations], logger });
+  orm = await openDatabase({
+    url: database.url,
+    schema: "gate",
+    entities: [OutboxEvent],
+    migrations: [outboxMigration, ...migrations],
+    logger,
+  });
   statements = openStatementPool({ url: database.url, schema: "gate", max: 16, logger });
   const gates = new GateStore({ orm, clock });
-  await gates.create({ organizationId, environment: "development", key: "checkout", type: "human", ageThreshold: undefined, status: "active", notarizeOffer: false });
-  await gates.create({ organizationId, environment: "development", key: "bar", type: "age", ageThreshold: 21, status: "active", notarizeOffer: false });
+  await gates.create({
+    organizationId,
+    environment: "development",
+    key: "checkout",
+    type: "human",
+    ageThreshold: undefined,
+    status: "active",
+    notarizeOffer: false,
+  });
+  await gates.create({
+    organizationId,
+    environment: "development",
+    key: "bar",
+    type: "age",
+    ageThreshold: 21,
+    status: "active",
+    notarizeOffer: false,
+  });
 });
 
 afterAll(async () => {
@@ -71,13 +112,33 @@ afterAll(async () => {
 
 describe("create-verification-link, one statement per batch of calls", () => {
   it("creates on a replica that never saw the session, then refuses the used token", async () => {
-    const session = await replica().sessions.create(keyCaller, { partnerUserId: "", metadata: { plan: "pro" }, allowedGates: [] });
+    const session = await replica().sessions.create(keyCaller, {
+      partnerUserId: "",
+      metadata: { plan: "pro" },
+      allowedGates: [],
+    });
     const { id } = await replica().sessions.authenticate(session.token);
     const other = replica();
     const created = await other.link(id, input("bar"));
-    expect(created).toMatchObject({ status: "pending", sdkType: "signal", authMode: "private", gate: { key: "bar", type: "age", ageThreshold: 21 } });
-    const [row] = (await statements.query(`select status, gate_type, age_threshold, metadata, session_id from requests where id = $1`, [created.requestId])).rows;
-    expect(row).toEqual({ status: "pending", gate_type: "age", age_threshold: 21, metadata: { plan: "pro" }, session_id: id });
+    expect(created).toMatchObject({
+      status: "pending",
+      sdkType: "signal",
+      authMode: "private",
+      gate: { key: "bar", type: "age", ageThreshold: 21 },
+    });
+    const [row] = (
+      await statements.query(
+        `select status, gate_type, age_threshold, metadata, session_id from requests where id = $1`,
+        [created.requestId],
+      )
+    ).rows;
+    expect(row).toEqual({
+      status: "pending",
+      gate_type: "age",
+      age_threshold: 21,
+      metadata: { plan: "pro" },
+      session_id: id,
+    });
     await expect(other.link(id, input("bar"))).rejects.toMatchObject({ kind: "unauthenticated" });
   });
 
@@ -87,7 +148,11 @@ describe("create-verification-link, one statement per batch of calls", () => {
     await node.link((await node.sessions.authenticate(first.token)).id, input("checkout"));
     await new GateStore({ orm, clock }).setStatus(organizationId, "development", "checkout", "archived");
     try {
-      const second = await node.sessions.create(keyCaller, { partnerUserId: "", metadata: undefined, allowedGates: [] });
+      const second = await node.sessions.create(keyCaller, {
+        partnerUserId: "",
+        metadata: undefined,
+        allowedGates: [],
+      });
       const { id } = await node.sessions.authenticate(second.token);
       await expect(node.link(id, input("checkout"))).rejects.toMatchObject({ kind: "invalid" });
       // The refusal consumed nothing: the token still authenticates.
@@ -99,13 +164,21 @@ describe("create-verification-link, one statement per batch of calls", () => {
 
   it("refuses in the operation's order and consumes nothing when it refuses", async () => {
     const node = replica();
-    const restricted = await node.sessions.create(keyCaller, { partnerUserId: "user-9", metadata: undefined, allowedGates: ["bar"] });
+    const restricted = await node.sessions.create(keyCaller, {
+      partnerUserId: "user-9",
+      metadata: undefined,
+      allowedGates: ["bar"],
+    });
     const { id } = await node.sessions.authenticate(restricted.token);
     await expect(node.link(id, input("nope"))).rejects.toMatchObject({ kind: "invalid" });
     await expect(node.link(id, input("checkout"))).rejects.toMatchObject({ kind: "forbidden" });
     await node.link(id, input("bar"));
 
-    const again = await node.sessions.create(keyCaller, { partnerUserId: "user-9", metadata: undefined, allowedGates: [] });
+    const again = await node.sessions.create(keyCaller, {
+      partnerUserId: "user-9",
+      metadata: undefined,
+      allowedGates: [],
+    });
     const second = await node.sessions.authenticate(again.token);
     await expect(node.link(second.id, input("bar"))).rejects.toMatchObject({ kind: "conflict" });
     await expect(node.sessions.authenticate(again.token)).resolves.toMatchObject({ id: second.id });
@@ -119,7 +192,9 @@ describe("create-verification-link, one statement per batch of calls", () => {
     const { id } = await node.sessions.authenticate(session.token);
     const outcomes = await Promise.allSettled(Array.from({ length: 16 }, () => replica().link(id, input("checkout"))));
     expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(1);
-    expect(outcomes.filter((o) => o.status === "rejected").map((o) => (o as PromiseRejectedResult).reason.kind)).toEqual(Array(15).fill("unauthenticated"));
+    expect(
+      outcomes.filter((o) => o.status === "rejected").map((o) => (o as PromiseRejectedResult).reason.kind),
+    ).toEqual(Array(15).fill("unauthenticated"));
     const { rows } = await statements.query(`select count(*)::int as n from requests where session_id = $1`, [id]);
     expect(rows[0].n).toBe(1);
   });
@@ -130,16 +205,26 @@ describe("create-verification-link, one statement per batch of calls", () => {
     const { id } = await node.sessions.authenticate(session.token);
     const outcomes = await Promise.allSettled(Array.from({ length: 16 }, () => node.link(id, input("checkout"))));
     expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(1);
-    expect(outcomes.filter((o) => o.status === "rejected").map((o) => (o as PromiseRejectedResult).reason.kind)).toEqual(Array(15).fill("unauthenticated"));
+    expect(
+      outcomes.filter((o) => o.status === "rejected").map((o) => (o as PromiseRejectedResult).reason.kind),
+    ).toEqual(Array(15).fill("unauthenticated"));
   });
 
   it("decides each call of a batch on its own: refusals among them write nothing and keep their tokens", async () => {
     const node = replica();
     const session = (partnerUserId: string, allowedGates: string[] = []) =>
-      node.sessions.create(keyCaller, { partnerUserId, metadata: undefined, allowedGates }).then((s) => node.sessions.authenticate(s.token));
+      node.sessions
+        .create(keyCaller, { partnerUserId, metadata: undefined, allowedGates })
+        .then((s) => node.sessions.authenticate(s.token));
     const blocker = await session("user-batch");
     await node.link(blocker.id, input("checkout"));
-    const [fresh, sameUser, restricted, unknownGate, other] = await Promise.all([session(""), session("user-batch"), session("", ["bar"]), session(""), session("user-other")]);
+    const [fresh, sameUser, restricted, unknownGate, other] = await Promise.all([
+      session(""),
+      session("user-batch"),
+      session("", ["bar"]),
+      session(""),
+      session("user-other"),
+    ]);
     const outcomes = await Promise.allSettled([
       node.link(fresh.id, input("checkout")),
       node.link(sameUser.id, input("checkout")),
@@ -147,35 +232,73 @@ describe("create-verification-link, one statement per batch of calls", () => {
       node.link(unknownGate.id, input("nope")),
       node.link(other.id, input("checkout")),
     ]);
-    expect(outcomes.map((o) => (o.status === "fulfilled" ? o.value.status : (o.reason as { kind: string }).kind))).toEqual(["pending", "conflict", "forbidden", "invalid", "pending"]);
-    const { rows } = await statements.query(`select session_id from requests where session_id = any($1::uuid[])`, [[sameUser.id, restricted.id, unknownGate.id]]);
+    expect(
+      outcomes.map((o) => (o.status === "fulfilled" ? o.value.status : (o.reason as { kind: string }).kind)),
+    ).toEqual(["pending", "conflict", "forbidden", "invalid", "pending"]);
+    const { rows } = await statements.query(`select session_id from requests where session_id = any($1::uuid[])`, [
+      [sameUser.id, restricted.id, unknownGate.id],
+    ]);
     expect(rows).toEqual([]);
-    const unused = await statements.query(`select count(*)::int as n from sessions where id = any($1::uuid[]) and consumed_at is null`, [[sameUser.id, restricted.id, unknownGate.id]]);
+    const unused = await statements.query(
+      `select count(*)::int as n from sessions where id = any($1::uuid[]) and consumed_at is null`,
+      [[sameUser.id, restricted.id, unknownGate.id]],
+    );
     expect(unused.rows[0].n).toBe(3);
   });
 
   it("of concurrent calls for one user on one gate, from one replica or several, exactly one is created", async () => {
     const nodes = [replica(), replica(), replica()];
     const sessions = await Promise.all(
-      Array.from({ length: 12 }, (_, i) => nodes[0]!.sessions.create(keyCaller, { partnerUserId: "user-race", metadata: undefined, allowedGates: [] }).then((s) => nodes[0]!.sessions.authenticate(s.token)).then((row) => ({ row, node: nodes[i % 3]! }))),
+      Array.from({ length: 12 }, (_, i) =>
+        nodes[0]!.sessions
+          .create(keyCaller, { partnerUserId: "user-race", metadata: undefined, allowedGates: [] })
+          .then((s) => nodes[0]!.sessions.authenticate(s.token))
+          .then((row) => ({ row, node: nodes[i % 3]! })),
+      ),
     );
     const outcomes = await Promise.allSettled(sessions.map(({ row, node }) => node.link(row.id, input("checkout"))));
     expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(1);
-    expect(outcomes.filter((o) => o.status === "rejected").map((o) => (o as PromiseRejectedResult).reason.kind)).toEqual(Array(11).fill("conflict"));
+    expect(
+      outcomes.filter((o) => o.status === "rejected").map((o) => (o as PromiseRejectedResult).reason.kind),
+    ).toEqual(Array(11).fill("conflict"));
   });
 
   it("when a batch fails, its requests are written again one by one: only the failing one fails", async () => {
     const node = replica();
     const sessions = await Promise.all(
-      Array.from({ length: 3 }, () => node.sessions.create(keyCaller, { partnerUserId: "", metadata: undefined, allowedGates: [] }).then((s) => node.sessions.authenticate(s.token))),
+      Array.from({ length: 3 }, () =>
+        node.sessions
+          .create(keyCaller, { partnerUserId: "", metadata: undefined, allowedGates: [] })
+          .then((s) => node.sessions.authenticate(s.token)),
+      ),
     );
     const gate = await new GateFactsLookup(statements).of(organizationId, "development", "checkout");
     const now = clock.now();
     const request = (sessionId: string, requestId: string): NewRequest => ({
-      sessionId, organizationId, environment: "development", gate, gateAllowed: true, requestId, flowSecretHash: Buffer.alloc(32, 1),
-      blockingHash: null, parentRequestId: null, presenceHumanId: null, presenceRefHash: null, presenceSince: now, refHash: null, refSealed: null,
-      svcUserId: null, mode: "private", sdkType: "signal", notarizeOffered: false, returnUrl: null, metadata: null, pushedToDevices: 0,
-      now, expiresAt: new Date(now.getTime() + 300_000), passExpiresAt: new Date(now.getTime() + 60_000),
+      sessionId,
+      organizationId,
+      environment: "development",
+      gate,
+      gateAllowed: true,
+      requestId,
+      flowSecretHash: Buffer.alloc(32, 1),
+      blockingHash: null,
+      parentRequestId: null,
+      presenceHumanId: null,
+      presenceRefHash: null,
+      presenceSince: now,
+      refHash: null,
+      refSealed: null,
+      svcUserId: null,
+      mode: "private",
+      sdkType: "signal",
+      notarizeOffered: false,
+      returnUrl: null,
+      metadata: null,
+      pushedToDevices: 0,
+      now,
+      expiresAt: new Date(now.getTime() + 300_000),
+      passExpiresAt: new Date(now.getTime() + 60_000),
     });
     const first = `req_${"a".repeat(32)}`;
     // The three share a batch, which fails: the last reuses the first one's id. Alone, in order, the
@@ -185,9 +308,15 @@ describe("create-verification-link, one statement per batch of calls", () => {
       node.writer.write(request(sessions[1]!.id, `req_${"b".repeat(32)}`)),
       node.writer.write(request(sessions[2]!.id, first)),
     ]);
-    expect(outcomes.slice(0, 2)).toEqual([{ status: "fulfilled", value: "pending" }, { status: "fulfilled", value: "pending" }]);
+    expect(outcomes.slice(0, 2)).toEqual([
+      { status: "fulfilled", value: "pending" },
+      { status: "fulfilled", value: "pending" },
+    ]);
     expect(outcomes[2]).toMatchObject({ status: "rejected", reason: { code: "23505" } });
-    const consumed = await statements.query(`select id from sessions where id = any($1::uuid[]) and consumed_at is not null order by id`, [sessions.map((s) => s.id)]);
+    const consumed = await statements.query(
+      `select id from sessions where id = any($1::uuid[]) and consumed_at is not null order by id`,
+      [sessions.map((s) => s.id)],
+    );
     expect(consumed.rows.map((r) => r.id)).toEqual([sessions[0]!.id, sessions[1]!.id].sort());
   });
 });

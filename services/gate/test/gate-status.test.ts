@@ -21,10 +21,15 @@ describe("gate status names", () => {
   });
 
   it("gives each new name an old name that reads back as the same status", () => {
-    for (const status of ["draft", "active", "archived"] as const) expect(parseGateStatus(legacyGateStatus(status))).toBe(status);
+    for (const status of ["draft", "active", "archived"] as const)
+      expect(parseGateStatus(legacyGateStatus(status))).toBe(status);
   });
 
   it("lets only an active gate accept requests", () => {
-    expect([acceptsRequests("draft"), acceptsRequests("active"), acceptsRequests("archived")]).toEqual([false, true, false]);
+    expect([acceptsRequests("draft"), acceptsRequests("active"), acceptsRequests("archived")]).toEqual([
+      false,
+      true,
+      false,
+    ]);
   });
 });

@@ -5,10 +5,16 @@ const ref = Buffer.from("ref-hash");
 
 describe("Recent Presence", () => {
   it("looks the person up by svc_user_id when given, even beside a partner_user_ref", () => {
-    expect(presenceLookup({ svcUserId: "u-1", refHash: ref, securesAccount: false, ageGate: false })).toEqual({ by: "human", svcUserId: "u-1" });
+    expect(presenceLookup({ svcUserId: "u-1", refHash: ref, securesAccount: false, ageGate: false })).toEqual({
+      by: "human",
+      svcUserId: "u-1",
+    });
   });
   it("looks the person up by partner_user_ref otherwise", () => {
-    expect(presenceLookup({ svcUserId: "", refHash: ref, securesAccount: false, ageGate: false })).toEqual({ by: "reference", refHash: ref });
+    expect(presenceLookup({ svcUserId: "", refHash: ref, securesAccount: false, ageGate: false })).toEqual({
+      by: "reference",
+      refHash: ref,
+    });
   });
   it("does not apply without either, or to a request that secures an account", () => {
     expect(presenceLookup({ svcUserId: "", refHash: null, securesAccount: false, ageGate: false })).toBeUndefined();

@@ -1,12 +1,16 @@
-import { describe, expect, it } from "vitest";
 import { createLogger } from "@svc/platform";
 import { SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
-import { SandboxResponder } from "../src/ceremony/sandbox.ts";
+import { describe, expect, it } from "vitest";
 import type { Ceremony } from "../src/ceremony/ceremony.ts";
+import { SandboxResponder } from "../src/ceremony/sandbox.ts";
 
 const responder = (deployment: "development" | "production") => {
   const asked: string[] = [];
-  const account = { getHuman: async ({ svcUserId }: { svcUserId: string }) => (asked.push(svcUserId), { sandboxBehavior: SandboxBehavior.CONFIRM }) };
+  const account = {
+    getHuman: async ({ svcUserId }: { svcUserId: string }) => (
+      asked.push(svcUserId), { sandboxBehavior: SandboxBehavior.CONFIRM }
+    ),
+  };
   const sandbox = new SandboxResponder({
     ceremony: {} as Ceremony,
     account: account as never,

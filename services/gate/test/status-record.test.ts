@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { effectiveStatus, statusRecord, type StoredRequest } from "../src/requests/status-record.ts";
+import { effectiveStatus, type StoredRequest, statusRecord } from "../src/requests/status-record.ts";
 
 const now = new Date("2026-11-20T12:00:00Z");
 const at = (ms: number) => new Date(now.getTime() + ms);
@@ -23,7 +23,12 @@ describe("the status record", () => {
   });
 
   it("a pending request reads pending with its expiry, and expired from its expiry on, without the sweep", () => {
-    expect(statusRecord(request({}), now)).toEqual({ found: true, status: "pending", message: expect.any(String), expiresAt: at(60_000) });
+    expect(statusRecord(request({}), now)).toEqual({
+      found: true,
+      status: "pending",
+      message: expect.any(String),
+      expiresAt: at(60_000),
+    });
     expect(statusRecord(request({ expiresAt: now }), now).status).toBe("expired");
     expect(effectiveStatus({ status: "pending", expiresAt: at(1), confirmingUntil: null }, now)).toBe("pending");
   });
@@ -32,22 +37,43 @@ describe("the status record", () => {
     expect(statusRecord(request({ expiresAt: at(-1_000), confirmingUntil: at(1) }), now).status).toBe("pending");
     expect(statusRecord(request({ expiresAt: at(-1_000), confirmingUntil: now }), now).status).toBe("expired");
     // A hold never revives a pass.
-    expect(statusRecord(request({ status: "pass", expiresAt: at(-1_000), confirmingUntil: at(1) }), now).status).toBe("expired");
+    expect(statusRecord(request({ status: "pass", expiresAt: at(-1_000), confirmingUntil: at(1) }), now).status).toBe(
+      "expired",
+    );
   });
 
   it("a completed request carries trusted, first_time and the token while the token is valid", () => {
-    const completed = request({ status: "completed", trusted: true, firstTime: true, token: "t", tokenExpiresAt: at(1), expiresAt: at(-1) });
-    expect(statusRecord(completed, now)).toMatchObject({ status: "completed", trusted: true, firstTime: true, token: "t" });
+    const completed = request({
+      status: "completed",
+      trusted: true,
+      firstTime: true,
+      token: "t",
+      tokenExpiresAt: at(1),
+      expiresAt: at(-1),
+    });
+    expect(statusRecord(completed, now)).toMatchObject({
+      status: "completed",
+      trusted: true,
+      firstTime: true,
+      token: "t",
+    });
     expect(statusRecord({ ...completed, tokenExpiresAt: now }, now).token).toBeUndefined();
   });
 
   it("an Age Gate's completed record carries age_verdict; a Human Gate's never does", () => {
-    expect(statusRecord(request({ status: "completed", gateType: "age", ageVerdict: "unavailable" }), now).ageVerdict).toBe("unavailable");
-    expect(statusRecord(request({ status: "completed", gateType: "human", ageVerdict: "over" }), now).ageVerdict).toBeUndefined();
+    expect(
+      statusRecord(request({ status: "completed", gateType: "age", ageVerdict: "unavailable" }), now).ageVerdict,
+    ).toBe("unavailable");
+    expect(
+      statusRecord(request({ status: "completed", gateType: "human", ageVerdict: "over" }), now).ageVerdict,
+    ).toBeUndefined();
   });
 
   it("a failed request carries its reason, unavailable by default; nothing of completion", () => {
-    expect(statusRecord(request({ status: "failed", failureReason: "already_trusted" }), now)).toMatchObject({ status: "failed", reason: "already_trusted" });
+    expect(statusRecord(request({ status: "failed", failureReason: "already_trusted" }), now)).toMatchObject({
+      status: "failed",
+      reason: "already_trusted",
+    });
     const failed = statusRecord(request({ status: "failed", trusted: false }), now);
     expect(failed.reason).toBe("unavailable");
     expect(failed.trusted).toBeUndefined();

@@ -1,12 +1,21 @@
-import { createClient, type Client } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import type { DescService } from "@bufbuild/protobuf";
+import { type Client, createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
 
 /**
  * A client for another service of the mesh: Connect over h2c, with a deadline on every call, and no
  * compression: inside the mesh gzip costs more CPU at both ends than the bytes it saves.
  */
-export function createInternalClient<S extends DescService>(service: S, baseUrl: string, options: { timeoutMs?: number } = {}): Client<S> {
-  const transport = createConnectTransport({ baseUrl, httpVersion: "2", defaultTimeoutMs: options.timeoutMs ?? 5000, acceptCompression: [] });
+export function createInternalClient<S extends DescService>(
+  service: S,
+  baseUrl: string,
+  options: { timeoutMs?: number } = {},
+): Client<S> {
+  const transport = createConnectTransport({
+    baseUrl,
+    httpVersion: "2",
+    defaultTimeoutMs: options.timeoutMs ?? 5000,
+    acceptCompression: [],
+  });
   return createClient(service, transport);
 }

@@ -48,7 +48,9 @@ export function fileClock(path: string): Clock {
 
 /** Why a production process must not start with this environment's clock, if it must not. */
 export function testClockRefusal(deployment: "development" | "production", env: NodeJS.ProcessEnv): string | undefined {
-  return deployment === "production" && env.SVC_CLOCK_FILE ? "SVC_CLOCK_FILE (the shared test clock) is refused in production" : undefined;
+  return deployment === "production" && env.SVC_CLOCK_FILE
+    ? "SVC_CLOCK_FILE (the shared test clock) is refused in production"
+    : undefined;
 }
 
 /** `SVC_CLOCK_FILE` selects the shared test clock; production runs refuse it (`testClockRefusal`). */

@@ -18,7 +18,11 @@ export class ConfigError extends Error {}
 
 const envName = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase();
 
-export function loadConfig<S extends Settings>(prefix: string, settings: S, env: NodeJS.ProcessEnv = process.env): ConfigOf<S> {
+export function loadConfig<S extends Settings>(
+  prefix: string,
+  settings: S,
+  env: NodeJS.ProcessEnv = process.env,
+): ConfigOf<S> {
   const out: Record<string, unknown> = {};
   const problems: string[] = [];
   for (const [key, setting] of Object.entries(settings)) {
@@ -26,7 +30,8 @@ export function loadConfig<S extends Settings>(prefix: string, settings: S, env:
     const shared = `SVC_${envName(key)}`;
     const raw = env[own] ?? (setting.shared ? env[shared] : undefined);
     if (raw === undefined || raw === "") {
-      if (setting.default === undefined) problems.push(`${own}${setting.shared ? ` (or ${shared})` : ""} is required: ${setting.description}`);
+      if (setting.default === undefined)
+        problems.push(`${own}${setting.shared ? ` (or ${shared})` : ""} is required: ${setting.description}`);
       else out[key] = setting.default;
       continue;
     }
@@ -82,10 +87,30 @@ export const parse = {
 
 /** Settings every service has. */
 export const commonSettings = {
-  databaseUrl: { parse: parse.url, shared: true, default: "postgres://postgres@127.0.0.1:5432/svc", description: "PostgreSQL connection URL" },
-  natsUrl: { parse: parse.string, shared: true, default: "nats://127.0.0.1:4222", description: "NATS server URL(s), comma-separated" },
-  eventStream: { parse: parse.string, shared: true, default: "EVENTS", description: "JetStream stream that carries domain events" },
-  eventSubjectPrefix: { parse: parse.string, shared: true, default: "events", description: "subject prefix of domain events" },
+  databaseUrl: {
+    parse: parse.url,
+    shared: true,
+    default: "postgres://postgres@127.0.0.1:5432/svc",
+    description: "PostgreSQL connection URL",
+  },
+  natsUrl: {
+    parse: parse.string,
+    shared: true,
+    default: "nats://127.0.0.1:4222",
+    description: "NATS server URL(s), comma-separated",
+  },
+  eventStream: {
+    parse: parse.string,
+    shared: true,
+    default: "EVENTS",
+    description: "JetStream stream that carries domain events",
+  },
+  eventSubjectPrefix: {
+    parse: parse.string,
+    shared: true,
+    default: "events",
+    description: "subject prefix of domain events",
+  },
   deployment: {
     parse: parse.oneOf("development", "production"),
     shared: true,

@@ -1,6 +1,6 @@
-import { MikroORM, type Options } from "@mikro-orm/postgresql";
-import { Migration, Migrator } from "@mikro-orm/migrations";
 import type { EntitySchema, MigrationObject } from "@mikro-orm/core";
+import { Migration, Migrator } from "@mikro-orm/migrations";
+import { MikroORM, type Options } from "@mikro-orm/postgresql";
 import pg from "pg";
 import type { Logger } from "./logger.ts";
 
@@ -59,7 +59,8 @@ async function migrateUnderLock(options: DatabaseOptions): Promise<void> {
     const orm = await MikroORM.init({ ...ormOptions(options), pool: { min: 0, max: 1 } });
     try {
       const applied = await orm.migrator.up();
-      if (applied.length > 0) options.logger.info("migrations applied", { schema: options.schema, migrations: applied.map((m) => m.name) });
+      if (applied.length > 0)
+        options.logger.info("migrations applied", { schema: options.schema, migrations: applied.map((m) => m.name) });
     } finally {
       await orm.close(true);
     }
@@ -76,7 +77,11 @@ async function migrateUnderLock(options: DatabaseOptions): Promise<void> {
 export function openStatementPool(options: { url: string; schema: string; max: number; logger: Logger }): pg.Pool {
   // Generic plans: these statements take arrays whose size a custom plan would see, so PostgreSQL kept
   // judging a fresh plan cheaper and planned them again on every call.
-  const pool = new pg.Pool({ connectionString: options.url, max: options.max, options: `-c search_path=${options.schema} -c plan_cache_mode=force_generic_plan` });
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.max,
+    options: `-c search_path=${options.schema} -c plan_cache_mode=force_generic_plan`,
+  });
   // An idle connection the server dropped is replaced on next use; without a listener it would crash the process.
   pool.on("error", (error) => options.logger.warn("database connection lost", { error, schema: options.schema }));
   return pool;

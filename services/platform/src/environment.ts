@@ -5,6 +5,11 @@ export type EnvironmentName = "development" | "production";
 
 /** The name of an environment on the wire; undefined when a caller left it unspecified. */
 export const environmentName = (environment: Environment): EnvironmentName | undefined =>
-  environment === Environment.DEVELOPMENT ? "development" : environment === Environment.PRODUCTION ? "production" : undefined;
+  environment === Environment.DEVELOPMENT
+    ? "development"
+    : environment === Environment.PRODUCTION
+      ? "production"
+      : undefined;
 
-export const environmentProto = (name: EnvironmentName): Environment => (name === "production" ? Environment.PRODUCTION : Environment.DEVELOPMENT);
+export const environmentProto = (name: EnvironmentName): Environment =>
+  name === "production" ? Environment.PRODUCTION : Environment.DEVELOPMENT;

@@ -1,4 +1,4 @@
-import { createHmac, randomFillSync, randomUUID, timingSafeEqual, type KeyObject } from "node:crypto";
+import { createHmac, type KeyObject, randomFillSync, randomUUID, timingSafeEqual } from "node:crypto";
 
 export const uuid = (): string => randomUUID();
 

@@ -17,7 +17,11 @@ function serialize(value: unknown): unknown {
   return value;
 }
 
-export function createLogger(service: string, base: LogFields = {}, minimum: Level = (process.env.SVC_LOG_LEVEL as Level) ?? "info"): Logger {
+export function createLogger(
+  service: string,
+  base: LogFields = {},
+  minimum: Level = (process.env.SVC_LOG_LEVEL as Level) ?? "info",
+): Logger {
   const write = (level: Level, msg: string, fields?: LogFields) => {
     if (order[level] < (order[minimum] ?? 20)) return;
     const entry: LogFields = { time: new Date().toISOString(), level, service, msg, ...base };

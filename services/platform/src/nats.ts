@@ -1,5 +1,5 @@
+import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { parse, type Settings } from "./config.ts";
 
 export interface EventBus {
@@ -25,18 +25,32 @@ export const eventStreamSettings = {
   eventStreamMaxAge: {
     parse: (raw: string) => {
       const ms = parse.duration(raw);
-      if (ms < day) throw new Error(`must be at least 1d: the stream drops older events even when webhook-dispatch has not read them yet: ${raw}`);
+      if (ms < day)
+        throw new Error(
+          `must be at least 1d: the stream drops older events even when webhook-dispatch has not read them yet: ${raw}`,
+        );
       return ms;
     },
     default: 7 * day,
-    description: "how long the event stream keeps an event (JetStream max_age); well above the longest webhook-dispatch outage to sit out",
+    description:
+      "how long the event stream keeps an event (JetStream max_age); well above the longest webhook-dispatch outage to sit out",
   },
 } satisfies Settings;
 
-export async function connectEventBus(options: { url: string; name: string; stream: string; subjectPrefix: string; maxAgeMs?: number }): Promise<EventBus> {
+export async function connectEventBus(options: {
+  url: string;
+  name: string;
+  stream: string;
+  subjectPrefix: string;
+  maxAgeMs?: number;
+}): Promise<EventBus> {
   const maxAgeMs = options.maxAgeMs ?? eventStreamSettings.eventStreamMaxAge.default;
   const nc = await connect({ servers: options.url.split(","), name: options.name, maxReconnectAttempts: -1 });
-  await ensureStream(await jetstreamManager(nc), { name: options.stream, subjects: [`${options.subjectPrefix}.>`], maxAgeMs });
+  await ensureStream(await jetstreamManager(nc), {
+    name: options.stream,
+    subjects: [`${options.subjectPrefix}.>`],
+    maxAgeMs,
+  });
   return {
     nc,
     js: jetstream(nc),
@@ -48,7 +62,10 @@ export async function connectEventBus(options: { url: string; name: string; stre
 }
 
 /** Creates the stream, or brings an existing one (made by an older build, or with another max age) to these limits. */
-async function ensureStream(jsm: JetStreamManager, stream: { name: string; subjects: string[]; maxAgeMs: number }): Promise<void> {
+async function ensureStream(
+  jsm: JetStreamManager,
+  stream: { name: string; subjects: string[]; maxAgeMs: number },
+): Promise<void> {
   const limits = { max_age: nanos(stream.maxAgeMs), duplicate_window: nanos(duplicateWindowMs) };
   const existing = await jsm.streams.info(stream.name).catch(() => undefined);
   if (!existing) {
@@ -61,7 +78,10 @@ async function ensureStream(jsm: JetStreamManager, stream: { name: string; subje
         throw error;
       });
     }
-  } else if (existing.config.max_age === limits.max_age && existing.config.duplicate_window === limits.duplicate_window) {
+  } else if (
+    existing.config.max_age === limits.max_age &&
+    existing.config.duplicate_window === limits.duplicate_window
+  ) {
     return;
   }
   await jsm.streams.update(stream.name, limits);

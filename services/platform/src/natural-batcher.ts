@@ -91,7 +91,8 @@ export class NaturalBatcher<In, Out> {
   async #settle(batch: Waiting<In, Out>[]): Promise<void> {
     try {
       const results = await this.#options.run(batch.map((w) => w.item));
-      if (results.length !== batch.length) throw new Error(`a batch of ${batch.length} answered ${results.length} results`);
+      if (results.length !== batch.length)
+        throw new Error(`a batch of ${batch.length} answered ${results.length} results`);
       batch.forEach((waiting, i) => waiting.resolve(results[i]!));
     } catch (error) {
       if (this.#options.retryAlone && batch.length > 1) for (const waiting of batch) await this.#settle([waiting]);

@@ -1,9 +1,9 @@
-import { defineEntity, p, type EntityManager, type MikroORM } from "@mikro-orm/postgresql";
-import type { EventBus } from "./nats.ts";
-import type { Logger } from "./logger.ts";
+import { defineEntity, type EntityManager, type MikroORM, p } from "@mikro-orm/postgresql";
 import type { Clock } from "./clock.ts";
 import { parse, type Settings } from "./config.ts";
 import { Migration } from "./database.ts";
+import type { Logger } from "./logger.ts";
+import type { EventBus } from "./nats.ts";
 import { startWakeableLoop } from "./wakeable-loop.ts";
 
 /**
@@ -42,7 +42,12 @@ export class CreateOutboxTable extends Migration {
 export const outboxMigration = { name: "0000_outbox", class: CreateOutboxTable };
 
 /** Adds an event to the caller's unit of work; it is written when the caller's transaction commits. */
-export function enqueueEvent(em: EntityManager, clock: Clock, event: { type: string; messageId: string; payload: Uint8Array }, bus: Pick<EventBus, "subject">): void {
+export function enqueueEvent(
+  em: EntityManager,
+  clock: Clock,
+  event: { type: string; messageId: string; payload: Uint8Array },
+  bus: Pick<EventBus, "subject">,
+): void {
   em.create(OutboxEvent, {
     subject: bus.subject(event.type),
     messageId: event.messageId,
@@ -102,7 +107,10 @@ export function startOutboxRelay(options: {
         await bus.js.publish(row.subject, row.payload, { msgID: row.message_id });
       }
       if (rows.length > 0) {
-        await em.execute(`update outbox set published_at = ? where id in (${rows.map(() => "?").join(",")})`, [clock.now(), ...rows.map((r) => r.id)]);
+        await em.execute(`update outbox set published_at = ? where id in (${rows.map(() => "?").join(",")})`, [
+          clock.now(),
+          ...rows.map((r) => r.id),
+        ]);
       }
       return rows.length;
     });
@@ -118,10 +126,10 @@ export function startOutboxRelay(options: {
     if (now.getTime() < pruneDueAt) return false;
     const deleted = await orm.em
       .fork()
-      .execute<{ id: string }[]>(`delete from outbox where id in (select id from outbox order by id limit ?) and published_at < ? returning id`, [
-        pruneBatchSize,
-        new Date(now.getTime() - retentionMs),
-      ]);
+      .execute<{ id: string }[]>(
+        `delete from outbox where id in (select id from outbox order by id limit ?) and published_at < ? returning id`,
+        [pruneBatchSize, new Date(now.getTime() - retentionMs)],
+      );
     if (deleted.length === 0) pruneDueAt = now.getTime() + pruneEveryMs;
     return deleted.length > 0;
   };

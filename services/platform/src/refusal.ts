@@ -1,4 +1,4 @@
-import { Code, ConnectError } from "@connectrpc/connect";
+import { type Code, ConnectError } from "@connectrpc/connect";
 
 /**
  * A request a service refuses on purpose, named in the service's own vocabulary (`kind`), so domain
@@ -19,7 +19,8 @@ export function refusalTranslator<K extends string>(codes: Record<K, Code>) {
     try {
       return await work();
     } catch (error) {
-      if (error instanceof DomainRefusal && Object.hasOwn(codes, error.kind)) throw new ConnectError(error.message, codes[error.kind as K]);
+      if (error instanceof DomainRefusal && Object.hasOwn(codes, error.kind))
+        throw new ConnectError(error.message, codes[error.kind as K]);
       throw error;
     }
   };

@@ -1,14 +1,14 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import type { EntitySchema, MigrationObject } from "@mikro-orm/core";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { clockFromEnvironment, testClockRefusal, type Clock } from "./clock.ts";
-import { commonSettings, ConfigError, loadConfig, parse, type ConfigOf, type Settings } from "./config.ts";
-import { databaseReachable, openDatabase, openStatementPool } from "./database.ts";
 import type pg from "pg";
+import { type Clock, clockFromEnvironment, testClockRefusal } from "./clock.ts";
+import { ConfigError, type ConfigOf, commonSettings, loadConfig, parse, type Settings } from "./config.ts";
+import { databaseReachable, openDatabase, openStatementPool } from "./database.ts";
 import { createLogger, type Logger } from "./logger.ts";
-import { connectEventBus, eventStreamSettings, natsReachable, type EventBus } from "./nats.ts";
-import { OutboxEvent, outboxMigration, outboxSettings, startOutboxRelay, type OutboxRelay } from "./outbox.ts";
-import { serveConnect, type RunningService } from "./server.ts";
+import { connectEventBus, type EventBus, eventStreamSettings, natsReachable } from "./nats.ts";
+import { OutboxEvent, type OutboxRelay, outboxMigration, outboxSettings, startOutboxRelay } from "./outbox.ts";
+import { type RunningService, serveConnect } from "./server.ts";
 
 export interface ServiceDefinition<S extends Settings> {
   /** Service name as in logs and the process list, e.g. "webhook-dispatch". */
@@ -46,16 +46,27 @@ export interface StartOptions {
 const baseSettings = {
   ...commonSettings,
   host: { parse: parse.string, default: "127.0.0.1", description: "address to listen on" },
-  statementPoolSize: { parse: parse.positiveInt, default: 8, description: "connections for the prepared statements on hot paths (besides the ORM's pool)" },
+  statementPoolSize: {
+    parse: parse.positiveInt,
+    default: 8,
+    description: "connections for the prepared statements on hot paths (besides the ORM's pool)",
+  },
 } satisfies Settings;
 
 /**
  * The wiring every event-emitting service shares: configuration, its database schema with migrations,
  * the event bus with the outbox relay, the Connect server with health probes, and an orderly stop.
  */
-export async function startService<S extends Settings>(definition: ServiceDefinition<S>, options: StartOptions = {}): Promise<RunningService> {
+export async function startService<S extends Settings>(
+  definition: ServiceDefinition<S>,
+  options: StartOptions = {},
+): Promise<RunningService> {
   const env = options.env ?? process.env;
-  const settings = { ...baseSettings, port: { parse: parse.port, default: definition.defaultPort, description: "port to listen on" }, ...definition.settings };
+  const settings = {
+    ...baseSettings,
+    port: { parse: parse.port, default: definition.defaultPort, description: "port to listen on" },
+    ...definition.settings,
+  };
   const config = loadConfig(definition.envPrefix, settings, env) as ServiceContext<S>["config"] & { port: number };
   const mesh = loadConfig("SVC", { ...eventStreamSettings, ...outboxSettings }, env);
   const clockRefusal = testClockRefusal(config.deployment, env);
@@ -70,7 +81,12 @@ export async function startService<S extends Settings>(definition: ServiceDefini
     migrations: [outboxMigration, ...definition.migrations],
     logger,
   });
-  const statements = openStatementPool({ url: config.databaseUrl, schema: definition.schema, max: config.statementPoolSize, logger });
+  const statements = openStatementPool({
+    url: config.databaseUrl,
+    schema: definition.schema,
+    max: config.statementPoolSize,
+    logger,
+  });
   const bus = await connectEventBus({
     url: config.natsUrl,
     name: definition.name,

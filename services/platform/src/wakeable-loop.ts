@@ -9,7 +9,11 @@ export interface WakeableLoop {
  * Background work that polls its table: `work` runs again at once while it reports more to do or
  * after a `wake()`, otherwise after `pollMs`. The poll is what still finds rows a crashed peer left.
  */
-export function startWakeableLoop(options: { pollMs: number; work: () => Promise<boolean>; onError: (error: unknown) => void }): WakeableLoop {
+export function startWakeableLoop(options: {
+  pollMs: number;
+  work: () => Promise<boolean>;
+  onError: (error: unknown) => void;
+}): WakeableLoop {
   let running = true;
   let woken = false;
   let wakeUp: (() => void) | undefined;

@@ -1,5 +1,5 @@
-import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig, parse } from "@svc/platform";
+import { describe, expect, it } from "vitest";
 
 const settings = {
   port: { parse: parse.port, default: 9000, description: "port" },
@@ -11,12 +11,17 @@ describe("layered configuration", () => {
   it("takes defaults, then the service's own variables, then the shared SVC_ ones", () => {
     const config = loadConfig("SIGNING", settings, { SVC_DATABASE_URL: "postgres://a/b", SIGNING_ROTATE_EVERY: "30d" });
     expect(config).toEqual({ port: 9000, databaseUrl: "postgres://a/b", rotateEvery: 30 * 86400e3 });
-    const own = loadConfig("SIGNING", settings, { SVC_DATABASE_URL: "postgres://a/b", SIGNING_DATABASE_URL: "postgres://c/d" });
+    const own = loadConfig("SIGNING", settings, {
+      SVC_DATABASE_URL: "postgres://a/b",
+      SIGNING_DATABASE_URL: "postgres://c/d",
+    });
     expect(own.databaseUrl).toBe("postgres://c/d");
   });
 
   it("names every bad or missing variable at once", () => {
-    expect(() => loadConfig("SIGNING", settings, { SIGNING_PORT: "99999", SIGNING_ROTATE_EVERY: "soon" })).toThrow(ConfigError);
+    expect(() => loadConfig("SIGNING", settings, { SIGNING_PORT: "99999", SIGNING_ROTATE_EVERY: "soon" })).toThrow(
+      ConfigError,
+    );
     try {
       loadConfig("SIGNING", settings, { SIGNING_PORT: "99999", SIGNING_ROTATE_EVERY: "soon" });
     } catch (error) {

@@ -1,5 +1,5 @@
-import { describe, expect, it } from "vitest";
 import { randomBase62, randomHex } from "@svc/platform";
+import { describe, expect, it } from "vitest";
 
 describe("random ids", () => {
   it("randomHex gives the asked number of bytes as hex, never the same bytes twice across refills of the pool", () => {

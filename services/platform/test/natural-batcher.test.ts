@@ -1,5 +1,5 @@
-import { describe, expect, it } from "vitest";
 import { NaturalBatcher } from "@svc/platform";
+import { describe, expect, it } from "vitest";
 
 /** A `run` that records each batch and holds it open until released. */
 function heldRuns<In, Out>(answer: (item: In) => Out) {

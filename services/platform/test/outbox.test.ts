@@ -1,8 +1,18 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { jetstreamManager } from "@nats-io/jetstream";
-import { createLogger, connectEventBus, enqueueEvent, ManualClock, openDatabase, OutboxEvent, outboxMigration, startOutboxRelay, type EventBus } from "@svc/platform";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { createTestDatabase, natsUrl, uniqueName, type TestDatabase } from "../../../test/harness/index.ts";
+import { jetstreamManager } from "@nats-io/jetstream";
+import {
+  connectEventBus,
+  createLogger,
+  type EventBus,
+  enqueueEvent,
+  ManualClock,
+  OutboxEvent,
+  openDatabase,
+  outboxMigration,
+  startOutboxRelay,
+} from "@svc/platform";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase, natsUrl, type TestDatabase, uniqueName } from "../../../test/harness/index.ts";
 
 const logger = createLogger("platform-test", {}, "error");
 const clock = new ManualClock("2026-11-22T10:00:00Z");
@@ -15,7 +25,13 @@ describe("transactional outbox", () => {
 
   beforeAll(async () => {
     db = await createTestDatabase("outbox");
-    orm = await openDatabase({ url: db.url, schema: "outbox_test", entities: [OutboxEvent], migrations: [outboxMigration], logger });
+    orm = await openDatabase({
+      url: db.url,
+      schema: "outbox_test",
+      entities: [OutboxEvent],
+      migrations: [outboxMigration],
+      logger,
+    });
     stream = uniqueName("outbox").toUpperCase();
     bus = await connectEventBus({ url: natsUrl(), name: "outbox-test", stream, subjectPrefix: stream.toLowerCase() });
   });
@@ -29,12 +45,22 @@ describe("transactional outbox", () => {
 
   it("publishes only events whose transaction committed, each once under its message id", async () => {
     await orm.em.fork().transactional(async (em) => {
-      enqueueEvent(em, clock, { type: "test.committed", messageId: "committed-1", payload: new TextEncoder().encode("one") }, bus);
+      enqueueEvent(
+        em,
+        clock,
+        { type: "test.committed", messageId: "committed-1", payload: new TextEncoder().encode("one") },
+        bus,
+      );
     });
     await orm.em
       .fork()
       .transactional(async (em) => {
-        enqueueEvent(em, clock, { type: "test.rolled_back", messageId: "rolled-back-1", payload: new Uint8Array([1]) }, bus);
+        enqueueEvent(
+          em,
+          clock,
+          { type: "test.rolled_back", messageId: "rolled-back-1", payload: new Uint8Array([1]) },
+          bus,
+        );
         await em.flush();
         throw new Error("abort the state change");
       })
@@ -44,8 +70,12 @@ describe("transactional outbox", () => {
     await expect.poll(streamMessages, { timeout: 5000 }).toBe(1);
     await relay.stop();
 
-    const rows = await orm.em.fork().execute<{ message_id: string; published_at: string }[]>("select message_id, published_at from outbox");
-    expect(rows.map((r) => [r.message_id, new Date(r.published_at).toISOString()])).toEqual([["committed-1", clock.now().toISOString()]]);
+    const rows = await orm.em
+      .fork()
+      .execute<{ message_id: string; published_at: string }[]>("select message_id, published_at from outbox");
+    expect(rows.map((r) => [r.message_id, new Date(r.published_at).toISOString()])).toEqual([
+      ["committed-1", clock.now().toISOString()],
+    ]);
   });
 
   it("re-publishing a row after a crash (published but not marked) does not duplicate the event", async () => {
@@ -55,7 +85,11 @@ describe("transactional outbox", () => {
     await bus.js.publish(bus.subject("test.retry"), new Uint8Array([2]), { msgID: "retry-1" });
     const before = await streamMessages();
     const relay = startOutboxRelay({ orm, bus, logger, clock, pollMs: 50 });
-    await expect.poll(async () => (await orm.em.fork().execute("select 1 from outbox where published_at is null")).length, { timeout: 5000 }).toBe(0);
+    await expect
+      .poll(async () => (await orm.em.fork().execute("select 1 from outbox where published_at is null")).length, {
+        timeout: 5000,
+      })
+      .toBe(0);
     await relay.stop();
     expect(await streamMessages()).toBe(before);
   });
@@ -63,9 +97,17 @@ describe("transactional outbox", () => {
   it("deletes published rows past their retention, a small batch at a time, and never an unpublished one", async () => {
     const hour = 3600_000;
     const enqueue = (messageId: string) =>
-      orm.em.fork().transactional(async (em) => enqueueEvent(em, clock, { type: "test.pruned", messageId, payload: new Uint8Array([3]) }, bus));
-    const unpublished = async () => (await orm.em.fork().execute("select 1 from outbox where published_at is null")).length;
-    const messageIds = async () => (await orm.em.fork().execute<{ message_id: string }[]>("select message_id from outbox order by id")).map((r) => r.message_id);
+      orm.em
+        .fork()
+        .transactional(async (em) =>
+          enqueueEvent(em, clock, { type: "test.pruned", messageId, payload: new Uint8Array([3]) }, bus),
+        );
+    const unpublished = async () =>
+      (await orm.em.fork().execute("select 1 from outbox where published_at is null")).length;
+    const messageIds = async () =>
+      (await orm.em.fork().execute<{ message_id: string }[]>("select message_id from outbox order by id")).map(
+        (r) => r.message_id,
+      );
     for (let i = 0; i < 5; i += 1) await enqueue(`old-${i}`);
     const relay = startOutboxRelay({ orm, bus, logger, clock, pollMs: 50, retentionMs: 24 * hour, pruneBatchSize: 2 });
     await expect.poll(unpublished, { timeout: 5000 }).toBe(0);
@@ -77,7 +119,12 @@ describe("transactional outbox", () => {
     // An event no stream takes stays unpublished, however old it is.
     await orm.em
       .fork()
-      .execute("insert into outbox (subject, message_id, payload, created_at) values (?, ?, ?, ?)", ["nowhere.test", "stuck-1", Buffer.from([4]), new Date(clock.now().getTime() - 48 * hour)]);
+      .execute("insert into outbox (subject, message_id, payload, created_at) values (?, ?, ?, ?)", [
+        "nowhere.test",
+        "stuck-1",
+        Buffer.from([4]),
+        new Date(clock.now().getTime() - 48 * hour),
+      ]);
 
     clock.advance(12 * hour + 1000);
     relay.wake();
@@ -87,8 +134,16 @@ describe("transactional outbox", () => {
   });
 
   it("a second migration run on an up-to-date schema changes nothing", async () => {
-    const again = await openDatabase({ url: db.url, schema: "outbox_test", entities: [OutboxEvent], migrations: [outboxMigration], logger });
-    const applied = await again.em.fork().execute<{ name: string }[]>("select name from outbox_test.mikro_orm_migrations");
+    const again = await openDatabase({
+      url: db.url,
+      schema: "outbox_test",
+      entities: [OutboxEvent],
+      migrations: [outboxMigration],
+      logger,
+    });
+    const applied = await again.em
+      .fork()
+      .execute<{ name: string }[]>("select name from outbox_test.mikro_orm_migrations");
     expect(applied.map((r) => r.name)).toEqual(["0000_outbox"]);
     await again.close();
   });

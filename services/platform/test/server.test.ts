@@ -1,6 +1,6 @@
 import { connect as http2Connect } from "node:http2";
+import { createLogger, type RunningService, sendJson, serveConnect } from "@svc/platform";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createLogger, sendJson, serveConnect, type RunningService } from "@svc/platform";
 
 describe("service server", () => {
   let ready = true;
@@ -64,50 +64,53 @@ describe("service server", () => {
     await expect(fetch(`${other.url}/healthz`)).rejects.toThrow();
   });
 
-  it.each(["HTTP/1.1", "h2c"] as const)("a stop lets a request in flight over %s finish before it releases what the service holds", async (protocol) => {
-    const order: string[] = [];
-    let started: () => void = () => {};
-    const handlerStarted = new Promise<void>((resolve) => (started = resolve));
-    const slow = await serveConnect({
-      name: "drain-test",
-      host: "127.0.0.1",
-      port: 0,
-      logger: createLogger("drain-test", {}, "error"),
-      routes: () => {},
-      fallback: (req, res) => {
-        if (req.url !== "/slow") return false;
-        started();
-        setTimeout(() => {
-          order.push("handler answered");
-          sendJson(res, 200, { done: true });
-        }, 200);
-        return true;
-      },
-      ready: async () => {},
-      onStop: async () => {
-        order.push("released");
-      },
-    });
-    const answer =
-      protocol === "HTTP/1.1"
-        ? fetch(`${slow.url}/slow`).then(async (r) => [r.status, await r.json()])
-        : new Promise<[number, unknown]>((resolve, reject) => {
-            const session = http2Connect(slow.url);
-            const request = session.request({ ":path": "/slow" });
-            let status = 0;
-            let body = "";
-            request.on("response", (headers) => (status = Number(headers[":status"])));
-            request.on("data", (chunk) => (body += chunk));
-            request.on("end", () => {
-              session.close();
-              resolve([status, JSON.parse(body)]);
+  it.each(["HTTP/1.1", "h2c"] as const)(
+    "a stop lets a request in flight over %s finish before it releases what the service holds",
+    async (protocol) => {
+      const order: string[] = [];
+      let started: () => void = () => {};
+      const handlerStarted = new Promise<void>((resolve) => (started = resolve));
+      const slow = await serveConnect({
+        name: "drain-test",
+        host: "127.0.0.1",
+        port: 0,
+        logger: createLogger("drain-test", {}, "error"),
+        routes: () => {},
+        fallback: (req, res) => {
+          if (req.url !== "/slow") return false;
+          started();
+          setTimeout(() => {
+            order.push("handler answered");
+            sendJson(res, 200, { done: true });
+          }, 200);
+          return true;
+        },
+        ready: async () => {},
+        onStop: async () => {
+          order.push("released");
+        },
+      });
+      const answer =
+        protocol === "HTTP/1.1"
+          ? fetch(`${slow.url}/slow`).then(async (r) => [r.status, await r.json()])
+          : new Promise<[number, unknown]>((resolve, reject) => {
+              const session = http2Connect(slow.url);
+              const request = session.request({ ":path": "/slow" });
+              let status = 0;
+              let body = "";
+              request.on("response", (headers) => (status = Number(headers[":status"])));
+              request.on("data", (chunk) => (body += chunk));
+              request.on("end", () => {
+                session.close();
+                resolve([status, JSON.parse(body)]);
+              });
+              request.on("error", reject);
+              request.end();
             });
-            request.on("error", reject);
-            request.end();
-          });
-    await handlerStarted;
-    await slow.stop();
-    expect(await answer).toEqual([200, { done: true }]);
-    expect(order).toEqual(["handler answered", "released"]);
-  });
+      await handlerStarted;
+      await slow.stop();
+      expect(await answer).toEqual([200, { done: true }]);
+      expect(order).toEqual(["handler answered", "released"]);
+    },
+  );
 });

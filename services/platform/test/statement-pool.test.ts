@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type pg from "pg";
 import { createLogger, inTransaction, openStatementPool } from "@svc/platform";
+import type pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../../test/harness/index.ts";
 
 const logger = createLogger("platform-test", {}, "error");
@@ -22,7 +22,8 @@ describe("statement pool transactions (inTransaction)", () => {
     await db?.drop();
   });
 
-  const notes = async () => (await pool.query<{ text: string }>("select text from notes order by text")).rows.map((r) => r.text);
+  const notes = async () =>
+    (await pool.query<{ text: string }>("select text from notes order by text")).rows.map((r) => r.text);
 
   it("commits what the work wrote when it returns, and hands back its result", async () => {
     const result = await inTransaction(pool, async (client) => {

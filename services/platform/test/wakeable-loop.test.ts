@@ -1,11 +1,15 @@
-import { describe, expect, it } from "vitest";
 import { startWakeableLoop } from "@svc/platform";
+import { describe, expect, it } from "vitest";
 
 describe("wakeable loop", () => {
   it("runs again at once while there is more work, then waits for the poll", async () => {
     const runs: number[] = [];
     let backlog = 3;
-    const loop = startWakeableLoop({ pollMs: 60_000, work: async () => (runs.push(backlog), --backlog > 0), onError: () => {} });
+    const loop = startWakeableLoop({
+      pollMs: 60_000,
+      work: async () => (runs.push(backlog), --backlog > 0),
+      onError: () => {},
+    });
     await expect.poll(() => runs).toEqual([3, 2, 1]);
     await new Promise((resolve) => setTimeout(resolve, 20));
     expect(runs).toHaveLength(3);
@@ -17,10 +21,11 @@ describe("wakeable loop", () => {
     let release: () => void = () => {};
     const loop = startWakeableLoop({
       pollMs: 60_000,
-      work: () => new Promise<boolean>((resolve) => {
-        runs++;
-        release = () => resolve(false);
-      }),
+      work: () =>
+        new Promise<boolean>((resolve) => {
+          runs++;
+          release = () => resolve(false);
+        }),
       onError: () => {},
     });
     await expect.poll(() => runs).toBe(1);

@@ -5,7 +5,7 @@
  */
 import { createPrivateKey, randomUUID } from "node:crypto";
 import { SignJWT } from "jose";
-import { attestationClaims, signAttestation, type AttestationInput } from "../src/attestation-token.ts";
+import { type AttestationInput, attestationClaims, signAttestation } from "../src/attestation-token.ts";
 import { createSigner } from "../src/compact-jws.ts";
 import { generateSigningKey } from "../src/key-generation.ts";
 
@@ -53,4 +53,11 @@ for (let round = 0; round < 3; round++) {
   results.ours = Math.max(results.ours, await opsPerSecond(ours, seconds));
   results.jose = Math.max(results.jose, await opsPerSecond(jose, seconds));
 }
-console.log(JSON.stringify({ name: "sign-attestation", ours_ops: Math.round(results.ours), jose_ops: Math.round(results.jose), ratio: Number((results.ours / results.jose).toFixed(2)) }));
+console.log(
+  JSON.stringify({
+    name: "sign-attestation",
+    ours_ops: Math.round(results.ours),
+    jose_ops: Math.round(results.jose),
+    ratio: Number((results.ours / results.jose).toFixed(2)),
+  }),
+);

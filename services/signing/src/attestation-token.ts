@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { epochSeconds } from "@svc/platform";
-import { signCompact, type JwsSigner } from "./compact-jws.ts";
+import { type JwsSigner, signCompact } from "./compact-jws.ts";
 import { InvalidInputError, requireInstant, requireText } from "./invalid-input.ts";
 
 export const attestationLifetimeSeconds = 120;
@@ -32,8 +32,10 @@ const ageOver: Record<AgeResult, boolean | null> = { over: true, under: false, u
 /** The claims of the spec's attestation token, plus `iss`/`iat`/`exp` so standard JWT libraries enforce them. */
 export function attestationClaims(input: AttestationInput, context: AttestationContext): JsonObject {
   const verifiedAt = requireInstant(input.verifiedAt, "verified_at");
-  if (input.audience !== undefined && input.audience.trim() === "") throw new InvalidInputError("audience, when given, must not be empty");
-  if (input.trusted && input.trustedSince === undefined) throw new InvalidInputError("trusted_since is required when trusted is true");
+  if (input.audience !== undefined && input.audience.trim() === "")
+    throw new InvalidInputError("audience, when given, must not be empty");
+  if (input.trusted && input.trustedSince === undefined)
+    throw new InvalidInputError("trusted_since is required when trusted is true");
   if (!input.trusted && (input.trustedSince !== undefined || input.lastPassAt !== undefined)) {
     throw new InvalidInputError("trusted_since and last_pass_at must be absent when trusted is false");
   }
@@ -69,7 +71,11 @@ export interface SignedAttestation {
   expiresAt: Date;
 }
 
-export function signAttestation(input: AttestationInput, signer: JwsSigner, context: { issuer: string; now: Date }): SignedAttestation {
+export function signAttestation(
+  input: AttestationInput,
+  signer: JwsSigner,
+  context: { issuer: string; now: Date },
+): SignedAttestation {
   const claims = attestationClaims(input, { ...context, nonce: randomUUID() });
   return {
     token: signCompact(signer, claims),

@@ -1,4 +1,4 @@
-import { sign, verify, type KeyObject } from "node:crypto";
+import { type KeyObject, sign, verify } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { derToJose, joseToDer } from "./jose-signature.ts";
 
@@ -40,7 +40,8 @@ export function parseCompact(token: string): ParsedJws | undefined {
   const parts = token.split(".");
   if (parts.length !== 3) return undefined;
   const [headerSegment, payloadSegment, signatureSegment] = parts as [string, string, string];
-  if (!base64url.test(headerSegment) || !base64url.test(payloadSegment) || !signatureForm.test(signatureSegment)) return undefined;
+  if (!base64url.test(headerSegment) || !base64url.test(payloadSegment) || !signatureForm.test(signatureSegment))
+    return undefined;
   const header = decodeObject(headerSegment);
   const payload = decodeObject(payloadSegment);
   if (header === undefined || payload === undefined) return undefined;
@@ -69,6 +70,8 @@ function decodeObject(segment: string): JsonObject | undefined {
 export function verifyEs256(publicKey: KeyObject, signingInput: Buffer, signature: Buffer): Promise<boolean> {
   if (signature.length !== 64) return Promise.resolve(false);
   return new Promise((resolve, reject) => {
-    verify("sha256", signingInput, publicKey, joseToDer(signature), (error, valid) => (error ? reject(error) : resolve(valid)));
+    verify("sha256", signingInput, publicKey, joseToDer(signature), (error, valid) =>
+      error ? reject(error) : resolve(valid),
+    );
   });
 }

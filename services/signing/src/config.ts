@@ -1,4 +1,4 @@
-import { commonSettings, ConfigError, loadConfig, parse, testClockRefusal, type ConfigOf } from "@svc/platform";
+import { ConfigError, type ConfigOf, commonSettings, loadConfig, parse, testClockRefusal } from "@svc/platform";
 import { attestationLifetimeSeconds } from "./attestation-token.ts";
 import { developmentKek, kekId } from "./key-encryption.ts";
 import type { RotationPolicy } from "./rotation-schedule.ts";
@@ -11,16 +11,36 @@ const settings = {
   deployment: commonSettings.deployment,
   host: { parse: parse.string, default: "127.0.0.1", description: "address the Connect server listens on" },
   port: { parse: parse.port, default: 9091, description: "port of the Connect server and its probes" },
-  issuer: { parse: parse.url, default: "http://127.0.0.1:8080", description: "`iss` of every token: the gateway origin {api_origin}" },
+  issuer: {
+    parse: parse.url,
+    default: "http://127.0.0.1:8080",
+    description: "`iss` of every token: the gateway origin {api_origin}",
+  },
   kek: {
     parse: (raw: string): Buffer | null => parse.base64Key32(raw),
     default: null,
     description: "key-encryption key for private keys at rest, 32 bytes base64; required in production",
   },
-  publishLead: { parse: parse.duration, default: 300_000, description: "how long a new key is published before it signs (at least the key-set cache lifetime)" },
-  proofRetention: { parse: parse.duration, default: 400 * day, description: "how long a retired key stays published so Proofs of Resolution it signed still verify" },
-  rotateEvery: { parse: parse.duration, default: 30 * day, description: "age of the newest key at which a new one is added; 0 turns the schedule off" },
-  refreshEvery: { parse: parse.duration, default: 30_000, description: "how often the key ring reloads, the schedule is checked and the replay ledger is pruned" },
+  publishLead: {
+    parse: parse.duration,
+    default: 300_000,
+    description: "how long a new key is published before it signs (at least the key-set cache lifetime)",
+  },
+  proofRetention: {
+    parse: parse.duration,
+    default: 400 * day,
+    description: "how long a retired key stays published so Proofs of Resolution it signed still verify",
+  },
+  rotateEvery: {
+    parse: parse.duration,
+    default: 30 * day,
+    description: "age of the newest key at which a new one is added; 0 turns the schedule off",
+  },
+  refreshEvery: {
+    parse: parse.duration,
+    default: 30_000,
+    description: "how often the key ring reloads, the schedule is checked and the replay ledger is pruned",
+  },
 };
 
 export type SigningConfig = Omit<ConfigOf<typeof settings>, "kek"> & {
@@ -36,16 +56,20 @@ export function loadSigningConfig(env: NodeJS.ProcessEnv = process.env): Signing
   const production = config.deployment === "production";
   const problems: string[] = [];
   if (production && config.kek === null) problems.push("SIGNING_KEK is required when SVC_DEPLOYMENT is production");
-  if (production && config.kek?.equals(developmentKek)) problems.push("SIGNING_KEK is the built-in development KEK, which production refuses");
+  if (production && config.kek?.equals(developmentKek))
+    problems.push("SIGNING_KEK is the built-in development KEK, which production refuses");
   const clockRefusal = testClockRefusal(config.deployment, env);
   if (clockRefusal) problems.push(clockRefusal);
   if (config.refreshEvery <= 0) problems.push("SIGNING_REFRESH_EVERY must be longer than 0");
   // Another replica learns of a new key at its next refresh; it must know the key before the key signs.
-  if (config.publishLead < config.refreshEvery) problems.push("SIGNING_PUBLISH_LEAD must be at least SIGNING_REFRESH_EVERY");
+  if (config.publishLead < config.refreshEvery)
+    problems.push("SIGNING_PUBLISH_LEAD must be at least SIGNING_REFRESH_EVERY");
   // Verifiers cache the key set for 300 s: a key that signed sooner could meet a cache without it.
-  if (config.publishLead < keySetCacheLifetimeMs) problems.push("SIGNING_PUBLISH_LEAD must be at least the key set's cache lifetime, 5m");
+  if (config.publishLead < keySetCacheLifetimeMs)
+    problems.push("SIGNING_PUBLISH_LEAD must be at least the key set's cache lifetime, 5m");
   // Every token's iss must be {api_origin}; the development default is a loopback address.
-  if (production && !env.SIGNING_ISSUER?.startsWith("https://")) problems.push("SIGNING_ISSUER must be set to the public https origin ({api_origin}) in production");
+  if (production && !env.SIGNING_ISSUER?.startsWith("https://"))
+    problems.push("SIGNING_ISSUER must be set to the public https origin ({api_origin}) in production");
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  ${problems.join("\n  ")}`);
   const kek = config.kek ?? developmentKek;
   return {

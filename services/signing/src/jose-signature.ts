@@ -11,7 +11,8 @@ export class SignatureEncodingError extends Error {}
 
 export function derToJose(der: Uint8Array): Buffer {
   // A P-256 signature is at most 72 bytes, so every DER length here fits the one-byte short form.
-  if (der.length < 8 || der[0] !== 0x30 || der[1] !== der.length - 2) throw new SignatureEncodingError("not a DER ECDSA signature");
+  if (der.length < 8 || der[0] !== 0x30 || der[1] !== der.length - 2)
+    throw new SignatureEncodingError("not a DER ECDSA signature");
   const raw = Buffer.alloc(partSize * 2);
   const afterR = copyInteger(der, 2, raw, 0);
   const afterS = copyInteger(der, afterR, raw, partSize);
@@ -23,7 +24,8 @@ export function derToJose(der: Uint8Array): Buffer {
 function copyInteger(der: Uint8Array, offset: number, raw: Buffer, slot: number): number {
   const length = der[offset + 1] ?? 0;
   const end = offset + 2 + length;
-  if (der[offset] !== 0x02 || length === 0 || end > der.length) throw new SignatureEncodingError("malformed DER INTEGER");
+  if (der[offset] !== 0x02 || length === 0 || end > der.length)
+    throw new SignatureEncodingError("malformed DER INTEGER");
   let start = offset + 2;
   // DER puts a 0x00 before a value whose top bit is set, so it is not read as negative.
   while (end - start > partSize && der[start] === 0) start++;

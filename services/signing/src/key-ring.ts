@@ -4,7 +4,7 @@ import type { Clock, Logger } from "@svc/platform";
 import { createSigner, type JwsSigner } from "./compact-jws.ts";
 import { openPrivateKey } from "./key-encryption.ts";
 import { windowOf } from "./key-rotation.ts";
-import { isPublished, keyState, signingKeyAt, type KeyWindow } from "./rotation-schedule.ts";
+import { isPublished, type KeyWindow, keyState, signingKeyAt } from "./rotation-schedule.ts";
 import { SigningKey } from "./signing-key.entity.ts";
 
 export interface RingKey {
@@ -69,7 +69,13 @@ export class KeyRing {
     const keys = new Map<string, RingKey>();
     for (const row of rows) {
       const window = windowOf(row);
-      const key: RingKey = this.#keys.get(row.kid) ?? { kid: row.kid, x: row.x, y: row.y, window, publicKey: publicKeyOf(row.x, row.y) };
+      const key: RingKey = this.#keys.get(row.kid) ?? {
+        kid: row.kid,
+        x: row.x,
+        y: row.y,
+        window,
+        publicKey: publicKeyOf(row.x, row.y),
+      };
       key.window = window;
       const state = keyState(key.window, now);
       if (state === "pending" || state === "active") {
@@ -92,7 +98,8 @@ export class KeyRing {
       const privateKey = createPrivateKey({ key: pkcs8, format: "der", type: "pkcs8" });
       pkcs8.fill(0);
       const derived = createPublicKey(privateKey).export({ format: "jwk" });
-      if (derived.x !== key.x || derived.y !== key.y) throw new Error(`signing key ${key.kid}: the private half does not match the stored public key`);
+      if (derived.x !== key.x || derived.y !== key.y)
+        throw new Error(`signing key ${key.kid}: the private half does not match the stored public key`);
       key.signer = createSigner(key.kid, privateKey);
       delete key.openError;
     } catch (error) {
@@ -104,7 +111,10 @@ export class KeyRing {
   signer(now: Date): JwsSigner {
     const key = signingKeyAt(this.#keys.values(), now);
     if (key === undefined) throw new SigningKeyUnavailableError("no signing key is active");
-    if (key.signer === undefined) throw new SigningKeyUnavailableError(`signing key ${key.kid} cannot sign: ${key.openError?.message ?? "not opened"}`);
+    if (key.signer === undefined)
+      throw new SigningKeyUnavailableError(
+        `signing key ${key.kid} cannot sign: ${key.openError?.message ?? "not opened"}`,
+      );
     return key.signer;
   }
 
@@ -135,8 +145,11 @@ export class KeyRing {
   }
 
   published(now: Date): RingKey[] {
-    return [...this.#keys.values()].filter((key) => isPublished(key.window, now)).sort((a, b) => a.window.signsFrom.getTime() - b.window.signsFrom.getTime());
+    return [...this.#keys.values()]
+      .filter((key) => isPublished(key.window, now))
+      .sort((a, b) => a.window.signsFrom.getTime() - b.window.signsFrom.getTime());
   }
 }
 
-const publicKeyOf = (x: string, y: string): KeyObject => createPublicKey({ key: { kty: "EC", crv: "P-256", x, y }, format: "jwk" });
+const publicKeyOf = (x: string, y: string): KeyObject =>
+  createPublicKey({ key: { kty: "EC", crv: "P-256", x, y }, format: "jwk" });

@@ -1,9 +1,9 @@
 import type { EntityManager, MikroORM } from "@mikro-orm/postgresql";
 import type { Clock } from "@svc/platform";
-import { SigningKey } from "./signing-key.entity.ts";
+import { kekId, sealPrivateKey } from "./key-encryption.ts";
 import { generateSigningKey } from "./key-generation.ts";
-import { sealPrivateKey, kekId } from "./key-encryption.ts";
-import { newestKey, planRotation, type KeyWindow, type RotationPolicy } from "./rotation-schedule.ts";
+import { type KeyWindow, newestKey, planRotation, type RotationPolicy } from "./rotation-schedule.ts";
+import { SigningKey } from "./signing-key.entity.ts";
 
 export interface AddedKey {
   kid: string;
@@ -16,7 +16,12 @@ export interface AddedKey {
  */
 export async function addKeyWhen(
   orm: MikroORM,
-  options: { clock: Clock; kek: Buffer; policy: RotationPolicy; due: (newest: KeyWindow | undefined, now: Date) => boolean },
+  options: {
+    clock: Clock;
+    kek: Buffer;
+    policy: RotationPolicy;
+    due: (newest: KeyWindow | undefined, now: Date) => boolean;
+  },
 ): Promise<AddedKey | undefined> {
   return orm.em.fork().transactional(async (em) => {
     await em.execute("select pg_advisory_xact_lock(hashtext('signing.key_ring'))");
@@ -52,7 +57,12 @@ function insertKey(em: EntityManager, kek: Buffer, window: KeyWindow): string {
   return key.kid;
 }
 
-export const windowOf = (row: { publishedAt: Date; signsFrom: Date; retiredAt?: Date | null; unpublishAt?: Date | null }): KeyWindow => ({
+export const windowOf = (row: {
+  publishedAt: Date;
+  signsFrom: Date;
+  retiredAt?: Date | null;
+  unpublishAt?: Date | null;
+}): KeyWindow => ({
   publishedAt: row.publishedAt,
   signsFrom: row.signsFrom,
   retiredAt: row.retiredAt ?? null,

@@ -1,6 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { epochSeconds } from "@svc/platform";
-import { signCompact, type JwsSigner } from "./compact-jws.ts";
+import { type JwsSigner, signCompact } from "./compact-jws.ts";
 import { InvalidInputError, requireInstant, requireText } from "./invalid-input.ts";
 
 export type ProofVerdict = "approve" | "denied";

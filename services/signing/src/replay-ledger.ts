@@ -35,12 +35,10 @@ export function databaseReplayLedger(orm: MikroORM): ReplayLedger & { prune(expi
       // One statement, one round trip: the primary key decides which of concurrent checks is first.
       let inserted: { payload_hash: Buffer }[];
       try {
-        inserted = await orm.em
-          .fork()
-          .execute(
-            `insert into token_check (payload_hash, checked_at, expires_at) values ${rows.map(() => "(?, ?, ?)").join(", ")} on conflict do nothing returning payload_hash`,
-            rows.flatMap((row) => [row.tokenKey, checkedAt, row.expiresAt]),
-          );
+        inserted = await orm.em.fork().execute(
+          `insert into token_check (payload_hash, checked_at, expires_at) values ${rows.map(() => "(?, ?, ?)").join(", ")} on conflict do nothing returning payload_hash`,
+          rows.flatMap((row) => [row.tokenKey, checkedAt, row.expiresAt]),
+        );
       } catch (cause) {
         throw new ReplayLedgerUnavailableError("the replay ledger could not record the checks", { cause });
       }

@@ -45,7 +45,12 @@ export function signingKeyAt<K extends { window: KeyWindow }>(keys: Iterable<K>,
 export function newestKey<K extends { window: KeyWindow }>(keys: Iterable<K>): K | undefined {
   let newest: K | undefined;
   for (const key of keys) {
-    if (newest === undefined || key.window.signsFrom > newest.window.signsFrom || (key.window.signsFrom.getTime() === newest.window.signsFrom.getTime() && key.window.publishedAt > newest.window.publishedAt)) {
+    if (
+      newest === undefined ||
+      key.window.signsFrom > newest.window.signsFrom ||
+      (key.window.signsFrom.getTime() === newest.window.signsFrom.getTime() &&
+        key.window.publishedAt > newest.window.publishedAt)
+    ) {
       newest = key;
     }
   }

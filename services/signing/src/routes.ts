@@ -1,31 +1,36 @@
 import { create } from "@bufbuild/protobuf";
-import { timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { type Timestamp, timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
 import type { Clock } from "@svc/platform";
 import {
-  AgeResult as ProtoAgeResult,
   GetKeySetResponseSchema,
   KeyInfoSchema,
+  AgeResult as ProtoAgeResult,
   KeyState as ProtoKeyState,
   ProofVerdict as ProtoProofVerdict,
   PublicJwkSchema,
   RotateKeysResponseSchema,
+  type SignAttestationRequest,
   SignAttestationResponseSchema,
   SigningService,
+  type SignProofRequest,
   SignProofResponseSchema,
   VerifyTokenResponseSchema,
   VerifyTokensResponseSchema,
-  type SignAttestationRequest,
-  type SignProofRequest,
 } from "@svc/proto/signing/v1/signing_pb.js";
-import { signAttestation, type AgeResult, type AttestationInput } from "./attestation-token.ts";
+import { type AgeResult, type AttestationInput, signAttestation } from "./attestation-token.ts";
 import { InvalidInputError } from "./invalid-input.ts";
-import { SigningKeyUnavailableError, type KeyRing, type RingKey } from "./key-ring.ts";
+import { type KeyRing, type RingKey, SigningKeyUnavailableError } from "./key-ring.ts";
 import type { AddedKey } from "./key-rotation.ts";
-import { signProof, type ProofInput, type ProofVerdict } from "./proof-token.ts";
-import { ReplayLedgerUnavailableError, type ReplayLedger } from "./replay-ledger.ts";
+import { type ProofInput, type ProofVerdict, signProof } from "./proof-token.ts";
+import { type ReplayLedger, ReplayLedgerUnavailableError } from "./replay-ledger.ts";
 import { keyState } from "./rotation-schedule.ts";
-import { verifyAttestation, verifyAttestations, type Verification, type VerificationContext } from "./token-verification.ts";
+import {
+  type Verification,
+  type VerificationContext,
+  verifyAttestation,
+  verifyAttestations,
+} from "./token-verification.ts";
 
 /** Bounds one VerifyTokens call: its ledger write is a single statement of at most this many rows. */
 export const verifyTokensLimit = 256;
@@ -69,7 +74,17 @@ export function signingRoutes(deps: SigningRouteDependencies): (router: ConnectR
     getKeySet: async () => {
       const keys = await ring.publishedFresh(clock.now());
       return create(GetKeySetResponseSchema, {
-        keys: keys.map((key) => create(PublicJwkSchema, { kid: key.kid, kty: "EC", crv: "P-256", x: key.x, y: key.y, alg: "ES256", use: "sig" })),
+        keys: keys.map((key) =>
+          create(PublicJwkSchema, {
+            kid: key.kid,
+            kty: "EC",
+            crv: "P-256",
+            x: key.x,
+            y: key.y,
+            alg: "ES256",
+            use: "sig",
+          }),
+        ),
       });
     },
 
@@ -81,7 +96,8 @@ export function signingRoutes(deps: SigningRouteDependencies): (router: ConnectR
 
     verifyTokens: (request) =>
       translateErrors(async () => {
-        if (request.requests.length > verifyTokensLimit) throw new InvalidInputError(`at most ${verifyTokensLimit} tokens per call, not ${request.requests.length}`);
+        if (request.requests.length > verifyTokensLimit)
+          throw new InvalidInputError(`at most ${verifyTokensLimit} tokens per call, not ${request.requests.length}`);
         const results = await verifyAttestations(request.requests, verificationContext());
         return create(VerifyTokensResponseSchema, { responses: results.map(verificationResponse) });
       }),
@@ -105,7 +121,8 @@ async function translateErrors<T>(work: () => T | Promise<T>): Promise<T> {
     return await work();
   } catch (error) {
     if (error instanceof InvalidInputError) throw new ConnectError(error.message, Code.InvalidArgument);
-    if (error instanceof SigningKeyUnavailableError || error instanceof ReplayLedgerUnavailableError) throw new ConnectError(error.message, Code.Unavailable);
+    if (error instanceof SigningKeyUnavailableError || error instanceof ReplayLedgerUnavailableError)
+      throw new ConnectError(error.message, Code.Unavailable);
     throw error;
   }
 }
@@ -156,13 +173,20 @@ function verificationResponse(result: Verification) {
     reason: result.kind === "invalid" ? result.reason : "",
     replayed: result.replayed,
     ...(result.claims !== undefined && { claims: result.claims }),
-    ...(result.kind === "invalid" && result.expiredAt !== undefined && { expiredAt: timestampFromDate(result.expiredAt) }),
+    ...(result.kind === "invalid" &&
+      result.expiredAt !== undefined && { expiredAt: timestampFromDate(result.expiredAt) }),
   });
 }
 
-const instant = (timestamp: Timestamp | undefined): Date | undefined => (timestamp === undefined ? undefined : timestampDate(timestamp));
+const instant = (timestamp: Timestamp | undefined): Date | undefined =>
+  timestamp === undefined ? undefined : timestampDate(timestamp);
 
-const keyStates = { pending: ProtoKeyState.PENDING, active: ProtoKeyState.ACTIVE, retired: ProtoKeyState.RETIRED, unpublished: ProtoKeyState.UNSPECIFIED };
+const keyStates = {
+  pending: ProtoKeyState.PENDING,
+  active: ProtoKeyState.ACTIVE,
+  retired: ProtoKeyState.RETIRED,
+  unpublished: ProtoKeyState.UNSPECIFIED,
+};
 
 function keyInfo(key: RingKey, now: Date) {
   const { publishedAt, signsFrom, retiredAt, unpublishAt } = key.window;

@@ -1,11 +1,21 @@
-import { clockFromEnvironment, createLogger, databaseReachable, openDatabase, runAsMain, serveConnect, type Clock, type Logger, type RunningService } from "@svc/platform";
+import {
+  type Clock,
+  clockFromEnvironment,
+  createLogger,
+  databaseReachable,
+  type Logger,
+  openDatabase,
+  type RunningService,
+  runAsMain,
+  serveConnect,
+} from "@svc/platform";
 import { loadSigningConfig } from "./config.ts";
 import { KeyRing } from "./key-ring.ts";
 import { addKeyWhen, deleteUnpublishedKeys } from "./key-rotation.ts";
 import { startMaintenance } from "./maintenance.ts";
 import { migrations } from "./migrations/index.ts";
 import { databaseReplayLedger, ledgerRetentionMarginMs } from "./replay-ledger.ts";
-import { rotationDue, type KeyWindow } from "./rotation-schedule.ts";
+import { type KeyWindow, rotationDue } from "./rotation-schedule.ts";
 import { signingRoutes } from "./routes.ts";
 import { SigningKey } from "./signing-key.entity.ts";
 import { TokenCheck } from "./token-check.entity.ts";
@@ -15,19 +25,30 @@ export interface RunningSigning extends RunningService {
   maintain(): Promise<void>;
 }
 
-export async function startSigning(options: { env?: NodeJS.ProcessEnv; clock?: Clock; logger?: Logger } = {}): Promise<RunningSigning> {
+export async function startSigning(
+  options: { env?: NodeJS.ProcessEnv; clock?: Clock; logger?: Logger } = {},
+): Promise<RunningSigning> {
   const env = options.env ?? process.env;
   const config = loadSigningConfig(env);
   const logger = options.logger ?? createLogger("signing");
   const clock = options.clock ?? clockFromEnvironment(env);
   if (config.developmentKek) {
-    logger.warn("SIGNING_KEK is not set: private keys are sealed under the INSECURE built-in development KEK", { kekId: config.kekId });
+    logger.warn("SIGNING_KEK is not set: private keys are sealed under the INSECURE built-in development KEK", {
+      kekId: config.kekId,
+    });
   }
 
-  const orm = await openDatabase({ url: config.databaseUrl, schema: "signing", entities: [SigningKey, TokenCheck], migrations, logger });
+  const orm = await openDatabase({
+    url: config.databaseUrl,
+    schema: "signing",
+    entities: [SigningKey, TokenCheck],
+    migrations,
+    logger,
+  });
   let maintenance: ReturnType<typeof startMaintenance> | undefined;
   try {
-    const addKey = (due: (newest: KeyWindow | undefined, now: Date) => boolean) => addKeyWhen(orm, { clock, kek: config.kek, policy: config.rotation, due });
+    const addKey = (due: (newest: KeyWindow | undefined, now: Date) => boolean) =>
+      addKeyWhen(orm, { clock, kek: config.kek, policy: config.rotation, due });
     const first = await addKey((newest) => newest === undefined);
     if (first) logger.info("first signing key created", { kid: first.kid });
     const ring = new KeyRing({ orm, kek: config.kek, clock, logger });
@@ -42,11 +63,18 @@ export async function startSigning(options: { env?: NodeJS.ProcessEnv; clock?: C
           name: "rotation schedule",
           run: async () => {
             const added = await addKey((newest, now) => rotationDue(newest, now, config.rotateEvery));
-            if (added) logger.info("signing key added by the rotation schedule", { kid: added.kid, signsFrom: added.window.signsFrom });
+            if (added)
+              logger.info("signing key added by the rotation schedule", {
+                kid: added.kid,
+                signsFrom: added.window.signsFrom,
+              });
           },
         },
         { name: "key ring reload", run: async () => void (await ring.refresh()) },
-        { name: "replay ledger prune", run: async () => void (await ledger.prune(new Date(clock.now().getTime() - ledgerRetentionMarginMs))) },
+        {
+          name: "replay ledger prune",
+          run: async () => void (await ledger.prune(new Date(clock.now().getTime() - ledgerRetentionMarginMs))),
+        },
         { name: "unpublished key removal", run: async () => void (await deleteUnpublishedKeys(orm, clock.now())) },
       ],
     });

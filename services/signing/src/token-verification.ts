@@ -35,9 +35,15 @@ export interface VerificationRequest {
 }
 
 /** What the checks before the ledger found: a final answer, or a token that is valid unless it was checked before. */
-type Examined = { kind: "decided"; verification: Verification } | { kind: "unrecorded"; claims: JsonObject; check: LedgerCheck };
+type Examined =
+  | { kind: "decided"; verification: Verification }
+  | { kind: "unrecorded"; claims: JsonObject; check: LedgerCheck };
 
-export async function verifyAttestation(token: string, audience: string | undefined, context: VerificationContext): Promise<Verification> {
+export async function verifyAttestation(
+  token: string,
+  audience: string | undefined,
+  context: VerificationContext,
+): Promise<Verification> {
   const [verification] = await verifyAttestations([{ token, audience }], context);
   return verification!;
 }
@@ -47,12 +53,23 @@ export async function verifyAttestation(token: string, audience: string | undefi
  * of one token; the checks of those that pass them all are recorded in one ledger write, which decides
  * for each whether it is the first (of copies of one token in the same call, the first listed).
  */
-export async function verifyAttestations(requests: readonly VerificationRequest[], context: VerificationContext): Promise<Verification[]> {
+export async function verifyAttestations(
+  requests: readonly VerificationRequest[],
+  context: VerificationContext,
+): Promise<Verification[]> {
   const examined = await Promise.all(requests.map((request) => examine(request.token, request.audience, context)));
   const unrecorded = examined.filter((result) => result.kind === "unrecorded");
-  const firsts = unrecorded.length === 0 ? [] : await context.ledger.recordChecks(unrecorded.map((result) => result.check), context.now);
+  const firsts =
+    unrecorded.length === 0
+      ? []
+      : await context.ledger.recordChecks(
+          unrecorded.map((result) => result.check),
+          context.now,
+        );
   let next = 0;
-  return examined.map((result) => (result.kind === "decided" ? result.verification : concluded(result.claims, firsts[next++] === true, context.now)));
+  return examined.map((result) =>
+    result.kind === "decided" ? result.verification : concluded(result.claims, firsts[next++] === true, context.now),
+  );
 }
 
 async function examine(token: string, audience: string | undefined, context: VerificationContext): Promise<Examined> {
@@ -68,9 +85,13 @@ async function examine(token: string, audience: string | undefined, context: Ver
   const claims = jws.payload;
   if (claims.iss !== context.issuer) return decided(invalid("wrong_issuer", { claims }));
   const expiresAt = expiryOf(claims);
-  if (typeof claims.request_id !== "string" || typeof claims.verified !== "boolean" || expiresAt === undefined) return decided(invalid("not_an_attestation", { claims }));
+  if (typeof claims.request_id !== "string" || typeof claims.verified !== "boolean" || expiresAt === undefined)
+    return decided(invalid("not_an_attestation", { claims }));
   if (expiresAt <= now.getTime()) return decided(invalid("expired", { claims, expiredAt: new Date(expiresAt) }));
-  if (audience !== undefined && (typeof claims.audience === "string" ? claims.audience : claims.organization_id) !== audience) {
+  if (
+    audience !== undefined &&
+    (typeof claims.audience === "string" ? claims.audience : claims.organization_id) !== audience
+  ) {
     return decided(invalid("audience_mismatch", { claims }));
   }
 
@@ -87,12 +108,17 @@ function concluded(claims: JsonObject, first: boolean, now: Date): Verification 
 
 /** Milliseconds since the epoch. Our tokens carry equal `exp` and `expires_at`; should they differ, the earlier counts. */
 function expiryOf(claims: JsonObject): number | undefined {
-  const seconds = [claims.exp, claims.expires_at].filter((value): value is number => typeof value === "number" && Number.isFinite(value));
+  const seconds = [claims.exp, claims.expires_at].filter(
+    (value): value is number => typeof value === "number" && Number.isFinite(value),
+  );
   return seconds.length === 0 ? undefined : Math.min(...seconds) * 1000;
 }
 
 const decided = (verification: Verification): Examined => ({ kind: "decided", verification });
 
-function invalid(reason: InvalidReason, details: { claims?: JsonObject; expiredAt?: Date; replayed?: boolean } = {}): Verification {
+function invalid(
+  reason: InvalidReason,
+  details: { claims?: JsonObject; expiredAt?: Date; replayed?: boolean } = {},
+): Verification {
   return { kind: "invalid", reason, ...details, replayed: details.replayed ?? false };
 }

@@ -1,8 +1,8 @@
 import { generateKeyPairSync, sign, verify } from "node:crypto";
-import { describe, expect, it } from "vitest";
 import { jwtVerify } from "jose";
-import { derToJose, joseToDer, SignatureEncodingError } from "../src/jose-signature.ts";
+import { describe, expect, it } from "vitest";
 import { signCompact } from "../src/compact-jws.ts";
+import { derToJose, joseToDer, SignatureEncodingError } from "../src/jose-signature.ts";
 import { testKey } from "./support.ts";
 
 const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
@@ -48,7 +48,12 @@ describe("DER and raw (JOSE) ECDSA signatures", () => {
   it("right-aligns a hand-made short r and strips the sign byte of a hand-made 33-byte s", () => {
     const r = Buffer.alloc(30, 0x11);
     const s = Buffer.concat([Buffer.from([0x00]), Buffer.alloc(32, 0xee)]);
-    const der = Buffer.concat([Buffer.from([0x30, 4 + r.length + s.length, 0x02, r.length]), r, Buffer.from([0x02, s.length]), s]);
+    const der = Buffer.concat([
+      Buffer.from([0x30, 4 + r.length + s.length, 0x02, r.length]),
+      r,
+      Buffer.from([0x02, s.length]),
+      s,
+    ]);
     const raw = derToJose(der);
     expect(raw.subarray(0, 32).toString("hex")).toBe(`0000${"11".repeat(30)}`);
     expect(raw.subarray(32).toString("hex")).toBe("ee".repeat(32));
@@ -65,7 +70,11 @@ describe("DER and raw (JOSE) ECDSA signatures", () => {
   it("refuses what is not a DER signature or a 64-byte raw one", () => {
     expect(() => derToJose(Buffer.from("3006020101020101", "hex").subarray(0, 7))).toThrow(SignatureEncodingError);
     expect(() => derToJose(Buffer.from("31060201010201010000", "hex"))).toThrow(SignatureEncodingError);
-    expect(() => derToJose(Buffer.concat([Buffer.from([0x30, 38, 0x02, 34, 0x01]), Buffer.alloc(33, 1), Buffer.from([0x02, 0x00])]))).toThrow(SignatureEncodingError);
+    expect(() =>
+      derToJose(
+        Buffer.concat([Buffer.from([0x30, 38, 0x02, 34, 0x01]), Buffer.alloc(33, 1), Buffer.from([0x02, 0x00])]),
+      ),
+    ).toThrow(SignatureEncodingError);
     expect(() => joseToDer(Buffer.alloc(63))).toThrow(SignatureEncodingError);
   });
 
@@ -73,7 +82,10 @@ describe("DER and raw (JOSE) ECDSA signatures", () => {
     const key = testKey();
     for (let i = 0; i < 50; i++) {
       const token = signCompact(key.signer, { n: i, iss: "test" });
-      const { payload, protectedHeader } = await jwtVerify(token, key.publicKey, { algorithms: ["ES256"], issuer: "test" });
+      const { payload, protectedHeader } = await jwtVerify(token, key.publicKey, {
+        algorithms: ["ES256"],
+        issuer: "test",
+      });
       expect(payload.n).toBe(i);
       expect(protectedHeader).toEqual({ alg: "ES256", kid: key.kid, typ: "JWT" });
     }

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { developmentKek, kekId, KeyDecryptionError, openPrivateKey, sealPrivateKey } from "../src/key-encryption.ts";
+import { developmentKek, KeyDecryptionError, kekId, openPrivateKey, sealPrivateKey } from "../src/key-encryption.ts";
 import { generateSigningKey } from "../src/key-generation.ts";
 
 const kek = randomBytes(32);
@@ -30,7 +30,9 @@ describe("private keys sealed under the KEK", () => {
     const flipped = Buffer.from(sealed);
     flipped[20]! ^= 1;
     expect(() => openPrivateKey(kek, key.kid, { bytes: flipped, kekId: kekId(kek) })).toThrow(KeyDecryptionError);
-    expect(() => openPrivateKey(kek, key.kid, { bytes: Buffer.alloc(5), kekId: kekId(kek) })).toThrow(KeyDecryptionError);
+    expect(() => openPrivateKey(kek, key.kid, { bytes: Buffer.alloc(5), kekId: kekId(kek) })).toThrow(
+      KeyDecryptionError,
+    );
   });
 
   it("name KEKs by a short digest that differs between KEKs and does not contain them", () => {

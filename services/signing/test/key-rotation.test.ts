@@ -1,10 +1,10 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { ManualClock } from "@svc/platform";
+import { KeyState, SignAttestationRequestSchema } from "@svc/proto/signing/v1/signing_pb.js";
 import { createLocalJWKSet, jwtVerify } from "jose";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ManualClock } from "@svc/platform";
-import { KeyState, SignAttestationRequestSchema } from "@svc/proto/signing/v1/signing_pb.js";
 import { createTestDatabase, type TestDatabase } from "../../../test/harness/index.ts";
 import { startTestSigning, testKek } from "./service-support.ts";
 
@@ -26,7 +26,15 @@ describe("key rotation", () => {
     await db?.drop();
   });
 
-  const sign = () => running.client.signAttestation(create(SignAttestationRequestSchema, { requestId: "req_rot", verified: true, organizationId: "org_r", verifiedAt: timestampFromDate(clock.now()) }));
+  const sign = () =>
+    running.client.signAttestation(
+      create(SignAttestationRequestSchema, {
+        requestId: "req_rot",
+        verified: true,
+        organizationId: "org_r",
+        verifiedAt: timestampFromDate(clock.now()),
+      }),
+    );
   const kids = async () => (await running.client.getKeySet({})).keys.map((key) => key.kid);
 
   it("publishes the new key at once, signs with it one publish lead later, and keeps the old key's tokens verifiable", async () => {
@@ -55,8 +63,20 @@ describe("key rotation", () => {
     expect((await sign()).kid).toBe(rotated.kid);
 
     clock.advance(10_000);
-    const jwks = createLocalJWKSet({ keys: (await client.getKeySet({})).keys.map(({ kid, kty, crv, x, y, alg, use }) => ({ kid, kty, crv, x, y, alg, use })) });
-    await expect(jwtVerify(lastOfOld.token, jwks, { issuer, currentDate: clock.now() })).resolves.toMatchObject({ protectedHeader: { kid: oldKid } });
+    const jwks = createLocalJWKSet({
+      keys: (await client.getKeySet({})).keys.map(({ kid, kty, crv, x, y, alg, use }) => ({
+        kid,
+        kty,
+        crv,
+        x,
+        y,
+        alg,
+        use,
+      })),
+    });
+    await expect(jwtVerify(lastOfOld.token, jwks, { issuer, currentDate: clock.now() })).resolves.toMatchObject({
+      protectedHeader: { kid: oldKid },
+    });
     expect(await client.verifyToken({ token: lastOfOld.token })).toMatchObject({ valid: true, replayed: false });
   });
 
@@ -93,8 +113,30 @@ describe("key rotation", () => {
       expect(keys).toHaveLength(2);
       // Replica b learned of the key a may have added through its reload, and switches with a.
       scheduleClock.advance(300_000);
-      expect((await a.client.signAttestation(create(SignAttestationRequestSchema, { requestId: "r", verified: true, organizationId: "o", verifiedAt: timestampFromDate(scheduleClock.now()) }))).kid).toBe(keys[1]!.kid);
-      expect((await b.client.signAttestation(create(SignAttestationRequestSchema, { requestId: "r", verified: true, organizationId: "o", verifiedAt: timestampFromDate(scheduleClock.now()) }))).kid).toBe(keys[1]!.kid);
+      expect(
+        (
+          await a.client.signAttestation(
+            create(SignAttestationRequestSchema, {
+              requestId: "r",
+              verified: true,
+              organizationId: "o",
+              verifiedAt: timestampFromDate(scheduleClock.now()),
+            }),
+          )
+        ).kid,
+      ).toBe(keys[1]!.kid);
+      expect(
+        (
+          await b.client.signAttestation(
+            create(SignAttestationRequestSchema, {
+              requestId: "r",
+              verified: true,
+              organizationId: "o",
+              verifiedAt: timestampFromDate(scheduleClock.now()),
+            }),
+          )
+        ).kid,
+      ).toBe(keys[1]!.kid);
 
       // A key added on one replica is in the other's key set at once, without waiting for its reload.
       const rotated = await a.client.rotateKeys({});

@@ -1,17 +1,22 @@
 import { createPrivateKey } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, ManualClock } from "@svc/platform";
 import { SignAttestationRequestSchema } from "@svc/proto/signing/v1/signing_pb.js";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../../test/harness/index.ts";
 import { developmentKek, kekId, openPrivateKey } from "../src/key-encryption.ts";
 import { startTestSigning, testKek } from "./service-support.ts";
 import { memoryLogger } from "./support.ts";
 
 const request = (clock: ManualClock) =>
-  create(SignAttestationRequestSchema, { requestId: "req_store", verified: true, organizationId: "org_s", verifiedAt: timestampFromDate(clock.now()) });
+  create(SignAttestationRequestSchema, {
+    requestId: "req_store",
+    verified: true,
+    organizationId: "org_s",
+    verifiedAt: timestampFromDate(clock.now()),
+  });
 
 interface Needle {
   name: string;
@@ -37,7 +42,9 @@ function findSecrets(rows: Record<string, unknown>[], needles: Needle[]): string
       const texts = [binary.toString("latin1"), String(value)].map((text) => text.replace(/\s+/g, ""));
       for (const needle of needles) {
         for (const form of encodings(needle)) {
-          const hit = form.binary ? binary.includes(form.binary) : texts.some((text) => text.toLowerCase().includes(form.text!.toLowerCase()) || text.includes(form.text!));
+          const hit = form.binary
+            ? binary.includes(form.binary)
+            : texts.some((text) => text.toLowerCase().includes(form.text!.toLowerCase()) || text.includes(form.text!));
           if (hit) found.add(form.name);
         }
       }
@@ -92,20 +99,36 @@ describe("keys at rest", () => {
     const client = new pg.Client({ connectionString: db.url });
     await client.connect();
     try {
-      const tables = (await client.query<{ table_name: string }>(`select table_name from information_schema.tables where table_schema = 'signing'`)).rows.map((row) => row.table_name);
+      const tables = (
+        await client.query<{ table_name: string }>(
+          `select table_name from information_schema.tables where table_schema = 'signing'`,
+        )
+      ).rows.map((row) => row.table_name);
       expect(tables).toEqual(expect.arrayContaining(["signing_key", "token_check", "mikro_orm_migrations"]));
       const rows: Record<string, unknown>[] = [];
       for (const table of tables) {
         // Each row twice: as the driver decodes it (bytea as bytes) and as PostgreSQL renders it as text.
-        const result = await client.query(`select t.*, t::text as "row as text" from signing.${client.escapeIdentifier(table)} t`);
+        const result = await client.query(
+          `select t.*, t::text as "row as text" from signing.${client.escapeIdentifier(table)} t`,
+        );
         rows.push(...result.rows);
       }
 
-      const keys = (await client.query<{ kid: string; sealed_private_key: Buffer; kek_id: string }>(`select kid, sealed_private_key, kek_id from signing.signing_key`)).rows;
+      const keys = (
+        await client.query<{ kid: string; sealed_private_key: Buffer; kek_id: string }>(
+          `select kid, sealed_private_key, kek_id from signing.signing_key`,
+        )
+      ).rows;
       expect(keys).toHaveLength(2);
       const needles: Needle[] = keys.flatMap((key) => {
-        const pkcs8 = openPrivateKey(Buffer.from(kek, "base64"), key.kid, { bytes: key.sealed_private_key, kekId: key.kek_id });
-        const d = Buffer.from(createPrivateKey({ key: pkcs8, format: "der", type: "pkcs8" }).export({ format: "jwk" }).d as string, "base64url");
+        const pkcs8 = openPrivateKey(Buffer.from(kek, "base64"), key.kid, {
+          bytes: key.sealed_private_key,
+          kekId: key.kek_id,
+        });
+        const d = Buffer.from(
+          createPrivateKey({ key: pkcs8, format: "der", type: "pkcs8" }).export({ format: "jwk" }).d as string,
+          "base64url",
+        );
         expect(d).toHaveLength(32);
         return [
           { name: `${key.kid} PKCS#8`, bytes: pkcs8 },
@@ -119,7 +142,12 @@ describe("keys at rest", () => {
         const plantedRow = { column: form.binary ?? `prefix ${form.text} suffix` };
         expect(findSecrets([plantedRow], [planted]), form.name).toContain(form.name);
       }
-      expect(findSecrets([{ pem: `-----BEGIN\n${needles[0]!.bytes.toString("base64").replace(/.{64}/g, "$&\n")}\n-----END` }], [needles[0]!]).length).toBeGreaterThan(0);
+      expect(
+        findSecrets(
+          [{ pem: `-----BEGIN\n${needles[0]!.bytes.toString("base64").replace(/.{64}/g, "$&\n")}\n-----END` }],
+          [needles[0]!],
+        ).length,
+      ).toBeGreaterThan(0);
 
       expect(rows.length).toBeGreaterThanOrEqual(5);
       expect(findSecrets(rows, needles)).toEqual([]);
@@ -147,6 +175,8 @@ describe("keys at rest", () => {
   });
 
   it("refuse to start in production without a KEK", async () => {
-    await expect(startTestSigning(db.url, { clock, env: { SVC_DEPLOYMENT: "production" } })).rejects.toBeInstanceOf(ConfigError);
+    await expect(startTestSigning(db.url, { clock, env: { SVC_DEPLOYMENT: "production" } })).rejects.toBeInstanceOf(
+      ConfigError,
+    );
   });
 });

@@ -1,7 +1,7 @@
-import { describe, expect, it } from "vitest";
 import { decodeProtectedHeader, jwtVerify } from "jose";
+import { describe, expect, it } from "vitest";
 import { InvalidInputError } from "../src/invalid-input.ts";
-import { proofClaims, signProof, type ProofInput } from "../src/proof-token.ts";
+import { type ProofInput, proofClaims, signProof } from "../src/proof-token.ts";
 import { testKey } from "./support.ts";
 
 const issuer = "http://127.0.0.1:8080";
@@ -33,7 +33,9 @@ describe("Proof of Resolution", () => {
   });
 
   it("refuses a missing verdict, signed_at or id", () => {
-    expect(() => proofClaims({ ...input, verdict: undefined }, issuer)).toThrow(new InvalidInputError("verdict must be approve or denied"));
+    expect(() => proofClaims({ ...input, verdict: undefined }, issuer)).toThrow(
+      new InvalidInputError("verdict must be approve or denied"),
+    );
     expect(() => proofClaims({ ...input, signedAt: undefined }, issuer)).toThrow(/signed_at/);
     expect(() => proofClaims({ ...input, ceremonyId: "" }, issuer)).toThrow(/ceremony_id/);
   });
@@ -43,7 +45,11 @@ describe("Proof of Resolution", () => {
     const { token, kid } = signProof(input, key.signer, issuer);
     expect(kid).toBe(key.kid);
     expect(decodeProtectedHeader(token)).toEqual({ alg: "ES256", kid: key.kid, typ: "JWT" });
-    const { payload } = await jwtVerify(token, key.publicKey, { issuer, algorithms: ["ES256"], currentDate: new Date("2027-12-01T00:00:00Z") });
+    const { payload } = await jwtVerify(token, key.publicKey, {
+      issuer,
+      algorithms: ["ES256"],
+      currentDate: new Date("2027-12-01T00:00:00Z"),
+    });
     expect(payload.jti).toBe(input.requestId);
   });
 });

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDatabase } from "@svc/platform";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../../test/harness/index.ts";
 import { migrations } from "../src/migrations/index.ts";
 import { databaseReplayLedger, type LedgerCheck } from "../src/replay-ledger.ts";
@@ -17,7 +17,13 @@ describe("the replay ledger in PostgreSQL", () => {
 
   beforeAll(async () => {
     db = await createTestDatabase("signing_ledger");
-    orm = await openDatabase({ url: db.url, schema: "signing", entities: [SigningKey, TokenCheck], migrations, logger: memoryLogger() });
+    orm = await openDatabase({
+      url: db.url,
+      schema: "signing",
+      entities: [SigningKey, TokenCheck],
+      migrations,
+      logger: memoryLogger(),
+    });
   });
   afterAll(async () => {
     await orm?.close();
@@ -37,10 +43,17 @@ describe("the replay ledger in PostgreSQL", () => {
     // Rows taken in call order would lock in opposite orders: with a few rounds, a deadlock is near certain.
     for (let round = 0; round < 5; round++) {
       const checks = Array.from({ length: 2000 }, check);
-      const orders = [checks, [...checks].reverse(), checks.map((_, i) => checks[(i * 7) % checks.length]!), checks.map((_, i) => checks[(i * 13 + 1000) % checks.length]!)];
+      const orders = [
+        checks,
+        [...checks].reverse(),
+        checks.map((_, i) => checks[(i * 7) % checks.length]!),
+        checks.map((_, i) => checks[(i * 13 + 1000) % checks.length]!),
+      ];
       const results = await Promise.all(orders.map((order) => ledger.recordChecks(order, checkedAt)));
       const firsts = new Map<LedgerCheck, number>();
-      results.forEach((answers, i) => answers.forEach((first, j) => first && firsts.set(orders[i]![j]!, (firsts.get(orders[i]![j]!) ?? 0) + 1)));
+      results.forEach((answers, i) =>
+        answers.forEach((first, j) => first && firsts.set(orders[i]![j]!, (firsts.get(orders[i]![j]!) ?? 0) + 1)),
+      );
       expect(firsts.size).toBe(checks.length);
       expect([...firsts.values()].every((count) => count === 1)).toBe(true);
     }

@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { keyState, newestKey, planRotation, rotationDue, signingKeyAt, type KeyWindow } from "../src/rotation-schedule.ts";
+import {
+  type KeyWindow,
+  keyState,
+  newestKey,
+  planRotation,
+  rotationDue,
+  signingKeyAt,
+} from "../src/rotation-schedule.ts";
 
 const at = (iso: string) => new Date(iso);
 const ms = (iso: string) => at(iso).getTime();
@@ -13,7 +20,12 @@ const retired: KeyWindow = {
   retiredAt: at("2026-02-01T00:05:00Z"),
   unpublishAt: at("2027-03-08T00:05:00Z"),
 };
-const successor: KeyWindow = { publishedAt: at("2026-02-01T00:00:00Z"), signsFrom: at("2026-02-01T00:05:00Z"), retiredAt: null, unpublishAt: null };
+const successor: KeyWindow = {
+  publishedAt: at("2026-02-01T00:00:00Z"),
+  signsFrom: at("2026-02-01T00:05:00Z"),
+  retiredAt: null,
+  unpublishAt: null,
+};
 
 describe("key state at an instant", () => {
   it("is unpublished before publication, pending until it signs, active until retired, retired until unpublished", () => {
@@ -29,7 +41,10 @@ describe("key state at an instant", () => {
   });
 
   it("hands signing from the old key to the new one at one instant, with no gap and no overlap", () => {
-    const ring = [{ name: "old", window: retired }, { name: "new", window: successor }];
+    const ring = [
+      { name: "old", window: retired },
+      { name: "new", window: successor },
+    ];
     expect(signingKeyAt(ring, at("2026-02-01T00:04:59.999Z"))?.name).toBe("old");
     expect(signingKeyAt(ring, at("2026-02-01T00:05:00Z"))?.name).toBe("new");
     expect(signingKeyAt(ring, at("2025-12-31T23:59:59Z"))).toBeUndefined();
@@ -40,11 +55,18 @@ describe("key state at an instant", () => {
 describe("rotation plan", () => {
   it("lets the first key of an empty ring sign at once", () => {
     const now = at("2026-01-01T00:00:00Z");
-    expect(planRotation(undefined, now, policy)).toEqual({ window: { publishedAt: now, signsFrom: now, retiredAt: null, unpublishAt: null } });
+    expect(planRotation(undefined, now, policy)).toEqual({
+      window: { publishedAt: now, signsFrom: now, retiredAt: null, unpublishAt: null },
+    });
   });
 
   it("publishes a new key one lead before it signs and retires the newest key then, keeping it published for the retention", () => {
-    const current: KeyWindow = { publishedAt: at("2026-01-01T00:00:00Z"), signsFrom: at("2026-01-01T00:00:00Z"), retiredAt: null, unpublishAt: null };
+    const current: KeyWindow = {
+      publishedAt: at("2026-01-01T00:00:00Z"),
+      signsFrom: at("2026-01-01T00:00:00Z"),
+      retiredAt: null,
+      unpublishAt: null,
+    };
     const plan = planRotation(current, at("2026-02-01T00:00:00Z"), policy);
     expect(plan.window).toEqual(successor);
     expect(plan.retirePrevious).toEqual({ retiredAt: retired.retiredAt, unpublishAt: retired.unpublishAt });
@@ -52,7 +74,12 @@ describe("rotation plan", () => {
   });
 
   it("never lets a new key start before the pending key it succeeds", () => {
-    const pending: KeyWindow = { publishedAt: at("2026-02-01T00:00:00Z"), signsFrom: at("2026-02-01T01:00:00Z"), retiredAt: null, unpublishAt: null };
+    const pending: KeyWindow = {
+      publishedAt: at("2026-02-01T00:00:00Z"),
+      signsFrom: at("2026-02-01T01:00:00Z"),
+      retiredAt: null,
+      unpublishAt: null,
+    };
     const plan = planRotation(pending, at("2026-02-01T00:10:00Z"), policy);
     expect(plan.window.signsFrom).toEqual(at("2026-02-01T01:00:00Z"));
   });

@@ -1,13 +1,16 @@
 import { randomBytes } from "node:crypto";
-import { createInternalClient, ManualClock } from "@svc/platform";
+import { createInternalClient, type ManualClock } from "@svc/platform";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
-import { startSigning, type RunningSigning } from "../src/server.ts";
+import { type RunningSigning, startSigning } from "../src/server.ts";
 import { memoryLogger } from "./support.ts";
 
 export const testKek = (): string => randomBytes(32).toString("base64");
 
 /** The service in-process on a free port, on the given database, with a clock the test moves. */
-export async function startTestSigning(databaseUrl: string, options: { clock: ManualClock; env?: NodeJS.ProcessEnv; logger?: ReturnType<typeof memoryLogger> }) {
+export async function startTestSigning(
+  databaseUrl: string,
+  options: { clock: ManualClock; env?: NodeJS.ProcessEnv; logger?: ReturnType<typeof memoryLogger> },
+) {
   const logger = options.logger ?? memoryLogger();
   const service: RunningSigning = await startSigning({
     env: { SVC_DATABASE_URL: databaseUrl, SIGNING_PORT: "0", ...options.env },

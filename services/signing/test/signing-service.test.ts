@@ -1,23 +1,26 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from "jose";
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "@svc/platform";
 import {
   AgeResult,
   ProofVerdict,
+  type SignAttestationRequest,
   SignAttestationRequestSchema,
   SignProofRequestSchema,
-  type SignAttestationRequest,
 } from "@svc/proto/signing/v1/signing_pb.js";
+import { createLocalJWKSet, type JSONWebKeySet, jwtVerify } from "jose";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../../test/harness/index.ts";
 import { startTestSigning, testKek } from "./service-support.ts";
 
 const issuer = "http://127.0.0.1:8080";
 
-const attestationRequest = (clock: ManualClock, fields: Partial<Omit<SignAttestationRequest, "$typeName" | "$unknown">> = {}) =>
+const attestationRequest = (
+  clock: ManualClock,
+  fields: Partial<Omit<SignAttestationRequest, "$typeName" | "$unknown">> = {},
+) =>
   create(SignAttestationRequestSchema, {
     requestId: `req_${"c".repeat(32)}`,
     verified: true,
@@ -53,7 +56,12 @@ describe("signing service over Connect", () => {
 
     const first = await client.verifyToken({ token: signed.token, audience: "org_a" });
     expect(first).toMatchObject({ valid: true, reason: "", replayed: false });
-    expect(first.claims).toMatchObject({ request_id: `req_${"c".repeat(32)}`, organization_id: "org_a", iss: issuer, trusted: false });
+    expect(first.claims).toMatchObject({
+      request_id: `req_${"c".repeat(32)}`,
+      organization_id: "org_a",
+      iss: issuer,
+      trusted: false,
+    });
     expect(first.expiredAt).toBeUndefined();
 
     clock.advance(30_000);
@@ -87,7 +95,9 @@ describe("signing service over Connect", () => {
 
   it("binds a token to an audience: another organization reads audience_mismatch", async () => {
     const { client } = running;
-    const { token } = await client.signAttestation(attestationRequest(clock, { audience: "org_a", ageResult: AgeResult.UNAVAILABLE }));
+    const { token } = await client.signAttestation(
+      attestationRequest(clock, { audience: "org_a", ageResult: AgeResult.UNAVAILABLE }),
+    );
     const mismatch = await client.verifyToken({ token, audience: "org_b" });
     expect(mismatch).toMatchObject({ valid: false, reason: "audience_mismatch" });
     expect(mismatch.claims).toMatchObject({ audience: "org_a", age_over: null });
@@ -101,11 +111,25 @@ describe("signing service over Connect", () => {
     expect(jwks.keys[0]).toMatchObject({ kty: "EC", crv: "P-256", alg: "ES256", use: "sig" });
 
     const signed = await client.signAttestation(
-      attestationRequest(clock, { trusted: true, trustedSince: timestampFromDate(new Date("2026-03-01T00:00:00Z")), ageResult: AgeResult.OVER }),
+      attestationRequest(clock, {
+        trusted: true,
+        trustedSince: timestampFromDate(new Date("2026-03-01T00:00:00Z")),
+        ageResult: AgeResult.OVER,
+      }),
     );
-    const { payload, protectedHeader } = await jwtVerify(signed.token, createLocalJWKSet(jwks), { issuer, algorithms: ["ES256"], currentDate: clock.now() });
+    const { payload, protectedHeader } = await jwtVerify(signed.token, createLocalJWKSet(jwks), {
+      issuer,
+      algorithms: ["ES256"],
+      currentDate: clock.now(),
+    });
     expect(protectedHeader).toEqual({ alg: "ES256", kid: signed.kid, typ: "JWT" });
-    expect(payload).toMatchObject({ trusted: true, trusted_since: "2026-03-01T00:00:00.000Z", age_over: true, iat: payload.issued_at, exp: payload.expires_at });
+    expect(payload).toMatchObject({
+      trusted: true,
+      trusted_since: "2026-03-01T00:00:00.000Z",
+      age_over: true,
+      iat: payload.issued_at,
+      exp: payload.expires_at,
+    });
 
     const signedAt = new Date("2026-11-15T00:00:05Z");
     const proof = await client.signProof(
@@ -120,21 +144,53 @@ describe("signing service over Connect", () => {
         signedAt: timestampFromDate(signedAt),
       }),
     );
-    const verifiedProof = await jwtVerify(proof.token, createLocalJWKSet(jwks), { issuer, algorithms: ["ES256"], currentDate: new Date("2027-06-01T00:00:00Z") });
-    expect(verifiedProof.payload).toMatchObject({ jti: "0b9d7f0e-2c1f-4d8e-9a55-6c1c1b2f7e11", verdict: "denied", iat: signedAt.getTime() / 1000, ceremony_id: "cer_9" });
+    const verifiedProof = await jwtVerify(proof.token, createLocalJWKSet(jwks), {
+      issuer,
+      algorithms: ["ES256"],
+      currentDate: new Date("2027-06-01T00:00:00Z"),
+    });
+    expect(verifiedProof.payload).toMatchObject({
+      jti: "0b9d7f0e-2c1f-4d8e-9a55-6c1c1b2f7e11",
+      verdict: "denied",
+      iat: signedAt.getTime() / 1000,
+      ceremony_id: "cer_9",
+    });
     expect(verifiedProof.payload.exp).toBeUndefined();
-    expect(await client.verifyToken({ token: proof.token })).toMatchObject({ valid: false, reason: "not_an_attestation" });
+    expect(await client.verifyToken({ token: proof.token })).toMatchObject({
+      valid: false,
+      reason: "not_an_attestation",
+    });
   });
 
   it("refuses bad sign requests with InvalidArgument", async () => {
     const { client } = running;
-    const code = (promise: Promise<unknown>) => promise.then(() => "resolved", (error: unknown) => ConnectError.from(error).code);
+    const code = (promise: Promise<unknown>) =>
+      promise.then(
+        () => "resolved",
+        (error: unknown) => ConnectError.from(error).code,
+      );
     expect(await code(client.signAttestation(attestationRequest(clock, { trusted: true })))).toBe(Code.InvalidArgument);
-    expect(await code(client.signAttestation(attestationRequest(clock, { verifiedAt: undefined })))).toBe(Code.InvalidArgument);
-    expect(await code(client.signAttestation(attestationRequest(clock, { ageResult: 42 as AgeResult })))).toBe(Code.InvalidArgument);
-    const proof = { requestId: "r", ceremonyId: "c", cardId: "k", resolutionId: "s", agentId: "a", organizationId: "o", signedAt: timestampFromDate(clock.now()) };
-    expect(await code(client.signProof(create(SignProofRequestSchema, { ...proof, verdict: ProofVerdict.UNSPECIFIED })))).toBe(Code.InvalidArgument);
-    expect(await code(client.signProof(create(SignProofRequestSchema, { ...proof, verdict: ProofVerdict.APPROVE })))).toBe("resolved");
+    expect(await code(client.signAttestation(attestationRequest(clock, { verifiedAt: undefined })))).toBe(
+      Code.InvalidArgument,
+    );
+    expect(await code(client.signAttestation(attestationRequest(clock, { ageResult: 42 as AgeResult })))).toBe(
+      Code.InvalidArgument,
+    );
+    const proof = {
+      requestId: "r",
+      ceremonyId: "c",
+      cardId: "k",
+      resolutionId: "s",
+      agentId: "a",
+      organizationId: "o",
+      signedAt: timestampFromDate(clock.now()),
+    };
+    expect(
+      await code(client.signProof(create(SignProofRequestSchema, { ...proof, verdict: ProofVerdict.UNSPECIFIED }))),
+    ).toBe(Code.InvalidArgument);
+    expect(
+      await code(client.signProof(create(SignProofRequestSchema, { ...proof, verdict: ProofVerdict.APPROVE }))),
+    ).toBe("resolved");
   });
 
   it("of many concurrent first checks of one token, exactly one is first", async () => {
@@ -179,7 +235,10 @@ describe("signing service over Connect", () => {
     await sql.connect();
     await sql.query(`alter table signing.token_check rename to token_check_away`);
     try {
-      const failure = await client.verifyToken({ token }).then(() => undefined, (error: unknown) => ConnectError.from(error));
+      const failure = await client.verifyToken({ token }).then(
+        () => undefined,
+        (error: unknown) => ConnectError.from(error),
+      );
       expect(failure?.code).toBe(Code.Unavailable);
       expect(await client.verifyToken({ token: "a.b" })).toMatchObject({ valid: false, reason: "malformed" });
     } finally {

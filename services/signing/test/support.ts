@@ -1,5 +1,5 @@
 import { createPrivateKey, createPublicKey, type KeyObject } from "node:crypto";
-import type { Logger, LogFields } from "@svc/platform";
+import type { LogFields, Logger } from "@svc/platform";
 import { createSigner, type JwsSigner } from "../src/compact-jws.ts";
 import { generateSigningKey } from "../src/key-generation.ts";
 
@@ -33,9 +33,15 @@ export interface TestKey {
 export function testKey(): TestKey {
   const generated = generateSigningKey();
   const privateKey = createPrivateKey({ key: generated.pkcs8, format: "der", type: "pkcs8" });
-  return { kid: generated.kid, signer: createSigner(generated.kid, privateKey), privateKey, publicKey: createPublicKey(privateKey) };
+  return {
+    kid: generated.kid,
+    signer: createSigner(generated.kid, privateKey),
+    privateKey,
+    publicKey: createPublicKey(privateKey),
+  };
 }
 
-export const decodeSegment = (segment: string): Record<string, unknown> => JSON.parse(Buffer.from(segment, "base64url").toString("utf8"));
+export const decodeSegment = (segment: string): Record<string, unknown> =>
+  JSON.parse(Buffer.from(segment, "base64url").toString("utf8"));
 
 export const payloadOf = (token: string): Record<string, unknown> => decodeSegment(token.split(".")[1] ?? "");

@@ -1,17 +1,23 @@
 import { createHash } from "node:crypto";
-import { describe, expect, it } from "vitest";
-import { SignJWT } from "jose";
 import { ManualClock } from "@svc/platform";
-import { signAttestation, type AttestationInput } from "../src/attestation-token.ts";
+import { SignJWT } from "jose";
+import { describe, expect, it } from "vitest";
+import { type AttestationInput, signAttestation } from "../src/attestation-token.ts";
 import { signCompact } from "../src/compact-jws.ts";
 import { signProof } from "../src/proof-token.ts";
 import type { LedgerCheck, ReplayLedger } from "../src/replay-ledger.ts";
-import { verifyAttestation, verifyAttestations, type Verification } from "../src/token-verification.ts";
+import { type Verification, verifyAttestation, verifyAttestations } from "../src/token-verification.ts";
 import { testKey } from "./support.ts";
 
 const issuer = "http://127.0.0.1:8080";
 const key = testKey();
-const human: AttestationInput = { requestId: `req_${"b".repeat(32)}`, verified: true, organizationId: "org_a", verifiedAt: new Date("2026-11-20T09:59:00Z"), trusted: false };
+const human: AttestationInput = {
+  requestId: `req_${"b".repeat(32)}`,
+  verified: true,
+  organizationId: "org_a",
+  verifiedAt: new Date("2026-11-20T09:59:00Z"),
+  trusted: false,
+};
 
 /** The ledger's contract in memory: a set, so the first record of a key is the only one that returns true. */
 function memoryLedger(): ReplayLedger & { calls: number } {
@@ -35,7 +41,12 @@ function verifier(clock: ManualClock, ledger = memoryLedger()) {
   return {
     ledger,
     verify: (token: string, audience?: string): Promise<Verification> =>
-      verifyAttestation(token, audience, { issuer, now: clock.now(), publishedKey: (kid) => (kid === key.kid ? key.publicKey : undefined), ledger }),
+      verifyAttestation(token, audience, {
+        issuer,
+        now: clock.now(),
+        publishedKey: (kid) => (kid === key.kid ? key.publicKey : undefined),
+        ledger,
+      }),
   };
 }
 
@@ -47,13 +58,27 @@ describe("verification reasons", () => {
 
   it("accepts a fresh token and returns its claims", async () => {
     const result = await verifier(clock).verify(token());
-    expect(result).toMatchObject({ kind: "valid", replayed: false, claims: { request_id: human.requestId, iss: issuer } });
+    expect(result).toMatchObject({
+      kind: "valid",
+      replayed: false,
+      claims: { request_id: human.requestId, iss: issuer },
+    });
   });
 
   it("malformed: not three base64url parts of JSON objects", async () => {
     const { verify } = verifier(clock);
     const [h, p, s] = token().split(".") as [string, string, string];
-    for (const bad of ["", "abc", `${h}.${p}`, `${h}.${p}.${s}.${s}`, `${h}.${p}!.${s}`, `${Buffer.from("not json").toString("base64url")}.${p}.${s}`, `${segment([1])}.${p}.${s}`, `${h}.${segment(null)}.${s}`, `${h}..${s}`]) {
+    for (const bad of [
+      "",
+      "abc",
+      `${h}.${p}`,
+      `${h}.${p}.${s}.${s}`,
+      `${h}.${p}!.${s}`,
+      `${Buffer.from("not json").toString("base64url")}.${p}.${s}`,
+      `${segment([1])}.${p}.${s}`,
+      `${h}.${segment(null)}.${s}`,
+      `${h}..${s}`,
+    ]) {
       expect(await verify(bad), bad).toEqual({ kind: "invalid", reason: "malformed", replayed: false });
     }
   });
@@ -61,22 +86,36 @@ describe("verification reasons", () => {
   it("unsupported_algorithm: alg none, HS256 keyed with the public key, RS256", async () => {
     const { verify, ledger } = verifier(clock);
     const payload = signAttestation(human, key.signer, { issuer, now: clock.now() }).token.split(".")[1];
-    expect(await verify(`${segment({ alg: "none", typ: "JWT" })}.${payload}.`)).toEqual({ kind: "invalid", reason: "unsupported_algorithm", replayed: false });
+    expect(await verify(`${segment({ alg: "none", typ: "JWT" })}.${payload}.`)).toEqual({
+      kind: "invalid",
+      reason: "unsupported_algorithm",
+      replayed: false,
+    });
     // The classic confusion attack: the public key, which anyone has, used as an HMAC secret.
     const publicPem = key.publicKey.export({ format: "pem", type: "spki" });
     const hs256 = await new SignJWT({ request_id: human.requestId, verified: true, iss: issuer, exp: 1900000000 })
       .setProtectedHeader({ alg: "HS256", kid: key.kid })
       .sign(new TextEncoder().encode(publicPem as string));
     expect(await verify(hs256)).toMatchObject({ kind: "invalid", reason: "unsupported_algorithm" });
-    expect(await verify(`${segment({ alg: "RS256", kid: key.kid })}.${payload}.${"A".repeat(342)}`)).toMatchObject({ kind: "invalid", reason: "unsupported_algorithm" });
-    expect(await verify(`${segment({ alg: "es256", kid: key.kid })}.${payload}.${"A".repeat(86)}`)).toMatchObject({ kind: "invalid", reason: "unsupported_algorithm" });
+    expect(await verify(`${segment({ alg: "RS256", kid: key.kid })}.${payload}.${"A".repeat(342)}`)).toMatchObject({
+      kind: "invalid",
+      reason: "unsupported_algorithm",
+    });
+    expect(await verify(`${segment({ alg: "es256", kid: key.kid })}.${payload}.${"A".repeat(86)}`)).toMatchObject({
+      kind: "invalid",
+      reason: "unsupported_algorithm",
+    });
     expect(ledger.calls).toBe(0);
   });
 
   it("unknown_key: a kid that is not published, or none", async () => {
     const { verify } = verifier(clock);
     const other = testKey();
-    expect(await verify(signAttestation(human, other.signer, { issuer, now: clock.now() }).token)).toEqual({ kind: "invalid", reason: "unknown_key", replayed: false });
+    expect(await verify(signAttestation(human, other.signer, { issuer, now: clock.now() }).token)).toEqual({
+      kind: "invalid",
+      reason: "unknown_key",
+      replayed: false,
+    });
     const [, p, s] = token().split(".");
     expect(await verify(`${segment({ alg: "ES256" })}.${p}.${s}`)).toMatchObject({ reason: "unknown_key" });
   });
@@ -97,14 +136,30 @@ describe("verification reasons", () => {
 
   it("wrong_issuer: signed by our key for another issuer; claims returned", async () => {
     const { verify } = verifier(clock);
-    const elsewhere = signAttestation(human, key.signer, { issuer: "https://old-origin.example", now: clock.now() }).token;
-    expect(await verify(elsewhere)).toMatchObject({ kind: "invalid", reason: "wrong_issuer", claims: { iss: "https://old-origin.example" } });
+    const elsewhere = signAttestation(human, key.signer, {
+      issuer: "https://old-origin.example",
+      now: clock.now(),
+    }).token;
+    expect(await verify(elsewhere)).toMatchObject({
+      kind: "invalid",
+      reason: "wrong_issuer",
+      claims: { iss: "https://old-origin.example" },
+    });
   });
 
   it("not_an_attestation: a Proof of Resolution is refused", async () => {
     const { verify } = verifier(clock);
     const proof = signProof(
-      { requestId: "r", verdict: "approve", ceremonyId: "c", cardId: "k", resolutionId: "s", agentId: "a", organizationId: "org_a", signedAt: clock.now() },
+      {
+        requestId: "r",
+        verdict: "approve",
+        ceremonyId: "c",
+        cardId: "k",
+        resolutionId: "s",
+        agentId: "a",
+        organizationId: "org_a",
+        signedAt: clock.now(),
+      },
       key.signer,
       issuer,
     ).token;
@@ -129,9 +184,14 @@ describe("verification reasons", () => {
   it("audience_mismatch: the audience claim decides when present, organization_id otherwise", async () => {
     const { verify } = verifier(clock);
     const unbound = () => signAttestation(human, key.signer, { issuer, now: clock.now() }).token;
-    const bound = (audience: string) => signAttestation({ ...human, audience }, key.signer, { issuer, now: clock.now() }).token;
+    const bound = (audience: string) =>
+      signAttestation({ ...human, audience }, key.signer, { issuer, now: clock.now() }).token;
     expect(await verify(unbound(), "org_a")).toMatchObject({ kind: "valid" });
-    expect(await verify(unbound(), "org_b")).toMatchObject({ kind: "invalid", reason: "audience_mismatch", claims: { organization_id: "org_a" } });
+    expect(await verify(unbound(), "org_b")).toMatchObject({
+      kind: "invalid",
+      reason: "audience_mismatch",
+      claims: { organization_id: "org_a" },
+    });
     expect(await verify(bound("org_a"), "org_a")).toMatchObject({ kind: "valid" });
     expect(await verify(bound("org_x"), "org_a")).toMatchObject({ kind: "invalid", reason: "audience_mismatch" });
     expect(await verify(bound("org_x"))).toMatchObject({ kind: "valid" });
@@ -157,7 +217,12 @@ describe("replay", () => {
   it("from 15 November 2026 a second check is invalid with reason replayed, claims still returned", async () => {
     const { first, second } = await secondCheck("2026-11-15T00:00:00Z");
     expect(first).toMatchObject({ kind: "valid", replayed: false });
-    expect(second).toMatchObject({ kind: "invalid", reason: "replayed", replayed: true, claims: { request_id: human.requestId } });
+    expect(second).toMatchObject({
+      kind: "invalid",
+      reason: "replayed",
+      replayed: true,
+      claims: { request_id: human.requestId },
+    });
   });
 
   it("a re-encoded signature (ECDSA's s → n − s) is still the same token", async () => {
@@ -183,10 +248,16 @@ describe("replay", () => {
       publishedKey: () => key.publicKey,
       ledger: {
         recordChecks: async (checks, checkedAt) =>
-          checks.map(({ tokenKey, expiresAt }) => (keys.push(`${tokenKey.toString("hex")} ${checkedAt.toISOString()} ${expiresAt.toISOString()}`), true)),
+          checks.map(
+            ({ tokenKey, expiresAt }) => (
+              keys.push(`${tokenKey.toString("hex")} ${checkedAt.toISOString()} ${expiresAt.toISOString()}`), true
+            ),
+          ),
       },
     });
-    expect(keys).toEqual([`${createHash("sha256").update(token.split(".")[1]!).digest("hex")} 2026-11-20T10:00:00.000Z 2026-11-20T10:02:00.000Z`]);
+    expect(keys).toEqual([
+      `${createHash("sha256").update(token.split(".")[1]!).digest("hex")} 2026-11-20T10:00:00.000Z 2026-11-20T10:02:00.000Z`,
+    ]);
   });
 });
 
@@ -194,9 +265,15 @@ describe("verifying a batch", () => {
   const at = (instant: string) => {
     const clock = new ManualClock(instant);
     const ledger = memoryLedger();
-    const fresh = (fields: Partial<AttestationInput> = {}) => signAttestation({ ...human, ...fields }, key.signer, { issuer, now: clock.now() }).token;
+    const fresh = (fields: Partial<AttestationInput> = {}) =>
+      signAttestation({ ...human, ...fields }, key.signer, { issuer, now: clock.now() }).token;
     const verify = (requests: { token: string; audience?: string }[]) =>
-      verifyAttestations(requests, { issuer, now: clock.now(), publishedKey: (kid) => (kid === key.kid ? key.publicKey : undefined), ledger });
+      verifyAttestations(requests, {
+        issuer,
+        now: clock.now(),
+        publishedKey: (kid) => (kid === key.kid ? key.publicKey : undefined),
+        ledger,
+      });
     return { clock, ledger, fresh, verify };
   };
 
@@ -215,12 +292,22 @@ describe("verifying a batch", () => {
       { token: fresh(), audience: "org_b" },
       { token: last, audience: "org_a" },
     ]);
-    expect(results.map((result) => (result.kind === "valid" ? "valid" : result.reason))).toEqual(["valid", "malformed", "expired", "bad_signature", "audience_mismatch", "valid"]);
+    expect(results.map((result) => (result.kind === "valid" ? "valid" : result.reason))).toEqual([
+      "valid",
+      "malformed",
+      "expired",
+      "bad_signature",
+      "audience_mismatch",
+      "valid",
+    ]);
     expect(results[0]).toMatchObject({ claims: { request_id: "req_first" }, replayed: false });
     expect(results[5]).toMatchObject({ claims: { request_id: "req_last" }, replayed: false });
     expect(results[2]).toMatchObject({ expiredAt: new Date("2026-11-20T10:02:00Z") });
     expect(ledger.calls).toBe(1);
-    expect(await verify([{ token: first }, { token: last }])).toMatchObject([{ reason: "replayed" }, { reason: "replayed" }]);
+    expect(await verify([{ token: first }, { token: last }])).toMatchObject([
+      { reason: "replayed" },
+      { reason: "replayed" },
+    ]);
   });
 
   it("of copies of one token in one batch only the first listed is first; before 15 November 2026 the others stay valid", async () => {
@@ -240,12 +327,20 @@ describe("verifying a batch", () => {
     const token = fresh();
     const results = await verify([{ token }, { token }]);
     expect(results[0]).toMatchObject({ kind: "valid", replayed: false });
-    expect(results[1]).toMatchObject({ kind: "invalid", reason: "replayed", replayed: true, claims: { request_id: human.requestId } });
+    expect(results[1]).toMatchObject({
+      kind: "invalid",
+      reason: "replayed",
+      replayed: true,
+      claims: { request_id: human.requestId },
+    });
   });
 
   it("leaves the ledger alone when no token passes the other checks, and answers an empty batch", async () => {
     const { ledger, verify } = at("2026-11-20T10:00:00Z");
-    expect(await verify([{ token: "a.b.c" }, { token: "" }])).toMatchObject([{ reason: "malformed" }, { reason: "malformed" }]);
+    expect(await verify([{ token: "a.b.c" }, { token: "" }])).toMatchObject([
+      { reason: "malformed" },
+      { reason: "malformed" },
+    ]);
     expect(await verify([])).toEqual([]);
     expect(ledger.calls).toBe(0);
   });

@@ -1,10 +1,10 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "@svc/platform";
 import { SignAttestationRequestSchema, type VerifyTokenResponse } from "@svc/proto/signing/v1/signing_pb.js";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../../test/harness/index.ts";
 import { startTestSigning, testKek } from "./service-support.ts";
 
@@ -27,11 +27,19 @@ describe("VerifyTokens", () => {
   let sequence = 0;
   const mint = async (fields: { audience?: string } = {}) => {
     const requestId = `req_${(++sequence).toString(16).padStart(32, "0")}`;
-    const request = create(SignAttestationRequestSchema, { requestId, verified: true, organizationId: "org_a", verifiedAt: timestampFromDate(clock.now()), ...fields });
+    const request = create(SignAttestationRequestSchema, {
+      requestId,
+      verified: true,
+      organizationId: "org_a",
+      verifiedAt: timestampFromDate(clock.now()),
+      ...fields,
+    });
     return (await running.client.signAttestation(request)).token;
   };
-  const verifyAll = async (tokens: string[]) => (await running.client.verifyTokens({ requests: tokens.map((token) => ({ token })) })).responses;
-  const firstChecks = (responses: VerifyTokenResponse[]) => responses.filter((response) => response.valid && !response.replayed).length;
+  const verifyAll = async (tokens: string[]) =>
+    (await running.client.verifyTokens({ requests: tokens.map((token) => ({ token })) })).responses;
+  const firstChecks = (responses: VerifyTokenResponse[]) =>
+    responses.filter((response) => response.valid && !response.replayed).length;
 
   it("before 15 November 2026: answers in order; of copies in one call the first listed is first, the others valid but replayed", async () => {
     const [a, b] = [await mint(), await mint()];
@@ -55,9 +63,19 @@ describe("VerifyTokens", () => {
     clock.set(expiresAt);
     const [bound, unbound] = [await mint({ audience: "org_a" }), await mint()];
     const responses = await running.client.verifyTokens({
-      requests: [{ token: expiring }, { token: bound, audience: "org_b" }, { token: unbound, audience: "org_a" }, { token: `${unbound}x` }],
+      requests: [
+        { token: expiring },
+        { token: bound, audience: "org_b" },
+        { token: unbound, audience: "org_a" },
+        { token: `${unbound}x` },
+      ],
     });
-    expect(responses.responses.map(({ valid, reason }) => (valid ? "valid" : reason))).toEqual(["expired", "audience_mismatch", "valid", "bad_signature"]);
+    expect(responses.responses.map(({ valid, reason }) => (valid ? "valid" : reason))).toEqual([
+      "expired",
+      "audience_mismatch",
+      "valid",
+      "bad_signature",
+    ]);
     expect(timestampDate(responses.responses[0]!.expiredAt!)).toEqual(expiresAt);
     expect(responses.responses[1]!.claims).toMatchObject({ audience: "org_a" });
     // The audience mismatch did not use the token up.
@@ -75,10 +93,18 @@ describe("VerifyTokens", () => {
 
   it("across concurrent calls sharing tokens in different orders, each token is first exactly once and no call fails", async () => {
     const tokens = await Promise.all(Array.from({ length: 12 }, () => mint()));
-    const orders = Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? [...tokens] : [...tokens].reverse()).map((_, j, all) => all[(j + i) % all.length]!));
-    const [batches, singles] = await Promise.all([Promise.all(orders.map(verifyAll)), Promise.all(tokens.map((token) => running.client.verifyToken({ token })))]);
+    const orders = Array.from({ length: 10 }, (_, i) =>
+      (i % 2 === 0 ? [...tokens] : [...tokens].reverse()).map((_, j, all) => all[(j + i) % all.length]!),
+    );
+    const [batches, singles] = await Promise.all([
+      Promise.all(orders.map(verifyAll)),
+      Promise.all(tokens.map((token) => running.client.verifyToken({ token }))),
+    ]);
     for (const token of tokens) {
-      const answers = [...batches.flatMap((responses, i) => responses.filter((_, j) => orders[i]![j] === token)), singles[tokens.indexOf(token)]!];
+      const answers = [
+        ...batches.flatMap((responses, i) => responses.filter((_, j) => orders[i]![j] === token)),
+        singles[tokens.indexOf(token)]!,
+      ];
       expect(answers).toHaveLength(11);
       expect(firstChecks(answers)).toBe(1);
       expect(answers.filter((answer) => answer.reason === "replayed")).toHaveLength(10);
@@ -88,7 +114,10 @@ describe("VerifyTokens", () => {
   it("refuses more than 256 tokens in one call with InvalidArgument, and answers an empty call", async () => {
     const failure = await running.client
       .verifyTokens({ requests: Array.from({ length: 257 }, () => ({ token: "a.b.c" })) })
-      .then(() => undefined, (error: unknown) => ConnectError.from(error));
+      .then(
+        () => undefined,
+        (error: unknown) => ConnectError.from(error),
+      );
     expect(failure?.code).toBe(Code.InvalidArgument);
     expect(await verifyAll(Array.from({ length: 256 }, () => "a.b.c"))).toHaveLength(256);
     expect(await verifyAll([])).toEqual([]);
@@ -100,7 +129,10 @@ describe("VerifyTokens", () => {
     await sql.connect();
     await sql.query(`alter table signing.token_check rename to token_check_away`);
     try {
-      const failure = await verifyAll([token, "not-a-token"]).then(() => undefined, (error: unknown) => ConnectError.from(error));
+      const failure = await verifyAll([token, "not-a-token"]).then(
+        () => undefined,
+        (error: unknown) => ConnectError.from(error),
+      );
       expect(failure?.code).toBe(Code.Unavailable);
       expect(await verifyAll(["not-a-token"])).toMatchObject([{ valid: false, reason: "malformed" }]);
     } finally {

@@ -10,7 +10,7 @@
  *
  *   node services/webhook-dispatch/bench/delivery.bench.ts
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { Agent, request } from "node:http";
@@ -19,9 +19,9 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import pg from "pg";
 import { connectEventBus } from "@svc/platform";
 import { WebhookConsoleService } from "@svc/proto/webhook/v1/webhook_pb.js";
+import pg from "pg";
 import { startInfrastructure } from "../../../deploy/local/src/infrastructure.ts";
 import { freePort } from "../../../deploy/local/src/process-tools.ts";
 import { median } from "../../../test/bench/bench-infrastructure.ts";
@@ -71,7 +71,10 @@ async function startReceiverProcess(): Promise<Receiver> {
 
 /** The service as it runs in production: its own process, with its defaults. */
 async function startDispatcherProcess(env: Record<string, string>) {
-  const child = spawn(process.execPath, [fileURLToPath(new URL("../src/server.ts", import.meta.url))], { env: { ...process.env, ...env }, stdio: ["ignore", 2, 2] });
+  const child = spawn(process.execPath, [fileURLToPath(new URL("../src/server.ts", import.meta.url))], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", 2, 2],
+  });
   const exited = once(child, "exit");
   const baseUrl = `http://127.0.0.1:${env.WEBHOOK_DISPATCH_PORT}`;
   const stop = async () => {
@@ -145,7 +148,11 @@ interface Round {
  * Per round: the baseline while the dispatcher idles, then the deliveries per second from resuming a
  * paused dispatcher, with `events` waiting on the stream, until all are delivered.
  */
-async function measureRounds(infrastructure: { postgresUrl: string; natsUrl: string }, receiver: Receiver, baseline: () => Promise<number>): Promise<Round[]> {
+async function measureRounds(
+  infrastructure: { postgresUrl: string; natsUrl: string },
+  receiver: Receiver,
+  baseline: () => Promise<number>,
+): Promise<Round[]> {
   const env = {
     SVC_DATABASE_URL: infrastructure.postgresUrl,
     SVC_NATS_URL: infrastructure.natsUrl,
@@ -155,19 +162,30 @@ async function measureRounds(infrastructure: { postgresUrl: string; natsUrl: str
     WEBHOOK_DISPATCH_PORT: String(await freePort()),
   };
   const dispatcher = await startDispatcherProcess(env);
-  const bus = await connectEventBus({ url: infrastructure.natsUrl, name: "bench", stream: "BENCH", subjectPrefix: "bench" });
-  const db = new pg.Client({ connectionString: infrastructure.postgresUrl, options: "-c search_path=webhook_dispatch" });
+  const bus = await connectEventBus({
+    url: infrastructure.natsUrl,
+    name: "bench",
+    stream: "BENCH",
+    subjectPrefix: "bench",
+  });
+  const db = new pg.Client({
+    connectionString: infrastructure.postgresUrl,
+    options: "-c search_path=webhook_dispatch",
+  });
   try {
     await db.connect();
     await dispatcher.console.addEndpoint({ organizationId: "org-bench", url: receiver.url, types: [] });
     const publishBurst = async (count: number) => {
       const burst = Array.from({ length: count }, () => gateEvent("org-bench"));
-      for (let i = 0; i < burst.length; i += 100) await Promise.all(burst.slice(i, i + 100).map((event) => publish(bus, event)));
+      for (let i = 0; i < burst.length; i += 100)
+        await Promise.all(burst.slice(i, i + 100).map((event) => publish(bus, event)));
     };
     const before = await receiver.count();
     // Done when Postgres records every delivery as delivered. The receiver's count (over IPC) is
     // watched first, so that watching does not load the database under test.
-    const delivered = async () => (await db.query<{ n: number }>("select count(*)::int as n from deliveries where status = 'delivered'")).rows[0]!.n;
+    const delivered = async () =>
+      (await db.query<{ n: number }>("select count(*)::int as n from deliveries where status = 'delivered'")).rows[0]!
+        .n;
     const allDelivered = async (total: number) => {
       const deadline = Date.now() + 120_000;
       while ((await receiver.count()) - before < total || (await delivered()) < total) {
@@ -190,7 +208,9 @@ async function measureRounds(infrastructure: { postgresUrl: string; natsUrl: str
       dispatcher.resume();
       await allDelivered(warmUpEvents + round * events);
       const deliveriesPerS = events / ((performance.now() - started) / 1000);
-      log(`round ${round}: baseline ${baselinePerS.toFixed(0)}/s, delivered ${events} events at ${deliveriesPerS.toFixed(0)}/s`);
+      log(
+        `round ${round}: baseline ${baselinePerS.toFixed(0)}/s, delivered ${events} events at ${deliveriesPerS.toFixed(0)}/s`,
+      );
       measured.push({ baselinePerS, deliveriesPerS });
     }
     return measured;
@@ -211,7 +231,9 @@ async function main(): Promise<void> {
     const baseline = async () => {
       const http = await httpRate(receiver.url);
       const update = await updateRate(infrastructure.postgresUrl);
-      log(`baseline: bare node:http ${http.toFixed(0)} requests/s at concurrency ${concurrency}; single-row UPDATE ${update.toFixed(0)}/s`);
+      log(
+        `baseline: bare node:http ${http.toFixed(0)} requests/s at concurrency ${concurrency}; single-row UPDATE ${update.toFixed(0)}/s`,
+      );
       return Math.min(http, update);
     };
     const measured = await measureRounds(infrastructure, receiver, baseline);

@@ -1,4 +1,4 @@
-import { commonSettings, loadConfig, parse, type Logger, type Settings } from "@svc/platform";
+import { commonSettings, type Logger, loadConfig, parse, type Settings } from "@svc/platform";
 import { defaultRetrySchedule } from "./delivery/retry-schedule.ts";
 
 /** WEBHOOK_DISPATCH_<NAME> variables; the README lists them with their defaults. */
@@ -8,7 +8,11 @@ export const settings = {
     default: null as Buffer | null,
     description: "AES-256-GCM key for endpoint secrets at rest, base64 of 32 bytes; required in production",
   },
-  deliveryTimeout: { parse: parse.duration, default: 15_000, description: "how long an endpoint has to answer an attempt" },
+  deliveryTimeout: {
+    parse: parse.duration,
+    default: 15_000,
+    description: "how long an endpoint has to answer an attempt",
+  },
   retrySchedule: {
     parse: (raw: string) => raw.split(",").map((part) => parse.duration(part)),
     default: defaultRetrySchedule.map((part) => parse.duration(part)),
@@ -23,13 +27,37 @@ export const settings = {
     default: 20,
     description: "random spread of each retry delay, plus or minus this percentage",
   },
-  retryAfterMax: { parse: parse.duration, default: 3_600_000, description: "the longest wait a receiver's Retry-After can ask for" },
-  perEndpointConcurrency: { parse: parse.positiveInt, default: 4, description: "attempts in flight to one endpoint at a time" },
-  globalConcurrency: { parse: parse.positiveInt, default: 64, description: "attempts in flight in this process at a time" },
-  pollInterval: { parse: parse.duration, default: 1000, description: "how often the worker looks for due retries when nothing woke it" },
-  autoDisableAfter: { parse: parse.duration, default: 5 * 86_400_000, description: "an endpoint whose every attempt failed for this long is disabled" },
+  retryAfterMax: {
+    parse: parse.duration,
+    default: 3_600_000,
+    description: "the longest wait a receiver's Retry-After can ask for",
+  },
+  perEndpointConcurrency: {
+    parse: parse.positiveInt,
+    default: 4,
+    description: "attempts in flight to one endpoint at a time",
+  },
+  globalConcurrency: {
+    parse: parse.positiveInt,
+    default: 64,
+    description: "attempts in flight in this process at a time",
+  },
+  pollInterval: {
+    parse: parse.duration,
+    default: 1000,
+    description: "how often the worker looks for due retries when nothing woke it",
+  },
+  autoDisableAfter: {
+    parse: parse.duration,
+    default: 5 * 86_400_000,
+    description: "an endpoint whose every attempt failed for this long is disabled",
+  },
   consumerName: { parse: parse.string, default: "webhook-dispatch", description: "durable JetStream consumer name" },
-  ackWait: { parse: parse.duration, default: 30_000, description: "JetStream redelivers an event not acknowledged within this time" },
+  ackWait: {
+    parse: parse.duration,
+    default: 30_000,
+    description: "JetStream redelivers an event not acknowledged within this time",
+  },
 } satisfies Settings;
 
 /** A fixed key so a development mesh starts without setup; production refuses to run on it. */
@@ -40,9 +68,15 @@ const developmentSecretKey = Buffer.from("webhook-dispatch development key", "ut
  * its own key, development falls back to the built-in one with a warning.
  */
 export function resolveSecretKey(env: NodeJS.ProcessEnv, logger: Logger): Buffer {
-  const { secretKey, deployment } = loadConfig("WEBHOOK_DISPATCH", { secretKey: settings.secretKey, deployment: commonSettings.deployment }, env);
+  const { secretKey, deployment } = loadConfig(
+    "WEBHOOK_DISPATCH",
+    { secretKey: settings.secretKey, deployment: commonSettings.deployment },
+    env,
+  );
   if (deployment === "production" && (!secretKey || secretKey.equals(developmentSecretKey))) {
-    throw new Error("WEBHOOK_DISPATCH_SECRET_KEY is required in production, and not the built-in development key (base64 of 32 random bytes)");
+    throw new Error(
+      "WEBHOOK_DISPATCH_SECRET_KEY is required in production, and not the built-in development key (base64 of 32 random bytes)",
+    );
   }
   if (secretKey) return secretKey;
   logger.warn("WEBHOOK_DISPATCH_SECRET_KEY is not set: endpoint secrets are sealed with the built-in development key");

@@ -36,12 +36,18 @@ export function parseTypeFilter(types: readonly string[]): WebhookType[] {
   const accepted = new Set<WebhookType>();
   for (const type of types) {
     const replacement = retiredTypes[type];
-    if (replacement) throw new WebhookError("invalid_argument", `"${type}" is a retired event type and is no longer sent; use "${replacement}"`);
+    if (replacement)
+      throw new WebhookError(
+        "invalid_argument",
+        `"${type}" is a retired event type and is no longer sent; use "${replacement}"`,
+      );
     if (!webhookTypes.includes(type as WebhookType)) {
-      throw new WebhookError("invalid_argument", `unknown event type "${type}"; the types are ${webhookTypes.join(", ")}`);
+      throw new WebhookError(
+        "invalid_argument",
+        `unknown event type "${type}"; the types are ${webhookTypes.join(", ")}`,
+      );
     }
     accepted.add(type as WebhookType);
   }
   return webhookTypes.filter((type) => accepted.has(type));
 }
-

@@ -2,32 +2,32 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, type ConnectRouter } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { environmentProto, refusalTranslator, type Clock } from "@svc/platform";
+import { type Clock, environmentProto, refusalTranslator } from "@svc/platform";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import {
+  type Delivery as DeliveryMessage,
   DeliverySchema,
   DeliveryStatus,
+  type Endpoint as EndpointMessage,
   EndpointSchema,
   EndpointStatus,
   MessageSchema,
   WebhookConsoleService,
-  type Delivery as DeliveryMessage,
-  type Endpoint as EndpointMessage,
 } from "@svc/proto/webhook/v1/webhook_pb.js";
 import type { DestinationPolicy } from "./delivery/destination-guard.ts";
 import type { Endpoint } from "./endpoints/endpoint.entity.ts";
 import {
   addEndpoint,
   disableEndpoint,
+  type EndpointContext,
   enableEndpoint,
   listEndpoints,
   removeEndpoint,
   rotateEndpointSecret,
-  type EndpointContext,
 } from "./endpoints/endpoint-operations.ts";
 import type { SecretBox } from "./endpoints/endpoint-secret.ts";
 import type { WebhookErrorKind } from "./errors.ts";
-import { listMessages, replayMessage, type DeliveryView, type MessageView } from "./messages/message-operations.ts";
+import { type DeliveryView, listMessages, type MessageView, replayMessage } from "./messages/message-operations.ts";
 
 export interface RouteDependencies {
   orm: MikroORM;
@@ -42,17 +42,29 @@ export interface RouteDependencies {
 
 /** Thin handlers: translate the wire to the domain operations and back, one unit of work each. */
 export function createRoutes(deps: RouteDependencies) {
-  const endpoints = (): EndpointContext => ({ em: deps.orm.em.fork(), clock: deps.clock, box: deps.box, policy: deps.policy });
+  const endpoints = (): EndpointContext => ({
+    em: deps.orm.em.fork(),
+    clock: deps.clock,
+    box: deps.box,
+    policy: deps.policy,
+  });
   const endpointOut = (endpoint: Endpoint) => toEndpointMessage(endpoint, deps.clock.now());
 
   return (router: ConnectRouter) =>
     router.service(WebhookConsoleService, {
       addEndpoint: (req) =>
         wireErrors(async () => {
-          const { endpoint, secret } = await addEndpoint(endpoints(), { organizationId: req.organizationId, url: req.url, types: req.types });
+          const { endpoint, secret } = await addEndpoint(endpoints(), {
+            organizationId: req.organizationId,
+            url: req.url,
+            types: req.types,
+          });
           return { endpointId: endpoint.id, secret, endpoint: endpointOut(endpoint) };
         }),
-      listEndpoints: (req) => wireErrors(async () => ({ endpoints: (await listEndpoints(deps.orm.em.fork(), req.organizationId)).map(endpointOut) })),
+      listEndpoints: (req) =>
+        wireErrors(async () => ({
+          endpoints: (await listEndpoints(deps.orm.em.fork(), req.organizationId)).map(endpointOut),
+        })),
       removeEndpoint: (req) =>
         wireErrors(async () => {
           await removeEndpoint(deps.orm.em.fork(), req.organizationId, req.endpointId);
@@ -62,7 +74,11 @@ export function createRoutes(deps: RouteDependencies) {
       rotateEndpointSecret: (req) =>
         wireErrors(async () => {
           const { endpoint, secret } = await rotateEndpointSecret(endpoints(), req.organizationId, req.endpointId);
-          return { secret, previousSecretExpiresAt: optionalTimestamp(endpoint.previousSecretExpiresAt), endpoint: endpointOut(endpoint) };
+          return {
+            secret,
+            previousSecretExpiresAt: optionalTimestamp(endpoint.previousSecretExpiresAt),
+            endpoint: endpointOut(endpoint),
+          };
         }),
       enableEndpoint: (req) =>
         wireErrors(async () => {
@@ -89,7 +105,11 @@ export function createRoutes(deps: RouteDependencies) {
         }),
       replayMessage: (req) =>
         wireErrors(async () => {
-          const delivery = await replayMessage(deps.orm.em.fork(), deps.clock, { organizationId: req.organizationId, messageId: req.messageId, endpointId: req.endpointId });
+          const delivery = await replayMessage(deps.orm.em.fork(), deps.clock, {
+            organizationId: req.organizationId,
+            messageId: req.messageId,
+            endpointId: req.endpointId,
+          });
           deps.wakeWorker();
           return { delivery: toDeliveryMessage(delivery) };
         }),
@@ -103,9 +123,11 @@ const wireErrors = refusalTranslator<WebhookErrorKind>({
   failed_precondition: Code.FailedPrecondition,
 });
 
-
 function toEndpointMessage(endpoint: Endpoint, now: Date): EndpointMessage {
-  const previousLive = endpoint.previousSecretExpiresAt && endpoint.previousSecretExpiresAt > now ? endpoint.previousSecretExpiresAt : null;
+  const previousLive =
+    endpoint.previousSecretExpiresAt && endpoint.previousSecretExpiresAt > now
+      ? endpoint.previousSecretExpiresAt
+      : null;
   return create(EndpointSchema, {
     endpointId: endpoint.id,
     organizationId: endpoint.organizationId,
@@ -119,7 +141,11 @@ function toEndpointMessage(endpoint: Endpoint, now: Date): EndpointMessage {
   });
 }
 
-const deliveryStatuses = { pending: DeliveryStatus.PENDING, delivered: DeliveryStatus.DELIVERED, failed: DeliveryStatus.FAILED } as const;
+const deliveryStatuses = {
+  pending: DeliveryStatus.PENDING,
+  delivered: DeliveryStatus.DELIVERED,
+  failed: DeliveryStatus.FAILED,
+} as const;
 
 function fromDeliveryStatus(status: DeliveryStatus): DeliveryView["status"] | undefined {
   return (Object.keys(deliveryStatuses) as DeliveryView["status"][]).find((key) => deliveryStatuses[key] === status);

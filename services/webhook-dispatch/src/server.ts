@@ -1,7 +1,7 @@
-import { createLogger, runAsMain, startService, type StartOptions } from "@svc/platform";
+import { createLogger, runAsMain, type StartOptions, startService } from "@svc/platform";
 import { resolveSecretKey, settings } from "./config.ts";
+import { type DeliveryWorker, startDeliveryWorker } from "./delivery/delivery-worker.ts";
 import { destinationPolicyFor } from "./delivery/destination-guard.ts";
-import { startDeliveryWorker, type DeliveryWorker } from "./delivery/delivery-worker.ts";
 import { createEndpointKeys } from "./delivery/endpoint-keys.ts";
 import { startEventConsumer } from "./delivery/event-consumer.ts";
 import { createHttpSender } from "./delivery/http-sender.ts";
@@ -49,7 +49,11 @@ export const startWebhookDispatch = async (options: StartOptions = {}) => {
           logger,
           sender,
           keys: createEndpointKeys(box),
-          retry: { schedule: config.retrySchedule, jitter: config.retryJitterPercent / 100, retryAfterMaxMs: config.retryAfterMax },
+          retry: {
+            schedule: config.retrySchedule,
+            jitter: config.retryJitterPercent / 100,
+            retryAfterMaxMs: config.retryAfterMax,
+          },
           timeoutMs: config.deliveryTimeout,
           perEndpointConcurrency: config.perEndpointConcurrency,
           globalConcurrency: config.globalConcurrency,
@@ -60,7 +64,15 @@ export const startWebhookDispatch = async (options: StartOptions = {}) => {
         const firstAttemptDelayMs = config.retrySchedule[0] ?? 0;
         const consumer = await releaseParkedEvents({ statements, logger, worker: started, firstAttemptDelayMs })
           .then(() =>
-            startEventConsumer({ bus, statements, logger, consumerName: config.consumerName, ackWaitMs: config.ackWait, firstAttemptDelayMs, worker: started }),
+            startEventConsumer({
+              bus,
+              statements,
+              logger,
+              consumerName: config.consumerName,
+              ackWaitMs: config.ackWait,
+              firstAttemptDelayMs,
+              worker: started,
+            }),
           )
           .catch(async (error: unknown) => {
             await started.stop();

@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "@svc/platform";
 import { EndpointStatus } from "@svc/proto/webhook/v1/webhook_pb.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { uniqueName } from "../../../test/harness/index.ts";
 import { retiredTypes, webhookTypes } from "../src/event-types.ts";
 import { startTestDispatcher, type TestDispatcher } from "./support/dispatcher.ts";
@@ -30,35 +30,65 @@ describe("WebhookConsoleService: endpoints", () => {
 
   it("add shows a whsec_ secret once, stores it only encrypted, and lists the endpoint", async () => {
     const organizationId = org();
-    const added = await dispatcher.console.addEndpoint({ organizationId, url: "https://hooks.example.com/svc?x=1", types: [] });
+    const added = await dispatcher.console.addEndpoint({
+      organizationId,
+      url: "https://hooks.example.com/svc?x=1",
+      types: [],
+    });
     expect(added.endpointId).toMatch(/^ep_[A-Za-z0-9]{24}$/);
     expect(added.secret).toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
     expect(Buffer.from(added.secret.slice(6), "base64").length).toBeGreaterThanOrEqual(24);
 
-    const [row] = await dispatcher.sql<{ secret_sealed: Buffer }>("select secret_sealed from endpoints where id = $1", [added.endpointId]);
+    const [row] = await dispatcher.sql<{ secret_sealed: Buffer }>("select secret_sealed from endpoints where id = $1", [
+      added.endpointId,
+    ]);
     expect(row!.secret_sealed.includes(Buffer.from(added.secret))).toBe(false);
     expect(row!.secret_sealed.includes(Buffer.from(added.secret.slice(6), "base64"))).toBe(false);
 
     const { endpoints } = await dispatcher.console.listEndpoints({ organizationId });
     expect(endpoints).toHaveLength(1);
-    expect(endpoints[0]).toMatchObject({ endpointId: added.endpointId, organizationId, url: "https://hooks.example.com/svc?x=1", types: [], status: EndpointStatus.ENABLED, disabledReason: "" });
-    expect(JSON.stringify(endpoints, (_, v: unknown) => (typeof v === "bigint" ? String(v) : v))).not.toContain(added.secret.slice(6));
+    expect(endpoints[0]).toMatchObject({
+      endpointId: added.endpointId,
+      organizationId,
+      url: "https://hooks.example.com/svc?x=1",
+      types: [],
+      status: EndpointStatus.ENABLED,
+      disabledReason: "",
+    });
+    expect(JSON.stringify(endpoints, (_, v: unknown) => (typeof v === "bigint" ? String(v) : v))).not.toContain(
+      added.secret.slice(6),
+    );
     expect((await dispatcher.console.listEndpoints({ organizationId: org() })).endpoints).toEqual([]);
   });
 
   it("a filter takes current type names, in a stable order without repeats", async () => {
-    const added = await dispatcher.console.addEndpoint({ organizationId: org(), url: "https://hooks.example.com/", types: ["account.secured", "gate.human_verified", "account.secured"] });
+    const added = await dispatcher.console.addEndpoint({
+      organizationId: org(),
+      url: "https://hooks.example.com/",
+      types: ["account.secured", "gate.human_verified", "account.secured"],
+    });
     expect(added.endpoint?.types).toEqual(["gate.human_verified", "account.secured"]);
   });
 
-  it.each(Object.entries(retiredTypes))("a filter naming the retired %s is refused, naming %s", async (retired, replacement) => {
-    const error = await refusal(dispatcher.console.addEndpoint({ organizationId: org(), url: "https://hooks.example.com/", types: [retired] }));
-    expect(error.code).toBe(Code.InvalidArgument);
-    expect(error.rawMessage).toBe(`"${retired}" is a retired event type and is no longer sent; use "${replacement}"`);
-  });
+  it.each(Object.entries(retiredTypes))(
+    "a filter naming the retired %s is refused, naming %s",
+    async (retired, replacement) => {
+      const error = await refusal(
+        dispatcher.console.addEndpoint({ organizationId: org(), url: "https://hooks.example.com/", types: [retired] }),
+      );
+      expect(error.code).toBe(Code.InvalidArgument);
+      expect(error.rawMessage).toBe(`"${retired}" is a retired event type and is no longer sent; use "${replacement}"`);
+    },
+  );
 
   it("an unknown type is refused, listing the types", async () => {
-    const error = await refusal(dispatcher.console.addEndpoint({ organizationId: org(), url: "https://hooks.example.com/", types: ["gate.verified"] }));
+    const error = await refusal(
+      dispatcher.console.addEndpoint({
+        organizationId: org(),
+        url: "https://hooks.example.com/",
+        types: ["gate.verified"],
+      }),
+    );
     expect(error.code).toBe(Code.InvalidArgument);
     expect(error.rawMessage).toBe(`unknown event type "gate.verified"; the types are ${webhookTypes.join(", ")}`);
   });
@@ -76,15 +106,26 @@ describe("WebhookConsoleService: endpoints", () => {
   });
 
   it("development accepts plain http to loopback", async () => {
-    const added = await dispatcher.console.addEndpoint({ organizationId: org(), url: "http://127.0.0.1:9999/hooks", types: [] });
+    const added = await dispatcher.console.addEndpoint({
+      organizationId: org(),
+      url: "http://127.0.0.1:9999/hooks",
+      types: [],
+    });
     expect(added.endpoint?.url).toBe("http://127.0.0.1:9999/hooks");
   });
 
   it("disable records why and when; enable clears it", async () => {
     const organizationId = org();
-    const { endpointId } = await dispatcher.console.addEndpoint({ organizationId, url: "https://hooks.example.com/", types: [] });
+    const { endpointId } = await dispatcher.console.addEndpoint({
+      organizationId,
+      url: "https://hooks.example.com/",
+      types: [],
+    });
     const disabled = await dispatcher.console.disableEndpoint({ organizationId, endpointId });
-    expect(disabled.endpoint).toMatchObject({ status: EndpointStatus.DISABLED, disabledReason: "disabled by an operator" });
+    expect(disabled.endpoint).toMatchObject({
+      status: EndpointStatus.DISABLED,
+      disabledReason: "disabled by an operator",
+    });
     expect(disabled.endpoint?.disabledAt?.seconds).toBe(BigInt(clock.now().getTime() / 1000));
     const [listed] = (await dispatcher.console.listEndpoints({ organizationId })).endpoints;
     expect(listed?.disabledReason).toBe("disabled by an operator");
@@ -96,7 +137,11 @@ describe("WebhookConsoleService: endpoints", () => {
 
   it("rotation returns a new secret and keeps the old one signing for 24 hours", async () => {
     const organizationId = org();
-    const added = await dispatcher.console.addEndpoint({ organizationId, url: "https://hooks.example.com/", types: [] });
+    const added = await dispatcher.console.addEndpoint({
+      organizationId,
+      url: "https://hooks.example.com/",
+      types: [],
+    });
     const rotated = await dispatcher.console.rotateEndpointSecret({ organizationId, endpointId: added.endpointId });
     expect(rotated.secret).toMatch(/^whsec_/);
     expect(rotated.secret).not.toBe(added.secret);
@@ -106,7 +151,11 @@ describe("WebhookConsoleService: endpoints", () => {
 
   it("remove deletes the endpoint; another organization's endpoint reads as not found", async () => {
     const organizationId = org();
-    const { endpointId } = await dispatcher.console.addEndpoint({ organizationId, url: "https://hooks.example.com/", types: [] });
+    const { endpointId } = await dispatcher.console.addEndpoint({
+      organizationId,
+      url: "https://hooks.example.com/",
+      types: [],
+    });
     const stranger = org();
     for (const call of [
       () => dispatcher.console.removeEndpoint({ organizationId: stranger, endpointId }),
@@ -123,8 +172,18 @@ describe("WebhookConsoleService: endpoints", () => {
   });
 
   it("requests without an organization, or with a page size out of range, are refused", async () => {
-    expect((await refusal(dispatcher.console.addEndpoint({ organizationId: "", url: "https://hooks.example.com/", types: [] }))).code).toBe(Code.InvalidArgument);
-    expect((await refusal(dispatcher.console.listMessages({ organizationId: org(), limit: 101 }))).code).toBe(Code.InvalidArgument);
-    expect((await refusal(dispatcher.console.listMessages({ organizationId: org(), offset: -1 }))).code).toBe(Code.InvalidArgument);
+    expect(
+      (
+        await refusal(
+          dispatcher.console.addEndpoint({ organizationId: "", url: "https://hooks.example.com/", types: [] }),
+        )
+      ).code,
+    ).toBe(Code.InvalidArgument);
+    expect((await refusal(dispatcher.console.listMessages({ organizationId: org(), limit: 101 }))).code).toBe(
+      Code.InvalidArgument,
+    );
+    expect((await refusal(dispatcher.console.listMessages({ organizationId: org(), offset: -1 }))).code).toBe(
+      Code.InvalidArgument,
+    );
   });
 });

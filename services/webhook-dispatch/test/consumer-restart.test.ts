@@ -1,11 +1,11 @@
 import { jetstreamManager } from "@nats-io/jetstream";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectEventBus } from "@svc/platform";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { natsUrl, uniqueName } from "../../../test/harness/index.ts";
 import { restartDelayMs } from "../src/delivery/event-consumer.ts";
 import { startTestDispatcher, type TestDispatcher } from "./support/dispatcher.ts";
 import { gateEvent } from "./support/events.ts";
-import { startReceiver, type Receiver } from "./support/receiver.ts";
+import { type Receiver, startReceiver } from "./support/receiver.ts";
 
 describe("the event consumer after it stopped on an error", () => {
   let dispatcher: TestDispatcher;
@@ -34,7 +34,9 @@ describe("the event consumer after it stopped on an error", () => {
   };
 
   it("waits longer after each failure in a row, never more than 30 s", () => {
-    expect([1, 2, 3, 4, 5, 6, 7, 100].map(restartDelayMs)).toEqual([1000, 2000, 4000, 8000, 16_000, 30_000, 30_000, 30_000]);
+    expect([1, 2, 3, 4, 5, 6, 7, 100].map(restartDelayMs)).toEqual([
+      1000, 2000, 4000, 8000, 16_000, 30_000, 30_000, 30_000,
+    ]);
   });
 
   it("recreates its durable consumer when it was deleted, and goes on delivering", async () => {
@@ -48,9 +50,19 @@ describe("the event consumer after it stopped on an error", () => {
     const subjectPrefix = dispatcher.env.SVC_EVENT_SUBJECT_PREFIX!;
     await (await jetstreamManager(dispatcher.bus.nc)).streams.delete(stream());
     // Without the stream the consumer cannot be recreated: it stays down until the stream is back.
-    await expect.poll(readiness).toEqual({ status: 503, body: expect.objectContaining({ error: "event consumer webhook-dispatch is down: stream not found" }) });
+    await expect
+      .poll(readiness)
+      .toEqual({
+        status: 503,
+        body: expect.objectContaining({ error: "event consumer webhook-dispatch is down: stream not found" }),
+      });
 
-    const restored = await connectEventBus({ url: natsUrl(), name: "wh-consumer-restart-restore", stream: stream(), subjectPrefix });
+    const restored = await connectEventBus({
+      url: natsUrl(),
+      name: "wh-consumer-restart-restore",
+      stream: stream(),
+      subjectPrefix,
+    });
     await restored.nc.drain();
     await expect.poll(async () => (await readiness()).status, { timeout: 20_000 }).toBe(200);
     await deliversNextEvent();

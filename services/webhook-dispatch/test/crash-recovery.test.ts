@@ -1,16 +1,16 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectEventBus, type EventBus } from "@svc/platform";
 import { WebhookConsoleService } from "@svc/proto/webhook/v1/webhook_pb.js";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../../deploy/local/src/process-tools.ts";
-import { createTestDatabase, natsUrl, uniqueName, type TestDatabase } from "../../../test/harness/index.ts";
+import { createTestDatabase, natsUrl, type TestDatabase, uniqueName } from "../../../test/harness/index.ts";
 import { gateEvent, publish } from "./support/events.ts";
-import { startReceiver, verifyDelivery, type Receiver } from "./support/receiver.ts";
+import { type Receiver, startReceiver, verifyDelivery } from "./support/receiver.ts";
 
 const entry = fileURLToPath(new URL("../src/server.ts", import.meta.url));
 const burst = 600;
@@ -26,12 +26,17 @@ describe("a dispatcher killed with SIGKILL in the middle of a burst", () => {
   const output: string[] = [];
 
   const startProcess = async () => {
-    const started = spawn(process.execPath, [entry], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    const started = spawn(process.execPath, [entry], {
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     started.stdout!.on("data", (chunk: Buffer) => output.push(chunk.toString()));
     started.stderr!.on("data", (chunk: Buffer) => output.push(chunk.toString()));
     child = started;
     const url = `http://127.0.0.1:${env.WEBHOOK_DISPATCH_PORT}/readyz`;
-    await expect.poll(async () => (await fetch(url).catch(() => undefined))?.status, { timeout: 20_000, interval: 100 }).toBe(200);
+    await expect
+      .poll(async () => (await fetch(url).catch(() => undefined))?.status, { timeout: 20_000, interval: 100 })
+      .toBe(200);
   };
 
   beforeAll(async () => {
@@ -51,7 +56,12 @@ describe("a dispatcher killed with SIGKILL in the middle of a burst", () => {
     };
     // Each answer takes a little while, so the burst is still being delivered when the process dies.
     receiver = await startReceiver(() => new Promise((resolve) => setTimeout(() => resolve({ status: 204 }), 10)));
-    bus = await connectEventBus({ url: natsUrl(), name: "wh-crash-publisher", stream, subjectPrefix: env.SVC_EVENT_SUBJECT_PREFIX! });
+    bus = await connectEventBus({
+      url: natsUrl(),
+      name: "wh-crash-publisher",
+      stream,
+      subjectPrefix: env.SVC_EVENT_SUBJECT_PREFIX!,
+    });
   });
   afterAll(async () => {
     if (child && child.exitCode === null && child.signalCode === null) {
@@ -65,7 +75,10 @@ describe("a dispatcher killed with SIGKILL in the middle of a burst", () => {
 
   it("loses no message: every webhook-id reaches the receiver, repeated only as a retry of the same message", async () => {
     await startProcess();
-    const console = createClient(WebhookConsoleService, createConnectTransport({ baseUrl: `http://127.0.0.1:${env.WEBHOOK_DISPATCH_PORT}`, httpVersion: "2" }));
+    const console = createClient(
+      WebhookConsoleService,
+      createConnectTransport({ baseUrl: `http://127.0.0.1:${env.WEBHOOK_DISPATCH_PORT}`, httpVersion: "2" }),
+    );
     const organizationId = uniqueName("org");
     const { secret } = await console.addEndpoint({ organizationId, url: receiver.url, types: [] });
 
@@ -79,7 +92,9 @@ describe("a dispatcher killed with SIGKILL in the middle of a burst", () => {
     })();
     for (let kill = 1; kill <= kills; kill += 1) {
       const seen = receiver.requests.length;
-      await expect.poll(() => receiver.requests.length, { timeout: 20_000, interval: 5 }).toBeGreaterThanOrEqual(seen + burst / 10);
+      await expect
+        .poll(() => receiver.requests.length, { timeout: 20_000, interval: 5 })
+        .toBeGreaterThanOrEqual(seen + burst / 10);
       child!.kill("SIGKILL");
       await once(child!, "exit");
       expect(new Set(receiver.requests.map((r) => r.webhookId)).size).toBeLessThan(burst);
@@ -88,7 +103,9 @@ describe("a dispatcher killed with SIGKILL in the middle of a burst", () => {
     await publishing;
 
     await startProcess();
-    await expect.poll(() => new Set(receiver.requests.map((r) => r.webhookId)).size, { timeout: 40_000, interval: 100 }).toBe(burst);
+    await expect
+      .poll(() => new Set(receiver.requests.map((r) => r.webhookId)).size, { timeout: 40_000, interval: 100 })
+      .toBe(burst);
 
     const bodies = new Map<string, string>();
     for (const request of receiver.requests) {
@@ -96,7 +113,9 @@ describe("a dispatcher killed with SIGKILL in the middle of a burst", () => {
       expect(bodies.get(request.webhookId) ?? body, "a repeated webhook-id carries the same message").toBe(body);
       bodies.set(request.webhookId, body);
     }
-    const requestIds = [...bodies.values()].map((body) => (JSON.parse(body) as { request_id: string }).request_id).sort();
+    const requestIds = [...bodies.values()]
+      .map((body) => (JSON.parse(body) as { request_id: string }).request_id)
+      .sort();
     expect(requestIds).toEqual(events.map((e) => (e.payload.value as { requestId: string }).requestId).sort());
     expect(verifyDelivery(secret, receiver.requests.at(-1)!, new Date())).toBeDefined();
 
@@ -105,7 +124,11 @@ describe("a dispatcher killed with SIGKILL in the middle of a burst", () => {
     try {
       // Attempts that were in flight at the kill have no result until their lease ends and they are sent again.
       const counts = async () =>
-        (await db.query("select count(distinct m.id)::int as messages, count(*) filter (where d.status = 'delivered')::int as delivered from messages m join deliveries d on d.message_id = m.id")).rows[0];
+        (
+          await db.query(
+            "select count(distinct m.id)::int as messages, count(*) filter (where d.status = 'delivered')::int as delivered from messages m join deliveries d on d.message_id = m.id",
+          )
+        ).rows[0];
       await expect.poll(counts, { timeout: 30_000, interval: 200 }).toEqual({ messages: burst, delivered: burst });
     } finally {
       await db.end();

@@ -1,17 +1,17 @@
 import { create, toBinary } from "@bufbuild/protobuf";
-import { jetstreamManager } from "@nats-io/jetstream";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { epochSeconds, ManualClock } from "@svc/platform";
+import { type Event, EventSchema } from "@svc/proto/events/v1/events_pb.js";
+import { DeliveryStatus } from "@svc/proto/webhook/v1/webhook_pb.js";
 import { WebhookVerificationError } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { epochSeconds, ManualClock } from "@svc/platform";
-import { EventSchema, type Event } from "@svc/proto/events/v1/events_pb.js";
-import { DeliveryStatus } from "@svc/proto/webhook/v1/webhook_pb.js";
 import { uniqueName } from "../../../test/harness/index.ts";
 import { renderPayload } from "../src/delivery/payload-rendering.ts";
 import { webhookTypes } from "../src/event-types.ts";
 import { startTestDispatcher, type TestDispatcher } from "./support/dispatcher.ts";
 import { at, gateEvent, oneOfEachType, typeOf } from "./support/events.ts";
-import { startReceiver, verifyDelivery, type Receiver } from "./support/receiver.ts";
+import { type Receiver, startReceiver, verifyDelivery } from "./support/receiver.ts";
 
 const second = 1000;
 const minute = 60 * second;
@@ -28,8 +28,10 @@ describe("delivery", () => {
     receivers.push(started);
     return started;
   };
-  const endpoint = async (organizationId: string, url: string, types: string[] = []) => dispatcher.console.addEndpoint({ organizationId, url, types });
-  const delivery = async (organizationId: string, endpointId: string) => (await dispatcher.console.listMessages({ organizationId, endpointId })).messages[0]?.deliveries[0];
+  const endpoint = async (organizationId: string, url: string, types: string[] = []) =>
+    dispatcher.console.addEndpoint({ organizationId, url, types });
+  const delivery = async (organizationId: string, endpointId: string) =>
+    (await dispatcher.console.listMessages({ organizationId, endpointId })).messages[0]?.deliveries[0];
   const nextAttemptAt = async (organizationId: string, endpointId: string) => {
     const next = (await delivery(organizationId, endpointId))?.nextAttemptAt;
     return next ? timestampDate(next).toISOString() : undefined;
@@ -45,7 +47,10 @@ describe("delivery", () => {
   };
 
   beforeAll(async () => {
-    dispatcher = await startTestDispatcher("wh_delivery", { clock, env: { WEBHOOK_DISPATCH_RETRY_JITTER_PERCENT: "0" } });
+    dispatcher = await startTestDispatcher("wh_delivery", {
+      clock,
+      env: { WEBHOOK_DISPATCH_RETRY_JITTER_PERCENT: "0" },
+    });
     sentinel = { organizationId: uniqueName("sentinel"), receiver: await receiver() };
     await endpoint(sentinel.organizationId, sentinel.receiver.url);
   });
@@ -73,10 +78,14 @@ describe("delivery", () => {
       expect(request.timestamp).toBe(epochSeconds(clock.now()));
       expect(verifyDelivery(secret, request, clock.now())).toEqual(JSON.parse(request.body.toString()));
       const tampered = Buffer.from(request.body.toString().replace(/"type":"[^"]+"/, '"type":"forged"'));
-      expect(() => verifyDelivery(secret, { headers: request.headers, body: tampered }, clock.now())).toThrow(WebhookVerificationError);
+      expect(() => verifyDelivery(secret, { headers: request.headers, body: tampered }, clock.now())).toThrow(
+        WebhookVerificationError,
+      );
     }
     expect(new Set(partner.requests.map((r) => r.webhookId)).size).toBe(events.length);
-    expect(() => verifyDelivery(secret, partner.requests[0]!, new Date(clock.now().getTime() + 6 * minute))).toThrow("Message timestamp too old");
+    expect(() => verifyDelivery(secret, partner.requests[0]!, new Date(clock.now().getTime() + 6 * minute))).toThrow(
+      "Message timestamp too old",
+    );
   });
 
   it("fans out to every endpoint of the organization whose filter takes the type, and to no other organization", async () => {
@@ -91,7 +100,9 @@ describe("delivery", () => {
     await expect.poll(() => everything.requests.length, { timeout: 10_000 }).toBe(events.length);
     await expect.poll(() => filtered.requests.length).toBe(2);
     expect(filtered.requests.map((r) => r.json.type).sort()).toEqual(["account.secured", "gate.human_verified"]);
-    expect((await dispatcher.console.listMessages({ organizationId, endpointId: f.endpointId })).messages).toHaveLength(2);
+    expect((await dispatcher.console.listMessages({ organizationId, endpointId: f.endpointId })).messages).toHaveLength(
+      2,
+    );
     expect((await dispatcher.console.listMessages({ organizationId })).messages).toHaveLength(events.length);
     expect(elsewhere.requests).toHaveLength(0);
   });
@@ -102,13 +113,19 @@ describe("delivery", () => {
     await endpoint(organizationId, partner.url);
     const event = gateEvent(organizationId);
     const subject = dispatcher.bus.subject(typeOf(event));
-    const first = await dispatcher.bus.js.publish(subject, toBinary(EventSchema, event), { msgID: `${event.dedupKey}#1` });
-    const second = await dispatcher.bus.js.publish(subject, toBinary(EventSchema, event), { msgID: `${event.dedupKey}#2` });
+    const first = await dispatcher.bus.js.publish(subject, toBinary(EventSchema, event), {
+      msgID: `${event.dedupKey}#1`,
+    });
+    const second = await dispatcher.bus.js.publish(subject, toBinary(EventSchema, event), {
+      msgID: `${event.dedupKey}#2`,
+    });
     expect([first.duplicate, second.duplicate]).toEqual([false, false]);
     await workerHasLookedNow();
 
     await expect.poll(() => partner.requests.length, { timeout: 10_000 }).toBe(1);
-    const stored = await dispatcher.sql<{ id: string }>("select id from messages where dedup_key = $1", [event.dedupKey]);
+    const stored = await dispatcher.sql<{ id: string }>("select id from messages where dedup_key = $1", [
+      event.dedupKey,
+    ]);
     expect(stored).toHaveLength(1);
     expect(await dispatcher.sql("select 1 from deliveries where message_id = $1", [stored[0]!.id])).toHaveLength(1);
     expect(partner.requests[0]!.webhookId).toBe(stored[0]!.id);
@@ -118,12 +135,15 @@ describe("delivery", () => {
     const organizationId = uniqueName("org");
     const partner = await receiver();
     await endpoint(organizationId, partner.url);
-    const consumerInfo = async () => (await jetstreamManager(dispatcher.bus.nc)).consumers.info(dispatcher.env.SVC_EVENT_STREAM!, "webhook-dispatch");
+    const consumerInfo = async () =>
+      (await jetstreamManager(dispatcher.bus.nc)).consumers.info(dispatcher.env.SVC_EVENT_STREAM!, "webhook-dispatch");
     const redeliveredBefore = (await consumerInfo()).num_redelivered;
     await dispatcher.sql("alter table messages add constraint refuse_every_message check (false) not valid");
     try {
       await dispatcher.publish(gateEvent(organizationId));
-      await expect.poll(async () => (await consumerInfo()).num_redelivered, { timeout: 10_000 }).toBeGreaterThan(redeliveredBefore);
+      await expect
+        .poll(async () => (await consumerInfo()).num_redelivered, { timeout: 10_000 })
+        .toBeGreaterThan(redeliveredBefore);
       expect(partner.requests).toHaveLength(0);
     } finally {
       await dispatcher.sql("alter table messages drop constraint refuse_every_message");
@@ -136,8 +156,14 @@ describe("delivery", () => {
     const organizationId = uniqueName("org");
     const partner = await receiver();
     await endpoint(organizationId, partner.url);
-    const noPayload = create(EventSchema, { dedupKey: `none:${uniqueName("k")}`, organizationId, occurredAt: at("2026-11-22T10:00:00Z") });
-    await dispatcher.bus.js.publish(dispatcher.bus.subject("gate.human_verified"), toBinary(EventSchema, noPayload), { msgID: noPayload.dedupKey });
+    const noPayload = create(EventSchema, {
+      dedupKey: `none:${uniqueName("k")}`,
+      organizationId,
+      occurredAt: at("2026-11-22T10:00:00Z"),
+    });
+    await dispatcher.bus.js.publish(dispatcher.bus.subject("gate.human_verified"), toBinary(EventSchema, noPayload), {
+      msgID: noPayload.dedupKey,
+    });
     const impossible = gateEvent(organizationId);
     impossible.occurredAt = { $typeName: "google.protobuf.Timestamp", seconds: 10n ** 15n, nanos: 0 };
     await dispatcher.publish(impossible);
@@ -146,11 +172,23 @@ describe("delivery", () => {
     await workerHasLookedNow();
 
     await expect.poll(() => partner.requests.length, { timeout: 10_000 }).toBe(1);
-    expect(JSON.parse(partner.requests[0]!.body.toString()).event_id).toBe((good.payload.value as { eventId: string }).eventId);
+    expect(JSON.parse(partner.requests[0]!.body.toString()).event_id).toBe(
+      (good.payload.value as { eventId: string }).eventId,
+    );
     // Dropped for good (terminated), not parked among the consumer's pending messages.
-    const pending = async () => (await (await jetstreamManager(dispatcher.bus.nc)).consumers.info(dispatcher.env.SVC_EVENT_STREAM!, "webhook-dispatch")).num_ack_pending;
+    const pending = async () =>
+      (
+        await (
+          await jetstreamManager(dispatcher.bus.nc)
+        ).consumers.info(dispatcher.env.SVC_EVENT_STREAM!, "webhook-dispatch")
+      ).num_ack_pending;
     await expect.poll(pending, { timeout: 10_000 }).toBe(0);
-    expect(await dispatcher.sql("select 1 from messages where dedup_key in ($1, $2)", [noPayload.dedupKey, impossible.dedupKey])).toHaveLength(0);
+    expect(
+      await dispatcher.sql("select 1 from messages where dedup_key in ($1, $2)", [
+        noPayload.dedupKey,
+        impossible.dedupKey,
+      ]),
+    ).toHaveLength(0);
   });
 
   it("retries on the default schedule, from the clock, with one webhook-id and a fresh timestamp per attempt, then fails", async () => {
@@ -168,7 +206,9 @@ describe("delivery", () => {
       expect(verifyDelivery(secret, request, clock.now())).toBeDefined();
       const delay = delaysAfter[attempt - 1];
       if (delay === undefined) break;
-      await expect.poll(() => nextAttemptAt(organizationId, endpointId), { timeout: 10_000 }).toBe(new Date(clock.now().getTime() + delay).toISOString());
+      await expect
+        .poll(() => nextAttemptAt(organizationId, endpointId), { timeout: 10_000 })
+        .toBe(new Date(clock.now().getTime() + delay).toISOString());
       if (attempt === 1 || attempt === 4) {
         clock.advance(delay - second);
         await workerHasLookedNow();
@@ -178,7 +218,9 @@ describe("delivery", () => {
         clock.advance(delay);
       }
     }
-    await expect.poll(async () => (await delivery(organizationId, endpointId))?.status, { timeout: 10_000 }).toBe(DeliveryStatus.FAILED);
+    await expect
+      .poll(async () => (await delivery(organizationId, endpointId))?.status, { timeout: 10_000 })
+      .toBe(DeliveryStatus.FAILED);
     const failed = await delivery(organizationId, endpointId);
     expect(failed).toMatchObject({ attempts: 8, lastStatusCode: 500, lastError: "answered HTTP 500" });
     expect(failed?.nextAttemptAt).toBeUndefined();
@@ -199,13 +241,23 @@ describe("delivery", () => {
     await dispatcher.publish(gateEvent(organizationId));
 
     await expect.poll(() => partner.requests.length, { timeout: 10_000 }).toBe(1);
-    await expect.poll(() => nextAttemptAt(organizationId, endpointId), { timeout: 10_000 }).toBe(new Date(clock.now().getTime() + 120 * second).toISOString());
+    await expect
+      .poll(() => nextAttemptAt(organizationId, endpointId), { timeout: 10_000 })
+      .toBe(new Date(clock.now().getTime() + 120 * second).toISOString());
     clock.advance(120 * second);
     await expect.poll(() => partner.requests.length, { timeout: 10_000 }).toBe(2);
-    await expect.poll(() => nextAttemptAt(organizationId, endpointId), { timeout: 10_000 }).toBe(new Date(clock.now().getTime() + hour).toISOString());
+    await expect
+      .poll(() => nextAttemptAt(organizationId, endpointId), { timeout: 10_000 })
+      .toBe(new Date(clock.now().getTime() + hour).toISOString());
     clock.advance(hour);
-    await expect.poll(async () => (await delivery(organizationId, endpointId))?.status, { timeout: 10_000 }).toBe(DeliveryStatus.DELIVERED);
-    expect(await delivery(organizationId, endpointId)).toMatchObject({ attempts: 3, lastStatusCode: 204, lastError: "" });
+    await expect
+      .poll(async () => (await delivery(organizationId, endpointId))?.status, { timeout: 10_000 })
+      .toBe(DeliveryStatus.DELIVERED);
+    expect(await delivery(organizationId, endpointId)).toMatchObject({
+      attempts: 3,
+      lastStatusCode: 204,
+      lastError: "",
+    });
   });
 
   it("after a rotation signs with both secrets for 24 hours, each verifying on its own, then with the new one only", async () => {

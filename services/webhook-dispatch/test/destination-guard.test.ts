@@ -2,7 +2,7 @@ import { createServer } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { destinationPolicyFor, refusalForUrl, specialPurposeRange } from "../src/delivery/destination-guard.ts";
 import { createHttpSender, type SendOutcome } from "../src/delivery/http-sender.ts";
-import { startReceiver, type Receiver } from "./support/receiver.ts";
+import { type Receiver, startReceiver } from "./support/receiver.ts";
 
 const production = destinationPolicyFor("production");
 const development = destinationPolicyFor("development");
@@ -40,23 +40,39 @@ describe("special-purpose addresses", () => {
     expect(specialPurposeRange(address)).toBe(range);
   });
 
-  it.each(["8.8.8.8", "93.184.216.34", "172.32.0.1", "100.128.0.1", "::ffff:8.8.8.8", "2606:4700:4700::1111", "64:ff9b::808:808"])("%s is public", (address) => {
+  it.each([
+    "8.8.8.8",
+    "93.184.216.34",
+    "172.32.0.1",
+    "100.128.0.1",
+    "::ffff:8.8.8.8",
+    "2606:4700:4700::1111",
+    "64:ff9b::808:808",
+  ])("%s is public", (address) => {
     expect(specialPurposeRange(address)).toBeUndefined();
   });
 });
 
 describe("URL rules", () => {
   it("production takes only https, and no IP literal outside the public ranges", () => {
-    expect(refusalForUrl(new URL("http://hooks.example.com/"), production)).toBe("production delivers only to https URLs");
-    expect(refusalForUrl(new URL("https://[::ffff:127.0.0.1]/"), production)).toBe("::ffff:7f00:1 is not a public address (loopback)");
-    expect(refusalForUrl(new URL("https://169.254.169.254/latest/meta-data"), production)).toBe("169.254.169.254 is not a public address (cloud metadata)");
+    expect(refusalForUrl(new URL("http://hooks.example.com/"), production)).toBe(
+      "production delivers only to https URLs",
+    );
+    expect(refusalForUrl(new URL("https://[::ffff:127.0.0.1]/"), production)).toBe(
+      "::ffff:7f00:1 is not a public address (loopback)",
+    );
+    expect(refusalForUrl(new URL("https://169.254.169.254/latest/meta-data"), production)).toBe(
+      "169.254.169.254 is not a public address (cloud metadata)",
+    );
     expect(refusalForUrl(new URL("https://hooks.example.com/"), production)).toBeUndefined();
     expect(refusalForUrl(new URL("https://93.184.216.34/"), production)).toBeUndefined();
   });
 
   it("development takes plain http and loopback, but never another scheme", () => {
     expect(refusalForUrl(new URL("http://127.0.0.1:8080/"), development)).toBeUndefined();
-    expect(refusalForUrl(new URL("ftp://127.0.0.1/"), development)).toBe("only http and https URLs are delivered to, not ftp:");
+    expect(refusalForUrl(new URL("ftp://127.0.0.1/"), development)).toBe(
+      "only http and https URLs are delivered to, not ftp:",
+    );
   });
 });
 
@@ -94,7 +110,9 @@ describe("sending over node:http with the guard at connection time", () => {
 
   it("a name that resolves to loopback is refused by the lookup itself, naming the address", async () => {
     const outcome = await post(productionSender, `https://localhost:${receiver.port}/`);
-    expect(outcome.kind === "failed" && outcome.error).toMatch(/localhost resolves to (127\.0\.0\.1|::1), which is not a public address \(loopback\)/);
+    expect(outcome.kind === "failed" && outcome.error).toMatch(
+      /localhost resolves to (127\.0\.0\.1|::1), which is not a public address \(loopback\)/,
+    );
   });
 
   it("development delivers to the same loopback receiver, so the refusals above are the guard's doing", async () => {
@@ -125,10 +143,19 @@ describe("sending over node:http with the guard at connection time", () => {
     await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
     const port = (closed.address() as { port: number }).port;
     await new Promise((resolve) => closed.close(resolve));
-    expect(await post(developmentSender, `http://127.0.0.1:${port}/`)).toMatchObject({ kind: "failed", statusCode: undefined, error: expect.stringContaining("ECONNREFUSED") });
+    expect(await post(developmentSender, `http://127.0.0.1:${port}/`)).toMatchObject({
+      kind: "failed",
+      statusCode: undefined,
+      error: expect.stringContaining("ECONNREFUSED"),
+    });
 
     const busy = await startReceiver(() => ({ status: 503, headers: { "retry-after": "120" } }));
-    expect(await post(developmentSender, busy.url)).toEqual({ kind: "failed", statusCode: 503, error: "answered HTTP 503", retryAfter: "120" });
+    expect(await post(developmentSender, busy.url)).toEqual({
+      kind: "failed",
+      statusCode: 503,
+      error: "answered HTTP 503",
+      retryAfter: "120",
+    });
     await busy.close();
   });
 });

@@ -1,12 +1,12 @@
-import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
+import { Code, type ConnectError } from "@connectrpc/connect";
 import { ManualClock } from "@svc/platform";
 import { DeliveryStatus, EndpointStatus } from "@svc/proto/webhook/v1/webhook_pb.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { uniqueName } from "../../../test/harness/index.ts";
 import { startTestDispatcher, type TestDispatcher } from "./support/dispatcher.ts";
 import { gateEvent, oneOfEachType } from "./support/events.ts";
-import { startReceiver, type Receiver } from "./support/receiver.ts";
+import { type Receiver, startReceiver } from "./support/receiver.ts";
 
 const minute = 60_000;
 const day = 24 * 60 * minute;
@@ -21,8 +21,10 @@ describe("failed messages, replay and automatic disabling", () => {
     receivers.push(started);
     return started;
   };
-  const endpoint = async (organizationId: string, url: string, types: string[] = []) => dispatcher.console.addEndpoint({ organizationId, url, types });
-  const messages = async (organizationId: string, endpointId?: string) => (await dispatcher.console.listMessages({ organizationId, endpointId })).messages;
+  const endpoint = async (organizationId: string, url: string, types: string[] = []) =>
+    dispatcher.console.addEndpoint({ organizationId, url, types });
+  const messages = async (organizationId: string, endpointId?: string) =>
+    (await dispatcher.console.listMessages({ organizationId, endpointId })).messages;
   const endpointStatus = async (organizationId: string, endpointId: string) =>
     (await dispatcher.console.listEndpoints({ organizationId })).endpoints.find((e) => e.endpointId === endpointId);
   /**
@@ -35,7 +37,11 @@ describe("failed messages, replay and automatic disabling", () => {
         async () => {
           const deliveries = (await messages(organizationId, endpointId)).flatMap((m) => m.deliveries);
           const written = deliveries.every(
-            (d) => d.status !== DeliveryStatus.PENDING || (d.nextAttemptAt && d.lastAttemptAt && timestampMs(d.nextAttemptAt) - timestampMs(d.lastAttemptAt) === minute),
+            (d) =>
+              d.status !== DeliveryStatus.PENDING ||
+              (d.nextAttemptAt &&
+                d.lastAttemptAt &&
+                timestampMs(d.nextAttemptAt) - timestampMs(d.lastAttemptAt) === minute),
           );
           return written ? deliveries.reduce((sum, d) => sum + d.attempts, 0) : "attempts in flight";
         },
@@ -45,7 +51,10 @@ describe("failed messages, replay and automatic disabling", () => {
 
   beforeAll(async () => {
     // Two attempts, a minute apart, so a message fails quickly.
-    dispatcher = await startTestDispatcher("wh_failures", { clock, env: { WEBHOOK_DISPATCH_RETRY_SCHEDULE: "0,1m", WEBHOOK_DISPATCH_RETRY_JITTER_PERCENT: "0" } });
+    dispatcher = await startTestDispatcher("wh_failures", {
+      clock,
+      env: { WEBHOOK_DISPATCH_RETRY_SCHEDULE: "0,1m", WEBHOOK_DISPATCH_RETRY_JITTER_PERCENT: "0" },
+    });
   });
   afterAll(async () => {
     await dispatcher?.stop();
@@ -61,17 +70,25 @@ describe("failed messages, replay and automatic disabling", () => {
     await expect.poll(() => partner.requests.length, { timeout: 10_000 }).toBe(1);
     await settled(organizationId, endpointId, 1);
     clock.advance(minute);
-    await expect.poll(async () => (await messages(organizationId, endpointId))[0]?.deliveries[0]?.status, { timeout: 10_000 }).toBe(DeliveryStatus.FAILED);
+    await expect
+      .poll(async () => (await messages(organizationId, endpointId))[0]?.deliveries[0]?.status, { timeout: 10_000 })
+      .toBe(DeliveryStatus.FAILED);
     const [failed] = await messages(organizationId, endpointId);
     expect(failed?.deliveries[0]).toMatchObject({ attempts: 2, lastStatusCode: 500 });
 
     answer = 204;
     const replay = await dispatcher.console.replayMessage({ organizationId, messageId: failed!.messageId, endpointId });
     expect(replay.delivery?.status).toBe(DeliveryStatus.PENDING);
-    await expect.poll(async () => (await messages(organizationId, endpointId))[0]?.deliveries[0]?.status, { timeout: 10_000 }).toBe(DeliveryStatus.DELIVERED);
+    await expect
+      .poll(async () => (await messages(organizationId, endpointId))[0]?.deliveries[0]?.status, { timeout: 10_000 })
+      .toBe(DeliveryStatus.DELIVERED);
     expect(partner.requests).toHaveLength(3);
     expect(new Set(partner.requests.map((r) => r.webhookId))).toEqual(new Set([failed!.messageId]));
-    expect((await messages(organizationId, endpointId))[0]?.deliveries[0]).toMatchObject({ attempts: 3, lastStatusCode: 204, lastError: "" });
+    expect((await messages(organizationId, endpointId))[0]?.deliveries[0]).toMatchObject({
+      attempts: 3,
+      lastStatusCode: 204,
+      lastError: "",
+    });
   });
 
   it("any stored message can be replayed to one endpoint, also one added after it; never across organizations", async () => {
@@ -89,7 +106,13 @@ describe("failed messages, replay and automatic disabling", () => {
 
     const stranger = uniqueName("org");
     const strangerEndpoint = await endpoint(stranger, late.url);
-    const error = await dispatcher.console.replayMessage({ organizationId: stranger, messageId: stored!.messageId, endpointId: strangerEndpoint.endpointId }).catch((e: unknown) => e);
+    const error = await dispatcher.console
+      .replayMessage({
+        organizationId: stranger,
+        messageId: stored!.messageId,
+        endpointId: strangerEndpoint.endpointId,
+      })
+      .catch((e: unknown) => e);
     expect((error as ConnectError).code).toBe(Code.NotFound);
   });
 
@@ -104,10 +127,15 @@ describe("failed messages, replay and automatic disabling", () => {
     const [stored] = await messages(organizationId);
 
     for (const [endpointId, message] of [
-      [filtered.endpointId, `endpoint ${filtered.endpointId} does not receive gate.human_verified (its filter: account.secured)`],
+      [
+        filtered.endpointId,
+        `endpoint ${filtered.endpointId} does not receive gate.human_verified (its filter: account.secured)`,
+      ],
       [disabled.endpointId, `endpoint ${disabled.endpointId} is disabled; enable it before replaying to it`],
     ] as const) {
-      const error = (await dispatcher.console.replayMessage({ organizationId, messageId: stored!.messageId, endpointId }).catch((e: unknown) => e)) as ConnectError;
+      const error = (await dispatcher.console
+        .replayMessage({ organizationId, messageId: stored!.messageId, endpointId })
+        .catch((e: unknown) => e)) as ConnectError;
       expect(error.code).toBe(Code.FailedPrecondition);
       expect(error.rawMessage).toBe(message);
     }
@@ -129,9 +157,13 @@ describe("failed messages, replay and automatic disabling", () => {
 
     clock.advance(day);
     await dispatcher.publish(gateEvent(organizationId));
-    await expect.poll(async () => (await endpointStatus(organizationId, endpointId))?.status, { timeout: 10_000 }).toBe(EndpointStatus.DISABLED);
+    await expect
+      .poll(async () => (await endpointStatus(organizationId, endpointId))?.status, { timeout: 10_000 })
+      .toBe(EndpointStatus.DISABLED);
     const disabled = await endpointStatus(organizationId, endpointId);
-    expect(disabled?.disabledReason).toBe(`disabled automatically: every delivery attempt since ${firstFailureAt.toISOString().replace(/\.\d{3}Z$/, "Z")} failed`);
+    expect(disabled?.disabledReason).toBe(
+      `disabled automatically: every delivery attempt since ${firstFailureAt.toISOString().replace(/\.\d{3}Z$/, "Z")} failed`,
+    );
 
     // A disabled endpoint gets no delivery for a new event; the message is still kept for replay.
     await dispatcher.publish(gateEvent(organizationId));
@@ -177,8 +209,14 @@ describe("failed messages, replay and automatic disabling", () => {
 
     await dispatcher.console.disableEndpoint({ organizationId, endpointId });
     release();
-    const deliveries = async () => (await messages(organizationId, endpointId)).map((m) => `${m.deliveries[0]?.status}/${m.deliveries[0]?.attempts}`).sort();
-    const expected = [...Array(4).fill(`${DeliveryStatus.DELIVERED}/1`), ...Array(8).fill(`${DeliveryStatus.PENDING}/0`)].sort();
+    const deliveries = async () =>
+      (await messages(organizationId, endpointId))
+        .map((m) => `${m.deliveries[0]?.status}/${m.deliveries[0]?.attempts}`)
+        .sort();
+    const expected = [
+      ...Array(4).fill(`${DeliveryStatus.DELIVERED}/1`),
+      ...Array(8).fill(`${DeliveryStatus.PENDING}/0`),
+    ].sort();
     await expect.poll(deliveries, { timeout: 10_000 }).toEqual(expected);
     expect(slow.requests).toHaveLength(4);
 
@@ -205,12 +243,18 @@ describe("failed messages, replay and automatic disabling", () => {
     await dispatcher.publish(gateEvent(sentinelOrg));
     await expect.poll(() => sentinel.requests.length, { timeout: 10_000 }).toBe(1);
     expect(partner.requests).toHaveLength(3);
-    expect((await messages(organizationId, endpointId)).map((m) => m.deliveries[0]?.status)).toEqual([DeliveryStatus.PENDING, DeliveryStatus.PENDING, DeliveryStatus.PENDING]);
+    expect((await messages(organizationId, endpointId)).map((m) => m.deliveries[0]?.status)).toEqual([
+      DeliveryStatus.PENDING,
+      DeliveryStatus.PENDING,
+      DeliveryStatus.PENDING,
+    ]);
 
     await dispatcher.console.enableEndpoint({ organizationId, endpointId });
     await expect.poll(() => partner.requests.length, { timeout: 10_000 }).toBe(6);
     await expect
-      .poll(async () => (await messages(organizationId, endpointId)).map((m) => m.deliveries[0]?.status), { timeout: 10_000 })
+      .poll(async () => (await messages(organizationId, endpointId)).map((m) => m.deliveries[0]?.status), {
+        timeout: 10_000,
+      })
       .toEqual([DeliveryStatus.DELIVERED, DeliveryStatus.DELIVERED, DeliveryStatus.DELIVERED]);
   });
 });

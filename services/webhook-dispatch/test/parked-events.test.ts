@@ -2,21 +2,27 @@ import { randomUUID } from "node:crypto";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ManualClock, type LogFields, type Logger, type RunningService } from "@svc/platform";
+import { type LogFields, type Logger, ManualClock, type RunningService } from "@svc/platform";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { EventSchema } from "@svc/proto/events/v1/events_pb.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { uniqueName } from "../../../test/harness/index.ts";
 import { startWebhookDispatch } from "../src/server.ts";
 import { startTestDispatcher, type TestDispatcher } from "./support/dispatcher.ts";
 import { at, gateEvent } from "./support/events.ts";
-import { startReceiver, type Receiver } from "./support/receiver.ts";
+import { type Receiver, startReceiver } from "./support/receiver.ts";
 
 type LogEntry = { level: string; msg: string; fields?: LogFields };
 
 function recordingLogger(entries: LogEntry[]): Logger {
   const write = (level: string) => (msg: string, fields?: LogFields) => void entries.push({ level, msg, fields });
-  const logger: Logger = { debug: write("debug"), info: write("info"), warn: write("warn"), error: write("error"), child: () => logger };
+  const logger: Logger = {
+    debug: write("debug"),
+    info: write("info"),
+    warn: write("warn"),
+    error: write("error"),
+    child: () => logger,
+  };
   return logger;
 }
 
@@ -26,7 +32,15 @@ function recordingLogger(entries: LogEntry[]): Logger {
  */
 function newerTypeEnvelope(organizationId: string): { dedupKey: string; bytes: Uint8Array } {
   const dedupKey = `gate.newer_type:${randomUUID()}`;
-  const known = toBinary(EventSchema, create(EventSchema, { dedupKey, organizationId, environment: Environment.DEVELOPMENT, occurredAt: at("2026-11-22T10:00:00Z") }));
+  const known = toBinary(
+    EventSchema,
+    create(EventSchema, {
+      dedupKey,
+      organizationId,
+      environment: Environment.DEVELOPMENT,
+      occurredAt: at("2026-11-22T10:00:00Z"),
+    }),
+  );
   const payload = new BinaryWriter().tag(1, WireType.LengthDelimited).string("req_123").finish();
   const unknownCase = new BinaryWriter().tag(30, WireType.LengthDelimited).bytes(payload).finish();
   return { dedupKey, bytes: Buffer.concat([known, unknownCase]) };
@@ -52,8 +66,12 @@ describe("events of a type this build does not know", () => {
     await receiver?.close();
   });
 
-  const consumerInfo = async () => (await jetstreamManager(dispatcher.bus.nc)).consumers.info(dispatcher.env.SVC_EVENT_STREAM!, "webhook-dispatch");
-  const parked = () => dispatcher.sql<{ dedup_key: string; subject: string; envelope: Buffer }>("select dedup_key, subject, envelope from parked_events order by dedup_key");
+  const consumerInfo = async () =>
+    (await jetstreamManager(dispatcher.bus.nc)).consumers.info(dispatcher.env.SVC_EVENT_STREAM!, "webhook-dispatch");
+  const parked = () =>
+    dispatcher.sql<{ dedup_key: string; subject: string; envelope: Buffer }>(
+      "select dedup_key, subject, envelope from parked_events order by dedup_key",
+    );
 
   it("are parked byte for byte and acknowledged, so none stays pending on the consumer", async () => {
     await dispatcher.bus.js.publish(newerSubject(), newer.bytes, { msgID: newer.dedupKey });
@@ -74,17 +92,19 @@ describe("events of a type this build does not know", () => {
     // What an older build, which did not know these types, parked: one event never stored, and one
     // whose message is already stored and delivered (parked again by a stale replica, say).
     const unseen = gateEvent(organizationId);
-    const [delivered] = await dispatcher.sql<{ dedup_key: string }>("select dedup_key from messages where organization_id = $1", [organizationId]);
+    const [delivered] = await dispatcher.sql<{ dedup_key: string }>(
+      "select dedup_key from messages where organization_id = $1",
+      [organizationId],
+    );
     const firstRequest = receiver.requests[0]!;
     for (const [dedupKey, bytes] of [
       [unseen.dedupKey, toBinary(EventSchema, unseen)],
       [delivered!.dedup_key, toBinary(EventSchema, gateEventWithKey(organizationId, delivered!.dedup_key))],
     ] as const) {
-      await dispatcher.sql("insert into parked_events (dedup_key, subject, envelope, parked_at) values ($1, $2, $3, now())", [
-        dedupKey,
-        dispatcher.bus.subject("gate.human_verified"),
-        Buffer.from(bytes),
-      ]);
+      await dispatcher.sql(
+        "insert into parked_events (dedup_key, subject, envelope, parked_at) values ($1, $2, $3, now())",
+        [dedupKey, dispatcher.bus.subject("gate.human_verified"), Buffer.from(bytes)],
+      );
     }
 
     await dispatcher.service.stop();
@@ -92,14 +112,22 @@ describe("events of a type this build does not know", () => {
     upgraded = await startWebhookDispatch({ env: dispatcher.env, clock, logger: recordingLogger(logs) });
 
     await expect.poll(() => receiver.requests.length).toBe(2);
-    const [stored] = await dispatcher.sql<{ id: string }>("select id from messages where dedup_key = $1", [unseen.dedupKey]);
+    const [stored] = await dispatcher.sql<{ id: string }>("select id from messages where dedup_key = $1", [
+      unseen.dedupKey,
+    ]);
     expect(receiver.requests[1]!.webhookId).toBe(stored!.id);
-    expect(receiver.requests[1]!.json).toMatchObject({ type: "gate.human_verified", request_id: (unseen.payload.value as { requestId: string }).requestId });
+    expect(receiver.requests[1]!.json).toMatchObject({
+      type: "gate.human_verified",
+      request_id: (unseen.payload.value as { requestId: string }).requestId,
+    });
     // The message stored before got no second message and no second delivery.
     expect(await dispatcher.sql("select 1 from messages where dedup_key = $1", [delivered!.dedup_key])).toHaveLength(1);
-    expect(await dispatcher.sql("select d.attempts from deliveries d join messages m on m.id = d.message_id where m.dedup_key = $1", [delivered!.dedup_key])).toEqual([
-      { attempts: 1 },
-    ]);
+    expect(
+      await dispatcher.sql(
+        "select d.attempts from deliveries d join messages m on m.id = d.message_id where m.dedup_key = $1",
+        [delivered!.dedup_key],
+      ),
+    ).toEqual([{ attempts: 1 }]);
     expect(receiver.requests.filter((r) => r.webhookId === firstRequest.webhookId)).toHaveLength(1);
 
     expect((await parked()).map((r) => r.dedup_key)).toEqual([newer.dedupKey]);

@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
-import { describe, expect, it } from "vitest";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { EventSchema } from "@svc/proto/events/v1/events_pb.js";
+import { describe, expect, it } from "vitest";
 import { renderPayload, reservedMetadataKeys } from "../src/delivery/payload-rendering.ts";
 import { at, envelope } from "./support/events.ts";
 
@@ -60,7 +60,16 @@ describe("payload rendering, one shape per type", () => {
         org,
         {
           case: "gateHumanVerified",
-          value: { eventId: requestId, requestId, verifiedAt: at("2026-11-22T10:00:01Z"), verdict: "pass", trusted: false, firstTime: false, handle: "OP_ShouldNotShow", metadata: { scope: "reserved only" } },
+          value: {
+            eventId: requestId,
+            requestId,
+            verifiedAt: at("2026-11-22T10:00:01Z"),
+            verdict: "pass",
+            trusted: false,
+            firstTime: false,
+            handle: "OP_ShouldNotShow",
+            metadata: { scope: "reserved only" },
+          },
         },
         { environment: Environment.DEVELOPMENT },
       ),
@@ -117,29 +126,91 @@ describe("payload rendering, one shape per type", () => {
   });
 
   it("gate.unavailable, expiry shape: expired_at and no reason or error_message", () => {
-    const body = bodyOf(envelope(org, { case: "gateUnavailable", value: { eventId: requestId, requestId, expiredAt: at("2026-11-22T10:05:00Z"), verdict: "unavailable", environment: "production" } }));
+    const body = bodyOf(
+      envelope(org, {
+        case: "gateUnavailable",
+        value: {
+          eventId: requestId,
+          requestId,
+          expiredAt: at("2026-11-22T10:05:00Z"),
+          verdict: "unavailable",
+          environment: "production",
+        },
+      }),
+    );
     expect(body).toBe(
-      JSON.stringify({ type: "gate.unavailable", event_id: requestId, request_id: requestId, expired_at: "2026-11-22T10:05:00.000Z", verdict: "unavailable", environment: "production" }),
+      JSON.stringify({
+        type: "gate.unavailable",
+        event_id: requestId,
+        request_id: requestId,
+        expired_at: "2026-11-22T10:05:00.000Z",
+        verdict: "unavailable",
+        environment: "production",
+      }),
     );
   });
 
   it("account.secured: surface_id null when secured at a gate, no environment", () => {
-    const body = bodyOf(envelope(org, { case: "accountSecured", value: { handle: "OP_AbCdEf123456", securedAt: at("2026-11-22T10:00:01Z") } }));
-    expect(body).toBe(JSON.stringify({ type: "account.secured", handle: "OP_AbCdEf123456", secured_at: "2026-11-22T10:00:01.000Z", surface_id: null }));
+    const body = bodyOf(
+      envelope(org, {
+        case: "accountSecured",
+        value: { handle: "OP_AbCdEf123456", securedAt: at("2026-11-22T10:00:01Z") },
+      }),
+    );
+    expect(body).toBe(
+      JSON.stringify({
+        type: "account.secured",
+        handle: "OP_AbCdEf123456",
+        secured_at: "2026-11-22T10:00:01.000Z",
+        surface_id: null,
+      }),
+    );
   });
 
   it("account.secured: surface_id when secured through a Link-with-ID surface", () => {
-    const body = bodyOf(envelope(org, { case: "accountSecured", value: { handle: "OP_AbCdEf123456", securedAt: at("2026-11-22T10:00:01Z"), surfaceId: cardId } }));
-    expect(JSON.parse(body)).toEqual({ type: "account.secured", handle: "OP_AbCdEf123456", secured_at: "2026-11-22T10:00:01.000Z", surface_id: cardId });
+    const body = bodyOf(
+      envelope(org, {
+        case: "accountSecured",
+        value: { handle: "OP_AbCdEf123456", securedAt: at("2026-11-22T10:00:01Z"), surfaceId: cardId },
+      }),
+    );
+    expect(JSON.parse(body)).toEqual({
+      type: "account.secured",
+      handle: "OP_AbCdEf123456",
+      secured_at: "2026-11-22T10:00:01.000Z",
+      surface_id: cardId,
+    });
   });
 
   it("account.unlinked: by, reason and a nullable surface_id, no request_id, event_id or environment", () => {
-    const body = bodyOf(envelope(org, { case: "accountUnlinked", value: { handle: "OP_AbCdEf123456", by: "human", unlinkedAt: at("2026-11-22T11:00:00Z"), reason: "human" } }));
-    expect(body).toBe(JSON.stringify({ type: "account.unlinked", handle: "OP_AbCdEf123456", by: "human", unlinked_at: "2026-11-22T11:00:00.000Z", reason: "human", surface_id: null }));
+    const body = bodyOf(
+      envelope(org, {
+        case: "accountUnlinked",
+        value: { handle: "OP_AbCdEf123456", by: "human", unlinkedAt: at("2026-11-22T11:00:00Z"), reason: "human" },
+      }),
+    );
+    expect(body).toBe(
+      JSON.stringify({
+        type: "account.unlinked",
+        handle: "OP_AbCdEf123456",
+        by: "human",
+        unlinked_at: "2026-11-22T11:00:00.000Z",
+        reason: "human",
+        surface_id: null,
+      }),
+    );
   });
 
   it("agents_ask.card.proposed, with source only for sandbox proposals", () => {
-    const value = { requestId: agentRequestId, cardId, agentId: "agent-1", agentName: "Billing Bot", category: "payments", summaryTitle: "Pay invoice 42", ttlAt: at("2026-11-22T10:10:00Z") };
+    const value = {
+      requestId: agentRequestId,
+      cardId,
+      agentId: "agent-1",
+      agentName: "Billing Bot",
+      category: "payments",
+      summaryTitle: "Pay invoice 42",
+      ttlAt: at("2026-11-22T10:10:00Z"),
+    };
     const expected = {
       type: "agents_ask.card.proposed",
       request_id: agentRequestId,
@@ -151,7 +222,9 @@ describe("payload rendering, one shape per type", () => {
       ttl_at: "2026-11-22T10:10:00.000Z",
     };
     expect(bodyOf(envelope(org, { case: "agentsAskCardProposed", value }))).toBe(JSON.stringify(expected));
-    expect(bodyOf(envelope(org, { case: "agentsAskCardProposed", value: { ...value, source: "console_sandbox" } }))).toBe(JSON.stringify({ ...expected, source: "console_sandbox" }));
+    expect(
+      bodyOf(envelope(org, { case: "agentsAskCardProposed", value: { ...value, source: "console_sandbox" } })),
+    ).toBe(JSON.stringify({ ...expected, source: "console_sandbox" }));
   });
 
   for (const [kind, type, outcome] of [
@@ -188,7 +261,12 @@ describe("payload rendering, one shape per type", () => {
     const body = bodyOf(
       envelope(org, {
         case: "agentsAskResolutionExpired",
-        value: { requestId: agentRequestId, cardId, outcome: "expired", metadata: { agentId: "agent-1", agentName: "Billing Bot", summaryTitle: "Pay invoice 42" } },
+        value: {
+          requestId: agentRequestId,
+          cardId,
+          outcome: "expired",
+          metadata: { agentId: "agent-1", agentName: "Billing Bot", summaryTitle: "Pay invoice 42" },
+        },
       }),
     );
     expect(body).toBe(
@@ -205,12 +283,23 @@ describe("payload rendering, one shape per type", () => {
 
 describe("events that cannot be rendered", () => {
   it("a payload case this build does not know is reported as such, not as invalid", () => {
-    expect(renderPayload(create(EventSchema, { dedupKey: "k", organizationId: org }))).toEqual({ kind: "unknown_type" });
+    expect(renderPayload(create(EventSchema, { dedupKey: "k", organizationId: org }))).toEqual({
+      kind: "unknown_type",
+    });
   });
 
   it("gate.unavailable with both shapes at once breaks the contract", () => {
     const rendering = renderPayload(
-      envelope(org, { case: "gateUnavailable", value: { eventId: requestId, requestId, failedAt: at("2026-11-22T10:00:02Z"), expiredAt: at("2026-11-22T10:05:00Z"), environment: "development" } }),
+      envelope(org, {
+        case: "gateUnavailable",
+        value: {
+          eventId: requestId,
+          requestId,
+          failedAt: at("2026-11-22T10:00:02Z"),
+          expiredAt: at("2026-11-22T10:05:00Z"),
+          environment: "development",
+        },
+      }),
     );
     expect(rendering).toEqual({ kind: "invalid", reason: "gate.unavailable carries both failed_at and expired_at" });
   });
@@ -219,7 +308,13 @@ describe("events that cannot be rendered", () => {
     const rendering = renderPayload(
       envelope(org, {
         case: "agentsAskResolutionConfirmed",
-        value: { requestId: agentRequestId, resolutionId: "r", outcome: "denied", proofToken: "t", metadata: { cardId, ceremonyId: "c", agentId: "a", agentName: "A" } },
+        value: {
+          requestId: agentRequestId,
+          resolutionId: "r",
+          outcome: "denied",
+          proofToken: "t",
+          metadata: { cardId, ceremonyId: "c", agentId: "a", agentName: "A" },
+        },
       }),
     );
     expect(rendering.kind).toBe("invalid");

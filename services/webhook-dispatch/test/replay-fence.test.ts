@@ -1,13 +1,20 @@
 import { randomBytes } from "node:crypto";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type pg from "pg";
 import { createLogger, ManualClock, openDatabase, openStatementPool } from "@svc/platform";
-import { createTestDatabase, uniqueName, type TestDatabase } from "../../../test/harness/index.ts";
-import { claimDueDeliveries, recordAttemptResults, releaseClaims, type AttemptResult, type ClaimedDelivery, type ClaimTerms } from "../src/delivery/delivery-store.ts";
+import type pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase, type TestDatabase, uniqueName } from "../../../test/harness/index.ts";
+import {
+  type AttemptResult,
+  type ClaimedDelivery,
+  type ClaimTerms,
+  claimDueDeliveries,
+  recordAttemptResults,
+  releaseClaims,
+} from "../src/delivery/delivery-store.ts";
 import { destinationPolicyFor } from "../src/delivery/destination-guard.ts";
-import { addEndpoint } from "../src/endpoints/endpoint-operations.ts";
 import { Endpoint } from "../src/endpoints/endpoint.entity.ts";
+import { addEndpoint } from "../src/endpoints/endpoint-operations.ts";
 import { createSecretBox } from "../src/endpoints/endpoint-secret.ts";
 import { Delivery, WebhookMessage } from "../src/messages/message.entity.ts";
 import { replayMessage } from "../src/messages/message-operations.ts";
@@ -27,7 +34,13 @@ describe("a replay issued while an attempt is in flight", () => {
   beforeAll(async () => {
     db = await createTestDatabase("wh_replay_fence");
     const logger = createLogger("replay-fence-test", {}, "error");
-    orm = await openDatabase({ url: db.url, schema: "webhook_dispatch", entities: [Endpoint, WebhookMessage, Delivery], migrations, logger });
+    orm = await openDatabase({
+      url: db.url,
+      schema: "webhook_dispatch",
+      entities: [Endpoint, WebhookMessage, Delivery],
+      migrations,
+      logger,
+    });
     statements = openStatementPool({ url: db.url, schema: "webhook_dispatch", max: 2, logger });
   });
   afterAll(async () => {
@@ -36,7 +49,14 @@ describe("a replay issued while an attempt is in flight", () => {
     await db?.drop();
   });
 
-  const terms = (): ClaimTerms => ({ now: clock.now(), perEndpoint: 64, holds: new Map(), concurrency: 4, timeoutMs: 15_000, marginMs: 5000 });
+  const terms = (): ClaimTerms => ({
+    now: clock.now(),
+    perEndpoint: 64,
+    holds: new Map(),
+    concurrency: 4,
+    timeoutMs: 15_000,
+    marginMs: 5000,
+  });
   const row = async (organizationId: string) => {
     const [delivery] = await orm.em
       .fork()
@@ -44,7 +64,12 @@ describe("a replay issued while an attempt is in flight", () => {
         `select d.status, d.attempts, d.schedule_step, d.next_attempt_at from deliveries d join messages m on m.id = d.message_id where m.organization_id = ?`,
         [organizationId],
       );
-    return delivery && { ...delivery, next_attempt_at: delivery.next_attempt_at && new Date(delivery.next_attempt_at).toISOString() };
+    return (
+      delivery && {
+        ...delivery,
+        next_attempt_at: delivery.next_attempt_at && new Date(delivery.next_attempt_at).toISOString(),
+      }
+    );
   };
 
   /** One endpoint and one stored message, its delivery claimed for an attempt that is now running. */
@@ -56,15 +81,29 @@ describe("a replay issued while an attempt is in flight", () => {
     );
     await storeMessages(
       statements,
-      [{ organizationId, dedupKey: uniqueName("dedup"), type: "gate.human_verified", environment: "development", occurredAt: null, body: Buffer.from("{}") }],
+      [
+        {
+          organizationId,
+          dedupKey: uniqueName("dedup"),
+          type: "gate.human_verified",
+          environment: "development",
+          occurredAt: null,
+          body: Buffer.from("{}"),
+        },
+      ],
       { firstAttemptAt: clock.now(), claim: { ...terms(), perEndpoint: 0 } },
     );
-    const claimed = (await claimDueDeliveries(statements, { ...terms(), limit: 100 })).filter((d) => d.endpointId === endpoint.id);
+    const claimed = (await claimDueDeliveries(statements, { ...terms(), limit: 100 })).filter(
+      (d) => d.endpointId === endpoint.id,
+    );
     expect(claimed).toHaveLength(1);
     return { organizationId, endpointId: endpoint.id, claimed: claimed[0]! };
   }
 
-  const resultOf = (claimed: ClaimedDelivery, outcome: Pick<AttemptResult, "succeeded" | "statusCode" | "error" | "status" | "nextAttemptAt">): AttemptResult => ({
+  const resultOf = (
+    claimed: ClaimedDelivery,
+    outcome: Pick<AttemptResult, "succeeded" | "statusCode" | "error" | "status" | "nextAttemptAt">,
+  ): AttemptResult => ({
     deliveryId: claimed.deliveryId,
     endpointId: claimed.endpointId,
     attempts: claimed.attempts,
@@ -73,7 +112,8 @@ describe("a replay issued while an attempt is in flight", () => {
     at: clock.now(),
     ...outcome,
   });
-  const record = (results: AttemptResult[]) => recordAttemptResults(statements, results, { now: clock.now(), autoDisableAfterMs: 5 * 86_400_000 });
+  const record = (results: AttemptResult[]) =>
+    recordAttemptResults(statements, results, { now: clock.now(), autoDisableAfterMs: 5 * 86_400_000 });
 
   it("keeps the replay's fresh schedule when the attempt's last failure is written after it", async () => {
     const { organizationId, endpointId, claimed } = await attemptInFlight();
@@ -83,21 +123,50 @@ describe("a replay issued while an attempt is in flight", () => {
     await replayMessage(orm.em.fork(), clock, { organizationId, messageId, endpointId });
 
     clock.advance(1000);
-    await record([resultOf(claimed, { succeeded: false, statusCode: 500, error: "answered HTTP 500", status: "failed", nextAttemptAt: null })]);
-    expect(await row(organizationId)).toMatchObject({ status: "pending", attempts: 1, schedule_step: 0, next_attempt_at: replayedAt.toISOString() });
+    await record([
+      resultOf(claimed, {
+        succeeded: false,
+        statusCode: 500,
+        error: "answered HTTP 500",
+        status: "failed",
+        nextAttemptAt: null,
+      }),
+    ]);
+    expect(await row(organizationId)).toMatchObject({
+      status: "pending",
+      attempts: 1,
+      schedule_step: 0,
+      next_attempt_at: replayedAt.toISOString(),
+    });
 
     // The replay's attempt is then claimed and its own result is written as usual.
-    const [again] = await claimDueDeliveries(statements, { ...terms(), limit: 100 }).then((all) => all.filter((d) => d.endpointId === endpointId));
+    const [again] = await claimDueDeliveries(statements, { ...terms(), limit: 100 }).then((all) =>
+      all.filter((d) => d.endpointId === endpointId),
+    );
     expect(again).toMatchObject({ attempts: 2, scheduleStep: 1 });
-    await record([resultOf(again!, { succeeded: true, statusCode: 204, error: null, status: "delivered", nextAttemptAt: null })]);
-    expect(await row(organizationId)).toMatchObject({ status: "delivered", attempts: 2, schedule_step: 1, next_attempt_at: null });
+    await record([
+      resultOf(again!, { succeeded: true, statusCode: 204, error: null, status: "delivered", nextAttemptAt: null }),
+    ]);
+    expect(await row(organizationId)).toMatchObject({
+      status: "delivered",
+      attempts: 2,
+      schedule_step: 1,
+      next_attempt_at: null,
+    });
   });
 
   it("keeps the replay when the attempt delivered meanwhile: the replay still sends it again", async () => {
     const { organizationId, endpointId, claimed } = await attemptInFlight();
     await replayMessage(orm.em.fork(), clock, { organizationId, messageId: claimed.messageId, endpointId });
-    await record([resultOf(claimed, { succeeded: true, statusCode: 204, error: null, status: "delivered", nextAttemptAt: null })]);
-    expect(await row(organizationId)).toMatchObject({ status: "pending", attempts: 1, schedule_step: 0, next_attempt_at: clock.now().toISOString() });
+    await record([
+      resultOf(claimed, { succeeded: true, statusCode: 204, error: null, status: "delivered", nextAttemptAt: null }),
+    ]);
+    expect(await row(organizationId)).toMatchObject({
+      status: "pending",
+      attempts: 1,
+      schedule_step: 0,
+      next_attempt_at: clock.now().toISOString(),
+    });
   });
 
   it("leaves a replayed delivery as the replay made it when the claim is given back unstarted", async () => {
@@ -107,6 +176,11 @@ describe("a replay issued while an attempt is in flight", () => {
     await replayMessage(orm.em.fork(), clock, { organizationId, messageId: claimed.messageId, endpointId });
     clock.advance(1000);
     await releaseClaims(statements, [claimed], clock.now());
-    expect(await row(organizationId)).toMatchObject({ status: "pending", attempts: 1, schedule_step: 0, next_attempt_at: replayedAt.toISOString() });
+    expect(await row(organizationId)).toMatchObject({
+      status: "pending",
+      attempts: 1,
+      schedule_step: 0,
+      next_attempt_at: replayedAt.toISOString(),
+    });
   });
 });

@@ -1,6 +1,11 @@
-import { describe, expect, it } from "vitest";
 import { parse } from "@svc/platform";
-import { defaultRetrySchedule, nextAttemptDelay, parseRetryAfter, type RetryPolicy } from "../src/delivery/retry-schedule.ts";
+import { describe, expect, it } from "vitest";
+import {
+  defaultRetrySchedule,
+  nextAttemptDelay,
+  parseRetryAfter,
+  type RetryPolicy,
+} from "../src/delivery/retry-schedule.ts";
 
 const minute = 60_000;
 const hour = 60 * minute;

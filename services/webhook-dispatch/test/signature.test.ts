@@ -1,8 +1,8 @@
 import { createHmac } from "node:crypto";
 import { Webhook, WebhookVerificationError } from "standardwebhooks";
 import { describe, expect, it, vi } from "vitest";
-import { generateEndpointSecret } from "../src/endpoints/endpoint-secret.ts";
 import { signingKey, webhookHeaders } from "../src/delivery/signature.ts";
+import { generateEndpointSecret } from "../src/endpoints/endpoint-secret.ts";
 
 const body = Buffer.from(JSON.stringify({ type: "gate.human_verified", event_id: "req_1", note: "é ✓" }));
 const at = new Date("2026-11-22T10:00:00Z");
@@ -21,7 +21,11 @@ describe("Standard Webhooks signatures", () => {
   it("an independent receiver (the standardwebhooks package) accepts our signature over the exact body", () => {
     const secret = generateEndpointSecret();
     const headers = webhookHeaders({ webhookId: "msg_1", at, body, keys: [signingKey(secret)] });
-    expect(headers).toMatchObject({ "webhook-id": "msg_1", "webhook-timestamp": String(at.getTime() / 1000), "content-type": "application/json" });
+    expect(headers).toMatchObject({
+      "webhook-id": "msg_1",
+      "webhook-timestamp": String(at.getTime() / 1000),
+      "content-type": "application/json",
+    });
     expect(headers["webhook-signature"]).toMatch(/^v1,[A-Za-z0-9+/]{43}=$/);
     expect(verifyAt(at, () => new Webhook(secret).verify(body, headers))).toEqual(JSON.parse(body.toString()));
   });
@@ -41,7 +45,9 @@ describe("Standard Webhooks signatures", () => {
     const receiver = new Webhook(secret);
     const tampered = Buffer.from(body.toString().replace("req_1", "req_2"));
     expect(() => verifyAt(at, () => receiver.verify(tampered, headers))).toThrow(WebhookVerificationError);
-    expect(() => verifyAt(at, () => receiver.verify(body, { ...headers, "webhook-id": "msg_4" }))).toThrow(WebhookVerificationError);
+    expect(() => verifyAt(at, () => receiver.verify(body, { ...headers, "webhook-id": "msg_4" }))).toThrow(
+      WebhookVerificationError,
+    );
     const sixMinutesLater = new Date(at.getTime() + 6 * 60_000);
     expect(() => verifyAt(sixMinutesLater, () => receiver.verify(body, headers))).toThrow("Message timestamp too old");
   });
@@ -50,8 +56,11 @@ describe("Standard Webhooks signatures", () => {
     const [current, previous] = [generateEndpointSecret(), generateEndpointSecret()];
     const headers = webhookHeaders({ webhookId: "msg_5", at, body, keys: [signingKey(current), signingKey(previous)] });
     expect(headers["webhook-signature"]!.split(" ")).toHaveLength(2);
-    for (const secret of [current, previous]) expect(verifyAt(at, () => new Webhook(secret).verify(body, headers))).toBeDefined();
-    expect(() => verifyAt(at, () => new Webhook(generateEndpointSecret()).verify(body, headers))).toThrow(WebhookVerificationError);
+    for (const secret of [current, previous])
+      expect(verifyAt(at, () => new Webhook(secret).verify(body, headers))).toBeDefined();
+    expect(() => verifyAt(at, () => new Webhook(generateEndpointSecret()).verify(body, headers))).toThrow(
+      WebhookVerificationError,
+    );
   });
 
   it("secrets are whsec_ plus base64 of 32 random bytes", () => {

@@ -1,5 +1,5 @@
-import { environmentProto, type EnvironmentName } from "@svc/platform";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { type EnvironmentName, environmentProto } from "@svc/platform";
 import { AccountConsoleService } from "@svc/proto/account/v1/account_pb.js";
 import type { CommandGroup } from "../command.ts";
 
@@ -16,9 +16,22 @@ export const accountCommands: CommandGroup = {
         "reports a changed sign-in detail). An account without an active link is refused.",
       options: {
         org: { type: "string", required: true, valueName: "ID", description: "organization id" },
-        env: { type: "string", required: true, choices: ["development", "production"], description: "environment of the account" },
-        ref: { type: "string", required: true, valueName: "REF", description: "the partner's reference of the account (platform_user_ref)" },
-        "credential-changed": { type: "boolean", description: "the revoke reports a changed sign-in detail (reason credential_changed)" },
+        env: {
+          type: "string",
+          required: true,
+          choices: ["development", "production"],
+          description: "environment of the account",
+        },
+        ref: {
+          type: "string",
+          required: true,
+          valueName: "REF",
+          description: "the partner's reference of the account (platform_user_ref)",
+        },
+        "credential-changed": {
+          type: "boolean",
+          description: "the revoke reports a changed sign-in detail (reason credential_changed)",
+        },
       },
       async run(values, ctx) {
         const response = await ctx.serviceConsole(AccountConsoleService).unlinkAccount({
@@ -27,7 +40,11 @@ export const accountCommands: CommandGroup = {
           partnerUserRef: values.ref as string,
           credentialChanged: values["credential-changed"] === true,
         });
-        return { handle: response.handle, unlinked_at: response.unlinkedAt ? timestampDate(response.unlinkedAt).toISOString() : null, reason: response.reason };
+        return {
+          handle: response.handle,
+          unlinked_at: response.unlinkedAt ? timestampDate(response.unlinkedAt).toISOString() : null,
+          reason: response.reason,
+        };
       },
     },
   ],

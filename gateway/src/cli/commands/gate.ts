@@ -1,14 +1,24 @@
-import { environmentProto, type EnvironmentName } from "@svc/platform";
+import { type EnvironmentName, environmentProto } from "@svc/platform";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
-import { GateConsoleService, GateType, type Gate } from "@svc/proto/gate/v1/gate_pb.js";
-import { stringValue, UsageError, type CommandGroup } from "../command.ts";
+import { type Gate, GateConsoleService, GateType } from "@svc/proto/gate/v1/gate_pb.js";
+import { type CommandGroup, stringValue, UsageError } from "../command.ts";
 import { environmentName, instant } from "./format.ts";
 
 /** --env takes only the two names (its choices); without it, every environment. */
-const environmentOf = (value: string | undefined): Environment => (value ? environmentProto(value as EnvironmentName) : Environment.UNSPECIFIED);
+const environmentOf = (value: string | undefined): Environment =>
+  value ? environmentProto(value as EnvironmentName) : Environment.UNSPECIFIED;
 
 /** Statuses as svcctl accepts them: the new names, and the old ones during the alias window. */
-const statusChoices = ["draft", "active", "archived", "pending", "pending_revisions", "approved", "denied", "cancelled"];
+const statusChoices = [
+  "draft",
+  "active",
+  "archived",
+  "pending",
+  "pending_revisions",
+  "approved",
+  "denied",
+  "cancelled",
+];
 
 const gateRow = (gate: Gate | undefined) =>
   gate && {
@@ -27,7 +37,12 @@ const gateRow = (gate: Gate | undefined) =>
   };
 
 const org = { type: "string", required: true, valueName: "ID", description: "organization id" } as const;
-const env = { type: "string", required: true, choices: ["development", "production"], description: "environment of the gate" } as const;
+const env = {
+  type: "string",
+  required: true,
+  choices: ["development", "production"],
+  description: "environment of the gate",
+} as const;
 const key = { type: "string", required: true, valueName: "KEY", description: "gate key (case-sensitive)" } as const;
 
 export const gateCommands: CommandGroup = {
@@ -37,21 +52,28 @@ export const gateCommands: CommandGroup = {
     {
       name: "create",
       summary: "Creates a gate; prints it.",
-      details: "The same key may exist once per environment. A new gate is a draft unless --status says otherwise; only an active gate accepts requests.",
+      details:
+        "The same key may exist once per environment. A new gate is a draft unless --status says otherwise; only an active gate accepts requests.",
       options: {
         org,
         env,
         key,
         type: { type: "string", required: true, choices: ["human", "age"], description: "Human Gate or Age Gate" },
-        "age-threshold": { type: "string", valueName: "N", description: "age in whole years an Age Gate checks against (required for --type age)" },
+        "age-threshold": {
+          type: "string",
+          valueName: "N",
+          description: "age in whole years an Age Gate checks against (required for --type age)",
+        },
         status: { type: "string", choices: statusChoices, description: "initial status (default draft)" },
         "notarize-offer": { type: "boolean", description: "offer securing an account at this gate" },
       },
       async run(values, ctx) {
         const thresholdText = stringValue(values, "age-threshold");
         const ageThreshold = thresholdText === undefined ? undefined : Number(thresholdText);
-        if (ageThreshold !== undefined && !Number.isInteger(ageThreshold)) throw new UsageError(`--age-threshold must be a whole number, not ${thresholdText}`);
-        if (values.type === "age" && ageThreshold === undefined) throw new UsageError("--age-threshold is required for --type age");
+        if (ageThreshold !== undefined && !Number.isInteger(ageThreshold))
+          throw new UsageError(`--age-threshold must be a whole number, not ${thresholdText}`);
+        if (values.type === "age" && ageThreshold === undefined)
+          throw new UsageError("--age-threshold is required for --type age");
         const response = await ctx.serviceConsole(GateConsoleService).createGate({
           organizationId: values.org as string,
           environment: environmentOf(stringValue(values, "env")),
@@ -67,7 +89,17 @@ export const gateCommands: CommandGroup = {
     {
       name: "set-status",
       summary: "Sets a gate's status; prints the gate.",
-      options: { org, env, key, status: { type: "string", required: true, choices: statusChoices, description: "new status (old names accepted)" } },
+      options: {
+        org,
+        env,
+        key,
+        status: {
+          type: "string",
+          required: true,
+          choices: statusChoices,
+          description: "new status (old names accepted)",
+        },
+      },
       async run(values, ctx) {
         const response = await ctx.serviceConsole(GateConsoleService).setGateStatus({
           organizationId: values.org as string,

@@ -1,8 +1,12 @@
-import { environmentProto, type EnvironmentName } from "@svc/platform";
+import { type EnvironmentName, environmentProto } from "@svc/platform";
 import { AccountConsoleService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
-import { stringValue, UsageError, type CommandGroup } from "../command.ts";
+import { type CommandGroup, stringValue, UsageError } from "../command.ts";
 
-const behaviors = { confirm: SandboxBehavior.CONFIRM, decline: SandboxBehavior.DECLINE, silent: SandboxBehavior.SILENT } as const;
+const behaviors = {
+  confirm: SandboxBehavior.CONFIRM,
+  decline: SandboxBehavior.DECLINE,
+  silent: SandboxBehavior.SILENT,
+} as const;
 
 export const humanCommands: CommandGroup = {
   name: "human",
@@ -13,16 +17,26 @@ export const humanCommands: CommandGroup = {
       summary: 'Creates a sandbox human; prints {"svc_user_id","issuer","subject"}.',
       details:
         "The human confirms, declines or never answers what is pushed to it (--behavior, default confirm), and is --age years old " +
-        "when given (age evidence with source \"sandbox\"). issuer and subject are its sign-in identity at the development identity " +
+        'when given (age evidence with source "sandbox"). issuer and subject are its sign-in identity at the development identity ' +
         "provider. Only the development environment has sandbox humans: production is refused.",
       options: {
-        env: { type: "string", required: true, choices: ["development", "production"], description: "environment of the human (only development is accepted)" },
-        behavior: { type: "string", choices: Object.keys(behaviors), description: "how it answers requests pushed to it (default confirm)" },
+        env: {
+          type: "string",
+          required: true,
+          choices: ["development", "production"],
+          description: "environment of the human (only development is accepted)",
+        },
+        behavior: {
+          type: "string",
+          choices: Object.keys(behaviors),
+          description: "how it answers requests pushed to it (default confirm)",
+        },
         age: { type: "string", valueName: "N", description: "its age in whole years, 0 to 150" },
       },
       async run(values, ctx) {
         const ageText = stringValue(values, "age");
-        if (ageText !== undefined && !/^\d{1,3}$/.test(ageText)) throw new UsageError(`--age must be a whole number of years: ${ageText}`);
+        if (ageText !== undefined && !/^\d{1,3}$/.test(ageText))
+          throw new UsageError(`--age must be a whole number of years: ${ageText}`);
         const behavior = (stringValue(values, "behavior") ?? "confirm") as keyof typeof behaviors;
         const response = await ctx.serviceConsole(AccountConsoleService).createSandboxHuman({
           environment: environmentProto(values.env as EnvironmentName),

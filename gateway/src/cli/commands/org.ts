@@ -7,7 +7,9 @@ export const orgCommands: CommandGroup = {
     {
       name: "create",
       summary: 'Creates an organization; prints {"organization_id"}.',
-      options: { name: { type: "string", required: true, valueName: "NAME", description: "display name of the organization" } },
+      options: {
+        name: { type: "string", required: true, valueName: "NAME", description: "display name of the organization" },
+      },
       async run(values, ctx) {
         const response = await ctx.console().createOrganization({ name: values.name as string });
         return { organization_id: response.organizationId };

@@ -7,7 +7,8 @@ export const signingCommands: CommandGroup = {
   commands: [
     {
       name: "rotate",
-      summary: 'Adds a signing key: published now, signing one key-set cache lifetime later; prints {"kid","signs_from","keys"}.',
+      summary:
+        'Adds a signing key: published now, signing one key-set cache lifetime later; prints {"kid","signs_from","keys"}.',
       options: {},
       async run(_values, ctx) {
         const response = await ctx.console().rotateSigningKeys({});

@@ -1,13 +1,25 @@
-import { DeliveryStatus, EndpointStatus, WebhookConsoleService, type Delivery, type Endpoint } from "@svc/proto/webhook/v1/webhook_pb.js";
-import { stringList, stringValue, UsageError, type CommandGroup, type OptionValues } from "../command.ts";
+import {
+  type Delivery,
+  DeliveryStatus,
+  type Endpoint,
+  EndpointStatus,
+  WebhookConsoleService,
+} from "@svc/proto/webhook/v1/webhook_pb.js";
+import { type CommandGroup, type OptionValues, stringList, stringValue, UsageError } from "../command.ts";
 import { environmentName, instant } from "./format.ts";
 
 const org = { type: "string", required: true, valueName: "ID", description: "organization id" } as const;
 const endpoint = { type: "string", required: true, valueName: "ENDPOINT_ID", description: "endpoint id" } as const;
 
-const deliveryStatuses = { pending: DeliveryStatus.PENDING, delivered: DeliveryStatus.DELIVERED, failed: DeliveryStatus.FAILED } as const;
+const deliveryStatuses = {
+  pending: DeliveryStatus.PENDING,
+  delivered: DeliveryStatus.DELIVERED,
+  failed: DeliveryStatus.FAILED,
+} as const;
 const deliveryStatusName = (status: DeliveryStatus) =>
-  (Object.entries(deliveryStatuses).find(([, value]) => value === status)?.[0] ?? "unspecified") as keyof typeof deliveryStatuses | "unspecified";
+  (Object.entries(deliveryStatuses).find(([, value]) => value === status)?.[0] ?? "unspecified") as
+    | keyof typeof deliveryStatuses
+    | "unspecified";
 
 const endpointRow = (e: Endpoint | undefined) =>
   e && {
@@ -41,7 +53,10 @@ const wholeNumber = (values: OptionValues, name: string): number | undefined => 
   return n;
 };
 
-const endpointTarget = (values: OptionValues) => ({ organizationId: values.org as string, endpointId: values.endpoint as string });
+const endpointTarget = (values: OptionValues) => ({
+  organizationId: values.org as string,
+  endpointId: values.endpoint as string,
+});
 
 export const webhookCommands: CommandGroup = {
   name: "webhook",
@@ -50,14 +65,31 @@ export const webhookCommands: CommandGroup = {
     {
       name: "add",
       summary: 'Adds an endpoint; prints {"endpoint_id","secret"} (the secret is shown once).',
-      details: "An endpoint receives events of both environments. Without --type it receives every type; retired type names are refused.",
+      details:
+        "An endpoint receives events of both environments. Without --type it receives every type; retired type names are refused.",
       options: {
         org,
-        url: { type: "string", required: true, valueName: "URL", description: "where events are POSTed (https in production)" },
-        type: { type: "string", multiple: true, valueName: "TYPE", description: "an event type to receive, e.g. gate.human_verified" },
+        url: {
+          type: "string",
+          required: true,
+          valueName: "URL",
+          description: "where events are POSTed (https in production)",
+        },
+        type: {
+          type: "string",
+          multiple: true,
+          valueName: "TYPE",
+          description: "an event type to receive, e.g. gate.human_verified",
+        },
       },
       async run(values, ctx) {
-        const response = await ctx.serviceConsole(WebhookConsoleService).addEndpoint({ organizationId: values.org as string, url: values.url as string, types: stringList(values, "type") });
+        const response = await ctx
+          .serviceConsole(WebhookConsoleService)
+          .addEndpoint({
+            organizationId: values.org as string,
+            url: values.url as string,
+            types: stringList(values, "type"),
+          });
         return { endpoint_id: response.endpointId, secret: response.secret };
       },
     },
@@ -66,7 +98,9 @@ export const webhookCommands: CommandGroup = {
       summary: "Lists the organization's endpoints, with why a disabled one was disabled.",
       options: { org },
       async run(values, ctx) {
-        const response = await ctx.serviceConsole(WebhookConsoleService).listEndpoints({ organizationId: values.org as string });
+        const response = await ctx
+          .serviceConsole(WebhookConsoleService)
+          .listEndpoints({ organizationId: values.org as string });
         return { endpoints: response.endpoints.map(endpointRow) };
       },
     },
@@ -82,7 +116,8 @@ export const webhookCommands: CommandGroup = {
     {
       name: "rotate",
       summary: 'Replaces the signing secret; prints {"secret","previous_secret_expires_at"}.',
-      details: "The previous secret keeps signing beside the new one for 24 hours, so receivers can switch without losing a message.",
+      details:
+        "The previous secret keeps signing beside the new one for 24 hours, so receivers can switch without losing a message.",
       options: { org, endpoint },
       async run(values, ctx) {
         const response = await ctx.serviceConsole(WebhookConsoleService).rotateEndpointSecret(endpointTarget(values));
@@ -94,7 +129,9 @@ export const webhookCommands: CommandGroup = {
       summary: "Enables an endpoint; held deliveries resume.",
       options: { org, endpoint },
       async run(values, ctx) {
-        return endpointRow((await ctx.serviceConsole(WebhookConsoleService).enableEndpoint(endpointTarget(values))).endpoint);
+        return endpointRow(
+          (await ctx.serviceConsole(WebhookConsoleService).enableEndpoint(endpointTarget(values))).endpoint,
+        );
       },
     },
     {
@@ -102,7 +139,9 @@ export const webhookCommands: CommandGroup = {
       summary: "Disables an endpoint; pending deliveries are held, not failed.",
       options: { org, endpoint },
       async run(values, ctx) {
-        return endpointRow((await ctx.serviceConsole(WebhookConsoleService).disableEndpoint(endpointTarget(values))).endpoint);
+        return endpointRow(
+          (await ctx.serviceConsole(WebhookConsoleService).disableEndpoint(endpointTarget(values))).endpoint,
+        );
       },
     },
     {
@@ -111,7 +150,11 @@ export const webhookCommands: CommandGroup = {
       options: {
         org,
         endpoint: { type: "string", valueName: "ENDPOINT_ID", description: "only deliveries to this endpoint" },
-        status: { type: "string", choices: Object.keys(deliveryStatuses), description: "only deliveries in this status" },
+        status: {
+          type: "string",
+          choices: Object.keys(deliveryStatuses),
+          description: "only deliveries in this status",
+        },
         limit: { type: "string", valueName: "N", description: "page size, 1-100 (default 25)" },
         offset: { type: "string", valueName: "N", description: "rows to skip (default 0)" },
       },
@@ -139,9 +182,20 @@ export const webhookCommands: CommandGroup = {
     {
       name: "replay",
       summary: "Sends a message to an endpoint again, with a fresh retry schedule and the same webhook-id.",
-      options: { org, message: { type: "string", required: true, valueName: "MESSAGE_ID", description: "message id (the webhook-id)" }, endpoint },
+      options: {
+        org,
+        message: {
+          type: "string",
+          required: true,
+          valueName: "MESSAGE_ID",
+          description: "message id (the webhook-id)",
+        },
+        endpoint,
+      },
       async run(values, ctx) {
-        const response = await ctx.serviceConsole(WebhookConsoleService).replayMessage({ ...endpointTarget(values), messageId: values.message as string });
+        const response = await ctx
+          .serviceConsole(WebhookConsoleService)
+          .replayMessage({ ...endpointTarget(values), messageId: values.message as string });
         return deliveryRow(response.delivery);
       },
     },

@@ -16,7 +16,10 @@ const isoDate = /^(\d{4})-(\d{2})-(\d{2})$/;
 export function parseCalendarDate(text: string): CalendarDate {
   const match = isoDate.exec(text);
   const date = match ? { year: Number(match[1]), month: Number(match[2]), day: Number(match[3]) } : undefined;
-  if (date === undefined || formatCalendarDate(utcDate(new Date(Date.UTC(date.year, date.month - 1, date.day)))) !== text) {
+  if (
+    date === undefined ||
+    formatCalendarDate(utcDate(new Date(Date.UTC(date.year, date.month - 1, date.day)))) !== text
+  ) {
     throw new RangeError(`not a calendar date (YYYY-MM-DD): ${JSON.stringify(text)}`);
   }
   return date;
@@ -33,7 +36,11 @@ function birthday(birth: CalendarDate, years: number): CalendarDate {
 
 const compare = (a: CalendarDate, b: CalendarDate): number => a.year - b.year || a.month - b.month || a.day - b.day;
 
-const utcDate = (at: Date): CalendarDate => ({ year: at.getUTCFullYear(), month: at.getUTCMonth() + 1, day: at.getUTCDate() });
+const utcDate = (at: Date): CalendarDate => ({
+  year: at.getUTCFullYear(),
+  month: at.getUTCMonth() + 1,
+  day: at.getUTCDate(),
+});
 
 const formatCalendarDate = (date: CalendarDate): string =>
   `${String(date.year).padStart(4, "0")}-${String(date.month).padStart(2, "0")}-${String(date.day).padStart(2, "0")}`;

@@ -1,4 +1,4 @@
-import { defineEntity, p, type InferEntity } from "@mikro-orm/postgresql";
+import { defineEntity, type InferEntity, p } from "@mikro-orm/postgresql";
 
 /** A birth date of a human and where it came from; the newest one counts. */
 export const AgeEvidence = defineEntity({

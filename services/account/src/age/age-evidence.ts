@@ -2,8 +2,8 @@ import type { EntityManager } from "@mikro-orm/postgresql";
 import { invalidArgument } from "../errors.ts";
 import { requireHuman } from "../humans/humans.ts";
 import { requireInstant } from "../input.ts";
+import { type AgeVerdict, ageVerdictAt, parseCalendarDate } from "./age-evaluation.ts";
 import { AgeEvidence } from "./age-evidence.entity.ts";
-import { ageVerdictAt, parseCalendarDate, type AgeVerdict } from "./age-evaluation.ts";
 
 export interface AgeEvidenceInput {
   svcUserId: string;
@@ -29,13 +29,20 @@ export async function recordAgeEvidence(em: EntityManager, evidence: AgeEvidence
 const maxThreshold = 150;
 
 /** The human's age against a threshold at an instant, from the newest evidence; `unavailable` without any. */
-export async function evaluateAge(em: EntityManager, input: { svcUserId: string; threshold: number; at: Date | undefined }): Promise<{ verdict: AgeVerdict; source: string }> {
+export async function evaluateAge(
+  em: EntityManager,
+  input: { svcUserId: string; threshold: number; at: Date | undefined },
+): Promise<{ verdict: AgeVerdict; source: string }> {
   if (!Number.isInteger(input.threshold) || input.threshold < 1 || input.threshold > maxThreshold) {
     throw invalidArgument(`threshold must be a whole number of years from 1 to ${maxThreshold}: ${input.threshold}`);
   }
   const at = requireInstant(input.at, "at");
   const human = await requireHuman(em, input.svcUserId);
-  const newest = await em.findOne(AgeEvidence, { svcUserId: human.id }, { orderBy: [{ recordedAt: "desc" }, { id: "desc" }] });
+  const newest = await em.findOne(
+    AgeEvidence,
+    { svcUserId: human.id },
+    { orderBy: [{ recordedAt: "desc" }, { id: "desc" }] },
+  );
   if (newest === null) return { verdict: "unavailable", source: "" };
   return { verdict: ageVerdictAt(newest.birthDate, input.threshold, at), source: newest.source };
 }

@@ -1,5 +1,5 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { uuid, type Clock } from "@svc/platform";
+import { type Clock, uuid } from "@svc/platform";
 import { invalidArgument } from "../errors.ts";
 import { requireHuman } from "../humans/humans.ts";
 import { requireText } from "../input.ts";
@@ -13,9 +13,14 @@ export type DevicePlatform = (typeof platforms)[number];
  * installation: registered again it stays one device, and registered by another human (someone else
  * signed in on that phone) it moves to that human, so pushes never reach the previous one.
  */
-export async function registerDevice(em: EntityManager, clock: Clock, input: { svcUserId: string; pushToken: string; platform: string }): Promise<string> {
+export async function registerDevice(
+  em: EntityManager,
+  clock: Clock,
+  input: { svcUserId: string; pushToken: string; platform: string },
+): Promise<string> {
   const pushToken = requireText(input.pushToken, "push_token", 4096);
-  if (!platforms.includes(input.platform as DevicePlatform)) throw invalidArgument(`platform must be one of ${platforms.join(", ")}: ${JSON.stringify(input.platform)}`);
+  if (!platforms.includes(input.platform as DevicePlatform))
+    throw invalidArgument(`platform must be one of ${platforms.join(", ")}: ${JSON.stringify(input.platform)}`);
   const human = await requireHuman(em, input.svcUserId);
   const [row] = await em.execute<{ id: string }[]>(
     `insert into device (id, svc_user_id, platform, push_token, registered_at) values (?, ?, ?, ?, ?)

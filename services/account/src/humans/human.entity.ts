@@ -1,4 +1,4 @@
-import { defineEntity, p, type InferEntity } from "@mikro-orm/postgresql";
+import { defineEntity, type InferEntity, p } from "@mikro-orm/postgresql";
 
 /** A person, known only by svc_user_id: no name, e-mail or phone number is ever stored. */
 export const Human = defineEntity({

@@ -1,5 +1,5 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { uuid, type Clock } from "@svc/platform";
+import { type Clock, uuid } from "@svc/platform";
 import { AccountError } from "../errors.ts";
 import { requireText, requireUuid } from "../input.ts";
 import { Human, SignInIdentity } from "./human.entity.ts";
@@ -38,7 +38,10 @@ export async function describeHuman(em: EntityManager, svcUserId: string): Promi
 }
 
 /** Inserts a human row now, so rows that refer to it can follow in the same transaction. */
-export async function insertHuman(em: EntityManager, human: Pick<Human, "id" | "createdAt"> & Partial<Pick<Human, "sandboxBehavior" | "sandboxEnvironment">>): Promise<void> {
+export async function insertHuman(
+  em: EntityManager,
+  human: Pick<Human, "id" | "createdAt"> & Partial<Pick<Human, "sandboxBehavior" | "sandboxEnvironment">>,
+): Promise<void> {
   await em.execute(`insert into human (id, created_at, sandbox_behavior, sandbox_environment) values (?, ?, ?, ?)`, [
     human.id,
     human.createdAt,
@@ -55,7 +58,11 @@ class IdentityTaken extends Error {}
  * create one human: the identity's primary key decides, and the loser's transaction (with the human
  * it inserted) rolls back before it reads the winner's.
  */
-export async function resolveSignedInHuman(em: EntityManager, clock: Clock, input: { issuer: string; subject: string }): Promise<{ svcUserId: string; created: boolean }> {
+export async function resolveSignedInHuman(
+  em: EntityManager,
+  clock: Clock,
+  input: { issuer: string; subject: string },
+): Promise<{ svcUserId: string; created: boolean }> {
   const issuer = requireText(input.issuer, "issuer");
   const subject = requireText(input.subject, "subject", 255);
   const existing = await findIdentity(em, issuer, subject);

@@ -1,4 +1,4 @@
-import { defineEntity, p, type InferEntity } from "@mikro-orm/postgresql";
+import { defineEntity, type InferEntity, p } from "@mikro-orm/postgresql";
 
 /** A partner's account (organization, environment, partner reference) secured by a human. */
 export const AccountLink = defineEntity({

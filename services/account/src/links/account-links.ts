@@ -1,6 +1,6 @@
 import type { KeyObject } from "node:crypto";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { uuid, type Clock, type EnvironmentName, type EventBus, type OutboxRelay } from "@svc/platform";
+import { type Clock, type EnvironmentName, type EventBus, type OutboxRelay, uuid } from "@svc/platform";
 import { AccountError, invalidArgument } from "../errors.ts";
 import { requireHuman } from "../humans/humans.ts";
 import { optionalUuid, requireInstant, requireText, requireUuid } from "../input.ts";
@@ -26,7 +26,9 @@ export interface PartnerAccountInput {
 
 export type LinkConflict = "already_trusted" | "rebind_requires_prior_id";
 
-export type SecureOutcome = { kind: "secured"; handle: string; trustedSince: Date; firstTime: boolean } | { kind: "conflict"; conflict: LinkConflict };
+export type SecureOutcome =
+  | { kind: "secured"; handle: string; trustedSince: Date; firstTime: boolean }
+  | { kind: "conflict"; conflict: LinkConflict };
 
 /** The spec caps platform_user_ref at 512 characters. */
 const maxReferenceLength = 512;
@@ -36,13 +38,22 @@ function partnerAccount(pepper: KeyObject, input: PartnerAccountInput) {
   if (input.environment === undefined) throw invalidArgument("environment is required");
   const partnerUserRef = requireText(input.partnerUserRef, "partner_user_ref", maxReferenceLength);
   const environment = input.environment;
-  return { organizationId, environment, refHash: partnerReferenceHash(pepper, { organizationId, environment, partnerUserRef }) };
+  return {
+    organizationId,
+    environment,
+    refHash: partnerReferenceHash(pepper, { organizationId, environment, partnerUserRef }),
+  };
 }
 
 type Account = ReturnType<typeof partnerAccount>;
 
 const activeByReference = (em: EntityManager, account: Account): Promise<AccountLink | null> =>
-  em.findOne(AccountLink, { organizationId: account.organizationId, environment: account.environment, refHash: account.refHash, status: "active" });
+  em.findOne(AccountLink, {
+    organizationId: account.organizationId,
+    environment: account.environment,
+    refHash: account.refHash,
+    status: "active",
+  });
 
 /**
  * The link rules, in the order they are checked:
@@ -61,7 +72,8 @@ async function decide(em: EntityManager, account: Account, svcUserId: string): P
   });
   const byReference = active.find((link) => Buffer.from(link.refHash).equals(account.refHash));
   if (byReference !== undefined) {
-    if (byReference.svcUserId === svcUserId) return { kind: "secured", handle: byReference.handle, trustedSince: byReference.securedAt, firstTime: false };
+    if (byReference.svcUserId === svcUserId)
+      return { kind: "secured", handle: byReference.handle, trustedSince: byReference.securedAt, firstTime: false };
     return { kind: "conflict", conflict: "rebind_requires_prior_id" };
   }
   if (active.length > 0) return { kind: "conflict", conflict: "already_trusted" };
@@ -92,7 +104,13 @@ export async function secureAccount(
         [uuid(), account.organizationId, account.environment, account.refHash, human.id, handle, surfaceId, securedAt],
       );
       if (inserted.length === 0) return undefined;
-      enqueueAccountSecured(tx, ctx.clock, ctx.bus, { organizationId: account.organizationId, environment: account.environment, handle, surfaceId, securedAt });
+      enqueueAccountSecured(tx, ctx.clock, ctx.bus, {
+        organizationId: account.organizationId,
+        environment: account.environment,
+        handle,
+        surfaceId,
+        securedAt,
+      });
       return { kind: "secured", handle, trustedSince: securedAt, firstTime: true };
     });
     if (outcome === undefined) continue;
@@ -105,7 +123,10 @@ export async function secureAccount(
 export type LinkState = { trusted: false } | { trusted: true; handle: string; trustedSince: Date };
 
 /** Whether the account is secured now (by this human, when one is named). */
-export async function accountLinkState(ctx: Pick<LinkContext, "em" | "pepper">, input: PartnerAccountInput & { svcUserId: string }): Promise<LinkState> {
+export async function accountLinkState(
+  ctx: Pick<LinkContext, "em" | "pepper">,
+  input: PartnerAccountInput & { svcUserId: string },
+): Promise<LinkState> {
   const account = partnerAccount(ctx.pepper, input);
   const svcUserId = input.svcUserId === "" ? null : requireUuid(input.svcUserId, "svc_user_id");
   const link = await activeByReference(ctx.em, account);
@@ -120,7 +141,11 @@ export async function accountLinkState(ctx: Pick<LinkContext, "em" | "pepper">, 
  */
 export async function unlinkAccount(
   ctx: LinkContext,
-  input: PartnerAccountInput & { by: "human" | "platform"; reason: "human" | "platform" | "credential_changed"; at: Date },
+  input: PartnerAccountInput & {
+    by: "human" | "platform";
+    reason: "human" | "platform" | "credential_changed";
+    at: Date;
+  },
 ): Promise<{ handle: string }> {
   const account = partnerAccount(ctx.pepper, input);
   const handle = await ctx.em.transactional(async (tx) => {
@@ -130,7 +155,14 @@ export async function unlinkAccount(
       [input.at, input.by, input.reason, account.organizationId, account.environment, account.refHash],
     );
     if (ended === undefined) throw new AccountError("not_found", "no active link for this account");
-    enqueueAccountUnlinked(tx, ctx.clock, ctx.bus, { ...account, handle: ended.handle, surfaceId: ended.surface_id, unlinkedAt: input.at, by: input.by, reason: input.reason });
+    enqueueAccountUnlinked(tx, ctx.clock, ctx.bus, {
+      ...account,
+      handle: ended.handle,
+      surfaceId: ended.surface_id,
+      unlinkedAt: input.at,
+      by: input.by,
+      reason: input.reason,
+    });
     return ended.handle;
   });
   ctx.outbox.wake();

@@ -1,7 +1,7 @@
-import { create, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { enqueueEvent, environmentProto, uuid, type Clock, type EnvironmentName, type EventBus } from "@svc/platform";
+import { type Clock, type EnvironmentName, type EventBus, enqueueEvent, environmentProto, uuid } from "@svc/platform";
 import { EventSchema } from "@svc/proto/events/v1/events_pb.js";
 
 interface LinkFacts {
@@ -11,15 +11,23 @@ interface LinkFacts {
   surfaceId: string | null;
 }
 
-
 /**
  * account.secured and account.unlinked leave through the outbox in the caller's transaction. The spec
  * deduplicates them by the webhook-id alone, so each gets a fresh uuid as its dedup key.
  */
-export function enqueueAccountSecured(em: EntityManager, clock: Clock, bus: Pick<EventBus, "subject">, link: LinkFacts & { securedAt: Date }): void {
+export function enqueueAccountSecured(
+  em: EntityManager,
+  clock: Clock,
+  bus: Pick<EventBus, "subject">,
+  link: LinkFacts & { securedAt: Date },
+): void {
   enqueue(em, clock, bus, link, link.securedAt, {
     case: "accountSecured",
-    value: { handle: link.handle, securedAt: timestampFromDate(link.securedAt), ...(link.surfaceId !== null && { surfaceId: link.surfaceId }) },
+    value: {
+      handle: link.handle,
+      securedAt: timestampFromDate(link.securedAt),
+      ...(link.surfaceId !== null && { surfaceId: link.surfaceId }),
+    },
   });
 }
 
@@ -31,15 +39,34 @@ export function enqueueAccountUnlinked(
 ): void {
   enqueue(em, clock, bus, link, link.unlinkedAt, {
     case: "accountUnlinked",
-    value: { handle: link.handle, by: link.by, unlinkedAt: timestampFromDate(link.unlinkedAt), reason: link.reason, ...(link.surfaceId !== null && { surfaceId: link.surfaceId }) },
+    value: {
+      handle: link.handle,
+      by: link.by,
+      unlinkedAt: timestampFromDate(link.unlinkedAt),
+      reason: link.reason,
+      ...(link.surfaceId !== null && { surfaceId: link.surfaceId }),
+    },
   });
 }
 
-type AccountPayload = Extract<NonNullable<MessageInitShape<typeof EventSchema>["payload"]>, { case: "accountSecured" | "accountUnlinked" }>;
+type AccountPayload = Extract<
+  NonNullable<MessageInitShape<typeof EventSchema>["payload"]>,
+  { case: "accountSecured" | "accountUnlinked" }
+>;
 
-const webhookTypes: Record<AccountPayload["case"], string> = { accountSecured: "account.secured", accountUnlinked: "account.unlinked" };
+const webhookTypes: Record<AccountPayload["case"], string> = {
+  accountSecured: "account.secured",
+  accountUnlinked: "account.unlinked",
+};
 
-function enqueue(em: EntityManager, clock: Clock, bus: Pick<EventBus, "subject">, link: LinkFacts, occurredAt: Date, payload: AccountPayload): void {
+function enqueue(
+  em: EntityManager,
+  clock: Clock,
+  bus: Pick<EventBus, "subject">,
+  link: LinkFacts,
+  occurredAt: Date,
+  payload: AccountPayload,
+): void {
   const dedupKey = uuid();
   const event = create(EventSchema, {
     dedupKey,
@@ -48,5 +75,10 @@ function enqueue(em: EntityManager, clock: Clock, bus: Pick<EventBus, "subject">
     occurredAt: timestampFromDate(occurredAt),
     payload,
   });
-  enqueueEvent(em, clock, { type: webhookTypes[payload.case], messageId: dedupKey, payload: toBinary(EventSchema, event) }, bus);
+  enqueueEvent(
+    em,
+    clock,
+    { type: webhookTypes[payload.case], messageId: dedupKey, payload: toBinary(EventSchema, event) },
+    bus,
+  );
 }

@@ -58,11 +58,18 @@ interface PageRow {
  * times keep one order across pages), with the number of all matching rows. Only the partner's own
  * organization and environment are ever read; a reference is matched by its keyed hash.
  */
-export async function listSecuredAccounts(ctx: { em: EntityManager; pepper: KeyObject }, partner: ListingPartner, query: SecuredAccountQuery): Promise<SecuredAccountPage> {
-  if (partner.organizationId === "" || partner.environment === undefined) throw new AccountError("permission_denied", "the call names no partner (organization and environment)");
-  if (!partner.secretKey) throw new AccountError("unauthenticated", "secured accounts are listed with a secret API key only");
+export async function listSecuredAccounts(
+  ctx: { em: EntityManager; pepper: KeyObject },
+  partner: ListingPartner,
+  query: SecuredAccountQuery,
+): Promise<SecuredAccountPage> {
+  if (partner.organizationId === "" || partner.environment === undefined)
+    throw new AccountError("permission_denied", "the call names no partner (organization and environment)");
+  if (!partner.secretKey)
+    throw new AccountError("unauthenticated", "secured accounts are listed with a secret API key only");
   const limit = query.limit === 0 ? defaultPageSize : query.limit;
-  if (!Number.isInteger(limit) || limit < 1 || limit > maxPageSize) throw invalidArgument(`limit must be 1-${maxPageSize}`);
+  if (!Number.isInteger(limit) || limit < 1 || limit > maxPageSize)
+    throw invalidArgument(`limit must be 1-${maxPageSize}`);
   if (!Number.isInteger(query.offset) || query.offset < 0) throw invalidArgument("offset must be 0 or more");
 
   const { organizationId, environment } = partner;

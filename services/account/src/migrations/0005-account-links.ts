@@ -20,8 +20,12 @@ class CreateAccountLinks extends Migration {
       unique ("organization_id", "environment", "handle"))`);
     // One active link per partner account, and one per human on a platform: the database, not a
     // read before the write, decides between concurrent calls.
-    this.addSql(`create unique index "account_link_active_ref" on "account_link" ("organization_id", "environment", "ref_hash") where "status" = 'active'`);
-    this.addSql(`create unique index "account_link_active_human" on "account_link" ("organization_id", "environment", "svc_user_id") where "status" = 'active'`);
+    this.addSql(
+      `create unique index "account_link_active_ref" on "account_link" ("organization_id", "environment", "ref_hash") where "status" = 'active'`,
+    );
+    this.addSql(
+      `create unique index "account_link_active_human" on "account_link" ("organization_id", "environment", "svc_user_id") where "status" = 'active'`,
+    );
   }
 }
 

@@ -6,4 +6,11 @@ import { createAccountLinks } from "./0005-account-links.ts";
 import { indexAccountLinkListing } from "./0006-account-link-listing.ts";
 
 /** Applied in order at start; a migration, once released, is never edited (add a new one). */
-export const migrations = [createHumans, createPasskeys, createDevices, createAgeEvidence, createAccountLinks, indexAccountLinkListing];
+export const migrations = [
+  createHumans,
+  createPasskeys,
+  createDevices,
+  createAgeEvidence,
+  createAccountLinks,
+  indexAccountLinkListing,
+];

@@ -17,18 +17,31 @@ const requireBinding = (binding: string) => requireText(binding, "binding", 256)
  * (for this relying party, plus a sandbox passkey, which answers for any); without one, any
  * discoverable passkey may answer and the human is whoever holds it.
  */
-export async function beginAssertion(ctx: PasskeyContext, input: { svcUserId: string; rpId: string; origin: string; binding: string }): Promise<BegunCeremony> {
+export async function beginAssertion(
+  ctx: PasskeyContext,
+  input: { svcUserId: string; rpId: string; origin: string; binding: string },
+): Promise<BegunCeremony> {
   const party = relyingParty(input.rpId, input.origin);
   const binding = requireBinding(input.binding);
   let svcUserId: string | null = null;
   let allowCredentials: { id: string; transports: string[] }[] = [];
   if (input.svcUserId !== "") {
     svcUserId = (await requireHuman(ctx.em, input.svcUserId)).id;
-    const passkeys = await ctx.em.find(Passkey, { svcUserId, $or: [{ rpId: party.rpId }, { rpId: null }] }, { orderBy: { createdAt: "asc" } });
-    if (passkeys.length === 0) throw new AccountError("failed_precondition", `human ${svcUserId} has no passkey for ${party.rpId}`);
+    const passkeys = await ctx.em.find(
+      Passkey,
+      { svcUserId, $or: [{ rpId: party.rpId }, { rpId: null }] },
+      { orderBy: { createdAt: "asc" } },
+    );
+    if (passkeys.length === 0)
+      throw new AccountError("failed_precondition", `human ${svcUserId} has no passkey for ${party.rpId}`);
     allowCredentials = passkeys.map((passkey) => ({ id: passkey.credentialId, transports: passkey.transports }));
   }
-  const options = await generateAuthenticationOptions({ rpID: party.rpId, allowCredentials, userVerification: "required", timeout: ceremonyLifetimeMs });
+  const options = await generateAuthenticationOptions({
+    rpID: party.rpId,
+    allowCredentials,
+    userVerification: "required",
+    timeout: ceremonyLifetimeMs,
+  });
   const now = ctx.clock.now();
   const ceremony = {
     id: uuid(),
@@ -56,7 +69,10 @@ export interface VerifiedAssertion {
  * the ceremony allows, over its challenge, origin and relying party, with user verification, and with
  * a signature counter above the stored one (unless the authenticator keeps none, reporting 0 always).
  */
-export async function finishAssertion(ctx: PasskeyContext, input: { ceremonyId: string; responseJson: string; binding: string }): Promise<VerifiedAssertion> {
+export async function finishAssertion(
+  ctx: PasskeyContext,
+  input: { ceremonyId: string; responseJson: string; binding: string },
+): Promise<VerifiedAssertion> {
   const ceremonyId = requireUuid(input.ceremonyId, "ceremony_id");
   const binding = requireBinding(input.binding);
   const response = authenticationResponse(input.responseJson);
@@ -65,17 +81,25 @@ export async function finishAssertion(ctx: PasskeyContext, input: { ceremonyId: 
   const passkey = await ctx.em.findOne(Passkey, { credentialId: response.id });
   if (passkey === null) throw new AccountError("not_found", `no passkey with credential id ${response.id}`);
   const refuse = (reason: string) => new AccountError("permission_denied", `passkey assertion refused: ${reason}`);
-  if (ceremony.svcUserId !== null && passkey.svcUserId !== ceremony.svcUserId) throw refuse("the passkey belongs to another human than the ceremony names");
-  if (passkey.rpId !== null && passkey.rpId !== ceremony.rpId) throw refuse(`the passkey is registered for ${passkey.rpId}, not ${ceremony.rpId}`);
+  if (ceremony.svcUserId !== null && passkey.svcUserId !== ceremony.svcUserId)
+    throw refuse("the passkey belongs to another human than the ceremony names");
+  if (passkey.rpId !== null && passkey.rpId !== ceremony.rpId)
+    throw refuse(`the passkey is registered for ${passkey.rpId}, not ${ceremony.rpId}`);
   const userHandle = response.response.userHandle;
-  if (userHandle !== undefined && userHandle !== "" && userHandle !== userHandleOf(passkey.svcUserId)) throw refuse("the user handle is not the passkey's human");
+  if (userHandle !== undefined && userHandle !== "" && userHandle !== userHandleOf(passkey.svcUserId))
+    throw refuse("the user handle is not the passkey's human");
 
   const verified = await verifyAuthenticationResponse({
     response,
     expectedChallenge: ceremony.challenge,
     expectedOrigin: ceremony.origin,
     expectedRPID: ceremony.rpId,
-    credential: { id: passkey.credentialId, publicKey: new Uint8Array(passkey.publicKey), counter: passkey.signCount, transports: passkey.transports },
+    credential: {
+      id: passkey.credentialId,
+      publicKey: new Uint8Array(passkey.publicKey),
+      counter: passkey.signCount,
+      transports: passkey.transports,
+    },
     requireUserVerification: true,
   }).catch((error: unknown) => {
     throw refuse((error as Error).message);
@@ -87,6 +111,11 @@ export async function finishAssertion(ctx: PasskeyContext, input: { ceremonyId: 
     `update passkey set sign_count = ?, last_used_at = ? where credential_id = ? and sign_count = ? returning credential_id`,
     [verified.authenticationInfo.newCounter, ctx.clock.now(), passkey.credentialId, passkey.signCount],
   );
-  if (updated.length === 0) throw refuse("another assertion of this passkey was accepted at the same time (signature counter)");
-  return { svcUserId: passkey.svcUserId, credentialId: passkey.credentialId, userVerified: verified.authenticationInfo.userVerified };
+  if (updated.length === 0)
+    throw refuse("another assertion of this passkey was accepted at the same time (signature counter)");
+  return {
+    svcUserId: passkey.svcUserId,
+    credentialId: passkey.credentialId,
+    userVerified: verified.authenticationInfo.userVerified,
+  };
 }

@@ -45,7 +45,11 @@ const columns = "id, kind, challenge, svc_user_id, creates_human, rp_id, origin,
  * gets it. A finish whose verification then fails has still used it up. A ceremony begun for another
  * binding stays unused: a request must never finish with the challenge of another.
  */
-export async function consumeCeremony(em: EntityManager, now: Date, wanted: { id: string; kind: CeremonyKind; binding: string | null }): Promise<Ceremony> {
+export async function consumeCeremony(
+  em: EntityManager,
+  now: Date,
+  wanted: { id: string; kind: CeremonyKind; binding: string | null },
+): Promise<Ceremony> {
   const rows = await em.execute<CeremonyRow[]>(
     `update passkey_ceremony set consumed_at = ?
      where id = ? and kind = ? and consumed_at is null and expires_at > ? and binding is not distinct from ?
@@ -54,18 +58,31 @@ export async function consumeCeremony(em: EntityManager, now: Date, wanted: { id
   );
   const row = rows[0];
   if (row !== undefined) return ceremonyOf(row);
-  const [found] = await em.execute<CeremonyRow[]>(`select ${columns} from passkey_ceremony where id = ? and kind = ?`, [wanted.id, wanted.kind]);
+  const [found] = await em.execute<CeremonyRow[]>(`select ${columns} from passkey_ceremony where id = ? and kind = ?`, [
+    wanted.id,
+    wanted.kind,
+  ]);
   if (found === undefined) throw new AccountError("failed_precondition", `no ${wanted.kind} ceremony ${wanted.id}`);
-  if (found.consumed_at !== null) throw new AccountError("failed_precondition", `${wanted.kind} ceremony ${wanted.id} was already used`);
-  if (new Date(found.expires_at) <= now) throw new AccountError("failed_precondition", `${wanted.kind} ceremony ${wanted.id} expired at ${new Date(found.expires_at).toISOString()}`);
-  throw new AccountError("permission_denied", `${wanted.kind} ceremony ${wanted.id} was begun for another binding than ${JSON.stringify(wanted.binding)}`);
+  if (found.consumed_at !== null)
+    throw new AccountError("failed_precondition", `${wanted.kind} ceremony ${wanted.id} was already used`);
+  if (new Date(found.expires_at) <= now)
+    throw new AccountError(
+      "failed_precondition",
+      `${wanted.kind} ceremony ${wanted.id} expired at ${new Date(found.expires_at).toISOString()}`,
+    );
+  throw new AccountError(
+    "permission_denied",
+    `${wanted.kind} ceremony ${wanted.id} was begun for another binding than ${JSON.stringify(wanted.binding)}`,
+  );
 }
 
 /** Ceremonies spent or expired this long ago say nothing useful any more ("already used" turns into "no such ceremony"). */
 export const ceremonyRetentionMs = 60 * 60_000;
 
 export async function deleteOldCeremonies(em: EntityManager, now: Date): Promise<number> {
-  const rows = await em.execute<{ id: string }[]>(`delete from passkey_ceremony where expires_at < ? returning id`, [new Date(now.getTime() - ceremonyRetentionMs)]);
+  const rows = await em.execute<{ id: string }[]>(`delete from passkey_ceremony where expires_at < ? returning id`, [
+    new Date(now.getTime() - ceremonyRetentionMs),
+  ]);
   return rows.length;
 }
 

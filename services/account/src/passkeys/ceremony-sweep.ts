@@ -11,7 +11,8 @@ export function startCeremonySweep(options: { orm: MikroORM; clock: Clock; logge
     running ??= deleteOldCeremonies(options.orm.em.fork(), options.clock.now())
       .then(
         (deleted) => void (deleted > 0 && options.logger.debug("old passkey ceremonies deleted", { deleted })),
-        (error: unknown) => options.logger.warn("passkey ceremony sweep failed; it runs again at the next tick", { error }),
+        (error: unknown) =>
+          options.logger.warn("passkey ceremony sweep failed; it runs again at the next tick", { error }),
       )
       .finally(() => {
         running = undefined;

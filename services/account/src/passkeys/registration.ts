@@ -1,6 +1,6 @@
-import { UniqueConstraintViolationException, type EntityManager } from "@mikro-orm/postgresql";
+import { type EntityManager, UniqueConstraintViolationException } from "@mikro-orm/postgresql";
 import { generateRegistrationOptions, verifyRegistrationResponse } from "@simplewebauthn/server";
-import { uuid, type Clock } from "@svc/platform";
+import { type Clock, uuid } from "@svc/platform";
 import { AccountError } from "../errors.ts";
 import { insertHuman, requireHuman } from "../humans/humans.ts";
 import { requireUuid } from "../input.ts";
@@ -26,7 +26,10 @@ export interface BegunCeremony {
  * chosen now (it is the WebAuthn user handle) and the human is created only when the registration
  * finishes, with nothing about the person but the passkey.
  */
-export async function beginRegistration(ctx: PasskeyContext & { rpName: string }, input: { svcUserId: string; rpId: string; origin: string }): Promise<BegunCeremony> {
+export async function beginRegistration(
+  ctx: PasskeyContext & { rpName: string },
+  input: { svcUserId: string; rpId: string; origin: string },
+): Promise<BegunCeremony> {
   const party = relyingParty(input.rpId, input.origin);
   const privateMode = input.svcUserId === "";
   const svcUserId = privateMode ? uuid() : (await requireHuman(ctx.em, input.svcUserId)).id;
@@ -59,10 +62,17 @@ export async function beginRegistration(ctx: PasskeyContext & { rpName: string }
   return { ceremonyId: ceremony.id, optionsJson: JSON.stringify(options), expiresAt: ceremony.expiresAt };
 }
 
-export async function finishRegistration(ctx: PasskeyContext, input: { ceremonyId: string; responseJson: string }): Promise<{ svcUserId: string; credentialId: string }> {
+export async function finishRegistration(
+  ctx: PasskeyContext,
+  input: { ceremonyId: string; responseJson: string },
+): Promise<{ svcUserId: string; credentialId: string }> {
   const ceremonyId = requireUuid(input.ceremonyId, "ceremony_id");
   const response = registrationResponse(input.responseJson);
-  const ceremony = await consumeCeremony(ctx.em, ctx.clock.now(), { id: ceremonyId, kind: "registration", binding: null });
+  const ceremony = await consumeCeremony(ctx.em, ctx.clock.now(), {
+    id: ceremonyId,
+    kind: "registration",
+    binding: null,
+  });
   const verified = await verifyRegistrationResponse({
     response,
     expectedChallenge: ceremony.challenge,
@@ -74,9 +84,14 @@ export async function finishRegistration(ctx: PasskeyContext, input: { ceremonyI
   }).catch((error: unknown) => {
     throw new AccountError("permission_denied", `passkey registration refused: ${(error as Error).message}`);
   });
-  if (!verified.verified) throw new AccountError("permission_denied", "passkey registration refused: the attestation does not verify");
+  if (!verified.verified)
+    throw new AccountError("permission_denied", "passkey registration refused: the attestation does not verify");
   const { credential, credentialBackedUp } = verified.registrationInfo;
-  if (credential.id !== response.id) throw new AccountError("permission_denied", "passkey registration refused: the response's id is not the attested credential id");
+  if (credential.id !== response.id)
+    throw new AccountError(
+      "permission_denied",
+      "passkey registration refused: the response's id is not the attested credential id",
+    );
 
   const svcUserId = ceremony.svcUserId!;
   const now = ctx.clock.now();
@@ -96,7 +111,8 @@ export async function finishRegistration(ctx: PasskeyContext, input: { ceremonyI
       });
     });
   } catch (error) {
-    if (error instanceof UniqueConstraintViolationException) throw new AccountError("already_exists", `a passkey with credential id ${credential.id} is already registered`);
+    if (error instanceof UniqueConstraintViolationException)
+      throw new AccountError("already_exists", `a passkey with credential id ${credential.id} is already registered`);
     throw error;
   }
   return { svcUserId, credentialId: credential.id };

@@ -15,7 +15,8 @@ const hostname = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[
  */
 export function relyingParty(rpId: string, origin: string): RelyingParty {
   const id = requireText(rpId, "rp_id", 253);
-  if (!hostname.test(id)) throw invalidArgument(`rp_id must be a lower-case host name without scheme or port: ${JSON.stringify(rpId)}`);
+  if (!hostname.test(id))
+    throw invalidArgument(`rp_id must be a lower-case host name without scheme or port: ${JSON.stringify(rpId)}`);
   requireText(origin, "origin");
   if (/^https?:/i.test(origin)) {
     let url: URL;
@@ -24,8 +25,10 @@ export function relyingParty(rpId: string, origin: string): RelyingParty {
     } catch {
       throw invalidArgument(`origin is not a URL: ${JSON.stringify(origin)}`);
     }
-    if (url.origin !== origin) throw invalidArgument(`origin must be a bare origin like ${url.origin}: ${JSON.stringify(origin)}`);
-    if (url.hostname !== id && !url.hostname.endsWith(`.${id}`)) throw invalidArgument(`origin ${origin} is not within rp_id ${id}`);
+    if (url.origin !== origin)
+      throw invalidArgument(`origin must be a bare origin like ${url.origin}: ${JSON.stringify(origin)}`);
+    if (url.hostname !== id && !url.hostname.endsWith(`.${id}`))
+      throw invalidArgument(`origin ${origin} is not within rp_id ${id}`);
   }
   return { rpId: id, origin };
 }

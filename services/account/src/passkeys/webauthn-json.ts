@@ -23,7 +23,8 @@ function credentialForm(text: string): Record<string, unknown> {
   if (text === "") throw invalidArgument("response_json is required");
   const response = parseJsonObject(text, "response_json");
   requireStrings(response, ["id", "rawId", "type"]);
-  if (typeof response.response !== "object" || response.response === null || Array.isArray(response.response)) throw invalidArgument("response_json.response must be an object");
+  if (typeof response.response !== "object" || response.response === null || Array.isArray(response.response))
+    throw invalidArgument("response_json.response must be an object");
   return response;
 }
 

@@ -25,6 +25,8 @@ export function openPrivateKey(key: Buffer, credentialId: string, sealed: Buffer
     decipher.setAuthTag(sealed.subarray(sealed.length - tagBytes));
     return Buffer.concat([decipher.update(sealed.subarray(nonceBytes, sealed.length - tagBytes)), decipher.final()]);
   } catch {
-    throw new SealedKeyError(`the sandbox passkey ${credentialId} does not open under ACCOUNT_SANDBOX_KEY: the key changed or the row was altered`);
+    throw new SealedKeyError(
+      `the sandbox passkey ${credentialId} does not open under ACCOUNT_SANDBOX_KEY: the key changed or the row was altered`,
+    );
   }
 }

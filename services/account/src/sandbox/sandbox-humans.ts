@@ -1,6 +1,6 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { PublicKeyCredentialRequestOptionsJSON } from "@simplewebauthn/server";
-import { uuid, type Clock, type EnvironmentName } from "@svc/platform";
+import { type Clock, type EnvironmentName, uuid } from "@svc/platform";
 import { birthDateForAge } from "../age/age-evaluation.ts";
 import { recordAgeEvidence } from "../age/age-evidence.ts";
 import { addSandboxDevice } from "../devices/devices.ts";
@@ -40,8 +40,13 @@ export async function createSandboxHuman(
   ctx: SandboxContext,
   input: { environment: EnvironmentName | undefined; behavior: SandboxBehavior | undefined; age: number | undefined },
 ): Promise<SandboxHuman> {
-  if (input.environment === undefined) throw invalidArgument("environment is required (sandbox humans exist only in development)");
-  if (input.environment !== "development") throw new AccountError("failed_precondition", "sandbox humans exist only in the development environment; production never has them");
+  if (input.environment === undefined)
+    throw invalidArgument("environment is required (sandbox humans exist only in development)");
+  if (input.environment !== "development")
+    throw new AccountError(
+      "failed_precondition",
+      "sandbox humans exist only in the development environment; production never has them",
+    );
   if (input.behavior === undefined) throw invalidArgument("behavior is required: confirm, decline or silent");
   if (input.age !== undefined && (!Number.isInteger(input.age) || input.age < 0 || input.age > maxAge)) {
     throw invalidArgument(`age must be a whole number of years from 0 to ${maxAge}: ${input.age}`);
@@ -53,15 +58,35 @@ export async function createSandboxHuman(
   const state = authenticator.export();
   await ctx.em.transactional(async (tx) => {
     const now = ctx.clock.now();
-    await insertHuman(tx, { id: svcUserId, createdAt: now, sandboxBehavior: behavior, sandboxEnvironment: "development" });
-    await tx.execute(`insert into sign_in_identity (issuer, subject, svc_user_id, created_at) values (?, ?, ?, ?)`, [ctx.devIssuer, subject, svcUserId, now]);
+    await insertHuman(tx, {
+      id: svcUserId,
+      createdAt: now,
+      sandboxBehavior: behavior,
+      sandboxEnvironment: "development",
+    });
+    await tx.execute(`insert into sign_in_identity (issuer, subject, svc_user_id, created_at) values (?, ?, ?, ?)`, [
+      ctx.devIssuer,
+      subject,
+      svcUserId,
+      now,
+    ]);
     await tx.execute(
       `insert into passkey (credential_id, svc_user_id, rp_id, public_key, sign_count, transports, backed_up, created_at) values (?, ?, null, ?, 0, '{internal}', false, ?)`,
       [authenticator.credentialId, svcUserId, authenticator.publicKeyCose(), now],
     );
-    tx.create(SandboxPasskey, { credentialId: authenticator.credentialId, sealedPrivateKey: sealPrivateKey(ctx.sandboxKey, authenticator.credentialId, state.privateKey), signCount: 0 });
+    tx.create(SandboxPasskey, {
+      credentialId: authenticator.credentialId,
+      sealedPrivateKey: sealPrivateKey(ctx.sandboxKey, authenticator.credentialId, state.privateKey),
+      signCount: 0,
+    });
     addSandboxDevice(tx, svcUserId, now);
-    if (age !== undefined) await recordAgeEvidence(tx, { svcUserId, birthDate: birthDateForAge(age, now), source: "sandbox", recordedAt: now });
+    if (age !== undefined)
+      await recordAgeEvidence(tx, {
+        svcUserId,
+        birthDate: birthDateForAge(age, now),
+        source: "sandbox",
+        recordedAt: now,
+      });
   });
   state.privateKey.fill(0);
   return { svcUserId, issuer: ctx.devIssuer, subject };
@@ -72,11 +97,18 @@ export async function createSandboxHuman(
  * sandbox confirmation is then finished and verified exactly like a real one. Whether the human
  * confirms at all (its behavior) is the gate's to decide; this only signs.
  */
-export async function sandboxAssert(ctx: SandboxContext, input: { svcUserId: string; optionsJson: string; origin: string }): Promise<string> {
+export async function sandboxAssert(
+  ctx: SandboxContext,
+  input: { svcUserId: string; optionsJson: string; origin: string },
+): Promise<string> {
   const origin = requireText(input.origin, "origin");
   const options = requestOptions(input.optionsJson);
   const human = await requireHuman(ctx.em, input.svcUserId);
-  if (human.sandboxEnvironment !== "development") throw new AccountError("permission_denied", `human ${human.id} is not a sandbox human: only a real person signs for it`);
+  if (human.sandboxEnvironment !== "development")
+    throw new AccountError(
+      "permission_denied",
+      `human ${human.id} is not a sandbox human: only a real person signs for it`,
+    );
   // The authenticator's own counter moves in the same statement that reads the key, so concurrent
   // assertions never sign with the same count.
   const [passkey] = await ctx.em.execute<{ credential_id: string; sealed_private_key: Buffer; sign_count: string }[]>(
@@ -97,7 +129,11 @@ export async function sandboxAssert(ctx: SandboxContext, input: { svcUserId: str
   try {
     return JSON.stringify(authenticator.assert(options, origin));
   } catch (error) {
-    if (error instanceof AuthenticatorRefusal) throw new AccountError("failed_precondition", `the sandbox passkey cannot answer these options: ${error.message}`);
+    if (error instanceof AuthenticatorRefusal)
+      throw new AccountError(
+        "failed_precondition",
+        `the sandbox passkey cannot answer these options: ${error.message}`,
+      );
     throw error;
   }
 }
@@ -105,7 +141,9 @@ export async function sandboxAssert(ctx: SandboxContext, input: { svcUserId: str
 function requestOptions(text: string): PublicKeyCredentialRequestOptionsJSON {
   if (text === "") throw invalidArgument("options_json is required");
   const options = parseJsonObject(text, "options_json");
-  if (typeof options.challenge !== "string" || options.challenge === "") throw invalidArgument("options_json has no challenge");
-  if (options.allowCredentials !== undefined && !Array.isArray(options.allowCredentials)) throw invalidArgument("options_json.allowCredentials must be a list");
+  if (typeof options.challenge !== "string" || options.challenge === "")
+    throw invalidArgument("options_json has no challenge");
+  if (options.allowCredentials !== undefined && !Array.isArray(options.allowCredentials))
+    throw invalidArgument("options_json.allowCredentials must be a list");
   return options as unknown as PublicKeyCredentialRequestOptionsJSON;
 }

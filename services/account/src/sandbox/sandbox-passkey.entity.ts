@@ -1,4 +1,4 @@
-import { defineEntity, p, type InferEntity } from "@mikro-orm/postgresql";
+import { defineEntity, type InferEntity, p } from "@mikro-orm/postgresql";
 
 /** The authenticator side of a sandbox human's passkey: its private key (sealed) and its own counter. */
 export const SandboxPasskey = defineEntity({

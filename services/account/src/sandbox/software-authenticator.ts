@@ -1,4 +1,12 @@
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, sign, type KeyObject } from "node:crypto";
+import {
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  type KeyObject,
+  randomBytes,
+  sign,
+} from "node:crypto";
 import type {
   AuthenticationResponseJSON,
   PublicKeyCredentialCreationOptionsJSON,
@@ -40,7 +48,12 @@ export class SoftwareAuthenticator {
   #signCount: number;
   #userHandle: string | null;
 
-  private constructor(state: { credentialId: string; privateKey: KeyObject; signCount: number; userHandle: string | null }) {
+  private constructor(state: {
+    credentialId: string;
+    privateKey: KeyObject;
+    signCount: number;
+    userHandle: string | null;
+  }) {
     this.credentialId = state.credentialId;
     this.#privateKey = state.privateKey;
     this.#signCount = state.signCount;
@@ -50,12 +63,22 @@ export class SoftwareAuthenticator {
   /** A new credential: a fresh P-256 key and a random 32-byte credential id. */
   static create(): SoftwareAuthenticator {
     const { privateKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
-    return new SoftwareAuthenticator({ credentialId: randomBytes(32).toString("base64url"), privateKey, signCount: 0, userHandle: null });
+    return new SoftwareAuthenticator({
+      credentialId: randomBytes(32).toString("base64url"),
+      privateKey,
+      signCount: 0,
+      userHandle: null,
+    });
   }
 
   static restore(state: SoftwarePasskeyState): SoftwareAuthenticator {
     const privateKey = createPrivateKey({ key: state.privateKey, format: "der", type: "pkcs8" });
-    return new SoftwareAuthenticator({ credentialId: state.credentialId, privateKey, signCount: state.signCount, userHandle: state.userHandle });
+    return new SoftwareAuthenticator({
+      credentialId: state.credentialId,
+      privateKey,
+      signCount: state.signCount,
+      userHandle: state.userHandle,
+    });
   }
 
   export(): SoftwarePasskeyState {
@@ -85,7 +108,8 @@ export class SoftwareAuthenticator {
 
   /** navigator.credentials.create() answered with user presence and verification. */
   register(options: PublicKeyCredentialCreationOptionsJSON, origin: string): RegistrationResponseJSON {
-    if (!options.pubKeyCredParams.some((param) => param.alg === es256)) throw new AuthenticatorRefusal("the options do not accept ES256, the only algorithm of this authenticator");
+    if (!options.pubKeyCredParams.some((param) => param.alg === es256))
+      throw new AuthenticatorRefusal("the options do not accept ES256, the only algorithm of this authenticator");
     if (options.excludeCredentials?.some((excluded) => excluded.id === this.credentialId)) {
       throw new AuthenticatorRefusal("this credential is already registered (it is in excludeCredentials)");
     }
@@ -94,7 +118,11 @@ export class SoftwareAuthenticator {
     const credentialIdLength = Buffer.alloc(2);
     credentialIdLength.writeUInt16BE(credentialId.length);
     const authenticatorData = Buffer.concat([
-      authenticatorDataHead(options.rp.id ?? hostOf(origin), flag.userPresent | flag.userVerified | flag.attestedCredentialData, this.#signCount),
+      authenticatorDataHead(
+        options.rp.id ?? hostOf(origin),
+        flag.userPresent | flag.userVerified | flag.attestedCredentialData,
+        this.#signCount,
+      ),
       aaguid,
       credentialIdLength,
       credentialId,
@@ -126,7 +154,11 @@ export class SoftwareAuthenticator {
    * navigator.credentials.get() answered: the counter goes up by one and the authenticator data and
    * client data hash are signed. `userVerified: false` plays an authenticator that only checked presence.
    */
-  assert(options: PublicKeyCredentialRequestOptionsJSON, origin: string, behaviour: { userVerified?: boolean } = {}): AuthenticationResponseJSON {
+  assert(
+    options: PublicKeyCredentialRequestOptionsJSON,
+    origin: string,
+    behaviour: { userVerified?: boolean } = {},
+  ): AuthenticationResponseJSON {
     const allowed = options.allowCredentials ?? [];
     if (allowed.length > 0 && !allowed.some((credential) => credential.id === this.credentialId)) {
       throw new AuthenticatorRefusal("the options allow other credentials only");
@@ -171,6 +203,8 @@ function hostOf(origin: string): string {
   try {
     return new URL(origin).hostname;
   } catch {
-    throw new AuthenticatorRefusal(`the options name no relying party and ${JSON.stringify(origin)} is not a URL to take one from`);
+    throw new AuthenticatorRefusal(
+      `the options name no relying party and ${JSON.stringify(origin)} is not a URL to take one from`,
+    );
   }
 }

@@ -1,8 +1,8 @@
-import { ConnectError, type Client } from "@connectrpc/connect";
-import pg from "pg";
-import { createInternalClient, createLogger, type Clock, type RunningService } from "@svc/platform";
+import { type Client, ConnectError } from "@connectrpc/connect";
+import { type Clock, createInternalClient, createLogger, type RunningService } from "@svc/platform";
 import { AccountConsoleService, AccountService } from "@svc/proto/account/v1/account_pb.js";
-import { createTestDatabase, natsUrl, uniqueName, type TestDatabase } from "../../../../test/harness/index.ts";
+import pg from "pg";
+import { createTestDatabase, natsUrl, type TestDatabase, uniqueName } from "../../../../test/harness/index.ts";
 import { startAccount } from "../../src/server.ts";
 
 export interface TestAccount {
@@ -21,7 +21,10 @@ export const sandboxKey = Buffer.alloc(32, 7).toString("base64");
 export const refPepper = Buffer.alloc(32, 9).toString("base64");
 
 /** The account service in this process on its own database, stream and subjects, with the given clock. */
-export async function startTestAccount(label: string, options: { clock: Clock; env?: Record<string, string> }): Promise<TestAccount> {
+export async function startTestAccount(
+  label: string,
+  options: { clock: Clock; env?: Record<string, string> },
+): Promise<TestAccount> {
   const database = await createTestDatabase(label);
   const stream = uniqueName(label).toUpperCase();
   const env: Record<string, string> = {

@@ -1,14 +1,14 @@
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { Client } from "@connectrpc/connect";
-import { constantTimeEqual, environmentProto, type Clock, type Logger } from "@svc/platform";
-import { AgeVerdict, LinkConflict, type AccountService } from "@svc/proto/account/v1/account_pb.js";
+import { type Clock, constantTimeEqual, environmentProto, type Logger } from "@svc/platform";
+import { type AccountService, AgeVerdict, LinkConflict } from "@svc/proto/account/v1/account_pb.js";
 import { AgeResult, type SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import type { FailureReason, LinkRefusal } from "../events/gate-events.ts";
 import type { PartnerRefs } from "../partner-refs.ts";
 import { Refusal } from "../refusal.ts";
 import { secretHash } from "../requests/request-ids.ts";
 import type { RequestLifecycle } from "../requests/request-lifecycle.ts";
-import { storedRequest, type RequestRow } from "../requests/request-row.ts";
+import { type RequestRow, storedRequest } from "../requests/request-row.ts";
 import { effectiveStatus, type StoredStatus } from "../requests/status-record.ts";
 
 /** How the person's side proves it may act on a request (see RequestAccess in gate.proto). */
@@ -28,7 +28,10 @@ export const assertionBinding = (requestId: string): string => `gate-request:${r
 
 const linkRefusals: Partial<Record<LinkConflict, LinkRefusal>> = {
   [LinkConflict.ALREADY_TRUSTED]: { failureCode: "already_trusted", failureName: "account_already_secured_here" },
-  [LinkConflict.REBIND_REQUIRES_PRIOR_ID]: { failureCode: "rebind_requires_prior_id", failureName: "account_held_by_another_id" },
+  [LinkConflict.REBIND_REQUIRES_PRIOR_ID]: {
+    failureCode: "rebind_requires_prior_id",
+    failureName: "account_held_by_another_id",
+  },
 };
 
 const ageVerdicts: Record<AgeVerdict, { verdict: string; claim: AgeResult }> = {
@@ -61,7 +64,14 @@ export class Ceremony {
   readonly #clock: Clock;
   readonly #logger: Logger;
 
-  constructor(options: { lifecycle: RequestLifecycle; account: Client<typeof AccountService>; signing: Client<typeof SigningService>; refs: PartnerRefs; clock: Clock; logger: Logger }) {
+  constructor(options: {
+    lifecycle: RequestLifecycle;
+    account: Client<typeof AccountService>;
+    signing: Client<typeof SigningService>;
+    refs: PartnerRefs;
+    clock: Clock;
+    logger: Logger;
+  }) {
     this.#lifecycle = options.lifecycle;
     this.#account = options.account;
     this.#signing = options.signing;
@@ -73,7 +83,13 @@ export class Ceremony {
   async open(requestId: string, access: Access, rp: RelyingParty): Promise<OpenedRequest> {
     const row = await this.#authorized(requestId, access);
     const status = await this.#currentStatus(row);
-    if (status !== "pending" || !(await this.#lifecycle.markOpened(row.id))) return { row, status: status === "pending" ? await this.#afterRace(row.id) : status, ceremonyId: "", optionsJson: "" };
+    if (status !== "pending" || !(await this.#lifecycle.markOpened(row.id)))
+      return {
+        row,
+        status: status === "pending" ? await this.#afterRace(row.id) : status,
+        ceremonyId: "",
+        optionsJson: "",
+      };
     const begun = await this.#account.beginPasskeyAssertion({
       svcUserId: row.svc_user_id ?? access.svcUserId,
       rpId: rp.rpId,
@@ -83,14 +99,22 @@ export class Ceremony {
     return { row, status, ceremonyId: begun.ceremonyId, optionsJson: begun.optionsJson };
   }
 
-  async confirm(requestId: string, access: Access, assertion: { ceremonyId: string; responseJson: string }): Promise<{ status: StoredStatus; token?: string; returnUrl: string }> {
+  async confirm(
+    requestId: string,
+    access: Access,
+    assertion: { ceremonyId: string; responseJson: string },
+  ): Promise<{ status: StoredStatus; token?: string; returnUrl: string }> {
     const row = await this.#authorized(requestId, access);
     const returnUrl = row.return_url ?? "";
     const status = await this.#currentStatus(row);
     if (status === "expired") return { status, returnUrl };
     if (status !== "pending") throw new Refusal("conflict", `the request is ${status}, no longer pending`);
 
-    const finished = await this.#account.finishPasskeyAssertion({ ceremonyId: assertion.ceremonyId, responseJson: assertion.responseJson, binding: assertionBinding(row.id) });
+    const finished = await this.#account.finishPasskeyAssertion({
+      ceremonyId: assertion.ceremonyId,
+      responseJson: assertion.responseJson,
+      binding: assertionBinding(row.id),
+    });
     const human = finished.svcUserId;
     if ((row.svc_user_id && human !== row.svc_user_id) || (access.svcUserId && human !== access.svcUserId))
       throw new Refusal("forbidden", "the passkey belongs to another person than the one this request is for");
@@ -142,11 +166,21 @@ export class Ceremony {
     return this.#failByPerson(requestId, access, { reason: "user_denied", errorMessage: "the person declined" });
   }
 
-  async reportFailure(requestId: string, access: Access, reason: string): Promise<{ status: StoredStatus; returnUrl: string }> {
+  async reportFailure(
+    requestId: string,
+    access: Access,
+    reason: string,
+  ): Promise<{ status: StoredStatus; returnUrl: string }> {
     const known = reportedFailures.find((r) => r === reason);
     if (!known) throw new Refusal("invalid", `reason must be one of ${reportedFailures.join(", ")}`);
-    const messages = { device_lock_required: "the device has no screen lock or biometric set up", platform_declined: "the platform refused the passkey ceremony" };
-    return this.#failByPerson(requestId, access, { reason: known, errorMessage: messages[known as keyof typeof messages] });
+    const messages = {
+      device_lock_required: "the device has no screen lock or biometric set up",
+      platform_declined: "the platform refused the passkey ceremony",
+    };
+    return this.#failByPerson(requestId, access, {
+      reason: known,
+      errorMessage: messages[known as keyof typeof messages],
+    });
   }
 
   async #failByPerson(requestId: string, access: Access, failure: { reason: FailureReason; errorMessage: string }) {
@@ -161,7 +195,10 @@ export class Ceremony {
   /** A request nobody may learn about unless they hold its flow secret or are the human it names. */
   async #authorized(requestId: string, access: Access): Promise<RequestRow> {
     const row = await this.#lifecycle.load(requestId);
-    const bySecret = row !== undefined && access.flowSecret !== "" && constantTimeEqual(secretHash(access.flowSecret), Buffer.from(row.flow_secret_hash));
+    const bySecret =
+      row !== undefined &&
+      access.flowSecret !== "" &&
+      constantTimeEqual(secretHash(access.flowSecret), Buffer.from(row.flow_secret_hash));
     const byHuman = row !== undefined && access.svcUserId !== "" && row.svc_user_id === access.svcUserId;
     if (!row || !(bySecret || byHuman)) throw new Refusal("not_found", "no such request");
     return row;
@@ -170,7 +207,8 @@ export class Ceremony {
   /** The status the person's side acts on; a window that passed is recorded (with its late event) first. */
   async #currentStatus(row: RequestRow): Promise<StoredStatus> {
     const status = effectiveStatus(storedRequest(row), this.#clock.now());
-    if (status === "expired" && (row.status === "pending" || row.ended_by === "window")) await this.#lifecycle.expireOnLateOpen(row.id);
+    if (status === "expired" && (row.status === "pending" || row.ended_by === "window"))
+      await this.#lifecycle.expireOnLateOpen(row.id);
     return status;
   }
 
@@ -190,7 +228,12 @@ export class Ceremony {
    */
   async #link(row: RequestRow, human: string, at: Date) {
     const ref = row.partner_ref_sealed ? this.#refs.open(row.id, Buffer.from(row.partner_ref_sealed)) : undefined;
-    const scope = { organizationId: row.organization_id, environment: environmentProto(row.environment), partnerUserRef: ref ?? "", svcUserId: human };
+    const scope = {
+      organizationId: row.organization_id,
+      environment: environmentProto(row.environment),
+      partnerUserRef: ref ?? "",
+      svcUserId: human,
+    };
     if (ref !== undefined && row.notarize_offered) {
       const secured = await this.#account.secureAccount({ ...scope, surfaceId: "", at: timestampFromDate(at) });
       const refusal = linkRefusals[secured.conflict];
@@ -198,11 +241,23 @@ export class Ceremony {
         this.#logger.info("securing an account was refused", { requestId: row.id, failureCode: refusal.failureCode });
         return { kind: "refused" as const, refusal };
       }
-      return { kind: "linked" as const, trusted: true, firstTime: secured.firstTime, handle: secured.handle, trustedSince: secured.trustedSince };
+      return {
+        kind: "linked" as const,
+        trusted: true,
+        firstTime: secured.firstTime,
+        handle: secured.handle,
+        trustedSince: secured.trustedSince,
+      };
     }
     if (ref !== undefined) {
       const link = await this.#account.getAccountLink(scope);
-      return { kind: "linked" as const, trusted: link.trusted, firstTime: false, handle: link.handle || undefined, trustedSince: link.trustedSince };
+      return {
+        kind: "linked" as const,
+        trusted: link.trusted,
+        firstTime: false,
+        handle: link.handle || undefined,
+        trustedSince: link.trustedSince,
+      };
     }
     return { kind: "linked" as const, trusted: false, firstTime: false, handle: undefined, trustedSince: undefined };
   }

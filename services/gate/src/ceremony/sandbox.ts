@@ -1,6 +1,6 @@
 import type { Client } from "@connectrpc/connect";
 import type { EnvironmentName, Logger } from "@svc/platform";
-import { SandboxBehavior, type AccountService } from "@svc/proto/account/v1/account_pb.js";
+import { type AccountService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import type { Ceremony, RelyingParty } from "./ceremony.ts";
 
 /**
@@ -15,7 +15,13 @@ export class SandboxResponder {
   readonly #logger: Logger;
   readonly #honoured: boolean;
 
-  constructor(options: { ceremony: Ceremony; account: Client<typeof AccountService>; rp: RelyingParty; logger: Logger; deployment: "development" | "production" }) {
+  constructor(options: {
+    ceremony: Ceremony;
+    account: Client<typeof AccountService>;
+    rp: RelyingParty;
+    logger: Logger;
+    deployment: "development" | "production";
+  }) {
     this.#ceremony = options.ceremony;
     this.#account = options.account;
     this.#rp = options.rp;
@@ -39,8 +45,15 @@ export class SandboxResponder {
       if (behavior !== SandboxBehavior.CONFIRM) return;
       const opened = await this.#ceremony.open(requestId, access, this.#rp);
       if (opened.status !== "pending") return;
-      const asserted = await this.#account.sandboxAssert({ svcUserId, optionsJson: opened.optionsJson, origin: this.#rp.origin });
-      await this.#ceremony.confirm(requestId, access, { ceremonyId: opened.ceremonyId, responseJson: asserted.responseJson });
+      const asserted = await this.#account.sandboxAssert({
+        svcUserId,
+        optionsJson: opened.optionsJson,
+        origin: this.#rp.origin,
+      });
+      await this.#ceremony.confirm(requestId, access, {
+        ceremonyId: opened.ceremonyId,
+        responseJson: asserted.responseJson,
+      });
     };
     setImmediate(() => {
       run().catch((error: unknown) => this.#logger.warn("sandbox human could not answer", { requestId, error }));

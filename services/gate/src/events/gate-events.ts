@@ -1,7 +1,12 @@
-import { create, toBinary, type JsonObject } from "@bufbuild/protobuf";
+import { create, type JsonObject, toBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { environmentProto, type EnvironmentName } from "@svc/platform";
-import { EventSchema, GateHumanVerifiedSchema, GateUnavailableSchema, type Event } from "@svc/proto/events/v1/events_pb.js";
+import { type EnvironmentName, environmentProto } from "@svc/platform";
+import {
+  type Event,
+  EventSchema,
+  GateHumanVerifiedSchema,
+  GateUnavailableSchema,
+} from "@svc/proto/events/v1/events_pb.js";
 
 /**
  * The two gate events (spec "Events"): `gate.human_verified` and `gate.unavailable` in its failure
@@ -15,14 +20,16 @@ import { EventSchema, GateHumanVerifiedSchema, GateUnavailableSchema, type Event
  * create-verification-link keys; undefined (omitted) when there are none. Reserved keys are dropped
  * where webhooks are rendered (webhook-dispatch), the one place that rule lives.
  */
-export function eventMetadata(session: JsonObject | null | undefined, link: JsonObject | null | undefined): JsonObject | undefined {
+export function eventMetadata(
+  session: JsonObject | null | undefined,
+  link: JsonObject | null | undefined,
+): JsonObject | undefined {
   const merged: JsonObject = {};
   for (const [key, value] of Object.entries({ ...session, ...link })) {
     if (value !== undefined) merged[key] = value;
   }
   return Object.keys(merged).length > 0 ? merged : undefined;
 }
-
 
 export interface GateEventSubject {
   requestId: string;
@@ -39,7 +46,6 @@ export interface OutboxMessage {
 
 /** Every request of ours names a gate, so every gate event is a `census` product event. */
 const product = "census";
-
 
 function envelope(type: string, subject: GateEventSubject, occurredAt: Date, payload: Event["payload"]): OutboxMessage {
   const dedupKey = `${type}:${subject.requestId}`;
@@ -61,7 +67,10 @@ const shared = (subject: GateEventSubject) => ({
   ...(subject.metadata ? { metadata: subject.metadata } : {}),
 });
 
-export function humanVerified(subject: GateEventSubject, outcome: { verifiedAt: Date; trusted: boolean; firstTime: boolean; handle?: string }): OutboxMessage {
+export function humanVerified(
+  subject: GateEventSubject,
+  outcome: { verifiedAt: Date; trusted: boolean; firstTime: boolean; handle?: string },
+): OutboxMessage {
   return envelope("gate.human_verified", subject, outcome.verifiedAt, {
     case: "gateHumanVerified",
     value: create(GateHumanVerifiedSchema, {
@@ -83,7 +92,10 @@ export interface LinkRefusal {
   failureName: "account_already_secured_here" | "account_held_by_another_id";
 }
 
-export function unavailableFailed(subject: GateEventSubject, failure: { failedAt: Date; reason: FailureReason; errorMessage: string; refusal?: LinkRefusal }): OutboxMessage {
+export function unavailableFailed(
+  subject: GateEventSubject,
+  failure: { failedAt: Date; reason: FailureReason; errorMessage: string; refusal?: LinkRefusal },
+): OutboxMessage {
   return envelope("gate.unavailable", subject, failure.failedAt, {
     case: "gateUnavailable",
     value: create(GateUnavailableSchema, {
@@ -92,7 +104,9 @@ export function unavailableFailed(subject: GateEventSubject, failure: { failedAt
       verdict: "unavailable",
       reason: failure.reason,
       errorMessage: failure.errorMessage,
-      ...(failure.refusal ? { failureCode: failure.refusal.failureCode, failureName: failure.refusal.failureName } : {}),
+      ...(failure.refusal
+        ? { failureCode: failure.refusal.failureCode, failureName: failure.refusal.failureName }
+        : {}),
     }),
   });
 }
@@ -101,6 +115,10 @@ export function unavailableFailed(subject: GateEventSubject, failure: { failedAt
 export function unavailableExpired(subject: GateEventSubject, expiredAt: Date, occurredAt: Date): OutboxMessage {
   return envelope("gate.unavailable", subject, occurredAt, {
     case: "gateUnavailable",
-    value: create(GateUnavailableSchema, { ...shared(subject), expiredAt: timestampFromDate(expiredAt), verdict: "unavailable" }),
+    value: create(GateUnavailableSchema, {
+      ...shared(subject),
+      expiredAt: timestampFromDate(expiredAt),
+      verdict: "unavailable",
+    }),
   });
 }

@@ -1,10 +1,13 @@
-import type pg from "pg";
 import type { EnvironmentName } from "@svc/platform";
+import type pg from "pg";
 import { RecentFacts } from "../recent-facts.ts";
-import { gateFromRow, type Gate, type GateRow } from "./gate-store.ts";
+import { type Gate, type GateRow, gateFromRow } from "./gate-store.ts";
 
 /** A gate's facts that never change after it is created: everything but its status. */
-export type GateFacts = Pick<Gate, "id" | "organizationId" | "environment" | "key" | "type" | "ageThreshold" | "notarizeOffer">;
+export type GateFacts = Pick<
+  Gate,
+  "id" | "organizationId" | "environment" | "key" | "type" | "ageThreshold" | "notarizeOffer"
+>;
 
 /**
  * The gates create-verification-link names, remembered once read. Only the status of a gate changes,

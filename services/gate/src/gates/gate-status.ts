@@ -28,10 +28,12 @@ export function parseGateStatus(text: string): GateStatus | undefined {
   return gateStatusRenames.find((rename) => rename.old === text)?.new;
 }
 
-export const legacyGateStatus = (status: GateStatus): string => gateStatusRenames.find((rename) => rename.new === status)!.old;
+export const legacyGateStatus = (status: GateStatus): string =>
+  gateStatusRenames.find((rename) => rename.new === status)!.old;
 
 /** What a row carries beside `status` at `now`: its old name until the sunset, nothing from then on. */
-export const legacyGateStatusAt = (status: GateStatus, now: Date): string | undefined => (now.getTime() < renameSunset.getTime() ? legacyGateStatus(status) : undefined);
+export const legacyGateStatusAt = (status: GateStatus, now: Date): string | undefined =>
+  now.getTime() < renameSunset.getTime() ? legacyGateStatus(status) : undefined;
 
 /** Only an Active gate accepts requests. */
 export const acceptsRequests = (status: GateStatus): boolean => status === "active";

@@ -1,7 +1,7 @@
 import type { EntityManager, MikroORM } from "@mikro-orm/postgresql";
-import { uuid, type Clock, type EnvironmentName } from "@svc/platform";
+import { type Clock, type EnvironmentName, uuid } from "@svc/platform";
 import { Refusal } from "../refusal.ts";
-import { parseGateStatus, type GateStatus } from "./gate-status.ts";
+import { type GateStatus, parseGateStatus } from "./gate-status.ts";
 
 export type GateType = "human" | "age";
 
@@ -61,7 +61,11 @@ export interface NewGate {
 
 function requireStatus(text: string): GateStatus {
   const status = parseGateStatus(text);
-  if (!status) throw new Refusal("invalid", `status must be draft, active or archived (old names pending, pending_revisions, approved, denied, cancelled accepted), not ${JSON.stringify(text)}`);
+  if (!status)
+    throw new Refusal(
+      "invalid",
+      `status must be draft, active or archived (old names pending, pending_revisions, approved, denied, cancelled accepted), not ${JSON.stringify(text)}`,
+    );
   return status;
 }
 
@@ -89,7 +93,12 @@ export class GateStore {
     if (!gateKeyText.test(input.key)) throw new Refusal("invalid", "key must be 1-200 characters without spaces");
     const status = requireStatus(input.status === "" ? "draft" : input.status);
     if (input.type === "age") {
-      if (input.ageThreshold === undefined || !Number.isInteger(input.ageThreshold) || input.ageThreshold < 1 || input.ageThreshold > 150)
+      if (
+        input.ageThreshold === undefined ||
+        !Number.isInteger(input.ageThreshold) ||
+        input.ageThreshold < 1 ||
+        input.ageThreshold > 150
+      )
         throw new Refusal("invalid", "an Age Gate needs an age_threshold between 1 and 150");
     } else if (input.ageThreshold !== undefined) {
       throw new Refusal("invalid", "age_threshold applies to Age Gates only");
@@ -98,19 +107,38 @@ export class GateStore {
     const rows = await this.#orm.em.fork().execute<GateRow[]>(
       `insert into gates (id, organization_id, environment, key, type, age_threshold, status, notarize_offer, created_at, updated_at)
        values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) on conflict (organization_id, environment, key) do nothing returning *`,
-      [uuid(), input.organizationId, input.environment, input.key, input.type, input.type === "age" ? input.ageThreshold : null, status, input.notarizeOffer, now, now],
+      [
+        uuid(),
+        input.organizationId,
+        input.environment,
+        input.key,
+        input.type,
+        input.type === "age" ? input.ageThreshold : null,
+        status,
+        input.notarizeOffer,
+        now,
+        now,
+      ],
     );
-    if (!rows[0]) throw new Refusal("conflict", `gate ${JSON.stringify(input.key)} already exists in ${input.environment}`);
+    if (!rows[0])
+      throw new Refusal("conflict", `gate ${JSON.stringify(input.key)} already exists in ${input.environment}`);
     return gateFromRow(rows[0]);
   }
 
-  async setStatus(organizationId: string, environment: EnvironmentName, key: string, statusText: string): Promise<Gate> {
+  async setStatus(
+    organizationId: string,
+    environment: EnvironmentName,
+    key: string,
+    statusText: string,
+  ): Promise<Gate> {
     requireOrganization(organizationId);
     const status = requireStatus(statusText);
-    const rows = await this.#orm.em.fork().execute<GateRow[]>(
-      `update gates set status = ?, updated_at = ? where organization_id = ? and environment = ? and key = ? returning *`,
-      [status, this.#clock.now(), organizationId, environment, key],
-    );
+    const rows = await this.#orm.em
+      .fork()
+      .execute<GateRow[]>(
+        `update gates set status = ?, updated_at = ? where organization_id = ? and environment = ? and key = ? returning *`,
+        [status, this.#clock.now(), organizationId, environment, key],
+      );
     if (!rows[0]) throw new Refusal("not_found", `no gate ${JSON.stringify(key)} in ${environment}`);
     return gateFromRow(rows[0]);
   }
@@ -118,16 +146,26 @@ export class GateStore {
   async list(organizationId: string, environment: EnvironmentName | undefined, statusText: string): Promise<Gate[]> {
     requireOrganization(organizationId);
     const status = statusText === "" ? undefined : requireStatus(statusText);
-    const rows = await this.#orm.em.fork().execute<GateRow[]>(
-      `select * from gates where organization_id = ? and (?::text is null or environment = ?) and (?::text is null or status = ?) order by environment, key`,
-      [organizationId, environment ?? null, environment ?? null, status ?? null, status ?? null],
-    );
+    const rows = await this.#orm.em
+      .fork()
+      .execute<GateRow[]>(
+        `select * from gates where organization_id = ? and (?::text is null or environment = ?) and (?::text is null or status = ?) order by environment, key`,
+        [organizationId, environment ?? null, environment ?? null, status ?? null, status ?? null],
+      );
     return rows.map(gateFromRow);
   }
 }
 
 /** The gate with this key in the caller's environment, read inside the caller's unit of work. */
-export async function findGate(em: EntityManager, organizationId: string, environment: EnvironmentName, key: string): Promise<Gate | undefined> {
-  const rows = await em.execute<GateRow[]>(`select * from gates where organization_id = ? and environment = ? and key = ?`, [organizationId, environment, key]);
+export async function findGate(
+  em: EntityManager,
+  organizationId: string,
+  environment: EnvironmentName,
+  key: string,
+): Promise<Gate | undefined> {
+  const rows = await em.execute<GateRow[]>(
+    `select * from gates where organization_id = ? and environment = ? and key = ?`,
+    [organizationId, environment, key],
+  );
   return rows[0] ? gateFromRow(rows[0]) : undefined;
 }

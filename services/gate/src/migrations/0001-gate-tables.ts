@@ -67,9 +67,15 @@ export class CreateGateTables extends Migration {
       "token" text null,
       "token_expires_at" timestamptz null,
       "event_sent" boolean not null default false)`);
-    this.addSql(`create index "requests_blocking" on "requests" ("organization_id", "environment", "gate_key", "blocking_user_hash") where "status" = 'pending'`);
+    this.addSql(
+      `create index "requests_blocking" on "requests" ("organization_id", "environment", "gate_key", "blocking_user_hash") where "status" = 'pending'`,
+    );
     this.addSql(`create index "requests_due" on "requests" ("expires_at") where "status" = 'pending'`);
-    this.addSql(`create index "requests_presence_by_ref" on "requests" ("organization_id", "environment", "gate_key", "partner_ref_hash", "ended_at") where "status" = 'completed'`);
-    this.addSql(`create index "requests_presence_by_human" on "requests" ("organization_id", "environment", "gate_key", "human_id", "ended_at") where "status" = 'completed'`);
+    this.addSql(
+      `create index "requests_presence_by_ref" on "requests" ("organization_id", "environment", "gate_key", "partner_ref_hash", "ended_at") where "status" = 'completed'`,
+    );
+    this.addSql(
+      `create index "requests_presence_by_human" on "requests" ("organization_id", "environment", "gate_key", "human_id", "ended_at") where "status" = 'completed'`,
+    );
   }
 }

@@ -57,4 +57,5 @@ export function blocks(existing: ExistingRequest, now: Date, parentRequestId?: s
  * Clause 5: the user revoke-verification clears. Its `partner_user_id` names the user the same way
  * clause 1 does, so a request checked under a `partner_user_ref` is cleared by that value.
  */
-export const revokedUser = (partnerUserId: string): string | undefined => (given(partnerUserId) ? partnerUserId : undefined);
+export const revokedUser = (partnerUserId: string): string | undefined =>
+  given(partnerUserId) ? partnerUserId : undefined;

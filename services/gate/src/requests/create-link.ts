@@ -47,9 +47,15 @@ export const modeFor = (mode: string, svcUserId: string): Mode =>
 
 const refusals = {
   unauthenticated: () => new Refusal("unauthenticated", "the grant token is invalid, expired or already used"),
-  no_active_gate: (gate: string, environment: string) => new Refusal("invalid", `no active gate ${JSON.stringify(gate)} in the ${environment} environment`),
-  gate_not_allowed: (gate: string) => new Refusal("forbidden", `gate ${JSON.stringify(gate)} is not allowed for this key`),
-  conflict: () => new Refusal("conflict", "the same user already has a pending request for this gate; revoke it or wait for it to end"),
+  no_active_gate: (gate: string, environment: string) =>
+    new Refusal("invalid", `no active gate ${JSON.stringify(gate)} in the ${environment} environment`),
+  gate_not_allowed: (gate: string) =>
+    new Refusal("forbidden", `gate ${JSON.stringify(gate)} is not allowed for this key`),
+  conflict: () =>
+    new Refusal(
+      "conflict",
+      "the same user already has a pending request for this gate; revoke it or wait for it to end",
+    ),
 };
 
 /**
@@ -61,14 +67,22 @@ const refusals = {
  * nothing, so it consumes nothing (spec "Grant token": rejected call → unused).
  */
 export async function createLink(
-  deps: { writer: RequestWriter; sessions: SessionFactsLookup; gates: GateFactsLookup; clock: Clock; refs: PartnerRefs; presenceWindowMs: number },
+  deps: {
+    writer: RequestWriter;
+    sessions: SessionFactsLookup;
+    gates: GateFactsLookup;
+    clock: Clock;
+    refs: PartnerRefs;
+    presenceWindowMs: number;
+  },
   caller: PartnerCaller,
   input: LinkInput,
   human: HumanFacts,
 ): Promise<CreatedLink> {
   const { clock, refs } = deps;
   const session = await deps.sessions.of(caller.credentialId);
-  if (!session || session.organization_id !== caller.organizationId || session.environment !== caller.environment) throw refusals.unauthenticated();
+  if (!session || session.organization_id !== caller.organizationId || session.environment !== caller.environment)
+    throw refusals.unauthenticated();
   const organizationId = session.organization_id;
   const gate = await deps.gates.of(organizationId, session.environment, input.gate);
 
@@ -82,7 +96,12 @@ export async function createLink(
   const refHash = input.partnerUserRef === "" ? null : refs.hash(organizationId, input.partnerUserRef);
   const blockingHash = user === undefined ? null : (refHash ?? session.partner_user_hash);
   const notarizeOffered = input.notarize && (gate?.notarizeOffer ?? false) && input.partnerUserRef !== "";
-  const lookup = presenceLookup({ svcUserId: input.svcUserId, refHash, securesAccount: notarizeOffered, ageGate: gate?.type === "age" });
+  const lookup = presenceLookup({
+    svcUserId: input.svcUserId,
+    refHash,
+    securesAccount: notarizeOffered,
+    ageGate: gate?.type === "age",
+  });
 
   const now = clock.now();
   const requestId = newRequestId();

@@ -7,8 +7,8 @@ import type { PartnerRefs } from "../partner-refs.ts";
 import { Refusal } from "../refusal.ts";
 import { revokedUser } from "./blocking-rule.ts";
 import { requestIdForm } from "./request-ids.ts";
-import { storedRequest, type RequestRow } from "./request-row.ts";
-import { statusRecord, type StatusRecord } from "./status-record.ts";
+import { type RequestRow, storedRequest } from "./request-row.ts";
+import { type StatusRecord, statusRecord } from "./status-record.ts";
 
 /** The partner's reads and its revoke: each scoped to the caller's organization and environment. */
 export class PartnerQueries {
@@ -28,18 +28,32 @@ export class PartnerQueries {
     if (!requestIdForm.test(requestId)) return statusRecord(undefined, now);
     const rows = await this.#orm.em
       .fork()
-      .execute<RequestRow[]>(`select * from requests where id = ? and organization_id = ? and environment = ?`, [requestId, caller.organizationId, caller.environment]);
+      .execute<RequestRow[]>(`select * from requests where id = ? and organization_id = ? and environment = ?`, [
+        requestId,
+        caller.organizationId,
+        caller.environment,
+      ]);
     return statusRecord(rows[0] ? storedRequest(rows[0]) : undefined, now);
   }
 
   /** revoke-verification: ends exactly the requests the 409 rule says would block a new one. */
-  async revoke(caller: PartnerCaller, gateKey: string, partnerUserId: string, allowedGates: readonly string[]): Promise<number> {
+  async revoke(
+    caller: PartnerCaller,
+    gateKey: string,
+    partnerUserId: string,
+    allowedGates: readonly string[],
+  ): Promise<number> {
     const user = revokedUser(partnerUserId);
     if (user === undefined) throw new Refusal("invalid", "partner_user_id is required");
     const em = this.#orm.em.fork();
     const gate = await findGate(em, caller.organizationId, caller.environment, gateKey);
-    if (!gate || !acceptsRequests(gate.status)) throw new Refusal("invalid", `no active gate ${JSON.stringify(gateKey)} in the ${caller.environment} environment`);
-    if (allowedGates.length > 0 && !allowedGates.includes(gate.key)) throw new Refusal("forbidden", `gate ${JSON.stringify(gate.key)} is not allowed for this key`);
+    if (!gate || !acceptsRequests(gate.status))
+      throw new Refusal(
+        "invalid",
+        `no active gate ${JSON.stringify(gateKey)} in the ${caller.environment} environment`,
+      );
+    if (allowedGates.length > 0 && !allowedGates.includes(gate.key))
+      throw new Refusal("forbidden", `gate ${JSON.stringify(gate.key)} is not allowed for this key`);
     const now = this.#clock.now();
     const rows = await em.execute<{ id: string }[]>(
       `update requests set status = 'expired', ended_at = ?, ended_by = 'revoked', partner_ref_sealed = null
@@ -52,8 +66,10 @@ export class PartnerQueries {
   /** What the widget needs to render a gate; any status, so it can tell a draft or archived gate apart. */
   async partnerConfig(caller: PartnerCaller, gateKey: string, allowedGates: readonly string[]): Promise<Gate> {
     const gate = await findGate(this.#orm.em.fork(), caller.organizationId, caller.environment, gateKey);
-    if (!gate) throw new Refusal("invalid", `no gate ${JSON.stringify(gateKey)} in the ${caller.environment} environment`);
-    if (allowedGates.length > 0 && !allowedGates.includes(gate.key)) throw new Refusal("forbidden", `gate ${JSON.stringify(gate.key)} is not allowed for this key`);
+    if (!gate)
+      throw new Refusal("invalid", `no gate ${JSON.stringify(gateKey)} in the ${caller.environment} environment`);
+    if (allowedGates.length > 0 && !allowedGates.includes(gate.key))
+      throw new Refusal("forbidden", `gate ${JSON.stringify(gate.key)} is not allowed for this key`);
     return gate;
   }
 }

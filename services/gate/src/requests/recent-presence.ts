@@ -8,7 +8,12 @@
  */
 export type PresenceLookup = { by: "human"; svcUserId: string } | { by: "reference"; refHash: Buffer };
 
-export function presenceLookup(input: { svcUserId: string; refHash: Buffer | null; securesAccount: boolean; ageGate: boolean }): PresenceLookup | undefined {
+export function presenceLookup(input: {
+  svcUserId: string;
+  refHash: Buffer | null;
+  securesAccount: boolean;
+  ageGate: boolean;
+}): PresenceLookup | undefined {
   if (input.securesAccount || input.ageGate) return undefined;
   if (input.svcUserId !== "") return { by: "human", svcUserId: input.svcUserId };
   if (input.refHash) return { by: "reference", refHash: input.refHash };

@@ -1,6 +1,13 @@
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { enqueueEvent, type Clock, type EventBus, type OutboxRelay } from "@svc/platform";
-import { humanVerified, unavailableExpired, unavailableFailed, type FailureReason, type LinkRefusal, type OutboxMessage } from "../events/gate-events.ts";
+import { type Clock, type EventBus, enqueueEvent, type OutboxRelay } from "@svc/platform";
+import {
+  type FailureReason,
+  humanVerified,
+  type LinkRefusal,
+  type OutboxMessage,
+  unavailableExpired,
+  unavailableFailed,
+} from "../events/gate-events.ts";
 import { confirmationHoldMs } from "./lifetimes.ts";
 import { eventSubject, type RequestRow } from "./request-row.ts";
 
@@ -60,20 +67,24 @@ export class RequestLifecycle {
   /** Marks a pending request opened; false when it is no longer pending inside its window. */
   async markOpened(requestId: string): Promise<boolean> {
     const now = this.#clock.now();
-    const rows = await this.#orm.em.fork().execute<{ id: string }[]>(
-      `update requests set opened_at = coalesce(opened_at, ?) where id = ? and status = 'pending' and expires_at > ? returning id`,
-      [now, requestId, now],
-    );
+    const rows = await this.#orm.em
+      .fork()
+      .execute<{ id: string }[]>(
+        `update requests set opened_at = coalesce(opened_at, ?) where id = ? and status = 'pending' and expires_at > ? returning id`,
+        [now, requestId, now],
+      );
     return rows.length > 0;
   }
 
   /** A confirmation begins: holds the window for it; false when the request is no longer pending inside its window. */
   async holdForConfirmation(requestId: string): Promise<boolean> {
     const now = this.#clock.now();
-    const rows = await this.#orm.em.fork().execute<{ id: string }[]>(
-      `update requests set confirming_until = ? where id = ? and status = 'pending' and expires_at > ? returning id`,
-      [new Date(now.getTime() + confirmationHoldMs), requestId, now],
-    );
+    const rows = await this.#orm.em
+      .fork()
+      .execute<{ id: string }[]>(
+        `update requests set confirming_until = ? where id = ? and status = 'pending' and expires_at > ? returning id`,
+        [new Date(now.getTime() + confirmationHoldMs), requestId, now],
+      );
     return rows.length > 0;
   }
 
@@ -82,7 +93,9 @@ export class RequestLifecycle {
    * so a confirmation retried after a failure further on still reports `first_time: true`.
    */
   async recordLinkCreated(requestId: string): Promise<void> {
-    await this.#orm.em.fork().execute(`update requests set first_time = true where id = ? and status = 'pending'`, [requestId]);
+    await this.#orm.em
+      .fork()
+      .execute(`update requests set first_time = true where id = ? and status = 'pending'`, [requestId]);
   }
 
   async complete(requestId: string, completion: Completion): Promise<RequestRow | undefined> {
@@ -91,8 +104,26 @@ export class RequestLifecycle {
       `update requests set status = 'completed', ended_at = ?, ended_by = 'confirmed', human_id = ?, trusted = ?, first_time = coalesce(first_time, ?), age_verdict = ?,
          token = ?, token_expires_at = ?, event_sent = true, partner_ref_sealed = null
        where id = ? and ${stillOpen} returning *`,
-      [now, completion.humanId, completion.trusted, completion.firstTime, completion.ageVerdict, completion.token, completion.tokenExpiresAt, requestId, now, now],
-      (row) => [humanVerified(eventSubject(row), { verifiedAt: now, trusted: completion.trusted, firstTime: row.first_time === true, handle: completion.handle })],
+      [
+        now,
+        completion.humanId,
+        completion.trusted,
+        completion.firstTime,
+        completion.ageVerdict,
+        completion.token,
+        completion.tokenExpiresAt,
+        requestId,
+        now,
+        now,
+      ],
+      (row) => [
+        humanVerified(eventSubject(row), {
+          verifiedAt: now,
+          trusted: completion.trusted,
+          firstTime: row.first_time === true,
+          handle: completion.handle,
+        }),
+      ],
     );
   }
 
@@ -139,13 +170,19 @@ export class RequestLifecycle {
         [now, now, limit],
       );
       count = rows.length;
-      for (const row of rows) if (row.opened_at !== null) this.#enqueue(em, unavailableExpired(eventSubject(row), new Date(row.expires_at), now));
+      for (const row of rows)
+        if (row.opened_at !== null)
+          this.#enqueue(em, unavailableExpired(eventSubject(row), new Date(row.expires_at), now));
     });
     if (count > 0) this.#outbox.wake();
     return count;
   }
 
-  async #transition(sql: string, params: unknown[], events: (row: RequestRow) => OutboxMessage[]): Promise<RequestRow | undefined> {
+  async #transition(
+    sql: string,
+    params: unknown[],
+    events: (row: RequestRow) => OutboxMessage[],
+  ): Promise<RequestRow | undefined> {
     const row = await this.#orm.em.fork().transactional(async (em) => {
       const rows = await em.execute<RequestRow[]>(sql, params);
       if (rows[0]) for (const event of events(rows[0])) this.#enqueue(em, event);

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
-import type pg from "pg";
 import { NaturalBatcher } from "@svc/platform";
+import type pg from "pg";
 
 /** One create-verification-link call, decided in TypeScript, for `create_verification_requests` (migration 0003) to apply. */
 export interface NewRequest {
@@ -88,10 +88,18 @@ export class RequestWriter {
         const families = batch.flatMap(({ request }) => (request.parentRequestId === null ? [] : [request]));
         const { rows } = await db.query<{ ordinal: number; outcome: WriteOutcome }>({
           ...statement,
-          values: [JSON.stringify(items), locks, families.map((r) => r.requestId), families.map((r) => r.parentRequestId)],
+          values: [
+            JSON.stringify(items),
+            locks,
+            families.map((r) => r.requestId),
+            families.map((r) => r.parentRequestId),
+          ],
         });
         const outcomes = new Map(rows.map((row) => [row.ordinal, row.outcome]));
-        return batch.map((_, ordinal) => outcomes.get(ordinal) ?? failure(`the statement gave no outcome for request ${ordinal} of ${batch.length}`));
+        return batch.map(
+          (_, ordinal) =>
+            outcomes.get(ordinal) ?? failure(`the statement gave no outcome for request ${ordinal} of ${batch.length}`),
+        );
       },
     });
   }

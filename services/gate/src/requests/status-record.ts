@@ -47,9 +47,15 @@ const messages: Record<RecordStatus, string> = {
  * a pending one whose confirmation began in time reads `pending` until that confirmation ends or its
  * hold runs out.
  */
-export function effectiveStatus(request: Pick<StoredRequest, "status" | "expiresAt" | "confirmingUntil">, now: Date): StoredStatus {
+export function effectiveStatus(
+  request: Pick<StoredRequest, "status" | "expiresAt" | "confirmingUntil">,
+  now: Date,
+): StoredStatus {
   const open = request.status === "pending" || request.status === "pass";
-  const confirming = request.status === "pending" && request.confirmingUntil !== null && request.confirmingUntil.getTime() > now.getTime();
+  const confirming =
+    request.status === "pending" &&
+    request.confirmingUntil !== null &&
+    request.confirmingUntil.getTime() > now.getTime();
   return open && !confirming && request.expiresAt.getTime() <= now.getTime() ? "expired" : request.status;
 }
 
@@ -61,7 +67,8 @@ export function statusRecord(request: StoredRequest | undefined, now: Date): Sta
     record.trusted = request.trusted ?? false;
     record.firstTime = request.firstTime ?? false;
     if (request.gateType === "age" && request.ageVerdict) record.ageVerdict = request.ageVerdict;
-    if (request.token && request.tokenExpiresAt && request.tokenExpiresAt.getTime() > now.getTime()) record.token = request.token;
+    if (request.token && request.tokenExpiresAt && request.tokenExpiresAt.getTime() > now.getTime())
+      record.token = request.token;
   }
   if (status === "failed") record.reason = request.failureReason ?? "unavailable";
   return record;

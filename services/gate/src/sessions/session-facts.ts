@@ -23,7 +23,11 @@ export class SessionFactsLookup {
   async of(sessionId: string): Promise<SessionRow | undefined> {
     const known = this.#recent.get(sessionId);
     if (known) return known;
-    const { rows } = await this.#db.query<SessionRow>({ name: "session_facts", text: `select id, organization_id, environment, credential_id, credential_kind, partner_user_hash, metadata, allowed_gates, expires_at from sessions where id = $1`, values: [sessionId] });
+    const { rows } = await this.#db.query<SessionRow>({
+      name: "session_facts",
+      text: `select id, organization_id, environment, credential_id, credential_kind, partner_user_hash, metadata, allowed_gates, expires_at from sessions where id = $1`,
+      values: [sessionId],
+    });
     if (rows[0]) this.remember(rows[0]);
     return rows[0];
   }

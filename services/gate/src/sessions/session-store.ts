@@ -1,6 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
+import { type Clock, type EnvironmentName, NaturalBatcher, uuid } from "@svc/platform";
 import type pg from "pg";
-import { NaturalBatcher, uuid, type Clock, type EnvironmentName } from "@svc/platform";
 import type { PartnerCaller } from "../caller.ts";
 import type { PartnerRefs } from "../partner-refs.ts";
 import { Refusal } from "../refusal.ts";
@@ -38,11 +38,19 @@ export class SessionStore {
     this.#clock = options.clock;
     this.#refs = options.refs;
     this.#facts = options.facts;
-    this.#unusedSessions = new NaturalBatcher({ maxBatch: 64, gatherTurn: true, run: (checks) => this.#unusedSessionsOf(checks) });
+    this.#unusedSessions = new NaturalBatcher({
+      maxBatch: 64,
+      gatherTurn: true,
+      run: (checks) => this.#unusedSessionsOf(checks),
+    });
   }
 
-  async create(caller: PartnerCaller, input: { partnerUserId: string; metadata: JsonObject | undefined; allowedGates: readonly string[] }) {
-    if (caller.kind === "grant_token") throw new Refusal("unauthenticated", "a session is created with an API key or a site key");
+  async create(
+    caller: PartnerCaller,
+    input: { partnerUserId: string; metadata: JsonObject | undefined; allowedGates: readonly string[] },
+  ) {
+    if (caller.kind === "grant_token")
+      throw new Refusal("unauthenticated", "a session is created with an API key or a site key");
     const token = newGrantToken();
     const now = this.#clock.now();
     const row: SessionRow = {
@@ -51,7 +59,8 @@ export class SessionStore {
       environment: caller.environment,
       credential_id: caller.credentialId,
       credential_kind: caller.kind,
-      partner_user_hash: input.partnerUserId === "" ? null : this.#refs.hash(caller.organizationId, input.partnerUserId),
+      partner_user_hash:
+        input.partnerUserId === "" ? null : this.#refs.hash(caller.organizationId, input.partnerUserId),
       metadata: input.metadata && Object.keys(input.metadata).length > 0 ? input.metadata : null,
       allowed_gates: [...input.allowedGates],
       expires_at: new Date(now.getTime() + grantTokenLifetimeMs),
@@ -104,9 +113,13 @@ export class SessionStore {
   /** Logout: revokes an unused grant token of the caller's organization; false when there was nothing to revoke. */
   async revoke(caller: PartnerCaller, token: string): Promise<boolean> {
     if (!grantTokenForm.test(token)) return false;
-    const owner = await this.#db.query<{ organization_id: string }>(`select organization_id from sessions where token_hash = $1`, [secretHash(token)]);
+    const owner = await this.#db.query<{ organization_id: string }>(
+      `select organization_id from sessions where token_hash = $1`,
+      [secretHash(token)],
+    );
     if (!owner.rows[0]) return false;
-    if (owner.rows[0].organization_id !== caller.organizationId) throw new Refusal("forbidden", "the grant token belongs to another organization");
+    if (owner.rows[0].organization_id !== caller.organizationId)
+      throw new Refusal("forbidden", "the grant token belongs to another organization");
     const now = this.#clock.now();
     const revoked = await this.#db.query(
       `update sessions set revoked_at = $1 where token_hash = $2 and consumed_at is null and revoked_at is null and expires_at > $1 returning id`,

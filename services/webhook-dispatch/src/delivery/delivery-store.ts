@@ -91,7 +91,10 @@ export const claimedDelivery = (r: ClaimedRow): ClaimedDelivery => ({
  * first, skipping rows another worker holds, at most `limit` in all. A claim counts as an attempt and
  * moves the next attempt to the lease's end. The schedule lives in Postgres, so a restart loses nothing.
  */
-export async function claimDueDeliveries(db: Queryable, terms: ClaimTerms & { limit: number }): Promise<ClaimedDelivery[]> {
+export async function claimDueDeliveries(
+  db: Queryable,
+  terms: ClaimTerms & { limit: number },
+): Promise<ClaimedDelivery[]> {
   const { rows } = await db.query<ClaimedRow>({
     name: "claim_due_deliveries",
     text: `with claimable as (
@@ -131,7 +134,12 @@ export async function releaseClaims(db: Queryable, deliveries: readonly ClaimedD
      set attempts = d.attempts - 1, schedule_step = d.schedule_step - 1, next_attempt_at = $1
      from unnest($2::bigint[], $3::int[], $4::int[]) as c(id, attempts, schedule_step)
      where d.id = c.id and d.attempts = c.attempts and d.schedule_step = c.schedule_step and d.status = 'pending'`,
-    values: [now, deliveries.map((d) => d.deliveryId), deliveries.map((d) => d.attempts), deliveries.map((d) => d.scheduleStep)],
+    values: [
+      now,
+      deliveries.map((d) => d.deliveryId),
+      deliveries.map((d) => d.attempts),
+      deliveries.map((d) => d.scheduleStep),
+    ],
   });
 }
 
@@ -160,7 +168,11 @@ export interface AttemptResult {
  * reached `autoDisableAfterMs`. Endpoint rows whose streak did not change are not written.
  * Returns the endpoints it disabled.
  */
-export async function recordAttemptResults(db: Queryable, results: readonly AttemptResult[], options: { now: Date; autoDisableAfterMs: number }): Promise<string[]> {
+export async function recordAttemptResults(
+  db: Queryable,
+  results: readonly AttemptResult[],
+  options: { now: Date; autoDisableAfterMs: number },
+): Promise<string[]> {
   const streaks = failureStreaks(results);
   const { rows } = await db.query<{ id: string }>({
     name: "record_attempt_results",
@@ -215,7 +227,9 @@ export async function recordAttemptResults(db: Queryable, results: readonly Atte
  * Per endpoint, in the order the attempts ended: whether any succeeded, and the first failure after
  * the last success (null when the last attempt succeeded).
  */
-function failureStreaks(results: readonly AttemptResult[]): { id: string; succeeded: boolean; failing_since: Date | null }[] {
+function failureStreaks(
+  results: readonly AttemptResult[],
+): { id: string; succeeded: boolean; failing_since: Date | null }[] {
   const streaks = new Map<string, { id: string; succeeded: boolean; failing_since: Date | null }>();
   for (const r of [...results].sort((a, b) => a.at.getTime() - b.at.getTime())) {
     const streak = streaks.get(r.endpointId) ?? { id: r.endpointId, succeeded: false, failing_since: null };

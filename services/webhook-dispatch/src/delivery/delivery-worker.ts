@@ -1,5 +1,12 @@
-import { startWakeableLoop, type Clock, type Logger, type Queryable } from "@svc/platform";
-import { claimDueDeliveries, recordAttemptResults, releaseClaims, type AttemptResult, type ClaimedDelivery, type ClaimTerms } from "./delivery-store.ts";
+import { type Clock, type Logger, type Queryable, startWakeableLoop } from "@svc/platform";
+import {
+  type AttemptResult,
+  type ClaimedDelivery,
+  type ClaimTerms,
+  claimDueDeliveries,
+  recordAttemptResults,
+  releaseClaims,
+} from "./delivery-store.ts";
 import type { EndpointKeys } from "./endpoint-keys.ts";
 import type { HttpSender, SendOutcome } from "./http-sender.ts";
 import { nextAttemptDelay, parseRetryAfter, type RetryPolicy } from "./retry-schedule.ts";
@@ -64,7 +71,10 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
   const release = async (deliveries: readonly ClaimedDelivery[]) => {
     if (deliveries.length === 0) return;
     await releaseClaims(statements, deliveries, clock.now()).catch((error: unknown) =>
-      logger.warn("could not give back claimed deliveries; their leases will bring them back", { error, deliveries: deliveries.length }),
+      logger.warn("could not give back claimed deliveries; their leases will bring them back", {
+        error,
+        deliveries: deliveries.length,
+      }),
     );
   };
 
@@ -115,7 +125,11 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
     const served: string[] = [];
     for (const [endpointId, queue] of [...waiting]) {
       let sent = false;
-      while (queue.length > 0 && (inFlight.get(endpointId) ?? 0) < options.perEndpointConcurrency && attempts.size < options.globalConcurrency) {
+      while (
+        queue.length > 0 &&
+        (inFlight.get(endpointId) ?? 0) < options.perEndpointConcurrency &&
+        attempts.size < options.globalConcurrency
+      ) {
         const delivery = queue.shift()!;
         waitingCount -= 1;
         // Too little lease left to finish: another claim may already own it, or will.
@@ -155,14 +169,24 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
     const startedAt = clock.now();
     let headers: Record<string, string>;
     try {
-      headers = webhookHeaders({ webhookId: delivery.messageId, at: startedAt, body: delivery.body, keys: options.keys.keysFor(delivery, startedAt) });
+      headers = webhookHeaders({
+        webhookId: delivery.messageId,
+        at: startedAt,
+        body: delivery.body,
+        keys: options.keys.keysFor(delivery, startedAt),
+      });
     } catch (error) {
       // Our fault (a wrong WEBHOOK_DISPATCH_SECRET_KEY), not the endpoint's: no attempt is recorded
       // against it, and the lease brings the delivery back once the key is fixed.
       logger.error("cannot open the endpoint's signing secret", { endpointId: delivery.endpointId, error });
       return undefined;
     }
-    const outcome = await options.sender.send({ url: delivery.url, headers, body: delivery.body, timeoutMs: options.timeoutMs });
+    const outcome = await options.sender.send({
+      url: delivery.url,
+      headers,
+      body: delivery.body,
+      timeoutMs: options.timeoutMs,
+    });
     return resultOf(delivery, outcome, { startedAt, endedAt: clock.now() }, options.retry);
   };
 
@@ -194,7 +218,12 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
 }
 
 /** The decision after one attempt: delivered, retried later, or failed for good. */
-function resultOf(delivery: ClaimedDelivery, outcome: SendOutcome, times: { startedAt: Date; endedAt: Date }, retry: RetryPolicy): AttemptResult {
+function resultOf(
+  delivery: ClaimedDelivery,
+  outcome: SendOutcome,
+  times: { startedAt: Date; endedAt: Date },
+  retry: RetryPolicy,
+): AttemptResult {
   const at = times.endedAt;
   const base = {
     deliveryId: delivery.deliveryId,
@@ -205,9 +234,18 @@ function resultOf(delivery: ClaimedDelivery, outcome: SendOutcome, times: { star
     at,
   };
   if (outcome.kind === "delivered") {
-    return { ...base, succeeded: true, statusCode: outcome.statusCode, error: null, status: "delivered", nextAttemptAt: null };
+    return {
+      ...base,
+      succeeded: true,
+      statusCode: outcome.statusCode,
+      error: null,
+      status: "delivered",
+      nextAttemptAt: null,
+    };
   }
-  const delay = nextAttemptDelay(retry, delivery.scheduleStep, { retryAfterMs: parseRetryAfter(outcome.retryAfter, at) });
+  const delay = nextAttemptDelay(retry, delivery.scheduleStep, {
+    retryAfterMs: parseRetryAfter(outcome.retryAfter, at),
+  });
   return {
     ...base,
     succeeded: false,
@@ -233,14 +271,23 @@ function startResultWriter(options: DeliveryWorkerOptions, onDisabled: (endpoint
       const batch = queue;
       queue = [];
       try {
-        const disabled = await recordAttemptResults(statements, batch, { now: clock.now(), autoDisableAfterMs: options.autoDisableAfterMs });
+        const disabled = await recordAttemptResults(statements, batch, {
+          now: clock.now(),
+          autoDisableAfterMs: options.autoDisableAfterMs,
+        });
         for (const endpointId of disabled) {
-          logger.warn("endpoint disabled: every attempt failed for too long", { endpointId, afterMs: options.autoDisableAfterMs });
+          logger.warn("endpoint disabled: every attempt failed for too long", {
+            endpointId,
+            afterMs: options.autoDisableAfterMs,
+          });
           await onDisabled(endpointId);
         }
       } catch (error) {
         if (stopping) {
-          logger.warn("could not record attempt results while stopping; their leases will bring them back", { error, results: batch.length });
+          logger.warn("could not record attempt results while stopping; their leases will bring them back", {
+            error,
+            results: batch.length,
+          });
           continue;
         }
         logger.warn("could not record attempt results; will retry", { error });

@@ -14,7 +14,9 @@ export interface DestinationPolicy {
 }
 
 export const destinationPolicyFor = (deployment: "development" | "production"): DestinationPolicy =>
-  deployment === "production" ? { requireHttps: true, publicAddressesOnly: true } : { requireHttps: false, publicAddressesOnly: false };
+  deployment === "production"
+    ? { requireHttps: true, publicAddressesOnly: true }
+    : { requireHttps: false, publicAddressesOnly: false };
 
 export class DestinationRefused extends Error {
   constructor(message: string) {
@@ -27,14 +29,34 @@ type Range = [address: string, prefix: number];
 
 /** IANA special-purpose ranges, most specific name first; an address in none of them is public. */
 const ipv4Ranges: [name: string, ranges: Range[]][] = [
-  ["cloud metadata", [["169.254.169.254", 32], ["100.100.100.200", 32]]],
+  [
+    "cloud metadata",
+    [
+      ["169.254.169.254", 32],
+      ["100.100.100.200", 32],
+    ],
+  ],
   ["unspecified", [["0.0.0.0", 8]]],
   ["loopback", [["127.0.0.0", 8]]],
-  ["private", [["10.0.0.0", 8], ["172.16.0.0", 12], ["192.168.0.0", 16]]],
+  [
+    "private",
+    [
+      ["10.0.0.0", 8],
+      ["172.16.0.0", 12],
+      ["192.168.0.0", 16],
+    ],
+  ],
   ["shared address space (CGNAT)", [["100.64.0.0", 10]]],
   ["link-local", [["169.254.0.0", 16]]],
   ["IETF protocol assignments", [["192.0.0.0", 24]]],
-  ["documentation", [["192.0.2.0", 24], ["198.51.100.0", 24], ["203.0.113.0", 24]]],
+  [
+    "documentation",
+    [
+      ["192.0.2.0", 24],
+      ["198.51.100.0", 24],
+      ["203.0.113.0", 24],
+    ],
+  ],
   ["benchmarking", [["198.18.0.0", 15]]],
   ["multicast", [["224.0.0.0", 4]]],
   ["reserved", [["240.0.0.0", 4]]],
@@ -95,7 +117,8 @@ export const hostOf = (url: URL): string => url.hostname.replace(/^\[(.*)\]$/, "
 
 /** What can be decided from the URL alone; undefined when the URL may be tried. */
 export function refusalForUrl(url: URL, policy: DestinationPolicy): string | undefined {
-  if (url.protocol !== "https:" && url.protocol !== "http:") return `only http and https URLs are delivered to, not ${url.protocol}`;
+  if (url.protocol !== "https:" && url.protocol !== "http:")
+    return `only http and https URLs are delivered to, not ${url.protocol}`;
   if (policy.requireHttps && url.protocol !== "https:") return "production delivers only to https URLs";
   const host = hostOf(url);
   if (policy.publicAddressesOnly && isIP(host) !== 0) return refusalForAddress(host);
@@ -121,10 +144,12 @@ export function guardedLookup(policy: DestinationPolicy) {
       if (policy.publicAddressesOnly) {
         for (const { address } of addresses) {
           const refusal = refusalForAddress(address, hostname);
-          if (refusal) return callback(Object.assign(new DestinationRefused(refusal), { code: "EDESTINATIONREFUSED" }), []);
+          if (refusal)
+            return callback(Object.assign(new DestinationRefused(refusal), { code: "EDESTINATIONREFUSED" }), []);
         }
       }
-      if (addresses.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: "ENOTFOUND" }), []);
+      if (addresses.length === 0)
+        return callback(Object.assign(new Error(`${hostname} has no address`), { code: "ENOTFOUND" }), []);
       if (options.all) return callback(null, addresses);
       const [first] = addresses as [LookupAddress];
       callback(null, first.address, first.family);

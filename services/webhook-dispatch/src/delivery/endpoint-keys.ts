@@ -21,7 +21,9 @@ export function createEndpointKeys(box: SecretBox): EndpointKeys {
         entry = {
           version: delivery.secretVersion,
           current: signingKey(box.open(delivery.secretSealed, delivery.endpointId)),
-          previous: delivery.previousSecretSealed ? signingKey(box.open(delivery.previousSecretSealed, delivery.endpointId)) : null,
+          previous: delivery.previousSecretSealed
+            ? signingKey(box.open(delivery.previousSecretSealed, delivery.endpointId))
+            : null,
         };
         cache.set(delivery.endpointId, entry);
       }

@@ -1,9 +1,9 @@
-import { AckPolicy, DeliverPolicy, jetstreamManager, type ConsumerConfig, type JsMsg } from "@nats-io/jetstream";
+import { AckPolicy, type ConsumerConfig, DeliverPolicy, type JsMsg, jetstreamManager } from "@nats-io/jetstream";
 import type { EventBus, Logger, Queryable } from "@svc/platform";
-import { storeMessages, type IncomingMessage } from "../messages/message-store.ts";
+import { type IncomingMessage, storeMessages } from "../messages/message-store.ts";
 import type { DeliveryWorker } from "./delivery-worker.ts";
 import { decodeEvent } from "./event-decoding.ts";
-import { parkEvents, type ParkedEvent } from "./parked-events.ts";
+import { type ParkedEvent, parkEvents } from "./parked-events.ts";
 
 export interface EventConsumerOptions {
   bus: EventBus;
@@ -31,9 +31,13 @@ const storeRetryMs = 1000;
 const maxRestartDelayMs = 30_000;
 
 /** The pause before the restart that follows `failures` failures in a row (counting this one). */
-export const restartDelayMs = (failures: number): number => Math.min(1000 * 2 ** Math.max(failures - 1, 0), maxRestartDelayMs);
+export const restartDelayMs = (failures: number): number =>
+  Math.min(1000 * 2 ** Math.max(failures - 1, 0), maxRestartDelayMs);
 
-type Received = { kind: "store"; msg: JsMsg; message: IncomingMessage } | { kind: "park"; msg: JsMsg; event: ParkedEvent } | { kind: "invalid"; msg: JsMsg };
+type Received =
+  | { kind: "store"; msg: JsMsg; message: IncomingMessage }
+  | { kind: "park"; msg: JsMsg; event: ParkedEvent }
+  | { kind: "invalid"; msg: JsMsg };
 
 interface ConsumerRun {
   /** Settles when the run ends: with what ended it, or undefined after `stop()`. */
@@ -126,17 +130,28 @@ async function consume(options: EventConsumerOptions): Promise<ConsumerRun> {
     const toPark = received.filter((r) => r.kind === "park");
     try {
       const terms = worker.claimTerms();
-      if (toPark.length > 0) await parkEvents(statements, toPark.map((r) => r.event), terms.now);
+      if (toPark.length > 0)
+        await parkEvents(
+          statements,
+          toPark.map((r) => r.event),
+          terms.now,
+        );
       const stored = await storeMessages(
         statements,
         toStore.map((r) => r.message),
         // A delayed first attempt is not due yet: nothing to claim now.
-        { firstAttemptAt: new Date(terms.now.getTime() + options.firstAttemptDelayMs), claim: options.firstAttemptDelayMs > 0 ? { ...terms, perEndpoint: 0 } : terms },
+        {
+          firstAttemptAt: new Date(terms.now.getTime() + options.firstAttemptDelayMs),
+          claim: options.firstAttemptDelayMs > 0 ? { ...terms, perEndpoint: 0 } : terms,
+        },
       );
       worker.take(stored.claimed);
       if (stored.created > stored.claimed.length) worker.wake();
     } catch (error) {
-      logger.warn("could not store events; they will be redelivered", { error, events: toStore.length + toPark.length });
+      logger.warn("could not store events; they will be redelivered", {
+        error,
+        events: toStore.length + toPark.length,
+      });
       for (const r of received) {
         if (r.kind === "invalid") r.msg.term();
         else r.msg.nak(storeRetryMs);
@@ -148,7 +163,11 @@ async function consume(options: EventConsumerOptions): Promise<ConsumerRun> {
     // one covers the batch; a lost acknowledgement only brings a duplicate that the dedup key drops.
     const last = received.at(-1);
     if (last && last.kind !== "invalid") {
-      await last.msg.ackAck().catch((error: unknown) => logger.warn("acknowledgements not confirmed; events may be redelivered", { error, seq: last.msg.seq }));
+      await last.msg
+        .ackAck()
+        .catch((error: unknown) =>
+          logger.warn("acknowledgements not confirmed; events may be redelivered", { error, seq: last.msg.seq }),
+        );
     } else if (last) {
       settle(last);
     }
@@ -223,7 +242,12 @@ function receive(msg: JsMsg, logger: Logger): Received {
       });
       return { kind: "park", msg, event: { dedupKey: decoded.dedupKey, subject: msg.subject, envelope: msg.data } };
     case "invalid":
-      logger.error("event breaks the event contract; it cannot be delivered", { subject: msg.subject, seq: msg.seq, dedupKey: decoded.dedupKey, reason: decoded.reason });
+      logger.error("event breaks the event contract; it cannot be delivered", {
+        subject: msg.subject,
+        seq: msg.seq,
+        dedupKey: decoded.dedupKey,
+        reason: decoded.reason,
+      });
       return { kind: "invalid", msg };
   }
 }
@@ -247,7 +271,12 @@ async function ensureConsumer(options: EventConsumerOptions): Promise<void> {
   }
   // Every event the stream still holds, also those published before the first start.
   await jsm.consumers
-    .add(bus.stream, { durable_name: options.consumerName, ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, ...settings })
+    .add(bus.stream, {
+      durable_name: options.consumerName,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      ...settings,
+    })
     .catch(async (error: unknown) => {
       // Another replica created it first.
       await jsm.consumers.info(bus.stream, options.consumerName).catch(() => {

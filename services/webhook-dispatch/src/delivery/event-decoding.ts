@@ -1,7 +1,7 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { environmentName } from "@svc/platform";
-import { EventSchema, type Event } from "@svc/proto/events/v1/events_pb.js";
+import { type Event, EventSchema } from "@svc/proto/events/v1/events_pb.js";
 import type { IncomingMessage } from "../messages/message-store.ts";
 import { renderPayload } from "./payload-rendering.ts";
 
@@ -24,11 +24,16 @@ export function decodeEvent(data: Uint8Array): DecodedEvent {
   try {
     rendering = renderPayload(event);
   } catch (error) {
-    return { kind: "invalid", reason: `the payload cannot be rendered: ${(error as Error).message}`, dedupKey: event.dedupKey };
+    return {
+      kind: "invalid",
+      reason: `the payload cannot be rendered: ${(error as Error).message}`,
+      dedupKey: event.dedupKey,
+    };
   }
   if (rendering.kind === "unknown_type") {
     // A newer producer's type arrives as unknown fields; an envelope with none has no payload at all.
-    if (!event.$unknown?.length) return { kind: "invalid", reason: "the envelope carries no payload", dedupKey: event.dedupKey };
+    if (!event.$unknown?.length)
+      return { kind: "invalid", reason: "the envelope carries no payload", dedupKey: event.dedupKey };
     // Parked under its dedup key, so a redelivery parks nothing twice.
     if (!event.dedupKey) return { kind: "invalid", reason: "dedup_key is missing" };
     return { kind: "unknown_type", dedupKey: event.dedupKey };
@@ -37,7 +42,8 @@ export function decodeEvent(data: Uint8Array): DecodedEvent {
   if (!event.dedupKey) return { kind: "invalid", reason: "dedup_key is missing" };
   if (!event.organizationId) return { kind: "invalid", reason: "organization_id is missing", dedupKey: event.dedupKey };
   const occurredAt = event.occurredAt ? timestampDate(event.occurredAt) : null;
-  if (occurredAt && Number.isNaN(occurredAt.getTime())) return { kind: "invalid", reason: "occurred_at is not a valid instant", dedupKey: event.dedupKey };
+  if (occurredAt && Number.isNaN(occurredAt.getTime()))
+    return { kind: "invalid", reason: "occurred_at is not a valid instant", dedupKey: event.dedupKey };
   return {
     kind: "message",
     message: {

@@ -1,6 +1,6 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import { guardedLookup, hostOf, refusalForUrl, type DestinationPolicy } from "./destination-guard.ts";
+import { type DestinationPolicy, guardedLookup, hostOf, refusalForUrl } from "./destination-guard.ts";
 
 export interface SendRequest {
   url: string;
@@ -25,12 +25,20 @@ export interface HttpSender {
  */
 export function createHttpSender(policy: DestinationPolicy): HttpSender {
   const lookup = guardedLookup(policy);
-  const agents = { http: new HttpAgent({ keepAlive: true, lookup }), https: new HttpsAgent({ keepAlive: true, lookup }) };
+  const agents = {
+    http: new HttpAgent({ keepAlive: true, lookup }),
+    https: new HttpsAgent({ keepAlive: true, lookup }),
+  };
 
   const send = (request: SendRequest): Promise<SendOutcome> =>
     new Promise((resolve) => {
       const failed = (error: string, response?: IncomingMessage) =>
-        resolve({ kind: "failed", statusCode: response?.statusCode, error, retryAfter: headerValue(response?.headers["retry-after"]) });
+        resolve({
+          kind: "failed",
+          statusCode: response?.statusCode,
+          error,
+          retryAfter: headerValue(response?.headers["retry-after"]),
+        });
       let url: URL;
       try {
         url = new URL(request.url);
@@ -51,7 +59,10 @@ export function createHttpSender(policy: DestinationPolicy): HttpSender {
         agent: secure ? agents.https : agents.http,
         lookup,
       });
-      const deadline = setTimeout(() => req.destroy(new Error(`no answer within ${request.timeoutMs} ms`)), request.timeoutMs);
+      const deadline = setTimeout(
+        () => req.destroy(new Error(`no answer within ${request.timeoutMs} ms`)),
+        request.timeoutMs,
+      );
       req.once("response", (response) => {
         const status = response.statusCode ?? 0;
         // Drain the body so the connection can be reused; the deadline still bounds a body that never ends.
@@ -63,7 +74,11 @@ export function createHttpSender(policy: DestinationPolicy): HttpSender {
       });
       req.once("error", (error: NodeJS.ErrnoException) => {
         clearTimeout(deadline);
-        failed(error.name === "DestinationRefused" ? `destination refused: ${error.message}` : error.message || error.code || "connection failed");
+        failed(
+          error.name === "DestinationRefused"
+            ? `destination refused: ${error.message}`
+            : error.message || error.code || "connection failed",
+        );
       });
       req.end(request.body);
     });
@@ -77,4 +92,5 @@ export function createHttpSender(policy: DestinationPolicy): HttpSender {
   };
 }
 
-const headerValue = (value: string | string[] | undefined): string | undefined => (Array.isArray(value) ? value[0] : value);
+const headerValue = (value: string | string[] | undefined): string | undefined =>
+  Array.isArray(value) ? value[0] : value;

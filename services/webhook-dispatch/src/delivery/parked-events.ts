@@ -1,6 +1,6 @@
-import type pg from "pg";
 import { inTransaction, type Logger, type Queryable } from "@svc/platform";
-import { storeMessages, type IncomingMessage } from "../messages/message-store.ts";
+import type pg from "pg";
+import { type IncomingMessage, storeMessages } from "../messages/message-store.ts";
 import type { DeliveryWorker } from "./delivery-worker.ts";
 import { decodeEvent } from "./event-decoding.ts";
 
@@ -25,7 +25,12 @@ export async function parkEvents(db: Queryable, events: readonly ParkedEvent[], 
     text: `insert into parked_events (dedup_key, subject, envelope, parked_at)
      select t.dedup_key, t.subject, t.envelope, $4 from unnest($1::text[], $2::text[], $3::bytea[]) as t(dedup_key, subject, envelope)
      on conflict (dedup_key) do nothing`,
-    values: [events.map((e) => e.dedupKey), events.map((e) => e.subject), events.map((e) => Buffer.from(e.envelope)), now],
+    values: [
+      events.map((e) => e.dedupKey),
+      events.map((e) => e.subject),
+      events.map((e) => Buffer.from(e.envelope)),
+      now,
+    ],
   });
 }
 
@@ -57,7 +62,11 @@ export async function releaseParkedEvents(options: {
         const decoded = decodeEvent(row.envelope);
         if (decoded.kind === "unknown_type") continue;
         if (decoded.kind === "invalid") {
-          logger.error("parked event breaks the event contract; it cannot be delivered", { subject: row.subject, dedupKey: row.dedup_key, reason: decoded.reason });
+          logger.error("parked event breaks the event contract; it cannot be delivered", {
+            subject: row.subject,
+            dedupKey: row.dedup_key,
+            reason: decoded.reason,
+          });
         } else {
           known.push(decoded.message);
         }
@@ -65,8 +74,12 @@ export async function releaseParkedEvents(options: {
       }
       const terms = worker.claimTerms();
       // Nothing is claimed here: the worker is woken for the new deliveries once they are committed.
-      await storeMessages(client, known, { firstAttemptAt: new Date(terms.now.getTime() + options.firstAttemptDelayMs), claim: { ...terms, perEndpoint: 0 } });
-      if (settled.length > 0) await client.query(`delete from parked_events where dedup_key = any($1::text[])`, [settled]);
+      await storeMessages(client, known, {
+        firstAttemptAt: new Date(terms.now.getTime() + options.firstAttemptDelayMs),
+        claim: { ...terms, perEndpoint: 0 },
+      });
+      if (settled.length > 0)
+        await client.query(`delete from parked_events where dedup_key = any($1::text[])`, [settled]);
       return { looked: rows.length, last: rows.at(-1)?.dedup_key, released: known.length };
     });
     released += batch.released;
@@ -81,9 +94,12 @@ export async function releaseParkedEvents(options: {
     `select subject, count(*)::int as events from parked_events group by subject order by subject`,
   );
   if (parked.length > 0) {
-    logger.warn("events of types this build does not know are parked; a build that knows them delivers them when it starts", {
-      events: parked.reduce((sum, row) => sum + row.events, 0),
-      bySubject: Object.fromEntries(parked.map((row) => [row.subject, row.events])),
-    });
+    logger.warn(
+      "events of types this build does not know are parked; a build that knows them delivers them when it starts",
+      {
+        events: parked.reduce((sum, row) => sum + row.events, 0),
+        bySubject: Object.fromEntries(parked.map((row) => [row.subject, row.events])),
+      },
+    );
   }
 }

@@ -1,8 +1,8 @@
-import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { JsonObject } from "@bufbuild/protobuf";
+import { type Timestamp, timestampDate } from "@bufbuild/protobuf/wkt";
+import { type EnvironmentName, environmentName } from "@svc/platform";
 import type { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import type { Event } from "@svc/proto/events/v1/events_pb.js";
-import { environmentName, type EnvironmentName } from "@svc/platform";
 import { typeOfPayloadCase, type WebhookType } from "../event-types.ts";
 
 /**
@@ -140,7 +140,8 @@ function payloadFields(event: Event): Payload {
       const p = payload.value;
       // The type decides the outcome; a producer that says otherwise has a bug worth stopping.
       const outcome = payload.case === "agentsAskResolutionConfirmed" ? "confirmed" : "denied";
-      if (p.outcome && p.outcome !== outcome) throw new InvalidEvent(`outcome "${p.outcome}" contradicts type ${typeOfPayloadCase[payload.case]}`);
+      if (p.outcome && p.outcome !== outcome)
+        throw new InvalidEvent(`outcome "${p.outcome}" contradicts type ${typeOfPayloadCase[payload.case]}`);
       if (!p.metadata) throw new InvalidEvent("metadata is missing");
       return {
         type: typeOfPayloadCase[payload.case],

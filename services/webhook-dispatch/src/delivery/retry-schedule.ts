@@ -19,7 +19,11 @@ export const defaultRetrySchedule = ["0", "5s", "5m", "30m", "2h", "5h", "10h", 
  * The wait before the next attempt after `attemptsMade` attempts of the current schedule failed, or
  * null when the schedule is used up and the message is failed.
  */
-export function nextAttemptDelay(policy: RetryPolicy, attemptsMade: number, options: { retryAfterMs?: number; random?: () => number } = {}): number | null {
+export function nextAttemptDelay(
+  policy: RetryPolicy,
+  attemptsMade: number,
+  options: { retryAfterMs?: number; random?: () => number } = {},
+): number | null {
   const base = policy.schedule[attemptsMade];
   if (base === undefined) return null;
   const random = options.random ?? Math.random;

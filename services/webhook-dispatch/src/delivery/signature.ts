@@ -18,7 +18,12 @@ export function sign(key: KeyObject, webhookId: string, timestamp: number, body:
 }
 
 /** The headers of one attempt; `at` is the attempt's own time, so each retry carries a fresh timestamp. */
-export function webhookHeaders(options: { webhookId: string; at: Date; body: Buffer; keys: readonly KeyObject[] }): Record<string, string> {
+export function webhookHeaders(options: {
+  webhookId: string;
+  at: Date;
+  body: Buffer;
+  keys: readonly KeyObject[];
+}): Record<string, string> {
   const timestamp = epochSeconds(options.at);
   return {
     "webhook-id": options.webhookId,

@@ -1,5 +1,5 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { randomBase62, type Clock } from "@svc/platform";
+import { type Clock, randomBase62 } from "@svc/platform";
 import type { DestinationPolicy } from "../delivery/destination-guard.ts";
 import { WebhookError } from "../errors.ts";
 import { parseTypeFilter } from "../event-types.ts";
@@ -17,7 +17,10 @@ export interface EndpointContext {
 /** A rotated-out secret keeps signing beside the new one this long, so receivers can switch without a gap. */
 export const previousSecretLifetimeMs = 24 * 3600 * 1000;
 
-export async function addEndpoint(ctx: EndpointContext, input: { organizationId: string; url: string; types: readonly string[] }): Promise<{ endpoint: Endpoint; secret: string }> {
+export async function addEndpoint(
+  ctx: EndpointContext,
+  input: { organizationId: string; url: string; types: readonly string[] },
+): Promise<{ endpoint: Endpoint; secret: string }> {
   const organizationId = requireOrganization(input.organizationId);
   const url = validateEndpointUrl(input.url, ctx.policy);
   const types = parseTypeFilter(input.types);
@@ -43,7 +46,11 @@ export async function addEndpoint(ctx: EndpointContext, input: { organizationId:
 }
 
 export async function listEndpoints(em: EntityManager, organizationId: string): Promise<Endpoint[]> {
-  return em.find(Endpoint, { organizationId: requireOrganization(organizationId) }, { orderBy: { createdAt: "asc", id: "asc" } });
+  return em.find(
+    Endpoint,
+    { organizationId: requireOrganization(organizationId) },
+    { orderBy: { createdAt: "asc", id: "asc" } },
+  );
 }
 
 export async function findEndpoint(em: EntityManager, organizationId: string, endpointId: string): Promise<Endpoint> {
@@ -59,7 +66,11 @@ export async function removeEndpoint(em: EntityManager, organizationId: string, 
 }
 
 /** At most two secrets sign at a time: rotating again within 24 hours drops the oldest. */
-export async function rotateEndpointSecret(ctx: EndpointContext, organizationId: string, endpointId: string): Promise<{ endpoint: Endpoint; secret: string }> {
+export async function rotateEndpointSecret(
+  ctx: EndpointContext,
+  organizationId: string,
+  endpointId: string,
+): Promise<{ endpoint: Endpoint; secret: string }> {
   const endpoint = await findEndpoint(ctx.em, organizationId, endpointId);
   const secret = generateEndpointSecret();
   endpoint.previousSecretSealed = endpoint.secretSealed;
@@ -81,7 +92,12 @@ export async function enableEndpoint(em: EntityManager, organizationId: string, 
   return endpoint;
 }
 
-export async function disableEndpoint(em: EntityManager, clock: Clock, organizationId: string, endpointId: string): Promise<Endpoint> {
+export async function disableEndpoint(
+  em: EntityManager,
+  clock: Clock,
+  organizationId: string,
+  endpointId: string,
+): Promise<Endpoint> {
   const endpoint = await findEndpoint(em, organizationId, endpointId);
   if (endpoint.status === "enabled") {
     endpoint.status = "disabled";

@@ -1,4 +1,4 @@
-import { defineEntity, p, type InferEntity } from "@mikro-orm/postgresql";
+import { defineEntity, type InferEntity, p } from "@mikro-orm/postgresql";
 
 /** A partner's webhook receiver. It belongs to the organization and receives both environments. */
 export const Endpoint = defineEntity({

@@ -2,7 +2,7 @@ import type { EntityManager } from "@mikro-orm/postgresql";
 import type { Clock, EnvironmentName } from "@svc/platform";
 import { findEndpoint } from "../endpoints/endpoint-operations.ts";
 import { WebhookError } from "../errors.ts";
-import { WebhookMessage, type Delivery } from "./message.entity.ts";
+import { type Delivery, WebhookMessage } from "./message.entity.ts";
 
 export type DeliveryStatus = Delivery["status"];
 
@@ -52,7 +52,8 @@ type DeliveryRow = {
 export async function listMessages(em: EntityManager, query: MessageQuery): Promise<MessageView[]> {
   const limit = query.limit || 25;
   const offset = query.offset ?? 0;
-  if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw new WebhookError("invalid_argument", "limit must be from 1 to 100");
+  if (!Number.isInteger(limit) || limit < 1 || limit > 100)
+    throw new WebhookError("invalid_argument", "limit must be from 1 to 100");
   if (!Number.isInteger(offset) || offset < 0) throw new WebhookError("invalid_argument", "offset must be 0 or more");
   if (!query.organizationId) throw new WebhookError("invalid_argument", "organization_id is required");
   if (query.endpointId !== undefined) await findEndpoint(em, query.organizationId, query.endpointId);
@@ -68,8 +69,18 @@ export async function listMessages(em: EntityManager, query: MessageQuery): Prom
     deliveryParams.push(query.status);
   }
   const filtered = deliveryConditions.length > 0;
-  const where = filtered ? `and exists (select 1 from deliveries d where d.message_id = m.id and ${deliveryConditions.join(" and ")})` : "";
-  const messages = await em.execute<{ id: string; type: string; environment: MessageView["environment"]; occurred_at: string | null; received_at: string }[]>(
+  const where = filtered
+    ? `and exists (select 1 from deliveries d where d.message_id = m.id and ${deliveryConditions.join(" and ")})`
+    : "";
+  const messages = await em.execute<
+    {
+      id: string;
+      type: string;
+      environment: MessageView["environment"];
+      occurred_at: string | null;
+      received_at: string;
+    }[]
+  >(
     `select m.id, m.type, m.environment, m.occurred_at, m.received_at from messages m
      where m.organization_id = ? ${where}
      order by m.seq desc limit ? offset ?`,
@@ -98,13 +109,25 @@ export async function listMessages(em: EntityManager, query: MessageQuery): Prom
  * stays the message's, so a receiver that already processed it recognises it. An attempt running
  * meanwhile no longer writes its result (`schedule_step` fences it): the replay's schedule stands.
  */
-export async function replayMessage(em: EntityManager, clock: Clock, input: { organizationId: string; messageId: string; endpointId: string }): Promise<DeliveryView> {
+export async function replayMessage(
+  em: EntityManager,
+  clock: Clock,
+  input: { organizationId: string; messageId: string; endpointId: string },
+): Promise<DeliveryView> {
   const endpoint = await findEndpoint(em, input.organizationId, input.endpointId);
   const message = await em.findOne(WebhookMessage, { id: input.messageId, organizationId: input.organizationId });
-  if (!message) throw new WebhookError("not_found", `no message ${input.messageId} in organization ${input.organizationId}`);
-  if (endpoint.status !== "enabled") throw new WebhookError("failed_precondition", `endpoint ${endpoint.id} is disabled; enable it before replaying to it`);
+  if (!message)
+    throw new WebhookError("not_found", `no message ${input.messageId} in organization ${input.organizationId}`);
+  if (endpoint.status !== "enabled")
+    throw new WebhookError(
+      "failed_precondition",
+      `endpoint ${endpoint.id} is disabled; enable it before replaying to it`,
+    );
   if (endpoint.types.length > 0 && !endpoint.types.includes(message.type)) {
-    throw new WebhookError("failed_precondition", `endpoint ${endpoint.id} does not receive ${message.type} (its filter: ${endpoint.types.join(", ")})`);
+    throw new WebhookError(
+      "failed_precondition",
+      `endpoint ${endpoint.id} does not receive ${message.type} (its filter: ${endpoint.types.join(", ")})`,
+    );
   }
   const now = clock.now();
   const [row] = await em.execute<DeliveryRow[]>(

@@ -1,5 +1,13 @@
-import { randomBase62, type EnvironmentName, type Queryable } from "@svc/platform";
-import { claimedDelivery, heldSql, leaseEndSql, termsValues, type ClaimTerms, type ClaimedDelivery, type ClaimedRow } from "../delivery/delivery-store.ts";
+import { type EnvironmentName, type Queryable, randomBase62 } from "@svc/platform";
+import {
+  type ClaimedDelivery,
+  type ClaimedRow,
+  type ClaimTerms,
+  claimedDelivery,
+  heldSql,
+  leaseEndSql,
+  termsValues,
+} from "../delivery/delivery-store.ts";
 
 export interface IncomingMessage {
   organizationId: string;
@@ -75,7 +83,9 @@ export async function storeMessages(
   });
   return {
     created: created.length,
-    claimed: created.filter((row) => row.claimed).map((row) => claimedDelivery({ ...row, body: bodies.get(row.message_id)! })),
+    claimed: created
+      .filter((row) => row.claimed)
+      .map((row) => claimedDelivery({ ...row, body: bodies.get(row.message_id)! })),
   };
 }
 

@@ -1,4 +1,4 @@
-import { defineEntity, p, type InferEntity } from "@mikro-orm/postgresql";
+import { defineEntity, type InferEntity, p } from "@mikro-orm/postgresql";
 
 /** One event as the partner receives it; stored before the event is acknowledged on the stream. */
 export const WebhookMessage = defineEntity({

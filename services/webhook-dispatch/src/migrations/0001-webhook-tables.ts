@@ -48,7 +48,9 @@ export class CreateWebhookTables extends Migration {
       unique ("message_id", "endpoint_id"),
       check (("status" = 'pending') = ("next_attempt_at" is not null)))`);
     // The worker's claim walks each endpoint's due deliveries in order through this index.
-    this.addSql(`create index "deliveries_due" on "deliveries" ("endpoint_id", "next_attempt_at", "id") where "status" = 'pending'`);
+    this.addSql(
+      `create index "deliveries_due" on "deliveries" ("endpoint_id", "next_attempt_at", "id") where "status" = 'pending'`,
+    );
     this.addSql(`create index "deliveries_by_endpoint" on "deliveries" ("endpoint_id", "message_id")`);
   }
 }

@@ -1,10 +1,10 @@
-import { createClient, type Client } from "@connectrpc/connect";
+import { type Client, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import pg from "pg";
-import { connectEventBus, createLogger, type Clock, type EventBus, type RunningService } from "@svc/platform";
+import { type Clock, connectEventBus, createLogger, type EventBus, type RunningService } from "@svc/platform";
 import type { Event } from "@svc/proto/events/v1/events_pb.js";
 import { WebhookConsoleService } from "@svc/proto/webhook/v1/webhook_pb.js";
-import { createTestDatabase, natsUrl, uniqueName, type TestDatabase } from "../../../../test/harness/index.ts";
+import pg from "pg";
+import { createTestDatabase, natsUrl, type TestDatabase, uniqueName } from "../../../../test/harness/index.ts";
 import { startWebhookDispatch } from "../../src/server.ts";
 import { publish } from "./events.ts";
 
@@ -24,7 +24,10 @@ export interface TestDispatcher {
  * webhook-dispatch in this process on its own database, stream and subjects, with the worker
  * polling every 20 ms of real time while what is due comes from the given clock.
  */
-export async function startTestDispatcher(label: string, options: { clock?: Clock; env?: Record<string, string> } = {}): Promise<TestDispatcher> {
+export async function startTestDispatcher(
+  label: string,
+  options: { clock?: Clock; env?: Record<string, string> } = {},
+): Promise<TestDispatcher> {
   const database: TestDatabase = await createTestDatabase(label);
   const stream = uniqueName(label).toUpperCase();
   const env: Record<string, string> = {
@@ -36,8 +39,17 @@ export async function startTestDispatcher(label: string, options: { clock?: Cloc
     WEBHOOK_DISPATCH_POLL_INTERVAL: "20ms",
     ...options.env,
   };
-  const service = await startWebhookDispatch({ env, clock: options.clock, logger: createLogger("webhook-dispatch", {}, "error") });
-  const bus = await connectEventBus({ url: natsUrl(), name: `${label}-publisher`, stream, subjectPrefix: env.SVC_EVENT_SUBJECT_PREFIX! });
+  const service = await startWebhookDispatch({
+    env,
+    clock: options.clock,
+    logger: createLogger("webhook-dispatch", {}, "error"),
+  });
+  const bus = await connectEventBus({
+    url: natsUrl(),
+    name: `${label}-publisher`,
+    stream,
+    subjectPrefix: env.SVC_EVENT_SUBJECT_PREFIX!,
+  });
   const db = new pg.Client({ connectionString: database.url, options: "-c search_path=webhook_dispatch" });
   await db.connect();
   return {

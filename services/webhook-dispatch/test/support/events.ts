@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { create, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { EventBus } from "@svc/platform";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
-import { EventSchema, type Event } from "@svc/proto/events/v1/events_pb.js";
+import { type Event, EventSchema } from "@svc/proto/events/v1/events_pb.js";
 import { typeOfPayloadCase } from "../../src/event-types.ts";
 
 type Payload = MessageInitShape<typeof EventSchema>["payload"];
@@ -11,7 +11,11 @@ export const at = (iso: string) => timestampFromDate(new Date(iso));
 const hex32 = () => randomUUID().replaceAll("-", "");
 
 /** An envelope as the producing services build it: routing facts beside the spec's payload. */
-export function envelope(organizationId: string, payload: NonNullable<Payload>, options: { dedupKey?: string; environment?: Environment } = {}): Event {
+export function envelope(
+  organizationId: string,
+  payload: NonNullable<Payload>,
+  options: { dedupKey?: string; environment?: Environment } = {},
+): Event {
   return create(EventSchema, {
     dedupKey: options.dedupKey ?? `${payload.case}:${randomUUID()}`,
     organizationId,
@@ -39,7 +43,18 @@ export function oneOfEachType(organizationId: string): Event[] {
       organizationId,
       {
         case: "gateHumanVerified",
-        value: { eventId: requestId, requestId, verifiedAt: at("2026-11-22T10:00:01Z"), verdict: "pass", trusted: true, firstTime: true, handle: "OP_AbCdEf123456", environment: "development", product: "census", metadata: gateMetadata },
+        value: {
+          eventId: requestId,
+          requestId,
+          verifiedAt: at("2026-11-22T10:00:01Z"),
+          verdict: "pass",
+          trusted: true,
+          firstTime: true,
+          handle: "OP_AbCdEf123456",
+          environment: "development",
+          product: "census",
+          metadata: gateMetadata,
+        },
       },
       { dedupKey: `gate.human_verified:${requestId}` },
     ),
@@ -47,21 +62,51 @@ export function oneOfEachType(organizationId: string): Event[] {
       organizationId,
       {
         case: "gateUnavailable",
-        value: { eventId: failedRequestId, requestId: failedRequestId, failedAt: at("2026-11-22T10:00:02Z"), verdict: "unavailable", reason: "user_denied", errorMessage: "the person declined", environment: "production", product: "census" },
+        value: {
+          eventId: failedRequestId,
+          requestId: failedRequestId,
+          failedAt: at("2026-11-22T10:00:02Z"),
+          verdict: "unavailable",
+          reason: "user_denied",
+          errorMessage: "the person declined",
+          environment: "production",
+          product: "census",
+        },
       },
       { dedupKey: `gate.unavailable:${failedRequestId}`, environment: Environment.PRODUCTION },
     ),
-    envelope(organizationId, { case: "accountSecured", value: { handle: "OP_AbCdEf123456", securedAt: at("2026-11-22T10:00:01Z") } }, { dedupKey: `account.secured:${randomUUID()}` }),
     envelope(
       organizationId,
-      { case: "accountUnlinked", value: { handle: "OP_AbCdEf123456", by: "platform", unlinkedAt: at("2026-11-22T11:00:00Z"), reason: "credential_changed", surfaceId: randomUUID() } },
+      { case: "accountSecured", value: { handle: "OP_AbCdEf123456", securedAt: at("2026-11-22T10:00:01Z") } },
+      { dedupKey: `account.secured:${randomUUID()}` },
+    ),
+    envelope(
+      organizationId,
+      {
+        case: "accountUnlinked",
+        value: {
+          handle: "OP_AbCdEf123456",
+          by: "platform",
+          unlinkedAt: at("2026-11-22T11:00:00Z"),
+          reason: "credential_changed",
+          surfaceId: randomUUID(),
+        },
+      },
       { dedupKey: `account.unlinked:${randomUUID()}` },
     ),
     envelope(
       organizationId,
       {
         case: "agentsAskCardProposed",
-        value: { requestId: agentRequestId, cardId, agentId: "agent-1", agentName: "Billing Bot", category: "payments", summaryTitle: "Pay invoice 42", ttlAt: at("2026-11-22T10:10:00Z") },
+        value: {
+          requestId: agentRequestId,
+          cardId,
+          agentId: "agent-1",
+          agentName: "Billing Bot",
+          category: "payments",
+          summaryTitle: "Pay invoice 42",
+          ttlAt: at("2026-11-22T10:10:00Z"),
+        },
       },
       { dedupKey: `agents_ask.card.proposed:${cardId}` },
     ),
@@ -71,14 +116,24 @@ export function oneOfEachType(organizationId: string): Event[] {
       organizationId,
       {
         case: "agentsAskResolutionExpired",
-        value: { requestId: agentRequestId, cardId, outcome: "expired", metadata: { agentId: "agent-1", agentName: "Billing Bot", summaryTitle: "Pay invoice 42" } },
+        value: {
+          requestId: agentRequestId,
+          cardId,
+          outcome: "expired",
+          metadata: { agentId: "agent-1", agentName: "Billing Bot", summaryTitle: "Pay invoice 42" },
+        },
       },
       { dedupKey: `agents_ask.resolution.expired:${cardId}` },
     ),
   ];
 }
 
-function resolution(organizationId: string, kind: "agentsAskResolutionConfirmed" | "agentsAskResolutionDenied", requestId: string, cardId: string): Event {
+function resolution(
+  organizationId: string,
+  kind: "agentsAskResolutionConfirmed" | "agentsAskResolutionDenied",
+  requestId: string,
+  cardId: string,
+): Event {
   const resolutionId = randomUUID();
   return envelope(
     organizationId,
@@ -101,7 +156,18 @@ export function gateEvent(organizationId: string): Event {
   const requestId = `req_${hex32()}`;
   return envelope(
     organizationId,
-    { case: "gateHumanVerified", value: { eventId: requestId, requestId, verifiedAt: at("2026-11-22T10:00:01Z"), verdict: "pass", trusted: false, firstTime: false, environment: "development" } },
+    {
+      case: "gateHumanVerified",
+      value: {
+        eventId: requestId,
+        requestId,
+        verifiedAt: at("2026-11-22T10:00:01Z"),
+        verdict: "pass",
+        trusted: false,
+        firstTime: false,
+        environment: "development",
+      },
+    },
     { dedupKey: `gate.human_verified:${requestId}` },
   );
 }
