@@ -27,6 +27,7 @@ import { aliasStage } from "./edge/alias-stage.ts";
 import { aliasTable, sunset } from "./edge/aliases.ts";
 import { KeyLimits } from "./edge/key-limits.ts";
 import { openApiDocument, openApiPath } from "./edge/openapi.ts";
+import { serveUpgradePage } from "./edge/rate-limit-report.ts";
 import { rateLimitStage } from "./edge/rate-limit-stage.ts";
 import { RateLimiter } from "./edge/rate-limiter.ts";
 import { parseStage } from "./http/parse.ts";
@@ -110,6 +111,7 @@ export async function startGateway(
   const openApi = openApiDocument({ routes, aliases: aliasTable, sunset, publicOrigin: config.publicOrigin });
   const stopSweeping = limiter.startSweeping(() => clock.now(), 10 * 60_000);
 
+  const webFlow = webFlowPages({ devIdp });
   let publicServer: Awaited<ReturnType<typeof startPublicServer>> | undefined;
   try {
     publicServer = await startPublicServer({
@@ -122,7 +124,7 @@ export async function startGateway(
       logger,
       ready,
       openApi,
-      pages: webFlowPages({ devIdp }),
+      pages: (req, res, url) => serveUpgradePage(req, res, url) || webFlow(req, res, url),
     });
     const consoleServer = await serveConnect({
       name: "gateway-console",

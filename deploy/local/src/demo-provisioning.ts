@@ -1,7 +1,6 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import { AccountConsoleService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { ConsoleService, KeyType } from "@svc/proto/console/v1/console_pb.js";
 import { GateConsoleService, GateType } from "@svc/proto/gate/v1/gate_pb.js";
@@ -15,14 +14,12 @@ export interface DemoCredentials {
   /** Active development gates: a Human Gate and an Age Gate (18). */
   human_gate: string;
   age_gate: string;
-  /** A development sandbox human (age 30) that confirms every request pushed to it. */
-  sandbox_human: string;
 }
 
 /**
- * On the first start, a demo organization with keys, gates and a sandbox human, so the quickstart's
- * whole flow works at once. Keys are shown once by the console, so they are kept in the local data
- * folder for later starts.
+ * On the first start, a demo organization with keys and gates, so the quickstart's whole flow works at
+ * once. Keys are shown once by the console, so they are kept in the local data folder for later starts.
+ * No sandbox human: each run of the walk-through creates its own (see start.ts).
  */
 export async function provisionDemo(consoleUrl: string, file: string): Promise<DemoCredentials> {
   const transport = createConnectTransport({ baseUrl: consoleUrl, httpVersion: "1.1" });
@@ -30,7 +27,7 @@ export async function provisionDemo(consoleUrl: string, file: string): Promise<D
   if (existsSync(file)) {
     const saved = JSON.parse(readFileSync(file, "utf8")) as DemoCredentials;
     const { keys } = await client.listKeys({ organizationId: saved.organization_id });
-    if (keys.length > 0 && saved.sandbox_human) return saved;
+    if (keys.length > 0) return saved;
   }
   const { organizationId } = await client.createOrganization({ name: "Demo organization" });
   const origin = "http://localhost:3000";
@@ -55,11 +52,6 @@ export async function provisionDemo(consoleUrl: string, file: string): Promise<D
         status: "active",
       })
     ).gate!.key;
-  const human = await createClient(AccountConsoleService, transport).createSandboxHuman({
-    environment: Environment.DEVELOPMENT,
-    behavior: SandboxBehavior.CONFIRM,
-    age: 30,
-  });
   const demo: DemoCredentials = {
     organization_id: organizationId,
     development_secret_key: await key(Environment.DEVELOPMENT, KeyType.SECRET),
@@ -68,7 +60,6 @@ export async function provisionDemo(consoleUrl: string, file: string): Promise<D
     production_secret_key: await key(Environment.PRODUCTION, KeyType.SECRET),
     human_gate: await gate("demo-human", GateType.HUMAN),
     age_gate: await gate("demo-age", GateType.AGE, 18),
-    sandbox_human: human.svcUserId,
   };
   writeFileSync(file, `${JSON.stringify(demo, null, 2)}\n`, { mode: 0o600 });
   return demo;

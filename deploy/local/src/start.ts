@@ -5,8 +5,10 @@ import pg from "pg";
 import { type DemoCredentials, provisionDemo } from "./demo-provisioning.ts";
 import { startInfrastructure } from "./infrastructure.ts";
 import { startMesh } from "./mesh.ts";
+import { walkThrough } from "./walk-through.ts";
 
-const dataDir = fileURLToPath(new URL("../../../.data/", import.meta.url));
+const repositoryRoot = fileURLToPath(new URL("../../../", import.meta.url));
+const dataDir = join(repositoryRoot, ".data/");
 const databaseName = "svc";
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
@@ -24,34 +26,40 @@ async function ensureDatabase(serverUrl: string, name: string): Promise<string> 
   return url.toString();
 }
 
-function banner(gatewayUrl: string, consoleUrl: string, demo: DemoCredentials): string {
+interface Addresses {
+  gatewayUrl: string;
+  consoleUrl: string;
+  /** PostgreSQL (the mesh's database) and NATS: on free ports, new at every start. */
+  databaseUrl: string;
+  natsUrl: string;
+}
+
+function banner(addresses: Addresses, demo: DemoCredentials): string {
+  const { gatewayUrl, consoleUrl, databaseUrl, natsUrl } = addresses;
   const base = `${gatewayUrl}/v1`;
-  const key = demo.development_secret_key;
+  const rule = "-".repeat(100);
   return `
 The mesh is running. Data lives in ${dataDir} and survives a restart; Ctrl-C stops everything.
 
   public API      ${base}   (described at ${base}/openapi.json)
   key set         ${gatewayUrl}/.well-known/jwks.json
   console (ops)   ${consoleUrl}   (npx svcctl --help)
+  PostgreSQL      ${databaseUrl}
+  NATS            ${natsUrl}
+  (both on ports chosen at this start; to run one more copy of a service against them, on another port:
+   SVC_DATABASE_URL=${databaseUrl} SVC_NATS_URL=${natsUrl} GATE_PORT=19092 node services/gate/src/server.ts)
 
 Demo organization ${demo.organization_id}
-  development secret key  ${key}
+  development secret key  ${demo.development_secret_key}
   development site key    ${demo.development_site_key}   (origin ${demo.site_key_origin})
   production secret key   ${demo.production_secret_key}
   development gates       ${demo.human_gate} (Human Gate), ${demo.age_gate} (Age Gate, 18)
-  sandbox human           ${demo.sandbox_human}   (confirms at once; age 30)
 
-Try a whole verification as a partner would:
-  # 1. a single-use grant token
-  curl -s -X POST ${base}/sdk/create-session -H 'authorization: Bearer ${key}' \\
-    -H 'content-type: application/json' -d '{"partner_user_id":"user-1"}'
-  # 2. a verification request, pushed to the sandbox human, who confirms with its passkey
-  curl -s -X POST ${base}/sdk/create-verification-link -H 'authorization: Bearer <svcs_ grant token>' \\
-    -H 'content-type: application/json' -d '{"gate":"${demo.age_gate}","svc_user_id":"${demo.sandbox_human}"}'
-  # 3. its status, with the signed attestation token while it is valid (120 s)
-  curl -s '${base}/verification/status?request_id=<req_ id>' -H 'authorization: Bearer ${key}'
-  # 4. check the token once (a second check is a replay)
-  curl -s -X POST ${base}/sdk/verify-token -H 'content-type: application/json' -d '{"token":"<token>"}'
+Try a whole verification as a partner would: paste this block into bash (it needs curl and jq).
+It carries every value forward itself, and works as often as you paste it.
+${rule}
+${walkThrough({ repositoryRoot, baseUrl: base, demo })}
+${rule}
 
 Or open the web flow: the web_url of a request created without svc_user_id, in a browser with a passkey.
 `;
@@ -80,7 +88,17 @@ async function main(): Promise<void> {
       log,
     });
     const demo = await provisionDemo(mesh.consoleUrl, join(dataDir, "demo.json"));
-    log(banner(mesh.gatewayUrl, mesh.consoleUrl, demo));
+    log(
+      banner(
+        {
+          gatewayUrl: mesh.gatewayUrl,
+          consoleUrl: mesh.consoleUrl,
+          databaseUrl,
+          natsUrl: infrastructure.natsUrl,
+        },
+        demo,
+      ),
+    );
   } catch (error) {
     log(`start failed: ${error instanceof Error ? error.message : String(error)}`);
     await stop(1);

@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { BucketState, RateDecision } from "./rate-limiter.ts";
 import type { RateTier } from "./rate-tiers.ts";
 
@@ -93,3 +94,38 @@ export function blockedBody(tier: RateTier, decision: RateDecision, upgradeUrl: 
     ...body,
   };
 }
+
+/**
+ * The default `upgrade_url` (`{api_origin}/upgrade`; GATEWAY_UPGRADE_URL points it at a partner console
+ * instead): a plain page on what a refused partner can do, so the link in every development refusal
+ * answers. Only GET and HEAD; true when it answered.
+ */
+export const upgradePath = "/upgrade";
+
+export function serveUpgradePage(req: IncomingMessage, res: ServerResponse, url: URL): boolean {
+  if (url.pathname !== upgradePath || (req.method !== "GET" && req.method !== "HEAD")) return false;
+  res.writeHead(200, {
+    "content-type": "text/plain; charset=utf-8",
+    "content-length": Buffer.byteLength(upgradePage),
+    "cache-control": "public, max-age=300",
+    "x-content-type-options": "nosniff",
+  });
+  res.end(upgradePage);
+  return true;
+}
+
+const upgradePage = `Raising a key's rate limits
+
+A request was refused because a bucket of its key's tier was full. The refusal says which:
+data.error.bucket (or _rateLimit.primary.bucket), when it has room again (retry_in, primary.resetIn, in
+seconds), and every bucket's limit (data.error.limits). A refused request ran nothing.
+
+- Retry after retry_in seconds.
+- Limits are raised per key, on request. The operator of this service runs
+      npx svcctl key limits --key-id KEY_ID --bucket BUCKET --limit N
+  (KEY_ID from "npx svcctl key list --org ORG"; --limit 0 returns the bucket to its default). Every
+  gateway replica applies it from the next request on.
+- Development keys (svc_dev_) are for testing; a production key (svc_production_) has its own tier.
+
+The repository's README says the same under "Raising a key's rate limits".
+`;

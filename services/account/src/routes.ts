@@ -20,7 +20,7 @@ import { evaluateAge } from "./age/age-evidence.ts";
 import type { AccountSecrets } from "./config.ts";
 import { listDevices, registerDevice } from "./devices/devices.ts";
 import { type AccountErrorKind, invalidArgument } from "./errors.ts";
-import { describeHuman, resolveSignedInHuman } from "./humans/humans.ts";
+import { describeHuman, devSignInSubject, resolveSignedInHuman } from "./humans/humans.ts";
 import {
   accountLinkState,
   type LinkConflict,
@@ -191,6 +191,12 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
             age: req.age,
           }),
         ),
+
+      getDevSignInIdentity: (req) =>
+        wireErrors(async () => ({
+          issuer: deps.devIssuer,
+          subject: await devSignInSubject(em(), req.svcUserId, deps.devIssuer),
+        })),
 
       unlinkAccount: (req) =>
         wireErrors(async () => {

@@ -1,6 +1,7 @@
 import { type EnvironmentName, environmentProto } from "@svc/platform";
 import { AccountConsoleService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import { type CommandGroup, stringValue, UsageError } from "../command.ts";
+import { instant } from "./format.ts";
 
 const behaviors = {
   confirm: SandboxBehavior.CONFIRM,
@@ -10,7 +11,7 @@ const behaviors = {
 
 export const humanCommands: CommandGroup = {
   name: "human",
-  summary: "Sandbox humans: test people of the development environment with a software passkey.",
+  summary: "Sandbox humans: test people of the development environment with a software passkey, and their sessions.",
   commands: [
     {
       name: "create",
@@ -44,6 +45,24 @@ export const humanCommands: CommandGroup = {
           ...(ageText !== undefined && { age: Number(ageText) }),
         });
         return { svc_user_id: response.svcUserId, issuer: response.issuer, subject: response.subject };
+      },
+    },
+    {
+      name: "session",
+      summary: 'Signs a human in to the app API; prints {"session_token","expires_at"}.',
+      details:
+        "A user session from the gateway's development identity provider for the human's sign-in identity there (every " +
+        "sandbox human has one), sent as 'Authorization: Bearer <session_token>' to the app API (/v1/app/...). Development " +
+        "only: a production gateway runs no development identity provider and refuses.",
+      options: {
+        human: { type: "string", required: true, valueName: "ID", description: "the human's svc_user_id" },
+      },
+      async run(values, ctx) {
+        const identity = await ctx
+          .serviceConsole(AccountConsoleService)
+          .getDevSignInIdentity({ svcUserId: values.human as string });
+        const session = await ctx.console().mintDevSession({ issuer: identity.issuer, subject: identity.subject });
+        return { session_token: session.sessionToken, expires_at: instant(session.expiresAt) };
       },
     },
   ],

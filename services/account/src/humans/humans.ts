@@ -88,6 +88,18 @@ export async function resolveSignedInHuman(
   return { svcUserId: winner, created: false };
 }
 
+/**
+ * The subject of a human's sign-in identity at the development identity provider, or NotFound: a
+ * human who never signed in there (one created by a passkey registration in private mode) has none.
+ */
+export async function devSignInSubject(em: EntityManager, svcUserId: string, devIssuer: string): Promise<string> {
+  const human = await requireHuman(em, svcUserId);
+  const identity = await em.findOne(SignInIdentity, { issuer: devIssuer, svcUserId: human.id });
+  if (identity === null)
+    throw new AccountError("not_found", `human ${human.id} has no sign-in identity at ${devIssuer}`);
+  return identity.subject;
+}
+
 async function findIdentity(em: EntityManager, issuer: string, subject: string): Promise<string | undefined> {
   return (await em.findOne(SignInIdentity, { issuer, subject }))?.svcUserId;
 }
