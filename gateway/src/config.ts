@@ -1,4 +1,12 @@
-import { ConfigError, commonSettings, type Logger, loadConfig, parse, testClockRefusal } from "@svc/platform";
+import {
+  ConfigError,
+  commonSettings,
+  developmentSecret,
+  type Logger,
+  loadConfig,
+  parse,
+  testClockRefusal,
+} from "@svc/platform";
 
 const wholeNumber =
   (max: number) =>
@@ -62,29 +70,19 @@ export const settings = {
     default: "",
     description: "upgrade_url of a development key's rate-limit refusal (default: {api_origin}/upgrade)",
   },
-  keyPepper: {
+  keyPepper: developmentSecret({
     parse: parse.base64Key32,
-    // Development only: keys issued with it are worthless anywhere else. Production must set its own.
-    default: Buffer.from("c3ZjLWdhdGV3YXktZGV2ZWxvcG1lbnQtcGVwcGVyISE=", "base64"),
-    description: "HMAC-SHA256 pepper of API-key hashes, 32 bytes base64; required in production",
-  },
+    developmentDefault: Buffer.from("c3ZjLWdhdGV3YXktZGV2ZWxvcG1lbnQtcGVwcGVyISE=", "base64"),
+    description: "HMAC-SHA256 pepper of API-key hashes, 32 bytes base64",
+  }),
 };
 
 export type GatewayConfig = ReturnType<typeof loadGatewayConfig>;
 
-/** `GATEWAY_*` variables plus the shared `SVC_*` ones; production refuses the development defaults. */
+/** `GATEWAY_*` variables plus the shared `SVC_*` ones; production refuses the development pepper and the test clock. */
 export function loadGatewayConfig(env: NodeJS.ProcessEnv, logger: Logger) {
-  const config = loadConfig("GATEWAY", settings, env);
-  const pepperGiven = Boolean(env.GATEWAY_KEY_PEPPER);
-  if (config.deployment === "production") {
-    const clockRefusal = testClockRefusal(config.deployment, env);
-    const problems = [
-      ...(pepperGiven ? [] : ["GATEWAY_KEY_PEPPER is required in production"]),
-      ...(clockRefusal ? [clockRefusal] : []),
-    ];
-    if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  ${problems.join("\n  ")}`);
-  } else if (!pepperGiven) {
-    logger.warn("GATEWAY_KEY_PEPPER is not set: using the built-in development pepper");
-  }
+  const config = loadConfig("GATEWAY", settings, env, logger);
+  const clockRefusal = testClockRefusal(config.deployment, env);
+  if (clockRefusal) throw new ConfigError(`invalid configuration:\n  ${clockRefusal}`);
   return { ...config, upgradeUrl: config.upgradeUrl || `${config.publicOrigin}/upgrade` };
 }

@@ -56,6 +56,10 @@ async function reachable(baseUrl: string, name: string): Promise<void> {
   if (!response.ok) throw new Error(`${name} unhealthy: HTTP ${response.status}`);
 }
 
+/**
+ * The gateway starts without `startService`: it emits no events (no bus, no outbox to open), and it
+ * serves two servers, the public JSON API and the console, where `startService` serves one Connect server.
+ */
 export async function startGateway(
   options: { env?: NodeJS.ProcessEnv; clock?: Clock; logger?: Logger } = {},
 ): Promise<RunningGateway> {

@@ -1,4 +1,4 @@
-import { invalidArgument } from "./errors.ts";
+import { invalidArgument } from "./refusal.ts";
 
 /** Checks on what callers send, shared by the feature modules: each failure names the field. */
 const uuidForm = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

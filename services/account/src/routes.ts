@@ -19,7 +19,6 @@ import type { AgeVerdict } from "./age/age-evaluation.ts";
 import { evaluateAge } from "./age/age-evidence.ts";
 import type { AccountSecrets } from "./config.ts";
 import { listDevices, registerDevice } from "./devices/devices.ts";
-import { type AccountErrorKind, invalidArgument } from "./errors.ts";
 import { describeHuman, devSignInSubject, resolveSignedInHuman } from "./humans/humans.ts";
 import {
   accountLinkState,
@@ -31,6 +30,7 @@ import {
 import { listSecuredAccounts, type SecuredAccountRow } from "./links/secured-accounts.ts";
 import { beginAssertion, finishAssertion } from "./passkeys/assertion.ts";
 import { beginRegistration, finishRegistration, type PasskeyContext } from "./passkeys/registration.ts";
+import { type AccountRefusalKind, invalidArgument } from "./refusal.ts";
 import {
   createSandboxHuman,
   type SandboxBehavior,
@@ -217,7 +217,7 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
 }
 
 /** The one place where domain refusals become Connect codes. */
-const wireErrors = refusalTranslator<AccountErrorKind>({
+const wireErrors = refusalTranslator<AccountRefusalKind>({
   invalid_argument: Code.InvalidArgument,
   not_found: Code.NotFound,
   failed_precondition: Code.FailedPrecondition,

@@ -1,10 +1,11 @@
+import { execFile } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
 import { ManualClock, uuid } from "@svc/platform";
 import { AgeVerdict, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { svcctl } from "../../../gateway/src/cli/svcctl.ts";
 import { SoftwareAuthenticator } from "../../../test/harness/software-passkey.ts";
 import { refusal, startTestAccount, type TestAccount } from "./support/account.ts";
 
@@ -163,17 +164,24 @@ describe("sandbox humans", () => {
   });
 });
 
+/** The command npm installs for the workspace (`npx svcctl`), not the gateway's source. */
+const svcctlBin = fileURLToPath(new URL("../../../node_modules/.bin/svcctl", import.meta.url));
+
 describe("svcctl human create", () => {
-  /** svcctl pointed at the account service itself, which serves its console service like the gateway's console forwards it. */
-  async function run(args: string[]) {
-    let stdout = "";
-    let stderr = "";
-    const code = await svcctl(args, {
-      out: (text) => (stdout += text),
-      err: (text) => (stderr += text),
-      env: { SVCCTL_CONSOLE_URL: account.service.url },
+  /**
+   * The installed svcctl as an operator runs it, a child process, pointed at the account service itself,
+   * which serves its console service as the gateway's console forwards it.
+   */
+  function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+    return new Promise((resolve) => {
+      execFile(
+        process.execPath,
+        [svcctlBin, ...args],
+        { env: { ...process.env, SVCCTL_CONSOLE_URL: account.service.url }, timeout: 20_000 },
+        (error, stdout, stderr) =>
+          resolve({ code: error ? (typeof error.code === "number" ? error.code : -1) : 0, stdout, stderr }),
+      );
     });
-    return { code, stdout, stderr };
   }
 
   it("prints the new human's id and sign-in identity", async () => {

@@ -10,6 +10,7 @@ export const startAgentlink = (options: StartOptions = {}) =>
       schema: "agentlink",
       entities: [],
       migrations: [],
+      build: () => ({}),
       routes: () => () => {},
     },
     options,

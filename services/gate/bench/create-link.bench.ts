@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { Agent, request } from "node:http";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
@@ -7,7 +8,6 @@ import { ConsoleService, KeyType } from "@svc/proto/console/v1/console_pb.js";
 import { GateConsoleService, GateType } from "@svc/proto/gate/v1/gate_pb.js";
 import pg from "pg";
 import { measureThroughput, median, startBenchMesh } from "../../../test/bench/bench-infrastructure.ts";
-import { resolveRefKey } from "../src/config.ts";
 import { GateFactsLookup } from "../src/gates/gate-facts.ts";
 import { partnerRefs } from "../src/partner-refs.ts";
 import { createLink } from "../src/requests/create-link.ts";
@@ -123,7 +123,7 @@ try {
   // The gate service's own work, in process: the same modules, statements and database the service uses.
   const logger = createLogger("bench", {}, "warn");
   const statements = openStatementPool({ url: mesh.databaseUrl, schema: "gate", max: clients, logger });
-  const refs = partnerRefs(resolveRefKey({}, logger));
+  const refs = partnerRefs(randomBytes(32));
   const sessionFacts = new SessionFactsLookup(statements);
   const sessions = new SessionStore({ db: statements, clock: systemClock, refs, facts: sessionFacts });
   const linkDeps = {

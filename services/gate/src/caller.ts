@@ -1,6 +1,6 @@
 import { type EnvironmentName, environmentName } from "@svc/platform";
 import { type Caller, CredentialKind } from "@svc/proto/common/v1/caller_pb.js";
-import { Refusal } from "./refusal.ts";
+import { refuse } from "./refusal.ts";
 
 export type CallerKind = "secret_key" | "site_key" | "grant_token";
 
@@ -23,8 +23,8 @@ export function partnerCaller(caller: Caller | undefined, accepts: readonly Call
   const environment = caller ? environmentName(caller.environment) : undefined;
   const kind = caller ? kinds.get(caller.credentialKind) : undefined;
   if (!caller || !environment || !kind || caller.organizationId === "" || caller.credentialId === "")
-    throw new Refusal("unauthenticated", "the call carries no authenticated caller");
+    throw refuse("unauthenticated", "the call carries no authenticated caller");
   if (!accepts.includes(kind))
-    throw new Refusal("unauthenticated", `this operation does not take a ${kind.replace("_", " ")}`);
+    throw refuse("unauthenticated", `this operation does not take a ${kind.replace("_", " ")}`);
   return { organizationId: caller.organizationId, environment, credentialId: caller.credentialId, kind };
 }

@@ -14,7 +14,7 @@ import {
 } from "@svc/proto/gate/v1/gate_pb.js";
 import { legacyGateStatusAt } from "./gates/gate-status.ts";
 import type { Gate, GateStore } from "./gates/gate-store.ts";
-import { Refusal, refusalsAsConnectErrors } from "./refusal.ts";
+import { refusalsAsConnectErrors, refuse } from "./refusal.ts";
 import type { RequestLifecycle } from "./requests/request-lifecycle.ts";
 import { gateTypeProto } from "./routes.ts";
 
@@ -36,14 +36,14 @@ const gateMessage = (gate: Gate, now: Date) =>
 
 function requireEnvironment(environment: Environment) {
   const name = environmentName(environment);
-  if (!name) throw new Refusal("invalid", "environment is required (development or production)");
+  if (!name) throw refuse("invalid", "environment is required (development or production)");
   return name;
 }
 
 /** Sweep sizes as the spec's expire operation takes them: 1-1000, default 200. */
 const sweepLimit = (limit: number) => {
   if (limit === 0) return 200;
-  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new Refusal("invalid", "limit must be 1-1000");
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw refuse("invalid", "limit must be 1-1000");
   return limit;
 };
 
@@ -59,7 +59,7 @@ export function gateConsoleRoutes(deps: {
         refusalsAsConnectErrors(async () => {
           const type =
             request.type === ProtoGateType.AGE ? "age" : request.type === ProtoGateType.HUMAN ? "human" : undefined;
-          if (!type) throw new Refusal("invalid", "type is required (human or age)");
+          if (!type) throw refuse("invalid", "type is required (human or age)");
           const gate = await gates.create({
             organizationId: request.organizationId,
             environment: requireEnvironment(request.environment),

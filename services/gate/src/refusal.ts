@@ -2,10 +2,10 @@ import { Code } from "@connectrpc/connect";
 import { DomainRefusal, refusalTranslator } from "@svc/platform";
 
 /**
- * A request the gate service refuses on purpose. Domain code throws these; `refusalsAsConnectErrors` is
+ * A request the gate service refuses on purpose. Domain code throws these (`refuse`); `refusalsAsConnectErrors` is
  * the one place that turns them into Connect codes, which the gateway renders as the spec's `data.error` statuses.
  */
-export type RefusalKind =
+export type GateRefusalKind =
   /** 401: the grant token is unknown, expired, used or revoked. */
   | "unauthenticated"
   /** 400: bad input, or no Active gate with this key in the caller's environment. */
@@ -17,9 +17,9 @@ export type RefusalKind =
   /** 409: a blocking pending request (the 409 rule); a request that is no longer pending. */
   | "conflict";
 
-export class Refusal extends DomainRefusal<RefusalKind> {}
+export const refuse = (kind: GateRefusalKind, message: string) => new DomainRefusal(kind, message);
 
-export const refusalsAsConnectErrors = refusalTranslator<RefusalKind>({
+export const refusalsAsConnectErrors = refusalTranslator<GateRefusalKind>({
   unauthenticated: Code.Unauthenticated,
   invalid: Code.InvalidArgument,
   forbidden: Code.PermissionDenied,

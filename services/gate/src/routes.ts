@@ -22,7 +22,7 @@ import {
 import { partnerCaller } from "./caller.ts";
 import type { Access } from "./ceremony/ceremony.ts";
 import type { GateType } from "./gates/gate-store.ts";
-import { Refusal, refusalsAsConnectErrors } from "./refusal.ts";
+import { refusalsAsConnectErrors, refuse } from "./refusal.ts";
 import { requestLifetimeMs } from "./requests/lifetimes.ts";
 import type { GateServices } from "./services.ts";
 
@@ -155,8 +155,7 @@ export function gateRoutes(services: GateServices): (router: ConnectRouter) => v
 
       openRequest: (request) =>
         refusalsAsConnectErrors(async () => {
-          if (request.rpId === "" || request.origin === "")
-            throw new Refusal("invalid", "rp_id and origin are required");
+          if (request.rpId === "" || request.origin === "") throw refuse("invalid", "rp_id and origin are required");
           const opened = await ceremony.open(request.requestId, access(request.access), {
             rpId: request.rpId,
             origin: request.origin,

@@ -1,38 +1,18 @@
-import { createInternalClient, createLogger, runAsMain, type StartOptions, startService } from "@svc/platform";
+import { createInternalClient, runAsMain, type StartOptions, startService } from "@svc/platform";
 import { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
-import { resolveRefKey, settings } from "./config.ts";
+import { settings } from "./config.ts";
 import { gateConsoleRoutes } from "./console-routes.ts";
 import { migrations } from "./migrations/index.ts";
 import { gateRoutes } from "./routes.ts";
-import { type GateServices, gateServices } from "./services.ts";
+import { gateServices } from "./services.ts";
 
 /**
  * gate: gates, sessions and grant tokens, verification requests and their ceremonies. Serves
  * GateService (to the gateway) and GateConsoleService (operators), and sweeps expired requests.
  */
-export const startGate = (options: StartOptions = {}) => {
-  const logger = options.logger ?? createLogger("gate");
-  // Checked before anything opens: production must not hash references with the built-in key.
-  const refKey = resolveRefKey(options.env ?? process.env, logger);
-  let services: GateServices | undefined;
-  const servicesOf = (context: Parameters<Parameters<typeof startService<typeof settings>>[0]["routes"]>[0]) =>
-    (services ??= gateServices({
-      orm: context.orm,
-      statements: context.statements,
-      bus: context.bus,
-      outbox: context.outbox,
-      clock: context.clock,
-      logger,
-      account: createInternalClient(AccountService, context.config.accountUrl),
-      signing: createInternalClient(SigningService, context.config.signingUrl),
-      refKey,
-      presenceWindowMs: context.config.presenceWindow,
-      passkeyOrigin: context.config.passkeyOrigin,
-      deployment: context.config.deployment,
-    }));
-
-  return startService(
+export const startGate = (options: StartOptions = {}) =>
+  startService(
     {
       name: "gate",
       envPrefix: "GATE",
@@ -41,25 +21,37 @@ export const startGate = (options: StartOptions = {}) => {
       schema: "gate",
       entities: [],
       migrations,
-      routes: (context) => {
-        const built = servicesOf(context);
-        const partner = gateRoutes(built);
-        const console = gateConsoleRoutes({ gates: built.gates, lifecycle: built.lifecycle });
+      build: ({ orm, statements, bus, outbox, clock, logger, config }) =>
+        gateServices({
+          orm,
+          statements,
+          bus,
+          outbox,
+          clock,
+          logger,
+          account: createInternalClient(AccountService, config.accountUrl),
+          signing: createInternalClient(SigningService, config.signingUrl),
+          refKey: config.refKey,
+          presenceWindowMs: config.presenceWindow,
+          passkeyOrigin: config.passkeyOrigin,
+          deployment: config.deployment,
+        }),
+      routes: (services) => {
+        const partner = gateRoutes(services);
+        const console = gateConsoleRoutes({ gates: services.gates, lifecycle: services.lifecycle });
         return (router) => {
           partner(router);
           console(router);
         };
       },
-      background: async (context) => {
-        const { lifecycle } = servicesOf(context);
+      background: async ({ lifecycle }, { config, logger }) => {
         const timer = setInterval(() => {
           lifecycle.sweep(200).catch((error: unknown) => logger.warn("expiry sweep failed; will retry", { error }));
-        }, context.config.sweepEvery);
+        }, config.sweepEvery);
         return async () => clearInterval(timer);
       },
     },
-    { ...options, logger },
+    options,
   );
-};
 
 runAsMain(import.meta.url, () => startGate());

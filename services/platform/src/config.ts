@@ -1,3 +1,6 @@
+import { isDeepStrictEqual } from "node:util";
+import { createLogger, type Logger } from "./logger.ts";
+
 /**
  * Layered configuration: built-in defaults, then environment variables with the service's prefix
  * (for example SIGNING_PORT), then the shared SVC_ variables. Everything is parsed and validated at
@@ -9,6 +12,8 @@ export interface Setting<T> {
   description: string;
   /** Also read from SVC_<NAME>, for values every service shares (database URL, NATS URL). */
   shared?: boolean;
+  /** The default is a development secret: see `developmentSecret`. */
+  secret?: true;
 }
 
 export type Settings = Record<string, Setting<unknown>>;
@@ -18,13 +23,29 @@ export class ConfigError extends Error {}
 
 const envName = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase();
 
+/**
+ * A secret that production must be given: its built-in default, readable by anyone in the source,
+ * only lets a development mesh start without setup. Under the config's own `deployment` setting,
+ * production refuses it missing or equal to the default; development falls back to the default with
+ * one warning naming the variable.
+ */
+export function developmentSecret<T>(setting: {
+  parse: (raw: string) => T;
+  developmentDefault: T;
+  description: string;
+}): Setting<T> {
+  return { parse: setting.parse, default: setting.developmentDefault, description: setting.description, secret: true };
+}
+
 export function loadConfig<S extends Settings>(
   prefix: string,
   settings: S,
   env: NodeJS.ProcessEnv = process.env,
+  logger: Pick<Logger, "warn"> = createLogger(prefix.toLowerCase().replaceAll("_", "-")),
 ): ConfigOf<S> {
   const out: Record<string, unknown> = {};
   const problems: string[] = [];
+  const fallbacks: string[] = [];
   for (const [key, setting] of Object.entries(settings)) {
     const own = `${prefix}_${envName(key)}`;
     const shared = `SVC_${envName(key)}`;
@@ -33,6 +54,7 @@ export function loadConfig<S extends Settings>(
       if (setting.default === undefined)
         problems.push(`${own}${setting.shared ? ` (or ${shared})` : ""} is required: ${setting.description}`);
       else out[key] = setting.default;
+      if (setting.secret) fallbacks.push(own);
       continue;
     }
     try {
@@ -41,8 +63,35 @@ export function loadConfig<S extends Settings>(
       problems.push(`${own}: ${(error as Error).message}`);
     }
   }
+  problems.push(...secretProblems(prefix, settings, out, fallbacks, logger));
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  ${problems.join("\n  ")}`);
   return out as ConfigOf<S>;
+}
+
+/** What production refuses of the development secrets; in development, the warnings for the missing ones. */
+function secretProblems(
+  prefix: string,
+  settings: Settings,
+  loaded: Record<string, unknown>,
+  missing: string[],
+  logger: Pick<Logger, "warn">,
+): string[] {
+  const secrets = Object.entries(settings).filter(([, setting]) => setting.secret);
+  if (secrets.length === 0) return [];
+  if (!("deployment" in settings))
+    throw new Error(`${prefix} configuration has development secrets but no deployment setting to judge them by`);
+  if (loaded.deployment !== "production") {
+    for (const variable of missing)
+      logger.warn(`${variable} is not set: using the INSECURE built-in development value`, { variable });
+    return [];
+  }
+  return secrets.flatMap(([key, setting]) => {
+    const variable = `${prefix}_${envName(key)}`;
+    if (missing.includes(variable)) return [`${variable} is required in production: ${setting.description}`];
+    if (key in loaded && isDeepStrictEqual(loaded[key], setting.default))
+      return [`${variable} is the built-in development value, which production refuses`];
+    return [];
+  });
 }
 
 export const parse = {

@@ -2,8 +2,9 @@ import { type Code, ConnectError } from "@connectrpc/connect";
 
 /**
  * A request a service refuses on purpose, named in the service's own vocabulary (`kind`), so domain
- * code never speaks the wire. Each service has its kinds and subclass; `refusalTranslator` is how its
- * routes turn them into Connect codes, while anything else passes through as a real failure.
+ * code never speaks the wire. Each service names its kinds (a union of strings) and a small typed
+ * function that makes them; `refusalTranslator` is how its routes turn them into Connect codes, while
+ * anything else passes through as a real failure.
  */
 export class DomainRefusal<K extends string> extends Error {
   readonly kind: K;

@@ -10,7 +10,7 @@ import { connectEventBus, type EventBus, eventStreamSettings, natsReachable } fr
 import { OutboxEvent, type OutboxRelay, outboxMigration, outboxSettings, startOutboxRelay } from "./outbox.ts";
 import { type RunningService, serveConnect } from "./server.ts";
 
-export interface ServiceDefinition<S extends Settings> {
+export interface ServiceDefinition<S extends Settings, B> {
   /** Service name as in logs and the process list, e.g. "webhook-dispatch". */
   name: string;
   /** Prefix of the service's own environment variables, e.g. "WEBHOOK_DISPATCH". */
@@ -21,9 +21,14 @@ export interface ServiceDefinition<S extends Settings> {
   schema: string;
   entities: EntitySchema<any, any>[];
   migrations: MigrationObject[];
-  routes: (context: ServiceContext<S>) => (router: ConnectRouter) => void;
+  /**
+   * The service's bundle (stores, clients, the parts its background work shares with its routes), built
+   * once with plain constructors after the database and the bus are open, before anything serves.
+   */
+  build: (context: ServiceContext<S>) => B | Promise<B>;
+  routes: (bundle: B, context: ServiceContext<S>) => (router: ConnectRouter) => void;
   /** Background work (consumers, sweeps); the returned function stops it. */
-  background?: (context: ServiceContext<S>) => Promise<() => Promise<void>>;
+  background?: (bundle: B, context: ServiceContext<S>) => Promise<() => Promise<void>>;
 }
 
 export interface ServiceContext<S extends Settings> {
@@ -54,11 +59,13 @@ const baseSettings = {
 } satisfies Settings;
 
 /**
- * The wiring every event-emitting service shares: configuration, its database schema with migrations,
- * the event bus with the outbox relay, the Connect server with health probes, and an orderly stop.
+ * The wiring every event-emitting service shares: configuration (development secrets refused in
+ * production), its database schema with migrations, the event bus with the outbox relay, the service's
+ * bundle (`build`) handed to its routes and background work, the Connect server with health probes,
+ * and an orderly stop.
  */
-export async function startService<S extends Settings>(
-  definition: ServiceDefinition<S>,
+export async function startService<S extends Settings, B>(
+  definition: ServiceDefinition<S, B>,
   options: StartOptions = {},
 ): Promise<RunningService> {
   const env = options.env ?? process.env;
@@ -67,11 +74,13 @@ export async function startService<S extends Settings>(
     port: { parse: parse.port, default: definition.defaultPort, description: "port to listen on" },
     ...definition.settings,
   };
-  const config = loadConfig(definition.envPrefix, settings, env) as ServiceContext<S>["config"] & { port: number };
-  const mesh = loadConfig("SVC", { ...eventStreamSettings, ...outboxSettings }, env);
+  const logger = options.logger ?? createLogger(definition.name);
+  const config = loadConfig(definition.envPrefix, settings, env, logger) as ServiceContext<S>["config"] & {
+    port: number;
+  };
+  const mesh = loadConfig("SVC", { ...eventStreamSettings, ...outboxSettings }, env, logger);
   const clockRefusal = testClockRefusal(config.deployment, env);
   if (clockRefusal) throw new ConfigError(`invalid configuration:\n  ${clockRefusal}`);
-  const logger = options.logger ?? createLogger(definition.name);
   const clock = options.clock ?? clockFromEnvironment(env);
 
   const orm = await openDatabase({
@@ -87,33 +96,44 @@ export async function startService<S extends Settings>(
     max: config.statementPoolSize,
     logger,
   });
-  const bus = await connectEventBus({
-    url: config.natsUrl,
-    name: definition.name,
-    stream: config.eventStream,
-    subjectPrefix: config.eventSubjectPrefix,
-    maxAgeMs: mesh.eventStreamMaxAge,
-  });
-  const outbox = startOutboxRelay({ orm, bus, logger, clock, retentionMs: mesh.outboxRetention });
-  const context: ServiceContext<S> = { config, orm, statements, bus, outbox, clock, logger };
-  const stopBackground = definition.background ? await definition.background(context) : async () => {};
-
-  return serveConnect({
-    name: definition.name,
-    host: config.host,
-    port: config.port,
-    logger,
-    routes: definition.routes(context),
-    ready: async () => {
-      await databaseReachable(orm);
-      await natsReachable(bus);
-    },
-    onStop: async () => {
-      await stopBackground();
-      await outbox.stop();
-      await bus.nc.drain();
-      await statements.end();
-      await orm.close();
-    },
-  });
+  let bus: EventBus | undefined;
+  let outbox: OutboxRelay | undefined;
+  let stopBackground = async () => {};
+  // Also what a failed start runs, so it leaves no connection or timer behind.
+  const release = async () => {
+    await stopBackground();
+    await outbox?.stop();
+    await bus?.nc.drain();
+    await statements.end();
+    await orm.close();
+  };
+  try {
+    bus = await connectEventBus({
+      url: config.natsUrl,
+      name: definition.name,
+      stream: config.eventStream,
+      subjectPrefix: config.eventSubjectPrefix,
+      maxAgeMs: mesh.eventStreamMaxAge,
+    });
+    outbox = startOutboxRelay({ orm, bus, logger, clock, retentionMs: mesh.outboxRetention });
+    const context: ServiceContext<S> = { config, orm, statements, bus, outbox, clock, logger };
+    const bundle = await definition.build(context);
+    if (definition.background) stopBackground = await definition.background(bundle, context);
+    const connectedBus = bus;
+    return await serveConnect({
+      name: definition.name,
+      host: config.host,
+      port: config.port,
+      logger,
+      routes: definition.routes(bundle, context),
+      ready: async () => {
+        await databaseReachable(orm);
+        await natsReachable(connectedBus);
+      },
+      onStop: release,
+    });
+  } catch (error) {
+    await release();
+    throw error;
+  }
 }

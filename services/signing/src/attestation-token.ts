@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { epochSeconds } from "@svc/platform";
 import { type JwsSigner, signCompact } from "./compact-jws.ts";
-import { InvalidInputError, requireInstant, requireText } from "./invalid-input.ts";
+import { invalidInput, requireInstant, requireText } from "./invalid-input.ts";
 
 export const attestationLifetimeSeconds = 120;
 
@@ -33,11 +33,11 @@ const ageOver: Record<AgeResult, boolean | null> = { over: true, under: false, u
 export function attestationClaims(input: AttestationInput, context: AttestationContext): JsonObject {
   const verifiedAt = requireInstant(input.verifiedAt, "verified_at");
   if (input.audience !== undefined && input.audience.trim() === "")
-    throw new InvalidInputError("audience, when given, must not be empty");
+    throw invalidInput("audience, when given, must not be empty");
   if (input.trusted && input.trustedSince === undefined)
-    throw new InvalidInputError("trusted_since is required when trusted is true");
+    throw invalidInput("trusted_since is required when trusted is true");
   if (!input.trusted && (input.trustedSince !== undefined || input.lastPassAt !== undefined)) {
-    throw new InvalidInputError("trusted_since and last_pass_at must be absent when trusted is false");
+    throw invalidInput("trusted_since and last_pass_at must be absent when trusted is false");
   }
   const issuedAt = epochSeconds(context.now);
   const expiresAt = issuedAt + attestationLifetimeSeconds;

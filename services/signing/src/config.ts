@@ -1,4 +1,13 @@
-import { ConfigError, type ConfigOf, commonSettings, loadConfig, parse, testClockRefusal } from "@svc/platform";
+import {
+  ConfigError,
+  type ConfigOf,
+  commonSettings,
+  developmentSecret,
+  type Logger,
+  loadConfig,
+  parse,
+  testClockRefusal,
+} from "@svc/platform";
 import { attestationLifetimeSeconds } from "./attestation-token.ts";
 import { developmentKek, kekId } from "./key-encryption.ts";
 import type { RotationPolicy } from "./rotation-schedule.ts";
@@ -16,11 +25,11 @@ const settings = {
     default: "http://127.0.0.1:8080",
     description: "`iss` of every token: the gateway origin {api_origin}",
   },
-  kek: {
-    parse: (raw: string): Buffer | null => parse.base64Key32(raw),
-    default: null,
-    description: "key-encryption key for private keys at rest, 32 bytes base64; required in production",
-  },
+  kek: developmentSecret({
+    parse: parse.base64Key32,
+    developmentDefault: developmentKek,
+    description: "key-encryption key for private keys at rest, 32 bytes base64",
+  }),
   publishLead: {
     parse: parse.duration,
     default: 300_000,
@@ -43,21 +52,15 @@ const settings = {
   },
 };
 
-export type SigningConfig = Omit<ConfigOf<typeof settings>, "kek"> & {
-  kek: Buffer;
+export type SigningConfig = ConfigOf<typeof settings> & {
   kekId: string;
-  /** True when the insecure built-in development KEK is in use (logged as a warning at start). */
-  developmentKek: boolean;
   rotation: RotationPolicy;
 };
 
-export function loadSigningConfig(env: NodeJS.ProcessEnv = process.env): SigningConfig {
-  const config = loadConfig("SIGNING", settings, env);
+export function loadSigningConfig(env: NodeJS.ProcessEnv, logger: Pick<Logger, "warn">): SigningConfig {
+  const config = loadConfig("SIGNING", settings, env, logger);
   const production = config.deployment === "production";
   const problems: string[] = [];
-  if (production && config.kek === null) problems.push("SIGNING_KEK is required when SVC_DEPLOYMENT is production");
-  if (production && config.kek?.equals(developmentKek))
-    problems.push("SIGNING_KEK is the built-in development KEK, which production refuses");
   const clockRefusal = testClockRefusal(config.deployment, env);
   if (clockRefusal) problems.push(clockRefusal);
   if (config.refreshEvery <= 0) problems.push("SIGNING_REFRESH_EVERY must be longer than 0");
@@ -71,12 +74,9 @@ export function loadSigningConfig(env: NodeJS.ProcessEnv = process.env): Signing
   if (production && !env.SIGNING_ISSUER?.startsWith("https://"))
     problems.push("SIGNING_ISSUER must be set to the public https origin ({api_origin}) in production");
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  ${problems.join("\n  ")}`);
-  const kek = config.kek ?? developmentKek;
   return {
     ...config,
-    kek,
-    kekId: kekId(kek),
-    developmentKek: config.kek === null,
+    kekId: kekId(config.kek),
     rotation: {
       publishLeadMs: config.publishLead,
       // Attestation tokens need their key for 120 s, proofs for the retention; the longer need wins.

@@ -1,7 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { epochSeconds } from "@svc/platform";
 import { type JwsSigner, signCompact } from "./compact-jws.ts";
-import { InvalidInputError, requireInstant, requireText } from "./invalid-input.ts";
+import { invalidInput, requireInstant, requireText } from "./invalid-input.ts";
 
 export type ProofVerdict = "approve" | "denied";
 
@@ -22,7 +22,7 @@ export interface ProofInput {
  * after it was made. How long its key stays published is the proof retention (see README).
  */
 export function proofClaims(input: ProofInput, issuer: string): JsonObject {
-  if (input.verdict === undefined) throw new InvalidInputError("verdict must be approve or denied");
+  if (input.verdict === undefined) throw invalidInput("verdict must be approve or denied");
   return {
     iss: issuer,
     jti: requireText(input.requestId, "request_id"),

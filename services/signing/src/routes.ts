@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { type Timestamp, timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
-import type { Clock } from "@svc/platform";
+import { type Clock, refusalTranslator } from "@svc/platform";
 import {
   GetKeySetResponseSchema,
   KeyInfoSchema,
@@ -19,7 +19,7 @@ import {
   VerifyTokensResponseSchema,
 } from "@svc/proto/signing/v1/signing_pb.js";
 import { type AgeResult, type AttestationInput, signAttestation } from "./attestation-token.ts";
-import { InvalidInputError } from "./invalid-input.ts";
+import { invalidInput, type SigningRefusalKind } from "./invalid-input.ts";
 import { type KeyRing, type RingKey, SigningKeyUnavailableError } from "./key-ring.ts";
 import type { AddedKey } from "./key-rotation.ts";
 import { type ProofInput, type ProofVerdict, signProof } from "./proof-token.ts";
@@ -97,7 +97,7 @@ export function signingRoutes(deps: SigningRouteDependencies): (router: ConnectR
     verifyTokens: (request) =>
       translateErrors(async () => {
         if (request.requests.length > verifyTokensLimit)
-          throw new InvalidInputError(`at most ${verifyTokensLimit} tokens per call, not ${request.requests.length}`);
+          throw invalidInput(`at most ${verifyTokensLimit} tokens per call, not ${request.requests.length}`);
         const results = await verifyAttestations(request.requests, verificationContext());
         return create(VerifyTokensResponseSchema, { responses: results.map(verificationResponse) });
       }),
@@ -116,11 +116,13 @@ export function signingRoutes(deps: SigningRouteDependencies): (router: ConnectR
   return (router) => router.service(SigningService, implementation);
 }
 
+const refusalsAsConnectErrors = refusalTranslator<SigningRefusalKind>({ invalid_argument: Code.InvalidArgument });
+
 async function translateErrors<T>(work: () => T | Promise<T>): Promise<T> {
   try {
-    return await work();
+    return await refusalsAsConnectErrors(async () => work());
   } catch (error) {
-    if (error instanceof InvalidInputError) throw new ConnectError(error.message, Code.InvalidArgument);
+    // Not refusals: the request is fine, but the service cannot answer it now.
     if (error instanceof SigningKeyUnavailableError || error instanceof ReplayLedgerUnavailableError)
       throw new ConnectError(error.message, Code.Unavailable);
     throw error;
@@ -135,7 +137,7 @@ const ageResults = new Map<ProtoAgeResult, AgeResult | undefined>([
 ]);
 
 function attestationInput(request: SignAttestationRequest): AttestationInput {
-  if (!ageResults.has(request.ageResult)) throw new InvalidInputError(`age_result ${request.ageResult} is not known`);
+  if (!ageResults.has(request.ageResult)) throw invalidInput(`age_result ${request.ageResult} is not known`);
   return {
     requestId: request.requestId,
     verified: request.verified,

@@ -25,18 +25,17 @@ export interface RunningSigning extends RunningService {
   maintain(): Promise<void>;
 }
 
+/**
+ * Signing starts without `startService`: it emits no events, so it has no outbox and must not need
+ * NATS to sign, and its readiness includes a key that signs now.
+ */
 export async function startSigning(
   options: { env?: NodeJS.ProcessEnv; clock?: Clock; logger?: Logger } = {},
 ): Promise<RunningSigning> {
   const env = options.env ?? process.env;
-  const config = loadSigningConfig(env);
   const logger = options.logger ?? createLogger("signing");
+  const config = loadSigningConfig(env, logger);
   const clock = options.clock ?? clockFromEnvironment(env);
-  if (config.developmentKek) {
-    logger.warn("SIGNING_KEK is not set: private keys are sealed under the INSECURE built-in development KEK", {
-      kekId: config.kekId,
-    });
-  }
 
   const orm = await openDatabase({
     url: config.databaseUrl,

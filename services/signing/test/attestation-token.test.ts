@@ -1,7 +1,8 @@
+import { DomainRefusal } from "@svc/platform";
 import { decodeProtectedHeader, errors, jwtVerify } from "jose";
 import { describe, expect, it } from "vitest";
 import { type AttestationInput, attestationClaims, signAttestation } from "../src/attestation-token.ts";
-import { InvalidInputError } from "../src/invalid-input.ts";
+import { invalidInput } from "../src/invalid-input.ts";
 import { payloadOf, testKey } from "./support.ts";
 
 const issuer = "http://127.0.0.1:8080";
@@ -88,10 +89,10 @@ describe("attestation token claims", () => {
 
   it("refuses trusted without trusted_since, trust claims on an untrusted pass, and missing fields", () => {
     expect(() => attestationClaims({ ...human, trusted: true }, context)).toThrow(
-      new InvalidInputError("trusted_since is required when trusted is true"),
+      invalidInput("trusted_since is required when trusted is true"),
     );
-    expect(() => attestationClaims({ ...human, trustedSince: trust.trustedSince }, context)).toThrow(InvalidInputError);
-    expect(() => attestationClaims({ ...human, lastPassAt: now }, context)).toThrow(InvalidInputError);
+    expect(() => attestationClaims({ ...human, trustedSince: trust.trustedSince }, context)).toThrow(DomainRefusal);
+    expect(() => attestationClaims({ ...human, lastPassAt: now }, context)).toThrow(DomainRefusal);
     expect(() => attestationClaims({ ...human, verifiedAt: undefined }, context)).toThrow(/verified_at/);
     expect(() => attestationClaims({ ...human, requestId: "" }, context)).toThrow(/request_id/);
     expect(() => attestationClaims({ ...human, organizationId: " " }, context)).toThrow(/organization_id/);

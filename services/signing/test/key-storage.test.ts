@@ -161,8 +161,8 @@ describe("keys at rest", () => {
     const logger = memoryLogger();
     const running = await startTestSigning(devDb.url, { clock, logger, env: { SVC_DEPLOYMENT: "development" } });
     try {
-      const warning = logger.entries.find((entry) => entry.level === "warn" && /development KEK/.test(entry.msg));
-      expect(warning?.fields.kekId).toBe(kekId(developmentKek));
+      const warning = logger.entries.find((entry) => entry.level === "warn" && /SIGNING_KEK/.test(entry.msg));
+      expect(warning?.msg).toBe("SIGNING_KEK is not set: using the INSECURE built-in development value");
       const client = new pg.Client({ connectionString: devDb.url });
       await client.connect();
       const { rows } = await client.query(`select kek_id from signing.signing_key`);

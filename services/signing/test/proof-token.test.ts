@@ -1,6 +1,6 @@
 import { decodeProtectedHeader, jwtVerify } from "jose";
 import { describe, expect, it } from "vitest";
-import { InvalidInputError } from "../src/invalid-input.ts";
+import { invalidInput } from "../src/invalid-input.ts";
 import { type ProofInput, proofClaims, signProof } from "../src/proof-token.ts";
 import { testKey } from "./support.ts";
 
@@ -34,7 +34,7 @@ describe("Proof of Resolution", () => {
 
   it("refuses a missing verdict, signed_at or id", () => {
     expect(() => proofClaims({ ...input, verdict: undefined }, issuer)).toThrow(
-      new InvalidInputError("verdict must be approve or denied"),
+      invalidInput("verdict must be approve or denied"),
     );
     expect(() => proofClaims({ ...input, signedAt: undefined }, issuer)).toThrow(/signed_at/);
     expect(() => proofClaims({ ...input, ceremonyId: "" }, issuer)).toThrow(/ceremony_id/);

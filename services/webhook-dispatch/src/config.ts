@@ -1,13 +1,13 @@
-import { commonSettings, type Logger, loadConfig, parse, type Settings } from "@svc/platform";
+import { developmentSecret, parse, type Settings } from "@svc/platform";
 import { defaultRetrySchedule } from "./delivery/retry-schedule.ts";
 
 /** WEBHOOK_DISPATCH_<NAME> variables; the README lists them with their defaults. */
 export const settings = {
-  secretKey: {
+  secretKey: developmentSecret({
     parse: parse.base64Key32,
-    default: null as Buffer | null,
-    description: "AES-256-GCM key for endpoint secrets at rest, base64 of 32 bytes; required in production",
-  },
+    developmentDefault: Buffer.from("webhook-dispatch development key", "utf8"),
+    description: "AES-256-GCM key for endpoint secrets at rest, base64 of 32 bytes",
+  }),
   deliveryTimeout: {
     parse: parse.duration,
     default: 15_000,
@@ -59,26 +59,3 @@ export const settings = {
     description: "JetStream redelivers an event not acknowledged within this time",
   },
 } satisfies Settings;
-
-/** A fixed key so a development mesh starts without setup; production refuses to run on it. */
-const developmentSecretKey = Buffer.from("webhook-dispatch development key", "utf8");
-
-/**
- * The key that seals endpoint secrets, checked before the service opens anything: production needs
- * its own key, development falls back to the built-in one with a warning.
- */
-export function resolveSecretKey(env: NodeJS.ProcessEnv, logger: Logger): Buffer {
-  const { secretKey, deployment } = loadConfig(
-    "WEBHOOK_DISPATCH",
-    { secretKey: settings.secretKey, deployment: commonSettings.deployment },
-    env,
-  );
-  if (deployment === "production" && (!secretKey || secretKey.equals(developmentSecretKey))) {
-    throw new Error(
-      "WEBHOOK_DISPATCH_SECRET_KEY is required in production, and not the built-in development key (base64 of 32 random bytes)",
-    );
-  }
-  if (secretKey) return secretKey;
-  logger.warn("WEBHOOK_DISPATCH_SECRET_KEY is not set: endpoint secrets are sealed with the built-in development key");
-  return developmentSecretKey;
-}

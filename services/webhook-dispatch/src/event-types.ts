@@ -1,5 +1,5 @@
 import type { Event } from "@svc/proto/events/v1/events_pb.js";
-import { WebhookError } from "./errors.ts";
+import { refuse } from "./refusal.ts";
 
 /** The webhook type of each payload case of the event envelope: one place that names them. */
 export const typeOfPayloadCase = {
@@ -37,15 +37,9 @@ export function parseTypeFilter(types: readonly string[]): WebhookType[] {
   for (const type of types) {
     const replacement = retiredTypes[type];
     if (replacement)
-      throw new WebhookError(
-        "invalid_argument",
-        `"${type}" is a retired event type and is no longer sent; use "${replacement}"`,
-      );
+      throw refuse("invalid_argument", `"${type}" is a retired event type and is no longer sent; use "${replacement}"`);
     if (!webhookTypes.includes(type as WebhookType)) {
-      throw new WebhookError(
-        "invalid_argument",
-        `unknown event type "${type}"; the types are ${webhookTypes.join(", ")}`,
-      );
+      throw refuse("invalid_argument", `unknown event type "${type}"; the types are ${webhookTypes.join(", ")}`);
     }
     accepted.add(type as WebhookType);
   }

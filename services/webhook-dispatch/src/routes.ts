@@ -26,8 +26,8 @@ import {
   rotateEndpointSecret,
 } from "./endpoints/endpoint-operations.ts";
 import type { SecretBox } from "./endpoints/endpoint-secret.ts";
-import type { WebhookErrorKind } from "./errors.ts";
 import { type DeliveryView, listMessages, type MessageView, replayMessage } from "./messages/message-operations.ts";
+import type { WebhookRefusalKind } from "./refusal.ts";
 
 export interface RouteDependencies {
   orm: MikroORM;
@@ -117,7 +117,7 @@ export function createRoutes(deps: RouteDependencies) {
 }
 
 /** The one place where domain refusals become Connect codes. */
-const wireErrors = refusalTranslator<WebhookErrorKind>({
+const wireErrors = refusalTranslator<WebhookRefusalKind>({
   invalid_argument: Code.InvalidArgument,
   not_found: Code.NotFound,
   failed_precondition: Code.FailedPrecondition,

@@ -1,6 +1,6 @@
-import { createLogger, runAsMain, type StartOptions, startService } from "@svc/platform";
-import { resolveSecretKey, settings } from "./config.ts";
-import { type DeliveryWorker, startDeliveryWorker } from "./delivery/delivery-worker.ts";
+import { runAsMain, type StartOptions, startService } from "@svc/platform";
+import { settings } from "./config.ts";
+import { startDeliveryWorker } from "./delivery/delivery-worker.ts";
 import { destinationPolicyFor } from "./delivery/destination-guard.ts";
 import { createEndpointKeys } from "./delivery/endpoint-keys.ts";
 import { startEventConsumer } from "./delivery/event-consumer.ts";
@@ -17,13 +17,8 @@ import { createRoutes } from "./routes.ts";
  * that stores every event as a message with its deliveries, and the worker that sends them. At
  * start, events that an older build parked (of a type it did not know) and this one knows go out first.
  */
-export const startWebhookDispatch = async (options: StartOptions = {}) => {
-  const logger = options.logger ?? createLogger("webhook-dispatch");
-  // Checked before anything opens: production must not run with the built-in key.
-  const box = createSecretBox(resolveSecretKey(options.env ?? process.env, logger));
-  let worker: DeliveryWorker | undefined;
-
-  return startService(
+export const startWebhookDispatch = (options: StartOptions = {}) =>
+  startService(
     {
       name: "webhook-dispatch",
       envPrefix: "WEBHOOK_DISPATCH",
@@ -32,18 +27,10 @@ export const startWebhookDispatch = async (options: StartOptions = {}) => {
       schema: "webhook_dispatch",
       entities: [Endpoint, WebhookMessage, Delivery],
       migrations,
-      routes: ({ orm, clock, config }) =>
-        createRoutes({
-          orm,
-          clock,
-          box,
-          policy: destinationPolicyFor(config.deployment),
-          wakeWorker: () => worker?.wake(),
-          forgetEndpoint: async (endpointId) => worker?.forget(endpointId),
-        }),
-      background: async ({ statements, bus, clock, config }) => {
+      build: ({ statements, clock, logger, config }) => {
+        const box = createSecretBox(config.secretKey);
         const sender = createHttpSender(destinationPolicyFor(config.deployment));
-        const started = startDeliveryWorker({
+        const worker = startDeliveryWorker({
           statements,
           clock,
           logger,
@@ -60,9 +47,20 @@ export const startWebhookDispatch = async (options: StartOptions = {}) => {
           pollMs: config.pollInterval,
           autoDisableAfterMs: config.autoDisableAfter,
         });
-        worker = started;
+        return { box, sender, worker };
+      },
+      routes: ({ box, worker }, { orm, clock, config }) =>
+        createRoutes({
+          orm,
+          clock,
+          box,
+          policy: destinationPolicyFor(config.deployment),
+          wakeWorker: () => worker.wake(),
+          forgetEndpoint: async (endpointId) => worker.forget(endpointId),
+        }),
+      background: async ({ sender, worker }, { statements, bus, logger, config }) => {
         const firstAttemptDelayMs = config.retrySchedule[0] ?? 0;
-        const consumer = await releaseParkedEvents({ statements, logger, worker: started, firstAttemptDelayMs })
+        const consumer = await releaseParkedEvents({ statements, logger, worker, firstAttemptDelayMs })
           .then(() =>
             startEventConsumer({
               bus,
@@ -71,23 +69,22 @@ export const startWebhookDispatch = async (options: StartOptions = {}) => {
               consumerName: config.consumerName,
               ackWaitMs: config.ackWait,
               firstAttemptDelayMs,
-              worker: started,
+              worker,
             }),
           )
           .catch(async (error: unknown) => {
-            await started.stop();
+            await worker.stop();
             sender.close();
             throw error;
           });
         return async () => {
           await consumer.stop();
-          await started.stop();
+          await worker.stop();
           sender.close();
         };
       },
     },
-    { ...options, logger },
+    options,
   );
-};
 
 runAsMain(import.meta.url, () => startWebhookDispatch());

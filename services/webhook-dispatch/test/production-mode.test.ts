@@ -4,6 +4,7 @@ import { createLogger } from "@svc/platform";
 import { DeliveryStatus } from "@svc/proto/webhook/v1/webhook_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { uniqueName } from "../../../test/harness/index.ts";
+import { settings } from "../src/config.ts";
 import { startWebhookDispatch } from "../src/server.ts";
 import { startTestDispatcher, type TestDispatcher } from "./support/dispatcher.ts";
 import { gateEvent } from "./support/events.ts";
@@ -24,13 +25,13 @@ describe("production mode", () => {
     await receiver?.close();
   });
 
-  it("refuses to start without its own secret key, before opening anything", async () => {
+  it("refuses to start without its own secret key or on the built-in one, before opening anything", async () => {
     const started = startWebhookDispatch({
       env: { SVC_DEPLOYMENT: "production", SVC_DATABASE_URL: "postgres://nowhere.invalid/x" },
       logger: createLogger("t", {}, "error"),
     });
     await expect(started).rejects.toThrow("WEBHOOK_DISPATCH_SECRET_KEY is required in production");
-    const developmentKey = Buffer.from("webhook-dispatch development key").toString("base64");
+    const developmentKey = (settings.secretKey.default as Buffer).toString("base64");
     const onDevelopmentKey = startWebhookDispatch({
       env: {
         SVC_DEPLOYMENT: "production",
@@ -39,7 +40,9 @@ describe("production mode", () => {
       },
       logger: createLogger("t", {}, "error"),
     });
-    await expect(onDevelopmentKey).rejects.toThrow("not the built-in development key");
+    await expect(onDevelopmentKey).rejects.toThrow(
+      "WEBHOOK_DISPATCH_SECRET_KEY is the built-in development value, which production refuses",
+    );
   });
 
   it.each([

@@ -1,7 +1,7 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { invalidArgument } from "../errors.ts";
 import { requireHuman } from "../humans/humans.ts";
 import { requireInstant } from "../input.ts";
+import { invalidArgument } from "../refusal.ts";
 import { type AgeVerdict, ageVerdictAt, parseCalendarDate } from "./age-evaluation.ts";
 import { AgeEvidence } from "./age-evidence.entity.ts";
 

@@ -1,8 +1,8 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { type Clock, uuid } from "@svc/platform";
-import { invalidArgument } from "../errors.ts";
 import { requireHuman } from "../humans/humans.ts";
 import { requireText } from "../input.ts";
+import { invalidArgument } from "../refusal.ts";
 import { Device } from "./device.entity.ts";
 
 const platforms = ["ios", "android", "web"] as const;

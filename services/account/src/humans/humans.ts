@@ -1,7 +1,7 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { type Clock, uuid } from "@svc/platform";
-import { AccountError } from "../errors.ts";
 import { requireText, requireUuid } from "../input.ts";
+import { refuse } from "../refusal.ts";
 import { Human, SignInIdentity } from "./human.entity.ts";
 
 export interface HumanSummary {
@@ -17,7 +17,7 @@ export interface HumanSummary {
 export async function requireHuman(em: EntityManager, svcUserId: string, field = "svc_user_id"): Promise<Human> {
   const id = requireUuid(svcUserId, field);
   const human = await em.findOne(Human, { id });
-  if (human === null) throw new AccountError("not_found", `no human with svc_user_id ${id}`);
+  if (human === null) throw refuse("not_found", `no human with svc_user_id ${id}`);
   return human;
 }
 
@@ -95,8 +95,7 @@ export async function resolveSignedInHuman(
 export async function devSignInSubject(em: EntityManager, svcUserId: string, devIssuer: string): Promise<string> {
   const human = await requireHuman(em, svcUserId);
   const identity = await em.findOne(SignInIdentity, { issuer: devIssuer, svcUserId: human.id });
-  if (identity === null)
-    throw new AccountError("not_found", `human ${human.id} has no sign-in identity at ${devIssuer}`);
+  if (identity === null) throw refuse("not_found", `human ${human.id} has no sign-in identity at ${devIssuer}`);
   return identity.subject;
 }
 

@@ -1,9 +1,9 @@
 import type { KeyObject } from "node:crypto";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { type Clock, type EnvironmentName, type EventBus, type OutboxRelay, uuid } from "@svc/platform";
-import { AccountError, invalidArgument } from "../errors.ts";
 import { requireHuman } from "../humans/humans.ts";
 import { optionalUuid, requireInstant, requireText, requireUuid } from "../input.ts";
+import { invalidArgument, refuse } from "../refusal.ts";
 import { AccountLink } from "./account-link.entity.ts";
 import { newHandle } from "./handle.ts";
 import { enqueueAccountSecured, enqueueAccountUnlinked } from "./link-events.ts";
@@ -154,7 +154,7 @@ export async function unlinkAccount(
        where organization_id = ? and environment = ? and ref_hash = ? and status = 'active' returning handle, surface_id`,
       [input.at, input.by, input.reason, account.organizationId, account.environment, account.refHash],
     );
-    if (ended === undefined) throw new AccountError("not_found", "no active link for this account");
+    if (ended === undefined) throw refuse("not_found", "no active link for this account");
     enqueueAccountUnlinked(tx, ctx.clock, ctx.bus, {
       ...account,
       handle: ended.handle,

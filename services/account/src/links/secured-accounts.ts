@@ -1,8 +1,8 @@
 import type { KeyObject } from "node:crypto";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { EnvironmentName } from "@svc/platform";
-import { AccountError, invalidArgument } from "../errors.ts";
 import { requireText } from "../input.ts";
+import { invalidArgument, refuse } from "../refusal.ts";
 import type { AccountLink } from "./account-link.entity.ts";
 import { partnerReferenceHash } from "./partner-reference.ts";
 
@@ -64,9 +64,8 @@ export async function listSecuredAccounts(
   query: SecuredAccountQuery,
 ): Promise<SecuredAccountPage> {
   if (partner.organizationId === "" || partner.environment === undefined)
-    throw new AccountError("permission_denied", "the call names no partner (organization and environment)");
-  if (!partner.secretKey)
-    throw new AccountError("unauthenticated", "secured accounts are listed with a secret API key only");
+    throw refuse("permission_denied", "the call names no partner (organization and environment)");
+  if (!partner.secretKey) throw refuse("unauthenticated", "secured accounts are listed with a secret API key only");
   const limit = query.limit === 0 ? defaultPageSize : query.limit;
   if (!Number.isInteger(limit) || limit < 1 || limit > maxPageSize)
     throw invalidArgument(`limit must be 1-${maxPageSize}`);

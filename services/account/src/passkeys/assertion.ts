@@ -1,8 +1,8 @@
 import { generateAuthenticationOptions, verifyAuthenticationResponse } from "@simplewebauthn/server";
 import { uuid } from "@svc/platform";
-import { AccountError } from "../errors.ts";
 import { requireHuman } from "../humans/humans.ts";
 import { requireText, requireUuid } from "../input.ts";
+import { refuse } from "../refusal.ts";
 import { ceremonyLifetimeMs, consumeCeremony, startCeremony } from "./ceremonies.ts";
 import { Passkey } from "./passkey.entity.ts";
 import type { BegunCeremony, PasskeyContext } from "./registration.ts";
@@ -33,7 +33,7 @@ export async function beginAssertion(
       { orderBy: { createdAt: "asc" } },
     );
     if (passkeys.length === 0)
-      throw new AccountError("failed_precondition", `human ${svcUserId} has no passkey for ${party.rpId}`);
+      throw refuse("failed_precondition", `human ${svcUserId} has no passkey for ${party.rpId}`);
     allowCredentials = passkeys.map((passkey) => ({ id: passkey.credentialId, transports: passkey.transports }));
   }
   const options = await generateAuthenticationOptions({
@@ -79,15 +79,15 @@ export async function finishAssertion(
   const ceremony = await consumeCeremony(ctx.em, ctx.clock.now(), { id: ceremonyId, kind: "assertion", binding });
 
   const passkey = await ctx.em.findOne(Passkey, { credentialId: response.id });
-  if (passkey === null) throw new AccountError("not_found", `no passkey with credential id ${response.id}`);
-  const refuse = (reason: string) => new AccountError("permission_denied", `passkey assertion refused: ${reason}`);
+  if (passkey === null) throw refuse("not_found", `no passkey with credential id ${response.id}`);
+  const refuseAssertion = (reason: string) => refuse("permission_denied", `passkey assertion refused: ${reason}`);
   if (ceremony.svcUserId !== null && passkey.svcUserId !== ceremony.svcUserId)
-    throw refuse("the passkey belongs to another human than the ceremony names");
+    throw refuseAssertion("the passkey belongs to another human than the ceremony names");
   if (passkey.rpId !== null && passkey.rpId !== ceremony.rpId)
-    throw refuse(`the passkey is registered for ${passkey.rpId}, not ${ceremony.rpId}`);
+    throw refuseAssertion(`the passkey is registered for ${passkey.rpId}, not ${ceremony.rpId}`);
   const userHandle = response.response.userHandle;
   if (userHandle !== undefined && userHandle !== "" && userHandle !== userHandleOf(passkey.svcUserId))
-    throw refuse("the user handle is not the passkey's human");
+    throw refuseAssertion("the user handle is not the passkey's human");
 
   const verified = await verifyAuthenticationResponse({
     response,
@@ -102,9 +102,9 @@ export async function finishAssertion(
     },
     requireUserVerification: true,
   }).catch((error: unknown) => {
-    throw refuse((error as Error).message);
+    throw refuseAssertion((error as Error).message);
   });
-  if (!verified.verified) throw refuse("the signature does not verify");
+  if (!verified.verified) throw refuseAssertion("the signature does not verify");
 
   // Compare-and-set: of two assertions that read the same counter, only one may move it.
   const updated = await ctx.em.execute<{ credential_id: string }[]>(
@@ -112,7 +112,7 @@ export async function finishAssertion(
     [verified.authenticationInfo.newCounter, ctx.clock.now(), passkey.credentialId, passkey.signCount],
   );
   if (updated.length === 0)
-    throw refuse("another assertion of this passkey was accepted at the same time (signature counter)");
+    throw refuseAssertion("another assertion of this passkey was accepted at the same time (signature counter)");
   return {
     svcUserId: passkey.svcUserId,
     credentialId: passkey.credentialId,

@@ -1,5 +1,5 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { AccountError } from "../errors.ts";
+import { refuse } from "../refusal.ts";
 import { PasskeyCeremony } from "./passkey.entity.ts";
 
 /** How long a registration or assertion may take, from its begin to its finish. */
@@ -62,15 +62,15 @@ export async function consumeCeremony(
     wanted.id,
     wanted.kind,
   ]);
-  if (found === undefined) throw new AccountError("failed_precondition", `no ${wanted.kind} ceremony ${wanted.id}`);
+  if (found === undefined) throw refuse("failed_precondition", `no ${wanted.kind} ceremony ${wanted.id}`);
   if (found.consumed_at !== null)
-    throw new AccountError("failed_precondition", `${wanted.kind} ceremony ${wanted.id} was already used`);
+    throw refuse("failed_precondition", `${wanted.kind} ceremony ${wanted.id} was already used`);
   if (new Date(found.expires_at) <= now)
-    throw new AccountError(
+    throw refuse(
       "failed_precondition",
       `${wanted.kind} ceremony ${wanted.id} expired at ${new Date(found.expires_at).toISOString()}`,
     );
-  throw new AccountError(
+  throw refuse(
     "permission_denied",
     `${wanted.kind} ceremony ${wanted.id} was begun for another binding than ${JSON.stringify(wanted.binding)}`,
   );

@@ -1,9 +1,9 @@
 import { type EntityManager, UniqueConstraintViolationException } from "@mikro-orm/postgresql";
 import { generateRegistrationOptions, verifyRegistrationResponse } from "@simplewebauthn/server";
 import { type Clock, uuid } from "@svc/platform";
-import { AccountError } from "../errors.ts";
 import { insertHuman, requireHuman } from "../humans/humans.ts";
 import { requireUuid } from "../input.ts";
+import { refuse } from "../refusal.ts";
 import { ceremonyLifetimeMs, consumeCeremony, startCeremony } from "./ceremonies.ts";
 import { Passkey } from "./passkey.entity.ts";
 import { relyingParty } from "./relying-party.ts";
@@ -82,13 +82,13 @@ export async function finishRegistration(
     requireUserVerification: true,
     supportedAlgorithmIDs: supportedAlgorithmIds,
   }).catch((error: unknown) => {
-    throw new AccountError("permission_denied", `passkey registration refused: ${(error as Error).message}`);
+    throw refuse("permission_denied", `passkey registration refused: ${(error as Error).message}`);
   });
   if (!verified.verified)
-    throw new AccountError("permission_denied", "passkey registration refused: the attestation does not verify");
+    throw refuse("permission_denied", "passkey registration refused: the attestation does not verify");
   const { credential, credentialBackedUp } = verified.registrationInfo;
   if (credential.id !== response.id)
-    throw new AccountError(
+    throw refuse(
       "permission_denied",
       "passkey registration refused: the response's id is not the attested credential id",
     );
@@ -112,7 +112,7 @@ export async function finishRegistration(
     });
   } catch (error) {
     if (error instanceof UniqueConstraintViolationException)
-      throw new AccountError("already_exists", `a passkey with credential id ${credential.id} is already registered`);
+      throw refuse("already_exists", `a passkey with credential id ${credential.id} is already registered`);
     throw error;
   }
   return { svcUserId, credentialId: credential.id };

@@ -1,5 +1,5 @@
-import { invalidArgument } from "../errors.ts";
 import { requireText } from "../input.ts";
+import { invalidArgument } from "../refusal.ts";
 
 export interface RelyingParty {
   rpId: string;

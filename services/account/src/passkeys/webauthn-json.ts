@@ -1,6 +1,6 @@
 import type { AuthenticationResponseJSON, RegistrationResponseJSON } from "@simplewebauthn/server";
-import { invalidArgument } from "../errors.ts";
 import { parseJsonObject } from "../input.ts";
+import { invalidArgument } from "../refusal.ts";
 
 /**
  * The form of a WebAuthn response as JSON text, checked before a ceremony is used up: a caller that

@@ -4,10 +4,10 @@ import { type Clock, type EnvironmentName, uuid } from "@svc/platform";
 import { birthDateForAge } from "../age/age-evaluation.ts";
 import { recordAgeEvidence } from "../age/age-evidence.ts";
 import { addSandboxDevice } from "../devices/devices.ts";
-import { AccountError, invalidArgument } from "../errors.ts";
 import { insertHuman, requireHuman } from "../humans/humans.ts";
 import { parseJsonObject, requireText } from "../input.ts";
 import { userHandleOf } from "../passkeys/webauthn-policy.ts";
+import { invalidArgument, refuse } from "../refusal.ts";
 import { openPrivateKey, sealPrivateKey } from "./key-sealing.ts";
 import { SandboxPasskey } from "./sandbox-passkey.entity.ts";
 import { AuthenticatorRefusal, SoftwareAuthenticator } from "./software-authenticator.ts";
@@ -43,7 +43,7 @@ export async function createSandboxHuman(
   if (input.environment === undefined)
     throw invalidArgument("environment is required (sandbox humans exist only in development)");
   if (input.environment !== "development")
-    throw new AccountError(
+    throw refuse(
       "failed_precondition",
       "sandbox humans exist only in the development environment; production never has them",
     );
@@ -105,10 +105,7 @@ export async function sandboxAssert(
   const options = requestOptions(input.optionsJson);
   const human = await requireHuman(ctx.em, input.svcUserId);
   if (human.sandboxEnvironment !== "development")
-    throw new AccountError(
-      "permission_denied",
-      `human ${human.id} is not a sandbox human: only a real person signs for it`,
-    );
+    throw refuse("permission_denied", `human ${human.id} is not a sandbox human: only a real person signs for it`);
   // The authenticator's own counter moves in the same statement that reads the key, so concurrent
   // assertions never sign with the same count.
   const [passkey] = await ctx.em.execute<{ credential_id: string; sealed_private_key: Buffer; sign_count: string }[]>(
@@ -130,10 +127,7 @@ export async function sandboxAssert(
     return JSON.stringify(authenticator.assert(options, origin));
   } catch (error) {
     if (error instanceof AuthenticatorRefusal)
-      throw new AccountError(
-        "failed_precondition",
-        `the sandbox passkey cannot answer these options: ${error.message}`,
-      );
+      throw refuse("failed_precondition", `the sandbox passkey cannot answer these options: ${error.message}`);
     throw error;
   }
 }

@@ -5,7 +5,7 @@ import { type AccountService, AgeVerdict, LinkConflict } from "@svc/proto/accoun
 import { AgeResult, type SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import type { FailureReason, LinkRefusal } from "../events/gate-events.ts";
 import type { PartnerRefs } from "../partner-refs.ts";
-import { Refusal } from "../refusal.ts";
+import { refuse } from "../refusal.ts";
 import { secretHash } from "../requests/request-ids.ts";
 import type { RequestLifecycle } from "../requests/request-lifecycle.ts";
 import { type RequestRow, storedRequest } from "../requests/request-row.ts";
@@ -108,7 +108,7 @@ export class Ceremony {
     const returnUrl = row.return_url ?? "";
     const status = await this.#currentStatus(row);
     if (status === "expired") return { status, returnUrl };
-    if (status !== "pending") throw new Refusal("conflict", `the request is ${status}, no longer pending`);
+    if (status !== "pending") throw refuse("conflict", `the request is ${status}, no longer pending`);
 
     const finished = await this.#account.finishPasskeyAssertion({
       ceremonyId: assertion.ceremonyId,
@@ -117,7 +117,7 @@ export class Ceremony {
     });
     const human = finished.svcUserId;
     if ((row.svc_user_id && human !== row.svc_user_id) || (access.svcUserId && human !== access.svcUserId))
-      throw new Refusal("forbidden", "the passkey belongs to another person than the one this request is for");
+      throw refuse("forbidden", "the passkey belongs to another person than the one this request is for");
     // From here on other services act (account link, signing): the request must not expire under them.
     if (!(await this.#lifecycle.holdForConfirmation(row.id))) {
       const current = await this.#lifecycle.load(row.id);
@@ -172,7 +172,7 @@ export class Ceremony {
     reason: string,
   ): Promise<{ status: StoredStatus; returnUrl: string }> {
     const known = reportedFailures.find((r) => r === reason);
-    if (!known) throw new Refusal("invalid", `reason must be one of ${reportedFailures.join(", ")}`);
+    if (!known) throw refuse("invalid", `reason must be one of ${reportedFailures.join(", ")}`);
     const messages = {
       device_lock_required: "the device has no screen lock or biometric set up",
       platform_declined: "the platform refused the passkey ceremony",
@@ -200,7 +200,7 @@ export class Ceremony {
       access.flowSecret !== "" &&
       constantTimeEqual(secretHash(access.flowSecret), Buffer.from(row.flow_secret_hash));
     const byHuman = row !== undefined && access.svcUserId !== "" && row.svc_user_id === access.svcUserId;
-    if (!row || !(bySecret || byHuman)) throw new Refusal("not_found", "no such request");
+    if (!row || !(bySecret || byHuman)) throw refuse("not_found", "no such request");
     return row;
   }
 

@@ -1,6 +1,6 @@
 import type { EntityManager, MikroORM } from "@mikro-orm/postgresql";
 import { type Clock, type EnvironmentName, uuid } from "@svc/platform";
-import { Refusal } from "../refusal.ts";
+import { refuse } from "../refusal.ts";
 import { type GateStatus, parseGateStatus } from "./gate-status.ts";
 
 export type GateType = "human" | "age";
@@ -62,7 +62,7 @@ export interface NewGate {
 function requireStatus(text: string): GateStatus {
   const status = parseGateStatus(text);
   if (!status)
-    throw new Refusal(
+    throw refuse(
       "invalid",
       `status must be draft, active or archived (old names pending, pending_revisions, approved, denied, cancelled accepted), not ${JSON.stringify(text)}`,
     );
@@ -70,7 +70,7 @@ function requireStatus(text: string): GateStatus {
 }
 
 function requireOrganization(organizationId: string): void {
-  if (!uuidText.test(organizationId)) throw new Refusal("invalid", "organization_id must be a UUID");
+  if (!uuidText.test(organizationId)) throw refuse("invalid", "organization_id must be a UUID");
 }
 
 /** The gates of each organization and environment, as operators manage them in the console. */
@@ -90,7 +90,7 @@ export class GateStore {
 
   async create(input: NewGate): Promise<Gate> {
     requireOrganization(input.organizationId);
-    if (!gateKeyText.test(input.key)) throw new Refusal("invalid", "key must be 1-200 characters without spaces");
+    if (!gateKeyText.test(input.key)) throw refuse("invalid", "key must be 1-200 characters without spaces");
     const status = requireStatus(input.status === "" ? "draft" : input.status);
     if (input.type === "age") {
       if (
@@ -99,9 +99,9 @@ export class GateStore {
         input.ageThreshold < 1 ||
         input.ageThreshold > 150
       )
-        throw new Refusal("invalid", "an Age Gate needs an age_threshold between 1 and 150");
+        throw refuse("invalid", "an Age Gate needs an age_threshold between 1 and 150");
     } else if (input.ageThreshold !== undefined) {
-      throw new Refusal("invalid", "age_threshold applies to Age Gates only");
+      throw refuse("invalid", "age_threshold applies to Age Gates only");
     }
     const now = this.#clock.now();
     const rows = await this.#orm.em.fork().execute<GateRow[]>(
@@ -120,8 +120,7 @@ export class GateStore {
         now,
       ],
     );
-    if (!rows[0])
-      throw new Refusal("conflict", `gate ${JSON.stringify(input.key)} already exists in ${input.environment}`);
+    if (!rows[0]) throw refuse("conflict", `gate ${JSON.stringify(input.key)} already exists in ${input.environment}`);
     return gateFromRow(rows[0]);
   }
 
@@ -139,7 +138,7 @@ export class GateStore {
         `update gates set status = ?, updated_at = ? where organization_id = ? and environment = ? and key = ? returning *`,
         [status, this.#clock.now(), organizationId, environment, key],
       );
-    if (!rows[0]) throw new Refusal("not_found", `no gate ${JSON.stringify(key)} in ${environment}`);
+    if (!rows[0]) throw refuse("not_found", `no gate ${JSON.stringify(key)} in ${environment}`);
     return gateFromRow(rows[0]);
   }
 

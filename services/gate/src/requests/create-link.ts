@@ -4,7 +4,7 @@ import type { PartnerCaller } from "../caller.ts";
 import { eventMetadata } from "../events/gate-events.ts";
 import type { GateFacts, GateFactsLookup } from "../gates/gate-facts.ts";
 import type { PartnerRefs } from "../partner-refs.ts";
-import { Refusal } from "../refusal.ts";
+import { refuse } from "../refusal.ts";
 import type { SessionFactsLookup } from "../sessions/session-facts.ts";
 import { blockingUser } from "./blocking-rule.ts";
 import { presencePassReadableMs, requestLifetimeMs } from "./lifetimes.ts";
@@ -46,16 +46,12 @@ export const modeFor = (mode: string, svcUserId: string): Mode =>
   mode === "private" || mode === "linked-account" ? mode : svcUserId === "" ? "private" : "linked-account";
 
 const refusals = {
-  unauthenticated: () => new Refusal("unauthenticated", "the grant token is invalid, expired or already used"),
+  unauthenticated: () => refuse("unauthenticated", "the grant token is invalid, expired or already used"),
   no_active_gate: (gate: string, environment: string) =>
-    new Refusal("invalid", `no active gate ${JSON.stringify(gate)} in the ${environment} environment`),
-  gate_not_allowed: (gate: string) =>
-    new Refusal("forbidden", `gate ${JSON.stringify(gate)} is not allowed for this key`),
+    refuse("invalid", `no active gate ${JSON.stringify(gate)} in the ${environment} environment`),
+  gate_not_allowed: (gate: string) => refuse("forbidden", `gate ${JSON.stringify(gate)} is not allowed for this key`),
   conflict: () =>
-    new Refusal(
-      "conflict",
-      "the same user already has a pending request for this gate; revoke it or wait for it to end",
-    ),
+    refuse("conflict", "the same user already has a pending request for this gate; revoke it or wait for it to end"),
 };
 
 /**

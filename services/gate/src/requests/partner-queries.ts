@@ -4,7 +4,7 @@ import type { PartnerCaller } from "../caller.ts";
 import { acceptsRequests } from "../gates/gate-status.ts";
 import { findGate, type Gate } from "../gates/gate-store.ts";
 import type { PartnerRefs } from "../partner-refs.ts";
-import { Refusal } from "../refusal.ts";
+import { refuse } from "../refusal.ts";
 import { revokedUser } from "./blocking-rule.ts";
 import { requestIdForm } from "./request-ids.ts";
 import { type RequestRow, storedRequest } from "./request-row.ts";
@@ -44,16 +44,13 @@ export class PartnerQueries {
     allowedGates: readonly string[],
   ): Promise<number> {
     const user = revokedUser(partnerUserId);
-    if (user === undefined) throw new Refusal("invalid", "partner_user_id is required");
+    if (user === undefined) throw refuse("invalid", "partner_user_id is required");
     const em = this.#orm.em.fork();
     const gate = await findGate(em, caller.organizationId, caller.environment, gateKey);
     if (!gate || !acceptsRequests(gate.status))
-      throw new Refusal(
-        "invalid",
-        `no active gate ${JSON.stringify(gateKey)} in the ${caller.environment} environment`,
-      );
+      throw refuse("invalid", `no active gate ${JSON.stringify(gateKey)} in the ${caller.environment} environment`);
     if (allowedGates.length > 0 && !allowedGates.includes(gate.key))
-      throw new Refusal("forbidden", `gate ${JSON.stringify(gate.key)} is not allowed for this key`);
+      throw refuse("forbidden", `gate ${JSON.stringify(gate.key)} is not allowed for this key`);
     const now = this.#clock.now();
     const rows = await em.execute<{ id: string }[]>(
       `update requests set status = 'expired', ended_at = ?, ended_by = 'revoked', partner_ref_sealed = null
@@ -66,10 +63,9 @@ export class PartnerQueries {
   /** What the widget needs to render a gate; any status, so it can tell a draft or archived gate apart. */
   async partnerConfig(caller: PartnerCaller, gateKey: string, allowedGates: readonly string[]): Promise<Gate> {
     const gate = await findGate(this.#orm.em.fork(), caller.organizationId, caller.environment, gateKey);
-    if (!gate)
-      throw new Refusal("invalid", `no gate ${JSON.stringify(gateKey)} in the ${caller.environment} environment`);
+    if (!gate) throw refuse("invalid", `no gate ${JSON.stringify(gateKey)} in the ${caller.environment} environment`);
     if (allowedGates.length > 0 && !allowedGates.includes(gate.key))
-      throw new Refusal("forbidden", `gate ${JSON.stringify(gate.key)} is not allowed for this key`);
+      throw refuse("forbidden", `gate ${JSON.stringify(gate.key)} is not allowed for this key`);
     return gate;
   }
 }

@@ -3,7 +3,7 @@ import { type Clock, type EnvironmentName, NaturalBatcher, uuid } from "@svc/pla
 import type pg from "pg";
 import type { PartnerCaller } from "../caller.ts";
 import type { PartnerRefs } from "../partner-refs.ts";
-import { Refusal } from "../refusal.ts";
+import { refuse } from "../refusal.ts";
 import { grantTokenLifetimeMs } from "../requests/lifetimes.ts";
 import { secretHash } from "../requests/request-ids.ts";
 import { grantTokenForm, newGrantToken } from "./grant-token.ts";
@@ -50,7 +50,7 @@ export class SessionStore {
     input: { partnerUserId: string; metadata: JsonObject | undefined; allowedGates: readonly string[] },
   ) {
     if (caller.kind === "grant_token")
-      throw new Refusal("unauthenticated", "a session is created with an API key or a site key");
+      throw refuse("unauthenticated", "a session is created with an API key or a site key");
     const token = newGrantToken();
     const now = this.#clock.now();
     const row: SessionRow = {
@@ -89,7 +89,7 @@ export class SessionStore {
 
   /** The unused session a grant token names, without consuming it. */
   async authenticate(token: string): Promise<SessionRow> {
-    const refused = () => new Refusal("unauthenticated", "the grant token is invalid, expired or already used");
+    const refused = () => refuse("unauthenticated", "the grant token is invalid, expired or already used");
     if (!grantTokenForm.test(token)) throw refused();
     const row = await this.#unusedSessions.submit({ tokenHash: secretHash(token), now: this.#clock.now() });
     if (!row) throw refused();
@@ -119,7 +119,7 @@ export class SessionStore {
     );
     if (!owner.rows[0]) return false;
     if (owner.rows[0].organization_id !== caller.organizationId)
-      throw new Refusal("forbidden", "the grant token belongs to another organization");
+      throw refuse("forbidden", "the grant token belongs to another organization");
     const now = this.#clock.now();
     const revoked = await this.#db.query(
       `update sessions set revoked_at = $1 where token_hash = $2 and consumed_at is null and revoked_at is null and expires_at > $1 returning id`,

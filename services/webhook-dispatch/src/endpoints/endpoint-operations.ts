@@ -1,8 +1,8 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { type Clock, randomBase62 } from "@svc/platform";
 import type { DestinationPolicy } from "../delivery/destination-guard.ts";
-import { WebhookError } from "../errors.ts";
 import { parseTypeFilter } from "../event-types.ts";
+import { refuse } from "../refusal.ts";
 import { Endpoint } from "./endpoint.entity.ts";
 import { generateEndpointSecret, type SecretBox } from "./endpoint-secret.ts";
 import { validateEndpointUrl } from "./endpoint-url.ts";
@@ -55,7 +55,7 @@ export async function listEndpoints(em: EntityManager, organizationId: string): 
 
 export async function findEndpoint(em: EntityManager, organizationId: string, endpointId: string): Promise<Endpoint> {
   const endpoint = await em.findOne(Endpoint, { id: endpointId, organizationId: requireOrganization(organizationId) });
-  if (!endpoint) throw new WebhookError("not_found", `no endpoint ${endpointId} in organization ${organizationId}`);
+  if (!endpoint) throw refuse("not_found", `no endpoint ${endpointId} in organization ${organizationId}`);
   return endpoint;
 }
 
@@ -109,6 +109,6 @@ export async function disableEndpoint(
 }
 
 function requireOrganization(organizationId: string): string {
-  if (!organizationId) throw new WebhookError("invalid_argument", "organization_id is required");
+  if (!organizationId) throw refuse("invalid_argument", "organization_id is required");
   return organizationId;
 }

@@ -1,5 +1,5 @@
 import { type DestinationPolicy, refusalForUrl } from "../delivery/destination-guard.ts";
-import { WebhookError } from "../errors.ts";
+import { refuse } from "../refusal.ts";
 
 const maxUrlLength = 2048;
 
@@ -8,17 +8,15 @@ const maxUrlLength = 2048;
  * again, since a name can later resolve elsewhere and the deployment may have changed.
  */
 export function validateEndpointUrl(raw: string, policy: DestinationPolicy): string {
-  if (raw.length > maxUrlLength)
-    throw new WebhookError("invalid_argument", `url is longer than ${maxUrlLength} characters`);
+  if (raw.length > maxUrlLength) throw refuse("invalid_argument", `url is longer than ${maxUrlLength} characters`);
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new WebhookError("invalid_argument", `url must be an absolute http or https URL: ${raw}`);
+    throw refuse("invalid_argument", `url must be an absolute http or https URL: ${raw}`);
   }
-  if (url.username || url.password)
-    throw new WebhookError("invalid_argument", "url must not carry credentials (user:password@)");
+  if (url.username || url.password) throw refuse("invalid_argument", "url must not carry credentials (user:password@)");
   const refusal = refusalForUrl(url, policy);
-  if (refusal) throw new WebhookError("invalid_argument", `url refused: ${refusal}`);
+  if (refusal) throw refuse("invalid_argument", `url refused: ${refusal}`);
   return url.href;
 }

@@ -1,7 +1,7 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { Clock, EnvironmentName } from "@svc/platform";
 import { findEndpoint } from "../endpoints/endpoint-operations.ts";
-import { WebhookError } from "../errors.ts";
+import { refuse } from "../refusal.ts";
 import { type Delivery, WebhookMessage } from "./message.entity.ts";
 
 export type DeliveryStatus = Delivery["status"];
@@ -53,9 +53,9 @@ export async function listMessages(em: EntityManager, query: MessageQuery): Prom
   const limit = query.limit || 25;
   const offset = query.offset ?? 0;
   if (!Number.isInteger(limit) || limit < 1 || limit > 100)
-    throw new WebhookError("invalid_argument", "limit must be from 1 to 100");
-  if (!Number.isInteger(offset) || offset < 0) throw new WebhookError("invalid_argument", "offset must be 0 or more");
-  if (!query.organizationId) throw new WebhookError("invalid_argument", "organization_id is required");
+    throw refuse("invalid_argument", "limit must be from 1 to 100");
+  if (!Number.isInteger(offset) || offset < 0) throw refuse("invalid_argument", "offset must be 0 or more");
+  if (!query.organizationId) throw refuse("invalid_argument", "organization_id is required");
   if (query.endpointId !== undefined) await findEndpoint(em, query.organizationId, query.endpointId);
 
   const deliveryConditions: string[] = [];
@@ -116,15 +116,11 @@ export async function replayMessage(
 ): Promise<DeliveryView> {
   const endpoint = await findEndpoint(em, input.organizationId, input.endpointId);
   const message = await em.findOne(WebhookMessage, { id: input.messageId, organizationId: input.organizationId });
-  if (!message)
-    throw new WebhookError("not_found", `no message ${input.messageId} in organization ${input.organizationId}`);
+  if (!message) throw refuse("not_found", `no message ${input.messageId} in organization ${input.organizationId}`);
   if (endpoint.status !== "enabled")
-    throw new WebhookError(
-      "failed_precondition",
-      `endpoint ${endpoint.id} is disabled; enable it before replaying to it`,
-    );
+    throw refuse("failed_precondition", `endpoint ${endpoint.id} is disabled; enable it before replaying to it`);
   if (endpoint.types.length > 0 && !endpoint.types.includes(message.type)) {
-    throw new WebhookError(
+    throw refuse(
       "failed_precondition",
       `endpoint ${endpoint.id} does not receive ${message.type} (its filter: ${endpoint.types.join(", ")})`,
     );

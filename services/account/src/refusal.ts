@@ -1,7 +1,7 @@
 import { DomainRefusal } from "@svc/platform";
 
 /** What the account service refuses, by kind; routes.ts turns the kind into the Connect code. */
-export type AccountErrorKind =
+export type AccountRefusalKind =
   | "invalid_argument"
   | "not_found"
   | "failed_precondition"
@@ -9,6 +9,6 @@ export type AccountErrorKind =
   | "already_exists"
   | "unauthenticated";
 
-export class AccountError extends DomainRefusal<AccountErrorKind> {}
+export const refuse = (kind: AccountRefusalKind, message: string) => new DomainRefusal(kind, message);
 
-export const invalidArgument = (message: string) => new AccountError("invalid_argument", message);
+export const invalidArgument = (message: string) => refuse("invalid_argument", message);

@@ -1,0 +1,30 @@
+import { randomBytes } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import { loadGatewayConfig, settings } from "../src/config.ts";
+import { memoryLogger } from "./memory-logger.ts";
+
+const quiet = memoryLogger();
+
+describe("gateway key pepper", () => {
+  it("production refuses a missing pepper", () => {
+    expect(() => loadGatewayConfig({ SVC_DEPLOYMENT: "production" }, quiet)).toThrow(
+      "GATEWAY_KEY_PEPPER is required in production",
+    );
+  });
+
+  it("production refuses the built-in development pepper, even when set explicitly", () => {
+    const builtIn = (settings.keyPepper.default as Buffer).toString("base64");
+    expect(() => loadGatewayConfig({ SVC_DEPLOYMENT: "production", GATEWAY_KEY_PEPPER: builtIn }, quiet)).toThrow(
+      "GATEWAY_KEY_PEPPER is the built-in development value, which production refuses",
+    );
+  });
+
+  it("production takes its own pepper", () => {
+    const pepper = randomBytes(32);
+    const config = loadGatewayConfig(
+      { SVC_DEPLOYMENT: "production", GATEWAY_KEY_PEPPER: pepper.toString("base64") },
+      quiet,
+    );
+    expect(config.keyPepper.equals(pepper)).toBe(true);
+  });
+});
