@@ -23,18 +23,18 @@ import { entities } from "./credentials/entities.ts";
 import { grantTokenResolver } from "./credentials/grant-token.ts";
 import { loadOidcConfig, userSessionResolver } from "./credentials/user-session.ts";
 import { DevIdentityProvider } from "./dev-idp/dev-identity-provider.ts";
-import { aliasStage } from "./edge/alias-stage.ts";
-import { aliasTable, sunset } from "./edge/aliases.ts";
-import { KeyLimits } from "./edge/key-limits.ts";
 import { openApiDocument, openApiPath } from "./edge/openapi.ts";
-import { rateLimitStage } from "./edge/rate-limit-stage.ts";
-import { RateLimiter } from "./edge/rate-limiter.ts";
 import { parseStage } from "./http/parse.ts";
 import { handleStage, type Stage, validateStage } from "./http/pipeline.ts";
 import { basePath, startPublicServer } from "./http/public-server.ts";
 import { migrations } from "./migrations/index.ts";
 import { routes } from "./operations/index.ts";
 import { KeySetCache } from "./operations/jwks.ts";
+import { KeyLimits } from "./rate-limits/key-limits.ts";
+import { rateLimitStage } from "./rate-limits/rate-limit-stage.ts";
+import { RateLimiter } from "./rate-limits/rate-limiter.ts";
+import { aliasStage } from "./rename-window/alias-stage.ts";
+import { aliasTable, sunset } from "./rename-window/aliases.ts";
 import type { GatewayServices } from "./services.ts";
 
 export interface RunningGateway {

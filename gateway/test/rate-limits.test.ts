@@ -7,15 +7,15 @@ import { createTestDatabase, type TestDatabase } from "../../test/harness/index.
 import { apiKeyResolvers, authenticateStage, type CredentialResolver } from "../src/credentials/authenticate.ts";
 import { CredentialDirectory } from "../src/credentials/directory.ts";
 import { entities } from "../src/credentials/entities.ts";
-import { KeyLimits } from "../src/edge/key-limits.ts";
-import { rateLimitStage } from "../src/edge/rate-limit-stage.ts";
-import { RateLimiter } from "../src/edge/rate-limiter.ts";
-import { tiers } from "../src/edge/rate-tiers.ts";
 import { parseStage } from "../src/http/parse.ts";
 import { handleStage, validateStage } from "../src/http/pipeline.ts";
 import { type RunningServer, startPublicServer } from "../src/http/public-server.ts";
 import { defineRoute, ok } from "../src/http/route.ts";
 import { migrations } from "../src/migrations/index.ts";
+import { KeyLimits } from "../src/rate-limits/key-limits.ts";
+import { rateLimitStage } from "../src/rate-limits/rate-limit-stage.ts";
+import { RateLimiter } from "../src/rate-limits/rate-limiter.ts";
+import { tiers } from "../src/rate-limits/rate-tiers.ts";
 import type { GatewayServices } from "../src/services.ts";
 import { memoryLogger } from "./memory-logger.ts";
 

@@ -1,14 +1,14 @@
 import { ManualClock } from "@svc/platform";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import * as gateServiceStatus from "../../services/gate/src/gates/gate-status.ts";
-import { aliasRequest, aliasResult, aliasStage, renameIssues } from "../src/edge/alias-stage.ts";
-import { type AliasRow, aliasTable, gateStatusRenames, sunset } from "../src/edge/aliases.ts";
 import { parseStage } from "../src/http/parse.ts";
 import { handleStage, validateStage } from "../src/http/pipeline.ts";
 import { type RunningServer, startPublicServer } from "../src/http/public-server.ts";
 import { defineRoute, ok } from "../src/http/route.ts";
 import type { ObjectSchema } from "../src/http/schema.ts";
 import { routes as productionRoutes } from "../src/operations/index.ts";
+import { aliasRequest, aliasResult, aliasStage, renameIssues } from "../src/rename-window/alias-stage.ts";
+import { type AliasRow, aliasTable, gateStatusRenames, sunset } from "../src/rename-window/aliases.ts";
 import type { GatewayServices } from "../src/services.ts";
 import { memoryLogger } from "./memory-logger.ts";
 
