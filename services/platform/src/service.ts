@@ -9,6 +9,7 @@ import { createLogger, type Logger } from "./logger.ts";
 import { connectEventBus, type EventBus, eventStreamSettings, natsReachable } from "./nats.ts";
 import { OutboxEvent, type OutboxRelay, outboxMigration, outboxSettings, startOutboxRelay } from "./outbox.ts";
 import { type RunningService, serveConnect } from "./server.ts";
+import type { StoredDefinition } from "./stored-definitions.ts";
 
 export interface ServiceDefinition<S extends Settings> {
   /** Service name as in logs and the process list, e.g. "webhook-dispatch". */
@@ -21,6 +22,8 @@ export interface ServiceDefinition<S extends Settings> {
   schema: string;
   entities: EntitySchema<any, any>[];
   migrations: MigrationObject[];
+  /** Stored functions in `.sql` files beside their callers (see `sqlDefinition`). */
+  storedDefinitions?: readonly StoredDefinition[];
   routes: (context: ServiceContext<S>) => (router: ConnectRouter) => void;
   /** Background work (consumers, sweeps); the returned function stops it. */
   background?: (context: ServiceContext<S>) => Promise<() => Promise<void>>;
@@ -79,6 +82,7 @@ export async function startService<S extends Settings>(
     schema: definition.schema,
     entities: [OutboxEvent, ...definition.entities],
     migrations: [outboxMigration, ...definition.migrations],
+    storedDefinitions: definition.storedDefinitions,
     logger,
   });
   const statements = openStatementPool({
