@@ -4,6 +4,7 @@ import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { resolveRefKey, settings } from "./config.ts";
 import { gateConsoleRoutes } from "./console-routes.ts";
 import { migrations } from "./migrations/index.ts";
+import { createVerificationRequests } from "./requests/request-writer.ts";
 import { gateRoutes } from "./routes.ts";
 import { type GateServices, gateServices } from "./services.ts";
 
@@ -41,6 +42,7 @@ export const startGate = (options: StartOptions = {}) => {
       schema: "gate",
       entities: [],
       migrations,
+      storedDefinitions: [createVerificationRequests],
       routes: (context) => {
         const built = servicesOf(context);
         const partner = gateRoutes(built);
