@@ -13,7 +13,7 @@ import { migrations } from "../src/migrations/index.ts";
 import { KeySetCache } from "../src/operations/jwks.ts";
 import { verifyTokenRoute } from "../src/operations/verify-token.ts";
 import { rateLimitStage } from "../src/rate-limits/rate-limit-stage.ts";
-import { RateLimiter } from "../src/rate-limits/rate-limiter.ts";
+import { decideRateLimits, RateLimiter } from "../src/rate-limits/rate-limiter.ts";
 import { aliasStage } from "../src/rename-window/alias-stage.ts";
 import { aliasTable, sunset } from "../src/rename-window/aliases.ts";
 import type { GatewayServices } from "../src/services.ts";
@@ -44,7 +44,14 @@ const mesh = await startBenchMesh(["signing"]);
 const logger = createLogger("bench", {}, "warn");
 try {
   const signing = createInternalClient(SigningService, mesh.urls.signing!, { timeoutMs: 30_000 });
-  const orm = await openDatabase({ url: mesh.databaseUrl, schema: "gateway", entities, migrations, logger });
+  const orm = await openDatabase({
+    url: mesh.databaseUrl,
+    schema: "gateway",
+    entities,
+    migrations,
+    storedDefinitions: [decideRateLimits],
+    logger,
+  });
   const pool = openStatementPool({ url: mesh.databaseUrl, schema: "gateway", max: 4, logger });
   const limiter = new RateLimiter({ pool, leaseTtlMs: 60_000, logger });
   const services = { signing, keySet: new KeySetCache({ signing, logger }) } as unknown as GatewayServices;

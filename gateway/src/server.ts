@@ -32,7 +32,7 @@ import { routes } from "./operations/index.ts";
 import { KeySetCache } from "./operations/jwks.ts";
 import { KeyLimits } from "./rate-limits/key-limits.ts";
 import { rateLimitStage } from "./rate-limits/rate-limit-stage.ts";
-import { RateLimiter } from "./rate-limits/rate-limiter.ts";
+import { decideRateLimits, RateLimiter } from "./rate-limits/rate-limiter.ts";
 import { aliasStage } from "./rename-window/alias-stage.ts";
 import { aliasTable, sunset } from "./rename-window/aliases.ts";
 import type { GatewayServices } from "./services.ts";
@@ -63,7 +63,14 @@ export async function startGateway(
   const config = loadGatewayConfig(env, logger);
   const clock = options.clock ?? clockFromEnvironment(env);
 
-  const orm = await openDatabase({ url: config.databaseUrl, schema: "gateway", entities, migrations, logger });
+  const orm = await openDatabase({
+    url: config.databaseUrl,
+    schema: "gateway",
+    entities,
+    migrations,
+    storedDefinitions: [decideRateLimits],
+    logger,
+  });
   const signing = createInternalClient(SigningService, config.signingUrl);
   const directory = new CredentialDirectory({ orm, pepper: config.keyPepper, clock });
   const gate = createInternalClient(GateService, config.gateUrl);
