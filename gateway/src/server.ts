@@ -11,11 +11,12 @@ import {
   serveConnect,
 } from "@svc/platform";
 import { AccountService } from "@svc/proto/account/v1/account_pb.js";
-import { GateService } from "@svc/proto/gate/v1/gate_pb.js";
+import { GateConsoleService, GateService } from "@svc/proto/gate/v1/gate_pb.js";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { webFlowPages } from "./app/web-flow.ts";
 import { loadGatewayConfig } from "./config.ts";
 import { consoleForwarding } from "./console/forwarding.ts";
+import { gateConsoleRenames } from "./console/gate-console-renames.ts";
 import { consoleRoutes } from "./console/routes.ts";
 import { apiKeyResolvers, authenticateStage } from "./credentials/authenticate.ts";
 import { CredentialDirectory } from "./credentials/directory.ts";
@@ -136,10 +137,13 @@ export async function startGateway(
       host: config.consoleHost,
       port: config.consolePort,
       logger: logger.child({ component: "console" }),
-      routes: consoleRoutes({ directory, signing, keyLimits: new KeyLimits({ orm, clock }), devIdp }),
+      routes: (router) => {
+        consoleRoutes({ directory, signing, keyLimits: new KeyLimits({ orm, clock }), devIdp })(router);
+        // Gate's console goes through the rename window instead of being forwarded unchanged.
+        gateConsoleRenames({ gate: createInternalClient(GateConsoleService, config.gateUrl), clock })(router);
+      },
       fallback: consoleForwarding(
         {
-          "svc.gate.v1": config.gateUrl,
           "svc.account.v1": config.accountUrl,
           "svc.agentlink.v1": config.agentlinkUrl,
           "svc.webhook.v1": config.webhookDispatchUrl,
