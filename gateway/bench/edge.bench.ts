@@ -6,16 +6,16 @@ import { createInternalClient, createLogger, openDatabase, openStatementPool, sy
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { median, startBenchMesh } from "../../test/bench/bench-infrastructure.ts";
 import { entities } from "../src/credentials/entities.ts";
-import { aliasStage } from "../src/edge/alias-stage.ts";
-import { aliasTable, sunset } from "../src/edge/aliases.ts";
-import { rateLimitStage } from "../src/edge/rate-limit-stage.ts";
-import { RateLimiter } from "../src/edge/rate-limiter.ts";
 import { parseStage } from "../src/http/parse.ts";
 import { handleStage, type Stage, validateStage } from "../src/http/pipeline.ts";
 import { startPublicServer } from "../src/http/public-server.ts";
 import { migrations } from "../src/migrations/index.ts";
 import { KeySetCache } from "../src/operations/jwks.ts";
 import { verifyTokenRoute } from "../src/operations/verify-token.ts";
+import { rateLimitStage } from "../src/rate-limits/rate-limit-stage.ts";
+import { decideRateLimits, RateLimiter } from "../src/rate-limits/rate-limiter.ts";
+import { aliasStage } from "../src/rename-window/alias-stage.ts";
+import { aliasTable, sunset } from "../src/rename-window/aliases.ts";
 import type { GatewayServices } from "../src/services.ts";
 import type { LoadOrder, LoadReport } from "./verify-token-load.ts";
 import { postVerifyToken } from "./verify-token-post.ts";
@@ -44,7 +44,14 @@ const mesh = await startBenchMesh(["signing"]);
 const logger = createLogger("bench", {}, "warn");
 try {
   const signing = createInternalClient(SigningService, mesh.urls.signing!, { timeoutMs: 30_000 });
-  const orm = await openDatabase({ url: mesh.databaseUrl, schema: "gateway", entities, migrations, logger });
+  const orm = await openDatabase({
+    url: mesh.databaseUrl,
+    schema: "gateway",
+    entities,
+    migrations,
+    storedDefinitions: [decideRateLimits],
+    logger,
+  });
   const pool = openStatementPool({ url: mesh.databaseUrl, schema: "gateway", max: 4, logger });
   const limiter = new RateLimiter({ pool, leaseTtlMs: 60_000, logger });
   const services = { signing, keySet: new KeySetCache({ signing, logger }) } as unknown as GatewayServices;

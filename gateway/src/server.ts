@@ -11,11 +11,12 @@ import {
   serveConnect,
 } from "@svc/platform";
 import { AccountService } from "@svc/proto/account/v1/account_pb.js";
-import { GateService } from "@svc/proto/gate/v1/gate_pb.js";
+import { GateConsoleService, GateService } from "@svc/proto/gate/v1/gate_pb.js";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { webFlowPages } from "./app/web-flow.ts";
 import { loadGatewayConfig } from "./config.ts";
 import { consoleForwarding } from "./console/forwarding.ts";
+import { gateConsoleRenames } from "./console/gate-console-renames.ts";
 import { consoleRoutes } from "./console/routes.ts";
 import { apiKeyResolvers, authenticateStage } from "./credentials/authenticate.ts";
 import { CredentialDirectory } from "./credentials/directory.ts";
@@ -23,19 +24,19 @@ import { entities } from "./credentials/entities.ts";
 import { grantTokenResolver } from "./credentials/grant-token.ts";
 import { loadOidcConfig, userSessionResolver } from "./credentials/user-session.ts";
 import { DevIdentityProvider } from "./dev-idp/dev-identity-provider.ts";
-import { aliasStage } from "./edge/alias-stage.ts";
-import { aliasTable, sunset } from "./edge/aliases.ts";
-import { KeyLimits } from "./edge/key-limits.ts";
 import { openApiDocument, openApiPath } from "./edge/openapi.ts";
-import { serveUpgradePage } from "./edge/rate-limit-report.ts";
-import { rateLimitStage } from "./edge/rate-limit-stage.ts";
-import { RateLimiter } from "./edge/rate-limiter.ts";
 import { parseStage } from "./http/parse.ts";
 import { handleStage, type Stage, validateStage } from "./http/pipeline.ts";
 import { basePath, startPublicServer } from "./http/public-server.ts";
 import { migrations } from "./migrations/index.ts";
 import { routes } from "./operations/index.ts";
 import { KeySetCache } from "./operations/jwks.ts";
+import { KeyLimits } from "./rate-limits/key-limits.ts";
+import { serveUpgradePage } from "./rate-limits/rate-limit-report.ts";
+import { rateLimitStage } from "./rate-limits/rate-limit-stage.ts";
+import { decideRateLimits, RateLimiter } from "./rate-limits/rate-limiter.ts";
+import { aliasStage } from "./rename-window/alias-stage.ts";
+import { aliasTable, sunset } from "./rename-window/aliases.ts";
 import type { GatewayServices } from "./services.ts";
 
 export interface RunningGateway {
@@ -68,7 +69,14 @@ export async function startGateway(
   const config = loadGatewayConfig(env, logger);
   const clock = options.clock ?? clockFromEnvironment(env);
 
-  const orm = await openDatabase({ url: config.databaseUrl, schema: "gateway", entities, migrations, logger });
+  const orm = await openDatabase({
+    url: config.databaseUrl,
+    schema: "gateway",
+    entities,
+    migrations,
+    storedDefinitions: [decideRateLimits],
+    logger,
+  });
   const signing = createInternalClient(SigningService, config.signingUrl);
   const directory = new CredentialDirectory({ orm, pepper: config.keyPepper, clock });
   const gate = createInternalClient(GateService, config.gateUrl);
@@ -135,10 +143,13 @@ export async function startGateway(
       host: config.consoleHost,
       port: config.consolePort,
       logger: logger.child({ component: "console" }),
-      routes: consoleRoutes({ directory, signing, keyLimits: new KeyLimits({ orm, clock }), devIdp }),
+      routes: (router) => {
+        consoleRoutes({ directory, signing, keyLimits: new KeyLimits({ orm, clock }), devIdp })(router);
+        // Gate's console goes through the rename window instead of being forwarded unchanged.
+        gateConsoleRenames({ gate: createInternalClient(GateConsoleService, config.gateUrl), clock })(router);
+      },
       fallback: consoleForwarding(
         {
-          "svc.gate.v1": config.gateUrl,
           "svc.account.v1": config.accountUrl,
           "svc.agentlink.v1": config.agentlinkUrl,
           "svc.webhook.v1": config.webhookDispatchUrl,

@@ -1,9 +1,9 @@
 import { ManualClock } from "@svc/platform";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { aliasTable, sunset } from "../src/edge/aliases.ts";
 import { jsonSchemaOf, openApiDocument } from "../src/edge/openapi.ts";
 import { type Schema, validate } from "../src/http/schema.ts";
 import { routes } from "../src/operations/index.ts";
+import { aliasTable, sunset } from "../src/rename-window/aliases.ts";
 import { startTestMesh, type TestMesh } from "./support.ts";
 
 /**

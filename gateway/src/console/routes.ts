@@ -19,7 +19,7 @@ import { type CredentialDirectory, CredentialError } from "../credentials/direct
 import type { ApiKey } from "../credentials/entities.ts";
 import type { KeyType } from "../credentials/key-format.ts";
 import type { DevIdentityProvider } from "../dev-idp/dev-identity-provider.ts";
-import type { KeyLimits } from "../edge/key-limits.ts";
+import type { KeyLimits } from "../rate-limits/key-limits.ts";
 
 export interface ConsoleDependencies {
   directory: CredentialDirectory;

@@ -4,8 +4,8 @@ import type { Route } from "../http/route.ts";
 import { type ObjectSchema, type Schema, uuidV4Pattern } from "../http/schema.ts";
 import { flowSecretForm, qrCodePrefix, qrCodeSuffix, requestIdForm } from "../operations/gate-links.ts";
 import { jwksPath } from "../operations/jwks.ts";
-import type { AliasRow } from "./aliases.ts";
-import { developmentInFlight, tiers } from "./rate-tiers.ts";
+import { developmentInFlight, tiers } from "../rate-limits/rate-tiers.ts";
+import type { AliasRow } from "../rename-window/aliases.ts";
 
 /**
  * The OpenAPI 3.1 description of the public API, generated from the route table, the same schemas

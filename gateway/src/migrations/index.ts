@@ -2,6 +2,7 @@ import { CreateCredentialTables } from "./0001-credentials.ts";
 import { CreateRateLimitTables } from "./0002-rate-limits.ts";
 import { CreateDevIdentityProviderKeys } from "./0003-dev-idp.ts";
 import { CreateRateDecisionFunction } from "./0004-rate-decisions.ts";
+import { DropTakeRateLimits } from "./0005-drop-take-rate-limits.ts";
 
 /** Applied in order at start; a migration, once released, is never edited (add a new one). */
 export const migrations = [
@@ -9,4 +10,5 @@ export const migrations = [
   { name: "0002_rate_limits", class: CreateRateLimitTables },
   { name: "0003_dev_idp", class: CreateDevIdentityProviderKeys },
   { name: "0004_rate_decisions", class: CreateRateDecisionFunction },
+  { name: "0005_drop_take_rate_limits", class: DropTakeRateLimits },
 ];

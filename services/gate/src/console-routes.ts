@@ -12,14 +12,13 @@ import {
   GateType as ProtoGateType,
   SetGateStatusResponseSchema,
 } from "@svc/proto/gate/v1/gate_pb.js";
-import { legacyGateStatusAt } from "./gates/gate-status.ts";
 import type { Gate, GateStore } from "./gates/gate-store.ts";
 import { refusalsAsConnectErrors, refuse } from "./refusal.ts";
 import type { RequestLifecycle } from "./requests/request-lifecycle.ts";
 import { gateTypeProto } from "./routes.ts";
 
-/** A gate as the console shows it at `now`: with its old status name until the rename sunset. */
-const gateMessage = (gate: Gate, now: Date) =>
+/** A gate as the console shows it; `status_legacy` is the gateway's to add during the rename window. */
+const gateMessage = (gate: Gate) =>
   create(GateSchema, {
     gateId: gate.id,
     organizationId: gate.organizationId,
@@ -28,7 +27,6 @@ const gateMessage = (gate: Gate, now: Date) =>
     type: gateTypeProto(gate.type),
     ...(gate.ageThreshold !== null ? { ageThreshold: gate.ageThreshold } : {}),
     status: gate.status,
-    statusLegacy: legacyGateStatusAt(gate.status, now),
     notarizeOffer: gate.notarizeOffer,
     createdAt: timestampFromDate(gate.createdAt),
     updatedAt: timestampFromDate(gate.updatedAt),
@@ -69,7 +67,7 @@ export function gateConsoleRoutes(deps: {
             status: request.status,
             notarizeOffer: request.notarizeOffer,
           });
-          return create(CreateGateResponseSchema, { gate: gateMessage(gate, gates.now()) });
+          return create(CreateGateResponseSchema, { gate: gateMessage(gate) });
         }),
 
       setGateStatus: (request) =>
@@ -80,7 +78,7 @@ export function gateConsoleRoutes(deps: {
             request.key,
             request.status,
           );
-          return create(SetGateStatusResponseSchema, { gate: gateMessage(gate, gates.now()) });
+          return create(SetGateStatusResponseSchema, { gate: gateMessage(gate) });
         }),
 
       listGates: (request) =>
@@ -88,8 +86,7 @@ export function gateConsoleRoutes(deps: {
           const environment =
             request.environment === Environment.UNSPECIFIED ? undefined : requireEnvironment(request.environment);
           const list = await gates.list(request.organizationId, environment, request.status);
-          const now = gates.now();
-          return create(ListGatesResponseSchema, { gates: list.map((gate) => gateMessage(gate, now)) });
+          return create(ListGatesResponseSchema, { gates: list.map(gateMessage) });
         }),
 
       expireRequests: (request) =>

@@ -4,6 +4,7 @@ import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { settings } from "./config.ts";
 import { gateConsoleRoutes } from "./console-routes.ts";
 import { migrations } from "./migrations/index.ts";
+import { createVerificationRequests } from "./requests/request-writer.ts";
 import { gateRoutes } from "./routes.ts";
 import { gateServices } from "./services.ts";
 
@@ -21,6 +22,7 @@ export const startGate = (options: StartOptions = {}) =>
       schema: "gate",
       entities: [],
       migrations,
+      storedDefinitions: [createVerificationRequests],
       build: ({ orm, statements, bus, outbox, clock, logger, config }) =>
         gateServices({
           orm,

@@ -15,7 +15,7 @@ import { GateStore } from "../src/gates/gate-store.ts";
 import { migrations } from "../src/migrations/index.ts";
 import { partnerRefs } from "../src/partner-refs.ts";
 import { createLink, type LinkInput } from "../src/requests/create-link.ts";
-import { type NewRequest, RequestWriter } from "../src/requests/request-writer.ts";
+import { createVerificationRequests, type NewRequest, RequestWriter } from "../src/requests/request-writer.ts";
 import { SessionFactsLookup } from "../src/sessions/session-facts.ts";
 import { SessionStore } from "../src/sessions/session-store.ts";
 
@@ -80,6 +80,7 @@ beforeAll(async () => {
     schema: "gate",
     entities: [OutboxEvent],
     migrations: [outboxMigration, ...migrations],
+    storedDefinitions: [createVerificationRequests],
     logger,
   });
   statements = openStatementPool({ url: database.url, schema: "gate", max: 16, logger });

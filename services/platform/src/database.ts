@@ -3,6 +3,7 @@ import { Migration, Migrator } from "@mikro-orm/migrations";
 import { MikroORM, type Options } from "@mikro-orm/postgresql";
 import pg from "pg";
 import type { Logger } from "./logger.ts";
+import { applyStoredDefinitions, type StoredDefinition } from "./stored-definitions.ts";
 
 export { Migration };
 export type Database = MikroORM;
@@ -13,13 +14,16 @@ export interface DatabaseOptions {
   schema: string;
   entities: EntitySchema<any, any>[];
   migrations: MigrationObject[];
+  /** Stored functions from `.sql` files, applied after the migrations whenever their text changes. */
+  storedDefinitions?: readonly StoredDefinition[];
   logger: Logger;
   poolSize?: number;
 }
 
 /**
- * One ORM per service, bound to the service's schema, with its migrations applied before it serves.
- * An advisory lock keeps replicas that start together from migrating at the same time.
+ * One ORM per service, bound to the service's schema, with its migrations and then its stored
+ * definitions applied before it serves. An advisory lock keeps replicas that start together from
+ * migrating at the same time.
  */
 export async function openDatabase(options: DatabaseOptions): Promise<MikroORM> {
   await migrateUnderLock(options);
@@ -64,6 +68,12 @@ async function migrateUnderLock(options: DatabaseOptions): Promise<void> {
     } finally {
       await orm.close(true);
     }
+    await applyStoredDefinitions({
+      client: lock,
+      schema: options.schema,
+      definitions: options.storedDefinitions ?? [],
+      logger: options.logger,
+    });
   } finally {
     await lock.end();
   }

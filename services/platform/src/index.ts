@@ -11,4 +11,5 @@ export * from "./outbox.ts";
 export * from "./refusal.ts";
 export * from "./server.ts";
 export * from "./service.ts";
+export * from "./stored-definitions.ts";
 export * from "./wakeable-loop.ts";

@@ -9,6 +9,7 @@ import { createLogger, type Logger } from "./logger.ts";
 import { connectEventBus, type EventBus, eventStreamSettings, natsReachable } from "./nats.ts";
 import { OutboxEvent, type OutboxRelay, outboxMigration, outboxSettings, startOutboxRelay } from "./outbox.ts";
 import { type RunningService, serveConnect } from "./server.ts";
+import type { StoredDefinition } from "./stored-definitions.ts";
 
 export interface ServiceDefinition<S extends Settings, B> {
   /** Service name as in logs and the process list, e.g. "webhook-dispatch". */
@@ -21,6 +22,8 @@ export interface ServiceDefinition<S extends Settings, B> {
   schema: string;
   entities: EntitySchema<any, any>[];
   migrations: MigrationObject[];
+  /** Stored functions in `.sql` files beside their callers (see `sqlDefinition`). */
+  storedDefinitions?: readonly StoredDefinition[];
   /**
    * The service's bundle (stores, clients, the parts its background work shares with its routes), built
    * once with plain constructors after the database and the bus are open, before anything serves.
@@ -88,6 +91,7 @@ export async function startService<S extends Settings, B>(
     schema: definition.schema,
     entities: [OutboxEvent, ...definition.entities],
     migrations: [outboxMigration, ...definition.migrations],
+    storedDefinitions: definition.storedDefinitions,
     logger,
   });
   const statements = openStatementPool({

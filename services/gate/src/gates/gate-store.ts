@@ -54,18 +54,14 @@ export interface NewGate {
   key: string;
   type: GateType;
   ageThreshold: number | undefined;
-  /** New or old name; draft when empty. */
+  /** draft, active or archived; draft when empty. */
   status: string;
   notarizeOffer: boolean;
 }
 
 function requireStatus(text: string): GateStatus {
   const status = parseGateStatus(text);
-  if (!status)
-    throw refuse(
-      "invalid",
-      `status must be draft, active or archived (old names pending, pending_revisions, approved, denied, cancelled accepted), not ${JSON.stringify(text)}`,
-    );
+  if (!status) throw refuse("invalid", `status must be draft, active or archived, not ${JSON.stringify(text)}`);
   return status;
 }
 
@@ -81,11 +77,6 @@ export class GateStore {
   constructor(options: { orm: MikroORM; clock: Clock }) {
     this.#orm = options.orm;
     this.#clock = options.clock;
-  }
-
-  /** The store's clock, which the console's rename window follows too. */
-  now(): Date {
-    return this.#clock.now();
   }
 
   async create(input: NewGate): Promise<Gate> {

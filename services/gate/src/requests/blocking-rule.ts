@@ -1,23 +1,24 @@
 /**
- * The 409 rule (spec "Errors", "The 409 rule"): which requests a new request is checked against, and
- * which existing requests block it. revoke-verification ends exactly the requests this rule says would
- * block, so both operations read it from here.
+ * The 409 rule (spec "Errors", "The 409 rule"): who a new request is checked as, here; which existing
+ * requests block it, in `create-verification-requests.sql`, where the check runs atomically with the
+ * write. revoke-verification ends exactly the requests that would block, naming the user the same way.
+ * Each clause is tested against PostgreSQL in `test/blocking-rule.test.ts`.
  *
  * Clauses:
  * 1. The same user is the `partner_user_ref` sent to create-verification-link, else the
  *    `partner_user_id` sent to create-session.
- * 2. Only pending unexpired requests block; completed, failed and expired ones never do.
+ * 2. Only pending unexpired requests block; completed, failed, expired and pass ones never do (SQL).
  * 3. Requests with neither value, or naming no gate, are not checked.
  * 4. A browser request with a site key and no `partner_user_id` on the session is not checked.
  * 5. Clearing: revoke-verification with the same gate key and the user's reference as
  *    `partner_user_id` ends the blocking requests, after which the same grant token may create again.
  * Our addition: a presence ceremony (`parent_request_id`) is never blocked by its own pre-check,
- * which it replaces.
+ * which it replaces (SQL).
  */
 
-export type SessionCredentialKind = "secret_key" | "site_key";
+type SessionCredentialKind = "secret_key" | "site_key";
 
-export interface NewRequestFacts {
+interface NewRequestFacts {
   gate: string;
   /** `partner_user_ref` of create-verification-link. */
   partnerUserRef: string | undefined;
@@ -39,18 +40,6 @@ export function blockingUser(facts: NewRequestFacts): string | undefined {
   if (given(facts.partnerUserRef)) return facts.partnerUserRef;
   if (given(facts.sessionPartnerUserId)) return facts.sessionPartnerUserId;
   return undefined;
-}
-
-export interface ExistingRequest {
-  requestId: string;
-  status: string;
-  expiresAt: Date;
-}
-
-/** Clause 2: whether an existing request of the same user and gate blocks a new one at `now`. */
-export function blocks(existing: ExistingRequest, now: Date, parentRequestId?: string): boolean {
-  if (parentRequestId !== undefined && existing.requestId === parentRequestId) return false;
-  return existing.status === "pending" && existing.expiresAt.getTime() > now.getTime();
 }
 
 /**

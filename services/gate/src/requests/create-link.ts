@@ -57,7 +57,7 @@ const refusals = {
 /**
  * create-verification-link in one round trip. The rules (the 409 rule's user, Recent Presence, the
  * allowed gates) are decided here from facts that never change, the session's and the gate's; the
- * request writer then applies them atomically against what can change (migration 0003): of any
+ * request writer then applies them atomically against what can change (create-verification-requests.sql): of any
  * number of concurrent calls with one token one proceeds and the others find it used; the gate must
  * be active and no request may block; a recent ceremony makes it a pass. A refused call writes
  * nothing, so it consumes nothing (spec "Grant token": rejected call → unused).

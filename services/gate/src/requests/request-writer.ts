@@ -1,9 +1,15 @@
 import { createHash } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { NaturalBatcher } from "@svc/platform";
+import { NaturalBatcher, sqlDefinition } from "@svc/platform";
 import type pg from "pg";
 
-/** One create-verification-link call, decided in TypeScript, for `create_verification_requests` (migration 0003) to apply. */
+/**
+ * `create_verification_requests`, which decides and writes a batch: the refusal order and the 409 rule's
+ * database half. Applied at start whenever its text changes (the platform's stored definitions).
+ */
+export const createVerificationRequests = sqlDefinition(new URL("./create-verification-requests.sql", import.meta.url));
+
+/** One create-verification-link call, decided in TypeScript, for `create_verification_requests` to apply. */
 export interface NewRequest {
   sessionId: string;
   organizationId: string;

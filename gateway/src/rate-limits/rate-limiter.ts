@@ -1,4 +1,4 @@
-import { type Logger, NaturalBatcher, uuid } from "@svc/platform";
+import { type Logger, NaturalBatcher, sqlDefinition, uuid } from "@svc/platform";
 import type pg from "pg";
 import type { BucketName, RatePlan } from "./rate-tiers.ts";
 
@@ -54,6 +54,9 @@ interface Counter {
   demand: number;
 }
 
+/** `decide_rate_limits`, the decision itself: applied at start whenever its text changes (the platform's stored definitions). */
+export const decideRateLimits = sqlDefinition(new URL("./decide-rate-limits.sql", import.meta.url));
+
 /** The statement that decides a batch; prepared once per connection under this name. */
 const decideStatement = {
   name: "decide_rate_limits",
@@ -67,7 +70,7 @@ const maxBatch = 64;
 
 /**
  * The rate-limit state in the gateway's schema, shared by every replica. Requests are decided by
- * `decide_rate_limits` (migration 0004): one statement, atomic, in order, each request all or nothing,
+ * `decide_rate_limits` (`decide-rate-limits.sql`): one statement, atomic, in order, each request all or nothing,
  * so the limits hold exactly however many replicas count at once. Requests that arrive in the same
  * turn of the event loop, or while a statement is under way, leave together in the next statement
  * ({@link NaturalBatcher}): a quiet gateway waits for no one, and a busy one pays one round trip, and

@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { type Database, ManualClock, openDatabase, openStatementPool } from "@svc/platform";
 import { CallerSchema, CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
@@ -7,15 +7,15 @@ import { createTestDatabase, type TestDatabase } from "../../test/harness/index.
 import { apiKeyResolvers, authenticateStage, type CredentialResolver } from "../src/credentials/authenticate.ts";
 import { CredentialDirectory } from "../src/credentials/directory.ts";
 import { entities } from "../src/credentials/entities.ts";
-import { KeyLimits } from "../src/edge/key-limits.ts";
-import { rateLimitStage } from "../src/edge/rate-limit-stage.ts";
-import { RateLimiter } from "../src/edge/rate-limiter.ts";
-import { tiers } from "../src/edge/rate-tiers.ts";
 import { parseStage } from "../src/http/parse.ts";
 import { handleStage, validateStage } from "../src/http/pipeline.ts";
 import { type RunningServer, startPublicServer } from "../src/http/public-server.ts";
 import { defineRoute, ok } from "../src/http/route.ts";
 import { migrations } from "../src/migrations/index.ts";
+import { KeyLimits } from "../src/rate-limits/key-limits.ts";
+import { rateLimitStage } from "../src/rate-limits/rate-limit-stage.ts";
+import { decideRateLimits, RateLimiter } from "../src/rate-limits/rate-limiter.ts";
+import { tiers } from "../src/rate-limits/rate-tiers.ts";
 import type { GatewayServices } from "../src/services.ts";
 import { memoryLogger } from "./memory-logger.ts";
 
@@ -126,7 +126,14 @@ const routes = [
 
 beforeAll(async () => {
   database = await createTestDatabase("edge_rate_limit");
-  orm = await openDatabase({ url: database.url, schema: "gateway", entities, migrations, logger: memoryLogger() });
+  orm = await openDatabase({
+    url: database.url,
+    schema: "gateway",
+    entities,
+    migrations,
+    storedDefinitions: [decideRateLimits],
+    logger: memoryLogger(),
+  });
   directory = new CredentialDirectory({ orm, pepper: randomBytes(32), clock });
   organizationId = (await directory.createOrganization("Limits")).id;
   const logger = memoryLogger();
@@ -617,5 +624,20 @@ describe("grant tokens, requests without a credential, and refusals before count
     expect(exempt.body).toEqual({ data: { data: { done: true } } });
     expect(exempt.headers.get("ratelimit")).toBeNull();
     expect(await counterRows()).toBe(rows);
+  });
+});
+
+describe("the decision's stored function", () => {
+  test("decide_rate_limits is the text of decide-rate-limits.sql; the superseded take_rate_limits is gone", async () => {
+    const { rows } = await pool.query<{ name: string; sha256: string }>(
+      "select name, sha256 from stored_definitions order by name",
+    );
+    expect(rows).toEqual([
+      { name: "decide-rate-limits", sha256: createHash("sha256").update(decideRateLimits.sql).digest("hex") },
+    ]);
+    const functions = await pool.query<{ proname: string }>(
+      "select proname from pg_proc where pronamespace = 'gateway'::regnamespace order by proname",
+    );
+    expect(functions.rows.map((row) => row.proname)).toEqual(["decide_rate_limits"]);
   });
 });

@@ -1,6 +1,6 @@
 import type { Logger } from "@svc/platform";
+import { clientAddress } from "../http/client-address.ts";
 import type { Stage } from "../http/pipeline.ts";
-import { clientAddress } from "./client-address.ts";
 import { blockedBody, rateLimitHeaders, rateLimitReport } from "./rate-limit-report.ts";
 import type { RateLimiter } from "./rate-limiter.ts";
 import { anonymousTier, planFor, type RatePlan } from "./rate-tiers.ts";

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "vitest";
-import { clientAddress } from "../src/edge/client-address.ts";
-import { blockedBody, primaryBucket, rateLimitHeaders } from "../src/edge/rate-limit-report.ts";
-import { type BucketState, type RateDecision, windowOf } from "../src/edge/rate-limiter.ts";
-import { tiers } from "../src/edge/rate-tiers.ts";
+import { clientAddress } from "../src/http/client-address.ts";
+import { blockedBody, primaryBucket, rateLimitHeaders } from "../src/rate-limits/rate-limit-report.ts";
+import { type BucketState, type RateDecision, windowOf } from "../src/rate-limits/rate-limiter.ts";
+import { tiers } from "../src/rate-limits/rate-tiers.ts";
 
 const bucket = (
   name: BucketState["name"],

@@ -1,14 +1,17 @@
+import { create } from "@bufbuild/protobuf";
+import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { ManualClock } from "@svc/platform";
+import { type Gate, GateConsoleService, GateSchema } from "@svc/proto/gate/v1/gate_pb.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import * as gateServiceStatus from "../../services/gate/src/gates/gate-status.ts";
-import { aliasRequest, aliasResult, aliasStage, renameIssues } from "../src/edge/alias-stage.ts";
-import { type AliasRow, aliasTable, gateStatusRenames, sunset } from "../src/edge/aliases.ts";
+import { gateConsoleRenames } from "../src/console/gate-console-renames.ts";
 import { parseStage } from "../src/http/parse.ts";
 import { handleStage, validateStage } from "../src/http/pipeline.ts";
 import { type RunningServer, startPublicServer } from "../src/http/public-server.ts";
 import { defineRoute, ok } from "../src/http/route.ts";
 import type { ObjectSchema } from "../src/http/schema.ts";
 import { routes as productionRoutes } from "../src/operations/index.ts";
+import { aliasRequest, aliasResult, aliasStage, renameIssues } from "../src/rename-window/alias-stage.ts";
+import { type AliasRow, aliasTable, gateStatusRenames, sunset } from "../src/rename-window/aliases.ts";
 import type { GatewayServices } from "../src/services.ts";
 import { memoryLogger } from "./memory-logger.ts";
 
@@ -166,22 +169,82 @@ describe("the alias table", () => {
       status_legacy: "denied",
     });
   });
+});
 
-  test("the gate service's console reads and shows gate statuses by the same table and sunset", () => {
-    // Services share no code: the console's copy in the gate service is held to this one here.
-    expect(gateServiceStatus.gateStatusRenames).toEqual(gateStatusRenames);
-    expect(gateServiceStatus.renameSunset).toEqual(sunset);
-    for (const status of gateServiceStatus.gateStatuses) {
-      const shown = aliasResult(
-        [{ operationId: "x", in: "result", old: "status_legacy", new: "status", values: gateStatusRenames }],
-        { status },
-        false,
-      );
-      expect(gateServiceStatus.legacyGateStatusAt(status, new Date(duringWindow))).toBe(
-        (shown as { status_legacy: string }).status_legacy,
-      );
-      expect(gateServiceStatus.legacyGateStatusAt(status, new Date(afterSunset))).toBeUndefined();
-    }
+describe("the gate console through the rename window", () => {
+  /** A stand-in for the gate service's console: it knows only the new names and records what it got. */
+  const asked: string[] = [];
+  const row = (status: string) => create(GateSchema, { key: status, status });
+  const gateService = createClient(
+    GateConsoleService,
+    createRouterTransport((router) =>
+      router.service(GateConsoleService, {
+        createGate: (request) => {
+          asked.push(request.status);
+          return { gate: row(request.status) };
+        },
+        setGateStatus: (request) => {
+          asked.push(request.status);
+          return { gate: row(request.status) };
+        },
+        listGates: (request) => {
+          asked.push(request.status);
+          return { gates: ["draft", "active", "archived"].map(row) };
+        },
+        expireRequests: (request) => ({ expiredCount: request.limit }),
+      }),
+    ),
+  );
+  const consoleClock = new ManualClock(duringWindow);
+  const gateConsole = createClient(
+    GateConsoleService,
+    createRouterTransport(gateConsoleRenames({ gate: gateService, clock: consoleClock })),
+  );
+  const legacyOf = (gates: Gate[]) => Object.fromEntries(gates.map((gate) => [gate.status, gate.statusLegacy]));
+
+  test("old status names reach gate as new ones; new and unknown names pass unchanged", async () => {
+    asked.length = 0;
+    for (const old of ["pending", "pending_revisions", "approved", "denied", "cancelled", "active", "live"])
+      await gateConsole.setGateStatus({ status: old });
+    await gateConsole.createGate({ status: "approved" });
+    await gateConsole.listGates({ status: "cancelled" });
+    await gateConsole.listGates({});
+    expect(asked).toEqual([
+      "draft",
+      "draft",
+      "active",
+      "archived",
+      "archived",
+      "active",
+      "live",
+      "active",
+      "archived",
+      "",
+    ]);
+    expect((await gateConsole.expireRequests({ limit: 7 })).expiredCount).toBe(7);
+  });
+
+  test("rows carry the old status name partner-config shows until the sunset (by the clock), none from then on", async () => {
+    const partnerConfigLegacy = (status: string) =>
+      (
+        aliasResult(
+          aliasTable.filter((r) => r.operationId === "getPartnerConfig" && r.in === "result"),
+          { status },
+          false,
+        ) as { status_legacy?: string }
+      ).status_legacy;
+    consoleClock.set(duringWindow);
+    const rows = legacyOf((await gateConsole.listGates({})).gates);
+    expect(rows).toEqual({ draft: "pending", active: "approved", archived: "denied" });
+    for (const status of ["draft", "active", "archived"]) expect(rows[status]).toBe(partnerConfigLegacy(status));
+    expect((await gateConsole.setGateStatus({ status: "approved" })).gate?.statusLegacy).toBe("approved");
+    expect((await gateConsole.createGate({ status: "draft" })).gate?.statusLegacy).toBe("pending");
+
+    consoleClock.set(new Date(sunset.getTime() - 1));
+    expect((await gateConsole.setGateStatus({ status: "archived" })).gate?.statusLegacy).toBe("denied");
+    consoleClock.set(sunset);
+    expect(legacyOf((await gateConsole.listGates({})).gates)).toEqual({ draft: "", active: "", archived: "" });
+    expect((await gateConsole.createGate({ status: "active" })).gate?.statusLegacy).toBe("");
   });
 });
 
