@@ -1,7 +1,7 @@
 import { ManualClock } from "@svc/platform";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { aliasTable, sunset } from "../src/edge/aliases.ts";
-import { jsonSchemaOf, openApiDocument } from "../src/edge/openapi.ts";
+import { jsonSchemaOf, openApiDocument } from "../src/http/openapi.ts";
 import { type Schema, validate } from "../src/http/schema.ts";
 import { routes } from "../src/operations/index.ts";
 import { startTestMesh, type TestMesh } from "./support.ts";
@@ -17,7 +17,7 @@ const document = openApiDocument({ routes, aliases: aliasTable, sunset, publicOr
 
 /** Every `$ref` in the document, so each can be checked to resolve. */
 function refs(value: unknown, found: string[] = []): string[] {
-  if (Array.isArray(value)) value.forEach((v) => refs(v, found));
+  if (Array.isArray(value)) for (const v of value) refs(v, found);
   else if (typeof value === "object" && value !== null) {
     for (const [key, v] of Object.entries(value)) {
       if (key === "$ref" && typeof v === "string") found.push(v);

@@ -1,11 +1,11 @@
 import type { CredentialKindName } from "../credentials/authenticate.ts";
-import { corsAllowedHeaders, corsExposedHeaders, preflightMaxAgeSeconds, servesBrowsers } from "../http/cors.ts";
-import type { Route } from "../http/route.ts";
-import { type ObjectSchema, type Schema, uuidV4Pattern } from "../http/schema.ts";
+import type { AliasRow } from "../edge/aliases.ts";
+import { developmentInFlight, tiers } from "../edge/rate-tiers.ts";
 import { flowSecretForm, qrCodePrefix, qrCodeSuffix, requestIdForm } from "../operations/gate-links.ts";
 import { jwksPath } from "../operations/jwks.ts";
-import type { AliasRow } from "./aliases.ts";
-import { developmentInFlight, tiers } from "./rate-tiers.ts";
+import { corsAllowedHeaders, corsExposedHeaders, preflightMaxAgeSeconds, servesBrowsers } from "./cors.ts";
+import type { Route } from "./route.ts";
+import { type ObjectSchema, type Schema, uuidV4Pattern } from "./schema.ts";
 
 /**
  * The OpenAPI 3.1 description of the public API, generated from the route table, the same schemas
