@@ -1,9 +1,9 @@
-import type { CredentialKindName } from "../credentials/authenticate.ts";
 import type { AliasRow } from "../edge/aliases.ts";
 import { developmentInFlight, tiers } from "../edge/rate-tiers.ts";
 import { flowSecretForm, qrCodePrefix, qrCodeSuffix, requestIdForm } from "../operations/gate-links.ts";
 import { jwksPath } from "../operations/jwks.ts";
 import { corsAllowedHeaders, corsExposedHeaders, preflightMaxAgeSeconds, servesBrowsers } from "./cors.ts";
+import type { CredentialKindName } from "./credential.ts";
 import type { Route } from "./route.ts";
 import { type ObjectSchema, type Schema, uuidV4Pattern } from "./schema.ts";
 

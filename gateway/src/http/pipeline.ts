@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import type { Clock, Logger } from "@svc/platform";
-import type { AuthenticatedCredential } from "../credentials/authenticate.ts";
 import type { GatewayServices } from "../services.ts";
+import type { AuthenticatedCredential } from "./credential.ts";
 import { type EnvelopeError, envelopeErrorOf, type InputValidationBody, InputValidationError } from "./errors.ts";
 import type { Route } from "./route.ts";
 import { validate } from "./schema.ts";

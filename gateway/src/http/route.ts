@@ -1,7 +1,7 @@
 import type { Clock, Logger } from "@svc/platform";
 import type { Caller } from "@svc/proto/common/v1/caller_pb.js";
-import type { AuthenticatedCredential, AuthFailure, CredentialKindName } from "../credentials/authenticate.ts";
 import type { GatewayServices } from "../services.ts";
+import type { AuthenticatedCredential, AuthFailure, CredentialKindName } from "./credential.ts";
 import { type EnvelopeError, type ErrorStatus, OperationError } from "./errors.ts";
 import type { Infer, ObjectSchema, Schema } from "./schema.ts";
 
