@@ -13,7 +13,6 @@ import {
 import { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import { GateService } from "@svc/proto/gate/v1/gate_pb.js";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
-import { webFlowPages } from "./app/web-flow.ts";
 import { loadGatewayConfig } from "./config.ts";
 import { consoleForwarding } from "./console/forwarding.ts";
 import { consoleRoutes } from "./console/routes.ts";
@@ -33,7 +32,7 @@ import { parseStage } from "./http/parse.ts";
 import { handleStage, type Stage, validateStage } from "./http/pipeline.ts";
 import { basePath, startPublicServer } from "./http/public-server.ts";
 import { migrations } from "./migrations/index.ts";
-import { routes } from "./operations/index.ts";
+import { rawRoutes, routes } from "./operations/index.ts";
 import { KeySetCache } from "./operations/jwks.ts";
 import type { GatewayServices } from "./services.ts";
 
@@ -121,8 +120,7 @@ export async function startGateway(
       clock,
       logger,
       ready,
-      openApi,
-      pages: webFlowPages({ devIdp }),
+      rawRoutes: rawRoutes({ keySet: services.keySet, openApi, devIdp }),
     });
     const consoleServer = await serveConnect({
       name: "gateway-console",

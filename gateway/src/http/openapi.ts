@@ -4,7 +4,8 @@ import { flowSecretForm, qrCodePrefix, qrCodeSuffix, requestIdForm } from "../op
 import { jwksPath } from "../operations/jwks.ts";
 import { corsAllowedHeaders, corsExposedHeaders, preflightMaxAgeSeconds, servesBrowsers } from "./cors.ts";
 import type { CredentialKindName } from "./credential.ts";
-import type { Route } from "./route.ts";
+import { jsonReply, type RawRoute } from "./raw-route.ts";
+import { basePath, type Route } from "./route.ts";
 import { type ObjectSchema, type Schema, uuidV4Pattern } from "./schema.ts";
 
 /**
@@ -16,6 +17,13 @@ import { type ObjectSchema, type Schema, uuidV4Pattern } from "./schema.ts";
 type Json = Record<string, unknown>;
 
 export const openApiPath = "/openapi.json";
+
+/** `GET {base_url}/openapi.json`: the document, generated once at start. */
+export const openApiRoute = (document: Json): RawRoute => ({
+  path: `${basePath}${openApiPath}`,
+  method: "GET",
+  serve: () => jsonReply(200, document),
+});
 
 export interface OpenApiOptions {
   routes: readonly Route[];
