@@ -108,6 +108,18 @@ describe("the document", () => {
     );
   });
 
+  test("describes gate_required on exactly the operations that refuse a missing gate key", () => {
+    const described = routes
+      .filter((route) =>
+        document.paths[route.path][route.method.toLowerCase()].responses["200"].description.includes(
+          'code: "gate_required"',
+        ),
+      )
+      .map((route) => route.operationId)
+      .sort();
+    expect(described).toEqual(["createVerificationLink", "getPartnerConfig", "revokeVerification"]);
+  });
+
   test("describes CORS: a preflight for every path that takes a site key or a grant token, and the headers a page may read", () => {
     const browserPaths = new Set<string>(
       routes

@@ -44,6 +44,21 @@ const routes = [
     handle: async (input) => ok({ found: true, limit: input.limit }),
   }),
   defineRoute({
+    operationId: "needsKey",
+    method: "POST",
+    path: "/test/needs-key",
+    summary: "refuses a missing key in data.error",
+    auth: { accepts: [] },
+    input: {
+      type: "object",
+      properties: { key: { type: "string", minLength: 1 }, count: { type: "integer" } },
+      required: ["key"],
+    },
+    refuseMissing: { key: { code: "key_required", message: "send key" } },
+    envelope: "nested",
+    handle: async (input) => ok({ key: input.key }),
+  }),
+  defineRoute({
     operationId: "refuse",
     method: "POST",
     path: "/test/refuse",
@@ -262,6 +277,19 @@ describe("parse", () => {
 });
 
 describe("outcomes", () => {
+  test("a missing field the route refuses is data.error before any other problem; a present but bad one is a 400", async () => {
+    const missing = await post("/v1/test/needs-key", JSON.stringify({ count: "many" }));
+    expect([missing.status, await missing.json()]).toEqual([
+      200,
+      { data: { error: { statusCode: 400, code: "key_required", message: "send key" } } },
+    ]);
+    const empty = await post("/v1/test/needs-key", JSON.stringify({ key: "" }));
+    expect(empty.status).toBe(400);
+    expect(await empty.json()).toMatchObject({ code: "InputValidationError", errors: [{ propertyPath: "key" }] });
+    const given = await post("/v1/test/needs-key", JSON.stringify({ key: "k" }));
+    expect(await given.json()).toEqual({ data: { data: { key: "k" } } });
+  });
+
   test("a thrown OperationError is data.error in an HTTP 200", async () => {
     const response = await post("/v1/test/refuse", "{}");
     expect(response.status).toBe(200);

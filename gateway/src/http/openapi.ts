@@ -415,6 +415,15 @@ const qrCodeItem: Json = {
   },
 };
 
+/** The refusals of a missing required field (`gate_required`), which come as `data.error` rather than a 400. */
+const missingRefusals = (route: Route): string =>
+  Object.entries(route.refuseMissing ?? {})
+    .map(
+      ([field, refusal]) =>
+        ` Without \`${field}\` (under any of its names): \`data.error\` \`{statusCode: 400, code: "${refusal.code}"}\`, message "${refusal.message}".`,
+    )
+    .join("");
+
 function operationOf(route: Route, aliases: readonly AliasRow[], sunset: Date): Json {
   const rows = aliases.filter((row) => row.operationId === route.operationId);
   const input = withRequestAliases(
@@ -435,7 +444,7 @@ function operationOf(route: Route, aliases: readonly AliasRow[], sunset: Date): 
     security: route.auth.accepts.map((kind) => ({ [securitySchemeOf[kind]]: [] })),
     responses: {
       "200": {
-        description: `Answered: the result in ${route.envelope === "nested" ? "`data.data`" : "`data`"}, or a refusal in \`data.error\`; check \`data.error\` first.`,
+        description: `Answered: the result in ${route.envelope === "nested" ? "`data.data`" : "`data`"}, or a refusal in \`data.error\`; check \`data.error\` first.${missingRefusals(route)}`,
         headers: {
           "RateLimit-Policy": ref("headers", "RateLimitPolicy"),
           RateLimit: ref("headers", "RateLimit"),

@@ -61,6 +61,12 @@ export interface RouteDefinition<S extends ObjectSchema> {
   auth: AuthPolicy;
   /** The JSON body of a POST, the query parameters of a GET. */
   input: S;
+  /**
+   * Required fields whose absence the operation's error table answers as a refusal, `data.error`
+   * `{statusCode: 400, code, message}`, instead of an `InputValidationError`. `validate` checks them
+   * first, after the rename window has read old names as new ones (`gate_required`).
+   */
+  refuseMissing?: Readonly<Record<string, { code: string; message: string }>>;
   envelope: EnvelopeStyle;
   /** The result (`data.data`, or `data` when flat), for the OpenAPI document; undescribed when absent. */
   output?: Schema;
