@@ -13,7 +13,6 @@ import {
 import { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import { GateConsoleService, GateService } from "@svc/proto/gate/v1/gate_pb.js";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
-import { webFlowPages } from "./app/web-flow.ts";
 import { loadGatewayConfig } from "./config.ts";
 import { consoleForwarding } from "./console/forwarding.ts";
 import { gateConsoleRenames } from "./console/gate-console-renames.ts";
@@ -24,15 +23,14 @@ import { entities } from "./credentials/entities.ts";
 import { grantTokenResolver } from "./credentials/grant-token.ts";
 import { loadOidcConfig, userSessionResolver } from "./credentials/user-session.ts";
 import { DevIdentityProvider } from "./dev-idp/dev-identity-provider.ts";
-import { openApiDocument, openApiPath } from "./edge/openapi.ts";
+import { openApiDocument, openApiPath } from "./http/openapi.ts";
 import { parseStage } from "./http/parse.ts";
 import { handleStage, type Stage, validateStage } from "./http/pipeline.ts";
 import { basePath, startPublicServer } from "./http/public-server.ts";
 import { migrations } from "./migrations/index.ts";
-import { routes } from "./operations/index.ts";
+import { rawRoutes, routes } from "./operations/index.ts";
 import { KeySetCache } from "./operations/jwks.ts";
 import { KeyLimits } from "./rate-limits/key-limits.ts";
-import { serveUpgradePage } from "./rate-limits/rate-limit-report.ts";
 import { rateLimitStage } from "./rate-limits/rate-limit-stage.ts";
 import { decideRateLimits, RateLimiter } from "./rate-limits/rate-limiter.ts";
 import { aliasStage } from "./rename-window/alias-stage.ts";
@@ -123,7 +121,6 @@ export async function startGateway(
   const openApi = openApiDocument({ routes, aliases: aliasTable, sunset, publicOrigin: config.publicOrigin });
   const stopSweeping = limiter.startSweeping(() => clock.now(), 10 * 60_000);
 
-  const webFlow = webFlowPages({ devIdp });
   let publicServer: Awaited<ReturnType<typeof startPublicServer>> | undefined;
   try {
     publicServer = await startPublicServer({
@@ -135,8 +132,7 @@ export async function startGateway(
       clock,
       logger,
       ready,
-      openApi,
-      pages: (req, res, url) => serveUpgradePage(req, res, url) || webFlow(req, res, url),
+      rawRoutes: rawRoutes({ keySet: services.keySet, openApi, devIdp }),
     });
     const consoleServer = await serveConnect({
       name: "gateway-console",

@@ -1,6 +1,6 @@
 import { ManualClock } from "@svc/platform";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { jsonSchemaOf, openApiDocument } from "../src/edge/openapi.ts";
+import { jsonSchemaOf, openApiDocument } from "../src/http/openapi.ts";
 import { type Schema, validate } from "../src/http/schema.ts";
 import { routes } from "../src/operations/index.ts";
 import { aliasTable, sunset } from "../src/rename-window/aliases.ts";
@@ -17,7 +17,7 @@ const document = openApiDocument({ routes, aliases: aliasTable, sunset, publicOr
 
 /** Every `$ref` in the document, so each can be checked to resolve. */
 function refs(value: unknown, found: string[] = []): string[] {
-  if (Array.isArray(value)) value.forEach((v) => refs(v, found));
+  if (Array.isArray(value)) for (const v of value) refs(v, found);
   else if (typeof value === "object" && value !== null) {
     for (const [key, v] of Object.entries(value)) {
       if (key === "$ref" && typeof v === "string") found.push(v);
@@ -106,6 +106,18 @@ describe("the document", () => {
     expect(Boolean(link) || Boolean(config)).toBe(
       aliasTable.some((row) => routes.some((r) => r.operationId === row.operationId)),
     );
+  });
+
+  test("describes gate_required on exactly the operations that refuse a missing gate key", () => {
+    const described = routes
+      .filter((route) =>
+        document.paths[route.path][route.method.toLowerCase()].responses["200"].description.includes(
+          'code: "gate_required"',
+        ),
+      )
+      .map((route) => route.operationId)
+      .sort();
+    expect(described).toEqual(["createVerificationLink", "getPartnerConfig", "revokeVerification"]);
   });
 
   test("describes CORS: a preflight for every path that takes a site key or a grant token, and the headers a page may read", () => {

@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { GetKeySetResponseSchema, PublicJwkSchema } from "@svc/proto/signing/v1/signing_pb.js";
 import { describe, expect, test } from "vitest";
-import { KeySetCache, serveKeySet } from "../src/operations/jwks.ts";
+import { jwksPath, KeySetCache, keySetRoute } from "../src/operations/jwks.ts";
 import { memoryLogger } from "./memory-logger.ts";
 
 const jwk = (kid: string) =>
@@ -21,6 +21,12 @@ function fakeSigning() {
   };
 }
 
+/** What `GET {jwks_url}` answers, its body parsed. */
+async function keySetReply(cache: KeySetCache) {
+  const reply = await keySetRoute(cache).serve({ url: new URL(`https://api.svc.test${jwksPath}`), headers: {} });
+  return { ...reply, body: JSON.parse(reply.body) };
+}
+
 describe("key set cache", () => {
   test("serves a key the moment signing publishes it", async () => {
     const signing = fakeSigning();
@@ -36,10 +42,10 @@ describe("key set cache", () => {
     const cache = new KeySetCache({ signing, logger });
     await cache.keys();
     signing.state.kids = "down";
-    const reply = await serveKeySet(cache);
+    const reply = await keySetReply(cache);
     expect(reply).toEqual({
       status: 200,
-      headers: { "cache-control": "public, max-age=300" },
+      headers: { "cache-control": "public, max-age=300", "content-type": "application/json; charset=utf-8" },
       body: { keys: [{ kid: "k1", kty: "EC", crv: "P-256", x: "xx", y: "yy", alg: "ES256", use: "sig" }] },
     });
     expect(logger.entries.map((e) => [e.level, e.msg])).toEqual([
@@ -53,13 +59,13 @@ describe("key set cache", () => {
     const signing = fakeSigning();
     signing.state.kids = "down";
     const cache = new KeySetCache({ signing, logger: memoryLogger() });
-    expect(await serveKeySet(cache)).toEqual({
+    expect(await keySetReply(cache)).toEqual({
       status: 503,
-      headers: { "cache-control": "no-store" },
+      headers: { "cache-control": "no-store", "content-type": "application/json; charset=utf-8" },
       body: { keys: [], error: "jwks_unavailable" },
     });
     signing.state.kids = [];
-    expect((await serveKeySet(cache)).status).toBe(503);
+    expect((await keySetReply(cache)).status).toBe(503);
   });
 
   test("requests that arrive together share one fetch", async () => {

@@ -9,6 +9,7 @@ import { OperationError } from "../src/http/errors.ts";
 import { bodyLimitBytes, parseStage } from "../src/http/parse.ts";
 import { handleStage, type Stage, validateStage } from "../src/http/pipeline.ts";
 import { type RunningServer, startPublicServer } from "../src/http/public-server.ts";
+import { jsonReply, type RawRoute } from "../src/http/raw-route.ts";
 import { defineRoute, fail, ok } from "../src/http/route.ts";
 import type { GatewayServices } from "../src/services.ts";
 import { memoryLogger } from "./memory-logger.ts";
@@ -41,6 +42,21 @@ const routes = [
     input: { type: "object", properties: { limit: { type: "integer", minimum: 1, maximum: 100, default: 25 } } },
     envelope: "flat",
     handle: async (input) => ok({ found: true, limit: input.limit }),
+  }),
+  defineRoute({
+    operationId: "needsKey",
+    method: "POST",
+    path: "/test/needs-key",
+    summary: "refuses a missing key in data.error",
+    auth: { accepts: [] },
+    input: {
+      type: "object",
+      properties: { key: { type: "string", minLength: 1 }, count: { type: "integer" } },
+      required: ["key"],
+    },
+    refuseMissing: { key: { code: "key_required", message: "send key" } },
+    envelope: "nested",
+    handle: async (input) => ok({ key: input.key }),
   }),
   defineRoute({
     operationId: "refuse",
@@ -133,6 +149,27 @@ const rateLimitSlot: Stage = {
   },
 };
 
+/** Replies outside the envelope: one at a path of its own, one for every path a pattern matches. */
+const rawRoutes: RawRoute[] = [
+  {
+    path: "/raw/page",
+    method: "GET",
+    serve: () => ({
+      status: 200,
+      headers: { "content-type": "text/plain", "cache-control": "no-store" },
+      body: "page",
+    }),
+  },
+  {
+    path: /^\/v1\/files\//,
+    method: "GET",
+    serve: ({ url }) =>
+      url.pathname.endsWith(".txt")
+        ? jsonReply(200, { file: url.pathname, q: url.searchParams.get("q") })
+        : jsonReply(404, { error: "not_found", message: "no such file" }),
+  },
+];
+
 let server: RunningServer;
 const logger = memoryLogger();
 
@@ -141,6 +178,7 @@ beforeAll(async () => {
     host: "127.0.0.1",
     port: 0,
     routes,
+    rawRoutes,
     stages: [parseStage, authenticateStage([secretKeys]), rateLimitSlot, validateStage, handleStage],
     services: {} as GatewayServices,
     clock: new ManualClock("2026-10-20T12:00:00Z"),
@@ -239,6 +277,19 @@ describe("parse", () => {
 });
 
 describe("outcomes", () => {
+  test("a missing field the route refuses is data.error before any other problem; a present but bad one is a 400", async () => {
+    const missing = await post("/v1/test/needs-key", JSON.stringify({ count: "many" }));
+    expect([missing.status, await missing.json()]).toEqual([
+      200,
+      { data: { error: { statusCode: 400, code: "key_required", message: "send key" } } },
+    ]);
+    const empty = await post("/v1/test/needs-key", JSON.stringify({ key: "" }));
+    expect(empty.status).toBe(400);
+    expect(await empty.json()).toMatchObject({ code: "InputValidationError", errors: [{ propertyPath: "key" }] });
+    const given = await post("/v1/test/needs-key", JSON.stringify({ key: "k" }));
+    expect(await given.json()).toEqual({ data: { data: { key: "k" } } });
+  });
+
   test("a thrown OperationError is data.error in an HTTP 200", async () => {
     const response = await post("/v1/test/refuse", "{}");
     expect(response.status).toBe(200);
@@ -327,6 +378,57 @@ describe("paths", () => {
       error: "method_not_allowed",
       message: "/v1/test/echo takes POST, not GET",
     });
+  });
+
+  test("a raw route answers GET and HEAD outside the envelope, and no stage runs for it", async () => {
+    const page = await fetch(`${server.url}/raw/page`);
+    expect(page.status).toBe(200);
+    expect(["content-type", "cache-control", "content-length"].map((name) => page.headers.get(name))).toEqual([
+      "text/plain",
+      "no-store",
+      "4",
+    ]);
+    expect(page.headers.get("x-test-stage")).toBeNull();
+    expect(await page.text()).toBe("page");
+    const head = await fetch(`${server.url}/raw/page`, { method: "HEAD" });
+    expect([head.status, head.headers.get("content-length"), await head.text()]).toEqual([200, "4", ""]);
+  });
+
+  test("a raw route with a pattern answers every path it matches, with the reply it chooses", async () => {
+    const file = await fetch(`${server.url}/v1/files/a/b.txt?q=1`);
+    expect([file.status, await file.json()]).toEqual([200, { file: "/v1/files/a/b.txt", q: "1" }]);
+    const missing = await fetch(`${server.url}/v1/files/b.png`);
+    expect([missing.status, await missing.json()]).toEqual([404, { error: "not_found", message: "no such file" }]);
+  });
+
+  test("a raw route with another method is the same 405 as an operation's", async () => {
+    for (const path of ["/raw/page", "/v1/files/b.txt"]) {
+      const response = await post(path, "{}");
+      expect(response.status).toBe(405);
+      expect(response.headers.get("allow")).toBe("GET, HEAD");
+      expect(await response.json()).toEqual({
+        error: "method_not_allowed",
+        message: `${path} takes GET, HEAD, not POST`,
+      });
+    }
+    expect((await fetch(`${server.url}/raw/page`, { method: "OPTIONS" })).status).toBe(405);
+  });
+
+  test("two routes for one method and path are refused at start", async () => {
+    const start = (raw: RawRoute[]) =>
+      startPublicServer({
+        host: "127.0.0.1",
+        port: 0,
+        routes,
+        rawRoutes: raw,
+        stages: [handleStage],
+        services: {} as GatewayServices,
+        clock: new ManualClock("2026-10-20T12:00:00Z"),
+        logger,
+        ready: async () => {},
+      });
+    const clash: RawRoute = { path: "/v1/test/status", method: "GET", serve: () => jsonReply(200, {}) };
+    await expect(start([clash])).rejects.toThrow("two routes for GET /v1/test/status");
   });
 
   test("/healthz and /readyz answer", async () => {

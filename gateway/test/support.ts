@@ -5,7 +5,7 @@ import type { Client } from "@connectrpc/connect";
 import { createInternalClient, type ManualClock } from "@svc/platform";
 import { ConsoleService } from "@svc/proto/console/v1/console_pb.js";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
-import { startSigning } from "../../services/signing/src/server.ts";
+import { startSigning } from "@svc/signing";
 import { createTestDatabase, type TestDatabase } from "../../test/harness/index.ts";
 import { type RunningGateway, startGateway } from "../src/server.ts";
 import { memoryLogger } from "./memory-logger.ts";

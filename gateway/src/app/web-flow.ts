@@ -1,5 +1,5 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
 import { type DevIdentityProvider, devIdpJwksPath } from "../dev-idp/dev-identity-provider.ts";
+import type { RawReply, RawRoute } from "../http/raw-route.ts";
 
 /**
  * Pages the gateway serves outside `{base_url}`: the web flow at `web_url` (`/flow/<request_id>`), its
@@ -7,30 +7,34 @@ import { type DevIdentityProvider, devIdpJwksPath } from "../dev-idp/dev-identit
  * from its path and the flow secret from the URL fragment, and talks to the `/v1/flow/…` operations.
  * It asks for nothing personal.
  */
-export function webFlowPages(options: { devIdp: DevIdentityProvider | undefined }) {
-  const page = /^\/flow\/req_[0-9a-f]{32}$/;
-  return (req: IncomingMessage, res: ServerResponse, url: URL): boolean => {
-    if (req.method !== "GET" && req.method !== "HEAD") return false;
-    if (page.test(url.pathname)) return send(res, "text/html; charset=utf-8", pageHtml);
-    if (url.pathname === "/flow/flow.js") return send(res, "text/javascript; charset=utf-8", pageScript);
-    if (options.devIdp && url.pathname === devIdpJwksPath)
-      return send(res, "application/json", JSON.stringify(options.devIdp.jwks()));
-    return false;
-  };
+export function webFlowRoutes(options: { devIdp: DevIdentityProvider | undefined }): RawRoute[] {
+  const { devIdp } = options;
+  const routes: RawRoute[] = [
+    { path: /^\/flow\/req_[0-9a-f]{32}$/, method: "GET", serve: () => page("text/html; charset=utf-8", pageHtml) },
+    { path: "/flow/flow.js", method: "GET", serve: () => page("text/javascript; charset=utf-8", pageScript) },
+  ];
+  if (devIdp)
+    routes.push({
+      path: devIdpJwksPath,
+      method: "GET",
+      serve: () => page("application/json", JSON.stringify(devIdp.jwks())),
+    });
+  return routes;
 }
 
-function send(res: ServerResponse, contentType: string, body: string): true {
-  res.writeHead(200, {
-    "content-type": contentType,
-    "content-length": Buffer.byteLength(body),
-    "cache-control": "no-store",
-    "content-security-policy":
-      "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'none'; frame-ancestors 'none'",
-    "referrer-policy": "no-referrer",
-    "x-content-type-options": "nosniff",
-  });
-  res.end(body);
-  return true;
+function page(contentType: string, body: string): RawReply {
+  return {
+    status: 200,
+    headers: {
+      "content-type": contentType,
+      "cache-control": "no-store",
+      "content-security-policy":
+        "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'none'; frame-ancestors 'none'",
+      "referrer-policy": "no-referrer",
+      "x-content-type-options": "nosniff",
+    },
+    body,
+  };
 }
 
 const pageHtml = `<!doctype html>

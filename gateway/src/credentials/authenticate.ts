@@ -1,29 +1,13 @@
 import { create } from "@bufbuild/protobuf";
 import { type Clock, environmentProto } from "@svc/platform";
 import { type Caller, CallerSchema, CredentialKind } from "@svc/proto/common/v1/caller_pb.js";
+import type { AuthenticatedCredential, AuthFailure, CredentialKindName } from "../http/credential.ts";
 import { OperationError } from "../http/errors.ts";
 import type { Stage } from "../http/pipeline.ts";
 import type { AuthPolicy } from "../http/route.ts";
 import type { CredentialDirectory } from "./directory.ts";
 import type { ApiKey } from "./entities.ts";
 import { apiKeyTypeOf, type KeyType } from "./key-format.ts";
-
-/** The public credential kinds (spec "Authentication"), as routes name them in `auth.accepts`. */
-export type CredentialKindName = "secret_key" | "site_key" | "grant_token" | "agent_key" | "user_session";
-
-/** Why a credential was refused; a route's `auth.statusFor` may turn a default 401 into 403. */
-export type AuthFailure =
-  | "missing_bearer"
-  | "unrecognized_credential"
-  | "credential_not_accepted"
-  | "invalid_key"
-  | "revoked_key"
-  | "expired_key"
-  | "invalid_site_key"
-  | "revoked_site_key"
-  | "expired_site_key"
-  | "origin_required"
-  | "origin_not_allowed";
 
 const defaultStatus: Record<AuthFailure, 401 | 403> = {
   missing_bearer: 401,
@@ -46,17 +30,6 @@ const kindNames: Record<CredentialKindName, string> = {
   agent_key: "an agent key",
   user_session: "a user session",
 };
-
-/** Who is calling, once authenticated. The secret itself never leaves the authenticate stage. */
-export interface AuthenticatedCredential {
-  kind: CredentialKindName;
-  /** What every business-service call carries. */
-  caller: Caller;
-  /** Gate keys the credential may use; empty allows every gate. */
-  allowedGates: readonly string[];
-  /** The request's Origin when a site key authenticated (it is then an allowed one). */
-  origin?: string;
-}
 
 export type Resolution =
   | { ok: true; credential: AuthenticatedCredential }

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
-import type { AuthenticatedCredential } from "../credentials/authenticate.ts";
+import type { AuthenticatedCredential } from "./credential.ts";
 import type { Route } from "./route.ts";
 
 /**

@@ -1,8 +1,14 @@
 import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import type { Clock, Logger } from "@svc/platform";
-import type { AuthenticatedCredential } from "../credentials/authenticate.ts";
 import type { GatewayServices } from "../services.ts";
-import { type EnvelopeError, envelopeErrorOf, type InputValidationBody, InputValidationError } from "./errors.ts";
+import type { AuthenticatedCredential } from "./credential.ts";
+import {
+  type EnvelopeError,
+  envelopeErrorOf,
+  type InputValidationBody,
+  InputValidationError,
+  OperationError,
+} from "./errors.ts";
 import type { Route } from "./route.ts";
 import { validate } from "./schema.ts";
 
@@ -73,10 +79,15 @@ export function runPipeline(stages: readonly Stage[], ctx: RequestContext): Prom
   return dispatch(0);
 }
 
-/** Checks the raw input against the route's schema: HTTP 400 `InputValidationError` with every problem. */
+/**
+ * Checks the raw input against the route's schema: HTTP 400 `InputValidationError` with every problem;
+ * first, a missing field the route refuses as `data.error` (`refuseMissing`).
+ */
 export const validateStage: Stage = {
   name: "validate",
   async run(ctx, next) {
+    for (const [field, refusal] of Object.entries(ctx.route.refuseMissing ?? {}))
+      if (ctx.rawInput[field] === undefined) throw new OperationError(400, refusal.message, { code: refusal.code });
     const result = validate(ctx.route.input, ctx.rawInput, { fromQuery: ctx.route.method === "GET" });
     if (!result.ok) throw new InputValidationError(ctx.rawInput, result.errors);
     ctx.input = result.value;

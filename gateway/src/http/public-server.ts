@@ -1,14 +1,12 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Clock, Logger } from "@svc/platform";
-import { qrCodePrefix } from "../operations/gate-links.ts";
-import { jwksPath, serveKeySet } from "../operations/jwks.ts";
-import { qrCodeImage } from "../operations/qr-code.ts";
 import type { GatewayServices } from "../services.ts";
 import { corsResponseHeaders, preflightHeaders, servesBrowsers } from "./cors.ts";
 import { envelope } from "./envelope.ts";
 import { InputValidationError, unhandledBody } from "./errors.ts";
 import { type RequestContext, runPipeline, type Stage } from "./pipeline.ts";
+import type { RawReply, RawRoute } from "./raw-route.ts";
 import { basePath, type Route } from "./route.ts";
 
 export { basePath };
@@ -16,7 +14,10 @@ export { basePath };
 export interface PublicServerOptions {
   host: string;
   port: number;
+  /** The operations under `{base_url}`, each run through `stages`. */
   routes: readonly Route[];
+  /** Replies outside the envelope (key set, OpenAPI document, QR codes, pages), by their path on the origin. */
+  rawRoutes?: readonly RawRoute[];
   /** The pipeline every operation runs through, outermost first (see `pipeline.ts`). */
   stages: readonly Stage[];
   services: GatewayServices;
@@ -24,10 +25,6 @@ export interface PublicServerOptions {
   logger: Logger;
   /** Throws when a dependency is unreachable; `/readyz` answers 503 then. */
   ready: () => Promise<void>;
-  /** The OpenAPI document, served as it is at `{base_url}/openapi.json`. */
-  openApi?: unknown;
-  /** Pages outside `{base_url}` (the web flow, the development identity provider's key set); true when it answered. */
-  pages?: (req: IncomingMessage, res: ServerResponse, url: URL) => boolean;
 }
 
 export interface RunningServer {
@@ -46,29 +43,58 @@ function send(res: ServerResponse, status: number, body: unknown, headers: Recor
   res.end(text);
 }
 
+function sendRaw(res: ServerResponse, reply: RawReply): void {
+  res.writeHead(reply.status, { ...reply.headers, "content-length": Buffer.byteLength(reply.body) }).end(reply.body);
+}
+
 const badRequest = (message: string) =>
   new InputValidationError({}, [{ propertyPath: "", invalidValue: null, message }]).toBody();
 
-/** Routes by path, then method, so a known path with the wrong method can say which it takes. */
-function indexRoutes(routes: readonly Route[]): Map<string, Map<string, Route>> {
-  const byPath = new Map<string, Map<string, Route>>();
-  for (const route of routes) {
-    const methods = byPath.get(route.path) ?? new Map<string, Route>();
-    if (methods.has(route.method)) throw new Error(`two routes for ${route.method} ${route.path}`);
-    methods.set(route.method, route);
-    byPath.set(route.path, methods);
+/** What answers one method at one path: an operation, through the pipeline, or a raw reply. */
+type Target = { kind: "operation"; route: Route } | { kind: "raw"; route: RawRoute };
+
+/**
+ * The route table by path, then method, so a known path with another method can say which it takes.
+ * Operations sit below `{base_url}`; raw routes name their whole path, or a pattern tried in order
+ * after every exact path.
+ */
+function routeTable(routes: readonly Route[], rawRoutes: readonly RawRoute[]) {
+  const exact = new Map<string, Map<string, Target>>();
+  const patterns: { pattern: RegExp; methods: Map<string, Target> }[] = [];
+  const add = (path: string, method: string, target: Target) => {
+    const methods = exact.get(path) ?? new Map<string, Target>();
+    if (methods.has(method)) throw new Error(`two routes for ${method} ${path}`);
+    methods.set(method, target);
+    exact.set(path, methods);
+  };
+  for (const route of routes) add(`${basePath}${route.path}`, route.method, { kind: "operation", route });
+  for (const route of rawRoutes) {
+    const target: Target = { kind: "raw", route };
+    if (route.path instanceof RegExp)
+      patterns.push({
+        pattern: route.path,
+        methods: new Map([
+          [route.method, target],
+          ["HEAD", target],
+        ]),
+      });
+    else {
+      add(route.path, route.method, target);
+      add(route.path, "HEAD", target);
+    }
   }
-  return byPath;
+  return (path: string): Map<string, Target> | undefined =>
+    exact.get(path) ?? patterns.find((p) => p.pattern.test(path))?.methods;
 }
 
 /**
- * The public HTTP/1.1 server: probes, the key set, and the operations under `/v1`. A path that names
- * no operation is a plain HTTP 404 (405 for a known path with another method): no operation ran, so
- * there is nothing to put in the envelope, and an HTTP error makes a mistyped path loud.
+ * The public HTTP/1.1 server: the probes, then the route table. A path that names no route is a plain
+ * HTTP 404 (405 for a known path with another method): no operation ran, so there is nothing to put in
+ * the envelope, and an HTTP error makes a mistyped path loud.
  */
 export async function startPublicServer(options: PublicServerOptions): Promise<RunningServer> {
   const { logger } = options;
-  const routes = indexRoutes(options.routes);
+  const lookUp = routeTable(options.routes, options.rawRoutes ?? []);
 
   const runOperation = async (req: IncomingMessage, res: ServerResponse, url: URL, route: Route): Promise<void> => {
     const started = performance.now();
@@ -119,56 +145,28 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
         return send(res, 503, { status: "unavailable", service: "gateway", error: (error as Error).message });
       }
     }
-    if (path === jwksPath) {
-      if (method !== "GET" && method !== "HEAD")
-        return send(
-          res,
-          405,
-          { error: "method_not_allowed", message: `${jwksPath} takes GET` },
-          { allow: "GET, HEAD" },
-        );
-      const reply = await serveKeySet(options.services.keySet);
-      return send(res, reply.status, reply.body, reply.headers);
-    }
-    if (options.openApi !== undefined && path === `${basePath}/openapi.json`) {
-      if (method !== "GET" && method !== "HEAD")
-        return send(res, 405, { error: "method_not_allowed", message: `${path} takes GET` }, { allow: "GET, HEAD" });
-      return send(res, 200, options.openApi);
-    }
-    if (path.startsWith(`${basePath}${qrCodePrefix}`)) {
-      if (method !== "GET" && method !== "HEAD")
-        return send(res, 405, { error: "method_not_allowed", message: `${path} takes GET` }, { allow: "GET, HEAD" });
-      const image = qrCodeImage(path.slice(basePath.length), url.searchParams);
-      if (!image)
-        return send(res, 404, {
-          error: "not_found",
-          message: "no such QR code: the address is not one this service issued",
-        });
-      return void res
-        .writeHead(200, { ...image.headers, "content-length": Buffer.byteLength(image.body) })
-        .end(image.body);
-    }
-    if (path.startsWith(`${basePath}/`)) {
-      const methods = routes.get(path.slice(basePath.length));
-      const route = methods?.get(method);
-      if (route) return runOperation(req, res, url, route);
-      if (methods) {
-        // A preflight runs no stage: it carries no credential, is not counted and calls no service.
-        const browserMethods = [...methods.values()].filter(servesBrowsers).map((r) => r.method);
-        if (method === "OPTIONS" && browserMethods.length > 0)
-          return void res.writeHead(204, preflightHeaders(browserMethods, req.headers)).end();
-        const allowed = [...methods.keys(), ...(browserMethods.length > 0 ? ["OPTIONS"] : [])].join(", ");
-        return send(
-          res,
-          405,
-          { error: "method_not_allowed", message: `${path} takes ${allowed}, not ${method}` },
-          { allow: allowed },
-        );
-      }
-      return send(res, 404, { error: "not_found", message: `no such operation: ${method} ${path}` });
-    }
-    if (options.pages?.(req, res, url)) return;
-    send(res, 404, { error: "not_found", message: `no such path: ${path}` });
+    const methods = lookUp(path);
+    if (!methods)
+      return send(res, 404, {
+        error: "not_found",
+        message: path.startsWith(`${basePath}/`) ? `no such operation: ${method} ${path}` : `no such path: ${path}`,
+      });
+    const target = methods.get(method);
+    if (target?.kind === "operation") return runOperation(req, res, url, target.route);
+    if (target?.kind === "raw") return sendRaw(res, await target.route.serve({ url, headers: req.headers }));
+    // A preflight runs no stage: it carries no credential, is not counted and calls no service.
+    const browserMethods = [...methods.values()]
+      .filter((t) => t.kind === "operation" && servesBrowsers(t.route))
+      .map((t) => t.route.method);
+    if (method === "OPTIONS" && browserMethods.length > 0)
+      return void res.writeHead(204, preflightHeaders(browserMethods, req.headers)).end();
+    const allowed = [...methods.keys(), ...(browserMethods.length > 0 ? ["OPTIONS"] : [])].join(", ");
+    send(
+      res,
+      405,
+      { error: "method_not_allowed", message: `${path} takes ${allowed}, not ${method}` },
+      { allow: allowed },
+    );
   };
 
   const server = createServer((req, res) => {

@@ -1,7 +1,7 @@
 import type { Clock, Logger } from "@svc/platform";
 import type { Caller } from "@svc/proto/common/v1/caller_pb.js";
-import type { AuthenticatedCredential, AuthFailure, CredentialKindName } from "../credentials/authenticate.ts";
 import type { GatewayServices } from "../services.ts";
+import type { AuthenticatedCredential, AuthFailure, CredentialKindName } from "./credential.ts";
 import { type EnvelopeError, type ErrorStatus, OperationError } from "./errors.ts";
 import type { Infer, ObjectSchema, Schema } from "./schema.ts";
 
@@ -61,6 +61,12 @@ export interface RouteDefinition<S extends ObjectSchema> {
   auth: AuthPolicy;
   /** The JSON body of a POST, the query parameters of a GET. */
   input: S;
+  /**
+   * Required fields whose absence the operation's error table answers as a refusal, `data.error`
+   * `{statusCode: 400, code, message}`, instead of an `InputValidationError`. `validate` checks them
+   * first, after the rename window has read old names as new ones (`gate_required`).
+   */
+  refuseMissing?: Readonly<Record<string, { code: string; message: string }>>;
   envelope: EnvelopeStyle;
   /** The result (`data.data`, or `data` when flat), for the OpenAPI document; undescribed when absent. */
   output?: Schema;

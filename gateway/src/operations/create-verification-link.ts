@@ -3,6 +3,7 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { GateType } from "@svc/proto/gate/v1/gate_pb.js";
 import { defineRoute, ok } from "../http/route.ts";
 import { failingAs500 } from "./gate-failures.ts";
+import { gateKeyField, gateRequired } from "./gate-key.ts";
 import { requestLinks } from "./gate-links.ts";
 
 export const gateTypeName = (type: GateType): string => (type === GateType.AGE ? "age" : "human");
@@ -21,7 +22,7 @@ export const createVerificationLinkRoute = defineRoute({
   input: {
     type: "object",
     properties: {
-      gate: { type: "string", minLength: 1, maxLength: 200, description: "The gate key (old name: scope)." },
+      gate: gateKeyField,
       user_email: {
         type: "string",
         maxLength: 320,
@@ -74,6 +75,7 @@ export const createVerificationLinkRoute = defineRoute({
     },
     required: ["gate"],
   },
+  refuseMissing: gateRequired,
   envelope: "nested",
   output: {
     type: "object",

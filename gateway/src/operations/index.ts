@@ -6,12 +6,19 @@ import {
   registerDeviceRoute,
 } from "../app/passkeys.ts";
 import { appRequestRoutes, flowRequestRoutes } from "../app/requests.ts";
+import { webFlowRoutes } from "../app/web-flow.ts";
+import type { DevIdentityProvider } from "../dev-idp/dev-identity-provider.ts";
+import { openApiRoute } from "../http/openapi.ts";
+import type { RawRoute } from "../http/raw-route.ts";
 import type { Route } from "../http/route.ts";
+import { upgradePageRoute } from "../rate-limits/rate-limit-report.ts";
 import { createSessionRoute } from "./create-session.ts";
 import { createVerificationLinkRoute } from "./create-verification-link.ts";
+import { type KeySetCache, keySetRoute } from "./jwks.ts";
 import { listSecuredAccountsRoute } from "./list-secured-accounts.ts";
 import { logoutRoute } from "./logout.ts";
 import { partnerConfigRoute } from "./partner-config.ts";
+import { qrCodeRoute } from "./qr-code.ts";
 import { revokeVerificationRoute } from "./revoke-verification.ts";
 import { verificationStatusRoute } from "./verification-status.ts";
 import { verifyTokenRoute } from "./verify-token.ts";
@@ -35,3 +42,18 @@ export const routes: readonly Route[] = [
   flowBeginPasskeyRegistrationRoute,
   flowFinishPasskeyRegistrationRoute,
 ];
+
+/** Every reply outside the envelope, on the public origin: what is served but is not an operation. */
+export function rawRoutes(options: {
+  keySet: KeySetCache;
+  openApi: Record<string, unknown>;
+  devIdp: DevIdentityProvider | undefined;
+}): RawRoute[] {
+  return [
+    keySetRoute(options.keySet),
+    openApiRoute(options.openApi),
+    qrCodeRoute,
+    upgradePageRoute,
+    ...webFlowRoutes(options),
+  ];
+}

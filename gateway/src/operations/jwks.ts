@@ -1,7 +1,7 @@
 import type { Client } from "@connectrpc/connect";
 import type { Logger } from "@svc/platform";
 import type { PublicJwk, SigningService } from "@svc/proto/signing/v1/signing_pb.js";
-import type { HttpReply } from "../http/envelope.ts";
+import { jsonReply, type RawRoute } from "../http/raw-route.ts";
 
 /** `GET {jwks_url}`: served outside `/v1` and outside the envelope. */
 export const jwksPath = "/.well-known/jwks.json";
@@ -56,9 +56,13 @@ export class KeySetCache {
   }
 }
 
-export async function serveKeySet(cache: KeySetCache): Promise<HttpReply & { headers: Record<string, string> }> {
-  const keys = await cache.keys();
-  if (!keys)
-    return { status: 503, headers: { "cache-control": "no-store" }, body: { keys: [], error: "jwks_unavailable" } };
-  return { status: 200, headers: { "cache-control": keySetCacheControl }, body: { keys } };
-}
+/** `GET {jwks_url}`: the published keys, or 503 `jwks_unavailable` when there are none to give. */
+export const keySetRoute = (cache: KeySetCache): RawRoute => ({
+  path: jwksPath,
+  method: "GET",
+  async serve() {
+    const keys = await cache.keys();
+    if (!keys) return jsonReply(503, { keys: [], error: "jwks_unavailable" }, { "cache-control": "no-store" });
+    return jsonReply(200, { keys }, { "cache-control": keySetCacheControl });
+  },
+});

@@ -1,5 +1,6 @@
 import { defineRoute, ok } from "../http/route.ts";
 import { gateTypeName } from "./create-verification-link.ts";
+import { gateKeyField, gateRequired } from "./gate-key.ts";
 
 /**
  * `GET /sdk/partner-config`: what the widget needs to render a gate. Any status is returned (the
@@ -15,10 +16,11 @@ export const partnerConfigRoute = defineRoute({
   input: {
     type: "object",
     properties: {
-      gate: { type: "string", minLength: 1, maxLength: 200, description: "The gate key (old name: scope)." },
+      gate: gateKeyField,
     },
     required: ["gate"],
   },
+  refuseMissing: gateRequired,
   envelope: "nested",
   output: {
     type: "object",

@@ -1,5 +1,7 @@
 import { encodeQR } from "@paulmillr/qr";
-import { deepLink, qrCodeTarget } from "./gate-links.ts";
+import { jsonReply, type RawReply, type RawRoute } from "../http/raw-route.ts";
+import { basePath } from "../http/route.ts";
+import { deepLink, qrCodePrefix, qrCodeTarget } from "./gate-links.ts";
 
 /**
  * `GET {base_url}/qr/<request_id>.svg?t=<flow secret>` (`qr_code_url`): the request's `deep_link` as a
@@ -10,11 +12,6 @@ import { deepLink, qrCodeTarget } from "./gate-links.ts";
 
 /** Pixels per module: a size that scans from a screen; the page may scale the image freely. */
 const modulePixels = 8;
-
-export interface QrCodeImage {
-  body: string;
-  headers: Record<string, string>;
-}
 
 /** A QR code (error correction M, four modules of quiet zone) as SVG: the dark modules as one path on white. */
 export function qrCodeSvg(text: string): string {
@@ -33,10 +30,12 @@ export function qrCodeSvg(text: string): string {
   return `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${size} ${size}" width="${pixels}" height="${pixels}" shape-rendering="crispEdges"><rect width="${size}" height="${size}" fill="#fff"/><path d="${path}" fill="#000"/></svg>`;
 }
 
-export function qrCodeImage(path: string, query: URLSearchParams): QrCodeImage | undefined {
+/** The image at a QR code's address (path below `{base_url}`, query); undefined when it is not of the form issued. */
+export function qrCodeImage(path: string, query: URLSearchParams): RawReply | undefined {
   const target = qrCodeTarget(path, query);
   if (!target) return undefined;
   return {
+    status: 200,
     body: qrCodeSvg(deepLink(target.requestId, target.flowSecret)),
     headers: {
       "content-type": "image/svg+xml",
@@ -49,3 +48,15 @@ export function qrCodeImage(path: string, query: URLSearchParams): QrCodeImage |
     },
   };
 }
+
+/** Every address below `{base_url}/qr/`: one of the form issued is its image, any other a 404. */
+export const qrCodeRoute: RawRoute = {
+  path: new RegExp(`^${basePath}${qrCodePrefix}`),
+  method: "GET",
+  serve({ url }) {
+    return (
+      qrCodeImage(url.pathname.slice(basePath.length), url.searchParams) ??
+      jsonReply(404, { error: "not_found", message: "no such QR code: the address is not one this service issued" })
+    );
+  },
+};

@@ -1,5 +1,6 @@
 import { defineRoute, fail, ok } from "../http/route.ts";
 import { failingAs500 } from "./gate-failures.ts";
+import { gateKeyField, gateRequired } from "./gate-key.ts";
 
 /**
  * `POST /sdk/revoke-verification`: ends exactly the pending requests that would block a new one (the
@@ -14,7 +15,7 @@ export const revokeVerificationRoute = defineRoute({
   input: {
     type: "object",
     properties: {
-      gate: { type: "string", minLength: 1, maxLength: 200, description: "The gate key (old name: scope)." },
+      gate: gateKeyField,
       partner_user_id: {
         type: "string",
         maxLength: 512,
@@ -24,6 +25,7 @@ export const revokeVerificationRoute = defineRoute({
     },
     required: ["gate"],
   },
+  refuseMissing: gateRequired,
   envelope: "nested",
   output: {
     type: "object",

@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { RawRoute } from "../http/raw-route.ts";
 import type { BucketState, RateDecision } from "./rate-limiter.ts";
 import type { RateTier } from "./rate-tiers.ts";
 
@@ -98,21 +98,23 @@ export function blockedBody(tier: RateTier, decision: RateDecision, upgradeUrl: 
 /**
  * The default `upgrade_url` (`{api_origin}/upgrade`; GATEWAY_UPGRADE_URL points it at a partner console
  * instead): a plain page on what a refused partner can do, so the link in every development refusal
- * answers. Only GET and HEAD; true when it answered.
+ * answers.
  */
 export const upgradePath = "/upgrade";
 
-export function serveUpgradePage(req: IncomingMessage, res: ServerResponse, url: URL): boolean {
-  if (url.pathname !== upgradePath || (req.method !== "GET" && req.method !== "HEAD")) return false;
-  res.writeHead(200, {
-    "content-type": "text/plain; charset=utf-8",
-    "content-length": Buffer.byteLength(upgradePage),
-    "cache-control": "public, max-age=300",
-    "x-content-type-options": "nosniff",
-  });
-  res.end(upgradePage);
-  return true;
-}
+export const upgradePageRoute: RawRoute = {
+  path: upgradePath,
+  method: "GET",
+  serve: () => ({
+    status: 200,
+    headers: {
+      "content-type": "text/plain; charset=utf-8",
+      "cache-control": "public, max-age=300",
+      "x-content-type-options": "nosniff",
+    },
+    body: upgradePage,
+  }),
+};
 
 const upgradePage = `Raising a key's rate limits
 

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { environmentName } from "@svc/platform";
-import { type AuthenticatedCredential, bearerCredential } from "../credentials/authenticate.ts";
+import { bearerCredential } from "../credentials/authenticate.ts";
+import type { AuthenticatedCredential } from "../http/credential.ts";
 
 /**
  * The spec's tier table ("Limits"), as data: which buckets count a request, how many requests each

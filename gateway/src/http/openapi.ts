@@ -1,11 +1,12 @@
-import type { CredentialKindName } from "../credentials/authenticate.ts";
-import { corsAllowedHeaders, corsExposedHeaders, preflightMaxAgeSeconds, servesBrowsers } from "../http/cors.ts";
-import type { Route } from "../http/route.ts";
-import { type ObjectSchema, type Schema, uuidV4Pattern } from "../http/schema.ts";
 import { flowSecretForm, qrCodePrefix, qrCodeSuffix, requestIdForm } from "../operations/gate-links.ts";
 import { jwksPath } from "../operations/jwks.ts";
 import { developmentInFlight, tiers } from "../rate-limits/rate-tiers.ts";
 import type { AliasRow } from "../rename-window/aliases.ts";
+import { corsAllowedHeaders, corsExposedHeaders, preflightMaxAgeSeconds, servesBrowsers } from "./cors.ts";
+import type { CredentialKindName } from "./credential.ts";
+import { jsonReply, type RawRoute } from "./raw-route.ts";
+import { basePath, type Route } from "./route.ts";
+import { type ObjectSchema, type Schema, uuidV4Pattern } from "./schema.ts";
 
 /**
  * The OpenAPI 3.1 description of the public API, generated from the route table, the same schemas
@@ -16,6 +17,13 @@ import type { AliasRow } from "../rename-window/aliases.ts";
 type Json = Record<string, unknown>;
 
 export const openApiPath = "/openapi.json";
+
+/** `GET {base_url}/openapi.json`: the document, generated once at start. */
+export const openApiRoute = (document: Json): RawRoute => ({
+  path: `${basePath}${openApiPath}`,
+  method: "GET",
+  serve: () => jsonReply(200, document),
+});
 
 export interface OpenApiOptions {
   routes: readonly Route[];
@@ -407,6 +415,15 @@ const qrCodeItem: Json = {
   },
 };
 
+/** The refusals of a missing required field (`gate_required`), which come as `data.error` rather than a 400. */
+const missingRefusals = (route: Route): string =>
+  Object.entries(route.refuseMissing ?? {})
+    .map(
+      ([field, refusal]) =>
+        ` Without \`${field}\` (under any of its names): \`data.error\` \`{statusCode: 400, code: "${refusal.code}"}\`, message "${refusal.message}".`,
+    )
+    .join("");
+
 function operationOf(route: Route, aliases: readonly AliasRow[], sunset: Date): Json {
   const rows = aliases.filter((row) => row.operationId === route.operationId);
   const input = withRequestAliases(
@@ -427,7 +444,7 @@ function operationOf(route: Route, aliases: readonly AliasRow[], sunset: Date): 
     security: route.auth.accepts.map((kind) => ({ [securitySchemeOf[kind]]: [] })),
     responses: {
       "200": {
-        description: `Answered: the result in ${route.envelope === "nested" ? "`data.data`" : "`data`"}, or a refusal in \`data.error\`; check \`data.error\` first.`,
+        description: `Answered: the result in ${route.envelope === "nested" ? "`data.data`" : "`data`"}, or a refusal in \`data.error\`; check \`data.error\` first.${missingRefusals(route)}`,
         headers: {
           "RateLimit-Policy": ref("headers", "RateLimitPolicy"),
           RateLimit: ref("headers", "RateLimit"),
