@@ -44,7 +44,8 @@ describe("the upgrade page", () => {
 
   test("takes only GET and HEAD", async () => {
     const posted = await fetch(`${mesh.gateway.url}/upgrade`, { method: "POST" });
-    expect(posted.status).toBe(404);
+    expect(posted.status).toBe(405);
+    expect(posted.headers.get("allow")).toBe("GET, HEAD");
     await posted.body?.cancel();
     expect((await fetch(`${mesh.gateway.url}/upgrade`, { method: "HEAD" })).status).toBe(200);
   });

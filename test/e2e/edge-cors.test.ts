@@ -190,7 +190,8 @@ describe("CORS for browser calls with a site key", () => {
     });
 
     it("names the origin on a 400 after authentication, so the page can read what was wrong", async () => {
-      const response = await fetch(`${mesh.gatewayUrl}/v1/sdk/partner-config`, {
+      // A present but malformed gate key (an empty one) is an InputValidationError, not gate_required.
+      const response = await fetch(`${mesh.gatewayUrl}/v1/sdk/partner-config?gate=`, {
         headers: { authorization: `Bearer ${siteKey}`, origin: shopOrigin },
       });
       expect(response.status).toBe(400);
