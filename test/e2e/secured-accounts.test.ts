@@ -1,10 +1,9 @@
-import { execFile } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { AccountConsoleService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { runSvcctl } from "../harness/svcctl.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 import { dataError, newGate, newPartner, partnerApi, result } from "./gate-support.ts";
 
@@ -13,7 +12,6 @@ import { dataError, newGate, newPartner, partnerApi, result } from "./gate-suppo
  * human confirms a notarize request on a gate that offers it, and the account service links it.
  */
 const start = new Date(Date.now() + 60_000);
-const svcctlPath = fileURLToPath(new URL("../../gateway/src/cli/svcctl.ts", import.meta.url));
 
 describe("secured accounts list end to end", () => {
   let mesh: TestMesh;
@@ -166,15 +164,7 @@ describe("secured accounts list end to end", () => {
   });
 
   it("svcctl account unlink revokes for the partner: by platform, reason platform or credential_changed", async () => {
-    const svcctl = (args: string[]) =>
-      new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-        execFile(
-          process.execPath,
-          [svcctlPath, "account", "unlink", ...args],
-          { env: { ...process.env, SVCCTL_CONSOLE_URL: mesh.consoleUrl }, timeout: 20_000 },
-          (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
-        );
-      });
+    const svcctl = (args: string[]) => runSvcctl(mesh.consoleUrl, ["account", "unlink", ...args]);
     const unlink = ["--org", partner.organizationId, "--env", "development"];
     now = new Date(now.getTime() + 60_000);
     mesh.setClock(now);

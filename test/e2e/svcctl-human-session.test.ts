@@ -1,8 +1,7 @@
-import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { fileURLToPath } from "node:url";
 import { uuid } from "@svc/platform";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runSvcctl } from "../harness/svcctl.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 import { partnerApi, result } from "./gate-support.ts";
 
@@ -11,23 +10,12 @@ import { partnerApi, result } from "./gate-support.ts";
  * account service finds the human's sign-in identity, the development identity provider mints the
  * session); a production gateway refuses.
  */
-const svcctlPath = fileURLToPath(new URL("../../gateway/src/cli/svcctl.ts", import.meta.url));
 const start = new Date("2026-11-22T10:00:00Z");
 
 describe("svcctl human session", () => {
   let mesh: TestMesh;
 
-  const svcctl = (args: string[]) =>
-    new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-      execFile(
-        process.execPath,
-        [svcctlPath, ...args],
-        { env: { ...process.env, SVCCTL_CONSOLE_URL: mesh.consoleUrl }, timeout: 20_000 },
-        (error, stdout, stderr) => {
-          resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
-        },
-      );
-    });
+  const svcctl = (args: string[]) => runSvcctl(mesh.consoleUrl, args);
   const json = async (args: string[]) => {
     const run = await svcctl(args);
     expect(run.stderr, run.stderr).toBe("");

@@ -1,7 +1,5 @@
-import { execFile } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { fileURLToPath } from "node:url";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { jetstream } from "@nats-io/jetstream";
@@ -11,13 +9,13 @@ import { EventSchema } from "@svc/proto/events/v1/events_pb.js";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { natsUrl } from "../harness/index.ts";
+import { runSvcctl } from "../harness/svcctl.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 
 /**
  * Operators manage webhook endpoints with svcctl through the gateway's one console address, which
  * forwards to webhook-dispatch; a partner's receiver gets signed deliveries it can verify itself.
  */
-const svcctlPath = fileURLToPath(new URL("../../gateway/src/cli/svcctl.ts", import.meta.url));
 
 describe("svcctl webhook through the console", () => {
   let mesh: TestMesh;
@@ -26,17 +24,7 @@ describe("svcctl webhook through the console", () => {
   const received: { headers: Record<string, string>; body: string }[] = [];
   let organizationId: string;
 
-  const svcctl = (args: string[]) =>
-    new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-      execFile(
-        process.execPath,
-        [svcctlPath, ...args],
-        { env: { ...process.env, SVCCTL_CONSOLE_URL: mesh.consoleUrl }, timeout: 20_000 },
-        (error, stdout, stderr) => {
-          resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
-        },
-      );
-    });
+  const svcctl = (args: string[]) => runSvcctl(mesh.consoleUrl, args);
   const json = async (args: string[]) => {
     const run = await svcctl(args);
     expect(run.stderr, run.stderr).toBe("");

@@ -1,5 +1,3 @@
-import { execFile } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
 import { ManualClock, uuid } from "@svc/platform";
@@ -7,6 +5,7 @@ import { AgeVerdict, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SoftwareAuthenticator } from "../../../test/harness/software-passkey.ts";
+import { runSvcctl } from "../../../test/harness/svcctl.ts";
 import { refusal, startTestAccount, type TestAccount } from "./support/account.ts";
 
 const rpId = "verify.example";
@@ -164,25 +163,12 @@ describe("sandbox humans", () => {
   });
 });
 
-/** The command npm installs for the workspace (`npx svcctl`), not the gateway's source. */
-const svcctlBin = fileURLToPath(new URL("../../../node_modules/.bin/svcctl", import.meta.url));
-
 describe("svcctl human create", () => {
   /**
    * The installed svcctl as an operator runs it, a child process, pointed at the account service itself,
    * which serves its console service as the gateway's console forwards it.
    */
-  function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-    return new Promise((resolve) => {
-      execFile(
-        process.execPath,
-        [svcctlBin, ...args],
-        { env: { ...process.env, SVCCTL_CONSOLE_URL: account.service.url }, timeout: 20_000 },
-        (error, stdout, stderr) =>
-          resolve({ code: error ? (typeof error.code === "number" ? error.code : -1) : 0, stdout, stderr }),
-      );
-    });
-  }
+  const run = (args: string[]) => runSvcctl(account.service.url, args);
 
   it("prints the new human's id and sign-in identity", async () => {
     const result = await run(["human", "create", "--env", "development", "--behavior", "silent", "--age", "21"]);
