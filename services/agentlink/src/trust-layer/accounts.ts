@@ -30,11 +30,18 @@ export function findAccounts(text: string, label?: string): Account[] {
 const agrees = (a: Account, b: Account) =>
   a.full !== undefined && b.full !== undefined ? a.full === b.full : a.last4 === b.last4;
 
-/** When the title names an account, every account in the card must be that one (or a masked form of it). */
+/** The account money leaves from: a card may show it beside the destination the title names. */
+const SOURCE_LABEL = /^\s*(?:from|debit(?:ed)? from|pay(?:ing)? from|source|funding(?: account)?)\b/i;
+
+/**
+ * When the title names an account, every account in the card must be that one (or a masked form of it),
+ * except one labelled as where the money comes from.
+ */
 export function checkAccounts(titleTexts: VisibleText[], cardTexts: VisibleText[], findings: Findings): void {
   const stated = titleTexts.flatMap((item) => findAccounts(item.text, item.label));
   if (stated.length === 0) return;
   for (const item of cardTexts) {
+    if (item.label !== undefined && SOURCE_LABEL.test(item.label)) continue;
     const accounts = findAccounts(item.text, item.label);
     if (accounts.some((account) => !stated.some((other) => agrees(account, other)))) {
       findings.add("account_mismatch", item.path, item.text);

@@ -20,6 +20,7 @@ const PRIVATE_USE = /\p{Co}/u;
 const MARK_STACK = /\p{M}{5}/u;
 
 const NON_LATIN_LOOKALIKE_SCRIPT = /[\p{Script=Cyrillic}\p{Script=Greek}]/u;
+const FORMAT_ALL = /\p{Cf}/gu;
 const WORD = /[\p{L}\p{M}\p{Nd}]+/gu;
 const LATIN = /\p{Script=Latin}/u;
 const CYRILLIC = /\p{Script=Cyrillic}/u;
@@ -51,10 +52,11 @@ export function checkCharacters(item: VisibleText, findings: Findings): void {
 /**
  * In the spirit of Unicode TS #39's mixed-script detection: a word that uses Latin together with Cyrillic
  * or Greek letters, or ASCII digits together with Cyrillic or Greek letters (`1О0` with a Cyrillic O), is
- * how a look-alike of a familiar name or number is built. Whole words in one script are fine.
+ * how a look-alike of a familiar name or number is built. Whole words in one script are fine. Invisible
+ * characters are taken out first, so a zero-width space cannot split a look-alike into "words".
  */
 function hasMixedScriptWord(text: string): boolean {
-  for (const [word] of text.matchAll(WORD)) {
+  for (const [word] of text.replace(FORMAT_ALL, "").matchAll(WORD)) {
     if (!NON_LATIN_LOOKALIKE_SCRIPT.test(word)) continue;
     const scripts = (LATIN.test(word) ? 1 : 0) + (CYRILLIC.test(word) ? 1 : 0) + (GREEK.test(word) ? 1 : 0);
     if (scripts > 1 || ASCII_DIGIT.test(word)) return true;
