@@ -168,3 +168,26 @@ describe("hostile cards", () => {
     expect(result.violations.at(-1)).toMatchObject({ type: "violations_truncated", value: `${240 - 49} more` });
   });
 });
+
+describe("the size limit", () => {
+  it("counts bytes, not characters: a card under the limit in characters but over it in UTF-8 is too large", () => {
+    const body = proposal(Array.from({ length: 8 }, () => text("é".repeat(1800))));
+    const result = screenLocally(body);
+    expect(result.kind === "rejected" && result.violations.map((violation) => `${violation.type} ${violation.path}`)).toEqual([
+      `card_too_large ${P}`,
+    ]);
+  });
+
+  it("a card of exactly the limit passes, one byte more does not", () => {
+    const blocks = (bytes: number) => [
+      ...Array.from({ length: 14 }, () => text("Line of text. ".repeat(140))),
+      text(`${"é".repeat(Math.floor(bytes / 2))}${"x".repeat(bytes % 2)}`),
+    ];
+    const base = Buffer.byteLength(JSON.stringify(card(blocks(0))));
+    const exact = proposal(blocks(limits.maxCardBytes - base));
+    expect(Buffer.byteLength(JSON.stringify(exact.adaptive_card_payload))).toBe(limits.maxCardBytes);
+    expect(screenLocally(exact).kind).toBe("accepted");
+    const over = proposal(blocks(limits.maxCardBytes - base + 1));
+    expect(screenLocally(over)).toMatchObject({ kind: "rejected", violations: [{ type: "card_too_large" }] });
+  });
+});

@@ -11,8 +11,12 @@ const DIGIT_RUN = /\b\d(?:[ -]?\d){7,33}\b/g;
 /** Digit runs count as accounts only when labelled so; a date, an order number or a phone number is not one. */
 const ACCOUNT_LABEL = /\b(?:account|acct|a\/c|iban|card|konto|routing|sort code|bsb)\b[^\n]{0,20}$/i;
 
+/** Every form above has four digits with at most single separators between them. */
+const FOUR_DIGITS = /\d[ -]?\d[ -]?\d[ -]?\d/;
+
 export function findAccounts(text: string, label?: string): Account[] {
   const accounts: Account[] = [];
+  if (!FOUR_DIGITS.test(text)) return accounts;
   for (const [match] of text.matchAll(IBAN)) {
     const full = match.replaceAll(" ", "");
     accounts.push({ full, last4: full.slice(-4) });

@@ -1,13 +1,15 @@
 /**
- * UTF-8 bytes of `JSON.stringify(value)`, or `undefined` as soon as they exceed `budget`. Every step adds at
- * least one byte, so a huge or cyclic input costs at most `budget` steps: the size check runs before any walk.
+ * A lower bound of the UTF-8 bytes of `JSON.stringify(value)` (strings count one byte per UTF-16 unit, escapes
+ * and multi-byte characters aside), or `undefined` as soon as it exceeds `budget`. Every step adds at least one
+ * byte, so a huge or cyclic input costs at most `budget` steps: this check runs before any walk, and the exact
+ * size is measured on the canonical form of a card that passed everything else.
  */
-export function serializedSizeWithin(value: unknown, budget: number): number | undefined {
+export function serializedSizeAtLeast(value: unknown, budget: number): number | undefined {
   let size = 0;
   const stack: unknown[] = [value];
   while (stack.length > 0) {
     const next = stack.pop();
-    size += typeof next === "string" ? stringSize(next, budget - size) : valueSize(next, stack, budget - size);
+    size += typeof next === "string" ? next.length + 2 : valueSize(next, stack, budget - size);
     if (size > budget) return undefined;
   }
   return size;
@@ -37,24 +39,3 @@ function valueSize(value: unknown, stack: unknown[], budget: number): number {
   }
   return 0;
 }
-
-/** A JSON string's bytes: quotes, escapes, UTF-8; stops counting past `budget`. */
-function stringSize(text: string, budget: number): number {
-  if (text.length > budget) return text.length;
-  let size = 2;
-  for (let index = 0; index < text.length; index++) {
-    const unit = text.charCodeAt(index);
-    if (unit === 0x22 || unit === 0x5c) size += 2;
-    else if (unit < 0x20) size += unit === 0x08 || unit === 0x09 || unit === 0x0a || unit === 0x0c || unit === 0x0d ? 2 : 6;
-    else if (unit < 0x80) size += 1;
-    else if (unit < 0x800) size += 2;
-    else if (unit >= 0xd800 && unit <= 0xdbff && isLowSurrogate(text.charCodeAt(index + 1))) {
-      size += 4;
-      index++;
-    } else if (unit >= 0xd800 && unit <= 0xdfff) size += 6;
-    else size += 3;
-  }
-  return size;
-}
-
-const isLowSurrogate = (unit: number) => unit >= 0xdc00 && unit <= 0xdfff;

@@ -6,7 +6,7 @@
 export type ImpersonationPhrase = { id: string; pattern: string; catches: string[] };
 
 export const impersonationPhrases: ImpersonationPhrase[] = [
-  { id: "verified-by", pattern: "verified by", catches: ["Verified by Agents Ask", "✓ verified by your bank"] },
+  { id: "verified-by", pattern: "verified by", catches: ["Verified by Agents Ask", "Payment verified by your bank"] },
   {
     id: "security-check-passed",
     pattern: "security (?:check|scan|review) (?:passed|complete|completed|ok|succeeded)",
@@ -77,16 +77,50 @@ export const benignTexts = [
   "Deny access to the staging database for contractors",
 ];
 
-const normalizeSpaces = (text: string) => text.normalize("NFKC").toLowerCase().replace(/[’‘`]/g, "'").replace(/\s+/g, " ");
+/** Printable ASCII is already in NFKC; only other text pays for normalization. */
+const PLAIN = /^[\x20-\x7E\n]*$/;
+const LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
 
+/**
+ * All phrases in one pattern, a named group each; spaces stand for any run of whitespace. The pattern ends at
+ * an ASCII word boundary (so `complete` gives way to `completed`); the Unicode boundaries on either side are
+ * checked by hand on each match: without the `u` flag and a leading lookbehind, V8 scans much faster.
+ */
 const combined = new RegExp(
-  `(?<![\\p{L}\\p{N}])(?:${impersonationPhrases.map((phrase) => `(?<${phrase.id.replaceAll("-", "_")}>${phrase.pattern})`).join("|")})(?![\\p{L}\\p{N}])`,
-  "u",
+  `(?:${impersonationPhrases
+    .map((phrase) => `(?<${groupName(phrase.id)}>${phrase.pattern.replaceAll(" ", "\\s+").replaceAll("'", "['’]")})`)
+    .join("|")})(?![a-z0-9])`,
+  "g",
 );
 
-/** The id of the first impersonation phrase the text contains, if any. */
+function groupName(id: string): string {
+  return id.replaceAll("-", "_");
+}
+
+/** The id of the first impersonation phrase the text contains as whole words, if any. */
 export function findImpersonation(text: string): string | undefined {
-  const match = combined.exec(normalizeSpaces(text));
-  if (match?.groups === undefined) return undefined;
-  return impersonationPhrases.find((phrase) => match.groups?.[phrase.id.replaceAll("-", "_")] !== undefined)?.id;
+  return findImpersonations([text])[0];
+}
+
+/**
+ * For each text, the id of the first impersonation phrase it contains, if any. The texts are searched as one
+ * string (joined by U+0000, which no phrase can span), since one long search costs less than many short ones.
+ */
+export function findImpersonations(texts: string[]): (string | undefined)[] {
+  const found: (string | undefined)[] = new Array(texts.length);
+  const starts: number[] = [];
+  let joined = "";
+  for (const text of texts) {
+    starts.push(joined.length);
+    joined += `${(PLAIN.test(text) ? text : text.normalize("NFKC")).toLowerCase()}\u0000`;
+  }
+  let owner = 0;
+  for (const match of joined.matchAll(combined)) {
+    const end = match.index + match[0].length;
+    if (match.index > 0 && LETTER_OR_DIGIT.test(joined.charAt(match.index - 1))) continue;
+    if (LETTER_OR_DIGIT.test(joined.charAt(end))) continue;
+    while (owner + 1 < starts.length && (starts[owner + 1] ?? 0) <= match.index) owner++;
+    found[owner] ??= impersonationPhrases.find((phrase) => match.groups?.[groupName(phrase.id)] !== undefined)?.id;
+  }
+  return found;
 }

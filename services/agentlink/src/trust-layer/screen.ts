@@ -1,14 +1,14 @@
 import { checkAccounts } from "./accounts.ts";
 import { checkAmounts } from "./amounts.ts";
 import { canonicalDigest, canonicalJson } from "./canonical-json.ts";
-import { serializedSizeWithin } from "./card-size.ts";
+import { serializedSizeAtLeast } from "./card-size.ts";
 import { walkCard, type VisibleText } from "./card-structure.ts";
 import type { ClassifierClient } from "./classifier-client.ts";
 import { Findings } from "./findings.ts";
-import { findImpersonation } from "./impersonation-phrases.ts";
+import { findImpersonations } from "./impersonation-phrases.ts";
 import { limits } from "./limits.ts";
 import { checkLinks } from "./links.ts";
-import { readProposalFields } from "./proposal-fields.ts";
+import { readProposalFields, type ProposalFields } from "./proposal-fields.ts";
 import { checkCharacters } from "./text-rules.ts";
 import type { Violation } from "./violation.ts";
 
@@ -72,25 +72,43 @@ function inspect(input: unknown): Inspection {
   const { fields, texts: titleTexts, payload } = proposal;
   let cardTexts: VisibleText[] = [];
   if (payload !== undefined) {
-    if (serializedSizeWithin(payload, limits.maxCardBytes) === undefined) {
-      findings.add("card_too_large", "/adaptive_card_payload", `more than ${limits.maxCardBytes} bytes`);
-    } else cardTexts = walkCard(payload, "/adaptive_card_payload", findings);
+    if (serializedSizeAtLeast(payload, limits.maxCardBytes) === undefined) tooLarge(findings);
+    else cardTexts = walkCard(payload, "/adaptive_card_payload", findings);
   }
   const texts = [...titleTexts, ...cardTexts];
   for (const item of texts) {
     checkCharacters(item, findings);
     checkLinks(item, findings);
-    if (findImpersonation(item.text) !== undefined) findings.add("impersonation", item.path, item.text);
   }
+  findImpersonations(texts.map((item) => item.text)).forEach((phrase, index) => {
+    const item = texts[index];
+    if (phrase !== undefined && item !== undefined) findings.add("impersonation", item.path, item.text);
+  });
   checkAmounts(titleTexts, cardTexts, findings);
   checkAccounts(titleTexts, cardTexts, findings);
   if (findings.hasErrors) return rejected(findings);
   const canonicalCard = canonicalJson({ ...fields, adaptive_card_payload: payload });
+  if (payload !== undefined && payloadBytes(canonicalCard, fields) > limits.maxCardBytes) {
+    tooLarge(findings);
+    return rejected(findings);
+  }
   return {
     kind: "accepted",
     result: { kind: "accepted", canonicalCard, cardDigest: canonicalDigest(canonicalCard), warnings: reported(findings.list) },
     texts,
   };
+}
+
+const tooLarge = (findings: Findings) =>
+  findings.add("card_too_large", "/adaptive_card_payload", `more than ${limits.maxCardBytes} bytes`);
+
+/**
+ * The exact serialized bytes of the payload, read off the canonical card: `adaptive_card_payload` sorts first,
+ * so the card is `{"adaptive_card_payload":<payload>,<the other fields>}`. Key order does not change the size.
+ */
+function payloadBytes(canonicalCard: string, fields: ProposalFields): number {
+  const others = Buffer.byteLength(canonicalJson(fields), "utf8");
+  return Buffer.byteLength(canonicalCard, "utf8") - Buffer.byteLength('"adaptive_card_payload":,', "utf8") - others;
 }
 
 const rejected = (findings: Findings): Inspection => ({

@@ -53,4 +53,6 @@ function describe(raw: unknown): string {
 
 /** Appends one RFC 6901 reference token. */
 export const pointer = (base: string, token: string | number) =>
-  `${base}/${typeof token === "number" ? token : token.replaceAll("~", "~0").replaceAll("/", "~1")}`;
+  typeof token === "number" || !/[~/]/.test(token)
+    ? `${base}/${token}`
+    : `${base}/${token.replaceAll("~", "~0").replaceAll("/", "~1")}`;
