@@ -18,6 +18,10 @@ const goals: Record<string, Goal[]> = {
     { field: "median_ratio", atMost: 4, says: "its median at one client at most 4x the INSERT's" },
     { field: "rounds_not_spent_exactly_once", atMost: 0, says: "a grant token under 16-way contention spent exactly once, every round" },
   ],
+  "trust-layer-screening": [
+    { field: "p99_ms", atMost: 2, says: "screening a 28 KB card of realistic content: p99 at most 2 ms" },
+    { field: "ratio", atLeast: 0.1, says: "its throughput at least 10% of JSON.parse of the same bytes" },
+  ],
   "gateway-edge": [{ field: "ratio", atLeast: 0.9, says: "gateway throughput (each arm at its best of 16 and 256 in flight) with limiter and alias stage at least 90% of without" }],
 };
 

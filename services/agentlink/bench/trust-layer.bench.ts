@@ -2,7 +2,7 @@
  * Trust-layer screening of a 28 KB card of realistic content, against a plain JSON.parse of the same bytes.
  * Prints one JSON line: {"name":"trust-layer-screening","p99_ms":…,"ratio":…,…}; `ratio` is screening's
  * throughput over JSON.parse's (goal: at least 0.1), `p99_ms` one screening's 99th percentile (goal: at most 2).
- * Run: node services/agentlink/bench/trust-layer.bench.ts [seconds per round]
+ * Run: node services/agentlink/bench/trust-layer.bench.ts [seconds per round, default 0.25; 12 rounds of each]
  */
 import { limits } from "../src/trust-layer/limits.ts";
 import { screenLocally } from "../src/trust-layer/screen.ts";
@@ -18,13 +18,20 @@ const items = [
   ["Noise-cancelling headset", "6", "894.00 EUR"],
   ["USB-C dock with Ethernet", "6", "466.00 EUR"],
 ];
+/** Delivery and assembly notes, as a supplier writes them: German place names, Latin-1 throughout. */
+const notes = [
+  "the supplier ships from its warehouse in Düsseldorf to the Berlin office (Friedrichstraße 68, 3rd floor).",
+  "Reception opens 08:30–17:00; the driver calls facilities 30 minutes ahead and uses the goods lift.",
+  "Große Teile kommen auf Paletten; assembly is included for chairs and desks, packaging is taken back.",
+  "Any damaged item is replaced within five working days under the framework agreement FA-2026-114.",
+  "Invoices go to accounts payable with the order number; partial deliveries are invoiced separately.",
+];
 const paragraph = (index: number) =>
-  `Delivery ${index + 1}: the supplier ships from its warehouse in Düsseldorf to the Berlin office (Friedrichstraße 68, ` +
-  "3rd floor, reception opens 08:30–17:00). Große Teile kommen auf Paletten; the driver calls Σοφία Παπαδοπούλου or " +
-  "Иван Петров from facilities 30 minutes ahead. Assembly is included for chairs and desks, packaging is taken back, " +
-  "and any damaged item is replaced within five working days under the framework agreement FA-2026-114 🚚. ";
+  `Delivery ${index + 1}: ${notes[index % notes.length]} ${notes[(index + 2) % notes.length]} ${notes[(index + 4) % notes.length]}`;
+/** The stress variant: every paragraph also names people in Greek and Cyrillic and ends in an emoji. */
+const multiscriptParagraph = (index: number) => `${paragraph(index)} Contacts: Σοφία Παπαδοπούλου, Иван Петров 🚚.`;
 
-function buildCard(paragraphs: number) {
+function buildCard(paragraphs: number, note: (index: number) => string) {
   return {
     request_id: "6f1c2a4e-8b1d-4c3e-9f2a-1b2c3d4e5f60",
     opaque_id: "binding-4f2a",
@@ -75,20 +82,31 @@ function buildCard(paragraphs: number) {
             { type: "TableRow", cells: [cell("Total", { weight: "Bolder" }), cell("—"), cell("4,310.00 EUR")] },
           ],
         },
-        ...Array.from({ length: paragraphs }, (_, index) => ({ type: "TextBlock", text: paragraph(index), wrap: true })),
+        {
+          type: "FactSet",
+          facts: [
+            ["Site contact", "Σοφία Παπαδοπούλου (facilities)"],
+            ["Driver", "Иван Петров"],
+            ["Delivery window", "Mon–Wed, 08:30–12:00 🚚"],
+          ].map(([title, value]) => ({ title, value })),
+        },
+        ...Array.from({ length: paragraphs }, (_, index) => ({ type: "TextBlock", text: note(index), wrap: true })),
       ],
     },
   };
 }
 
-// The largest card of this content under the size limit.
-let paragraphs = 1;
-while (Buffer.byteLength(JSON.stringify(buildCard(paragraphs + 1).adaptive_card_payload)) <= limits.maxCardBytes) paragraphs++;
-const bytes = JSON.stringify(buildCard(paragraphs));
-const cardBytes = Buffer.byteLength(JSON.stringify(buildCard(paragraphs).adaptive_card_payload));
-const input = JSON.parse(bytes);
-const check = screenLocally(input);
-if (check.kind !== "accepted") throw new Error(`the benchmark card must pass: ${JSON.stringify(check)}`);
+/** The largest card of this content under the size limit, as the bytes an inquire body arrives in. */
+function largestCard(note: (index: number) => string) {
+  let paragraphs = 1;
+  const payloadBytes = (count: number) => Buffer.byteLength(JSON.stringify(buildCard(count, note).adaptive_card_payload));
+  while (payloadBytes(paragraphs + 1) <= limits.maxCardBytes) paragraphs++;
+  const bytes = JSON.stringify(buildCard(paragraphs, note));
+  const input = JSON.parse(bytes);
+  const check = screenLocally(input);
+  if (check.kind !== "accepted") throw new Error(`the benchmark card must pass: ${JSON.stringify(check)}`);
+  return { bytes, input, paragraphs, cardBytes: payloadBytes(paragraphs) };
+}
 
 function opsPerSecond(work: () => unknown, seconds: number): number {
   const started = performance.now();
@@ -101,7 +119,7 @@ function opsPerSecond(work: () => unknown, seconds: number): number {
   return count / ((performance.now() - started) / 1000);
 }
 
-function latencies(samples: number): number[] {
+function latencies(input: unknown, samples: number): number[] {
   const measured: number[] = [];
   for (let i = 0; i < samples; i++) {
     const started = performance.now();
@@ -112,32 +130,46 @@ function latencies(samples: number): number[] {
 }
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0;
 
-const seconds = Number(process.argv[2] ?? 1);
-const parse = () => JSON.parse(bytes);
-const screen = () => screenLocally(input);
-opsPerSecond(parse, 0.3);
-opsPerSecond(screen, 0.3);
-// Alternating rounds, best of each, so a burst of noise on the shared machine does not decide the ratio.
-const best = { parse: 0, screen: 0 };
-for (let round = 0; round < 3; round++) {
-  best.parse = Math.max(best.parse, opsPerSecond(parse, seconds));
-  best.screen = Math.max(best.screen, opsPerSecond(screen, seconds));
+/** Throughput of screening against JSON.parse of the same bytes, and one screening's latency. */
+function measure(card: ReturnType<typeof largestCard>, seconds: number) {
+  const parse = () => JSON.parse(card.bytes);
+  const screen = () => screenLocally(card.input);
+  opsPerSecond(parse, 0.3);
+  opsPerSecond(screen, 0.3);
+  // Alternating rounds, best of each, so a burst of noise on the shared machine does not decide the ratio.
+  const best = { parse: 0, screen: 0 };
+  for (let round = 0; round < 12; round++) {
+    best.parse = Math.max(best.parse, opsPerSecond(parse, seconds));
+    best.screen = Math.max(best.screen, opsPerSecond(screen, seconds));
+  }
+  const sorted = latencies(card.input, 5000);
+  return { ...best, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), ratio: best.screen / best.parse };
 }
-const sorted = latencies(5000);
-const p50 = percentile(sorted, 0.5);
-const p99 = percentile(sorted, 0.99);
 
-console.log(`card: ${cardBytes} bytes of payload (${Buffer.byteLength(bytes)} of body), ${paragraphs} paragraphs`);
-console.log(`JSON.parse:      ${Math.round(best.parse)} ops/s`);
-console.log(`screenLocally:   ${Math.round(best.screen)} ops/s, p50 ${p50.toFixed(3)} ms, p99 ${p99.toFixed(3)} ms`);
+const seconds = Number(process.argv[2] ?? 0.25);
+const realistic = largestCard(paragraph);
+const multiscript = largestCard(multiscriptParagraph);
+const results = { realistic: measure(realistic, seconds), multiscript: measure(multiscript, seconds) };
+for (const [name, card] of [["realistic", realistic], ["multiscript", multiscript]] as const) {
+  const result = results[name];
+  console.log(`${name} card: ${card.cardBytes} bytes of payload (${Buffer.byteLength(card.bytes)} of body), ${card.paragraphs} notes`);
+  console.log(`  JSON.parse:    ${Math.round(result.parse)} ops/s`);
+  console.log(
+    `  screenLocally: ${Math.round(result.screen)} ops/s (ratio ${result.ratio.toFixed(3)}), ` +
+      `p50 ${result.p50.toFixed(3)} ms, p99 ${result.p99.toFixed(3)} ms`,
+  );
+}
+const { realistic: goal, multiscript: stress } = results;
 console.log(
   JSON.stringify({
     name: "trust-layer-screening",
-    card_bytes: cardBytes,
-    parse_ops: Math.round(best.parse),
-    screen_ops: Math.round(best.screen),
-    p50_ms: Number(p50.toFixed(3)),
-    p99_ms: Number(p99.toFixed(3)),
-    ratio: Number((best.screen / best.parse).toFixed(2)),
+    card_bytes: realistic.cardBytes,
+    parse_ops: Math.round(goal.parse),
+    screen_ops: Math.round(goal.screen),
+    p50_ms: Number(goal.p50.toFixed(3)),
+    p99_ms: Number(goal.p99.toFixed(3)),
+    ratio: Number(goal.ratio.toFixed(3)),
+    multiscript_p99_ms: Number(stress.p99.toFixed(3)),
+    multiscript_ratio: Number(stress.ratio.toFixed(3)),
   }),
 );

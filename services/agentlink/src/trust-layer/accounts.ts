@@ -1,5 +1,6 @@
 import type { VisibleText } from "./card-structure.ts";
 import type { Findings } from "./findings.ts";
+import { TextHint } from "./text-rules.ts";
 
 /** An account reference: its full number (letters and digits) when written out, or only its last four digits. */
 type Account = { full?: string; last4: string };
@@ -46,6 +47,7 @@ export function checkAccounts(titleTexts: VisibleText[], cardTexts: VisibleText[
   if (stated.length === 0) return;
   for (const item of cardTexts) {
     if (item.label !== undefined && SOURCE_LABEL.test(item.label)) continue;
+    if (item.hints !== undefined && (item.hints & TextHint.digits) === 0) continue;
     const accounts = findAccounts(item.text, item.label);
     if (accounts.some((account) => !stated.some((other) => agrees(account, other)))) {
       findings.add("account_mismatch", item.path, item.text);

@@ -1,5 +1,6 @@
 import type { VisibleText } from "./card-structure.ts";
 import type { Findings } from "./findings.ts";
+import { TextHint } from "./text-rules.ts";
 
 export type Amount = { currency: string; value: number };
 
@@ -80,6 +81,7 @@ export function checkAmounts(titleTexts: VisibleText[], cardTexts: VisibleText[]
   let foreign: VisibleText | undefined;
   let sameCurrency = false;
   for (const item of cardTexts) {
+    if (item.hints !== undefined && (item.hints & TextHint.currency) === 0) continue;
     for (const amount of findAmounts(item.text)) {
       const limit = highest.get(amount.currency);
       if (limit === undefined) {

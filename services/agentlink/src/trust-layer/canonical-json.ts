@@ -94,5 +94,8 @@ function write(value: unknown, out: string): string {
   }
 }
 
-/** base64url SHA-256 of the canonical JSON text: the `card_digest` of a Proof of Resolution. */
-export const canonicalDigest = (canonical: string) => createHash("sha256").update(canonical, "utf8").digest("base64url");
+/** base64url SHA-256 of the canonical JSON text (UTF-8): the `card_digest` of a Proof of Resolution. */
+export const canonicalDigest = (canonical: string | Uint8Array) =>
+  createHash("sha256")
+    .update(typeof canonical === "string" ? new TextEncoder().encode(canonical) : canonical)
+    .digest("base64url");

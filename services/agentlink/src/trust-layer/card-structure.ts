@@ -4,7 +4,14 @@ import { limits, MAX_CARD_VERSION } from "./limits.ts";
 import { pointer } from "./violation.ts";
 
 /** A string the person reads, where it is in the body, and what labels it (a fact's title, a row's first cell). */
-export type VisibleText = { path: string; text: string; multiline: boolean; label?: string };
+export type VisibleText = {
+  path: string;
+  text: string;
+  multiline: boolean;
+  label?: string;
+  /** What the character pass learnt for the later rules (`TextHint`): set by `checkCharacters`. */
+  hints?: number;
+};
 
 type Check = (value: unknown) => boolean;
 /** How a property is checked: a value check, or the kind of content it holds. */

@@ -22,6 +22,9 @@ export const BLANK = 512;
 export const PICTOGRAPHIC = 1024;
 /** Whitespace other than the space and the line break (tabs, no-break and typographic spaces). */
 export const OTHER_WHITESPACE = 2048;
+export const CURRENCY_SIGN = 4096;
+/** Characters that NFKC changes (fullwidth forms, ligatures, styled letters), besides case. */
+export const COMPATIBILITY = 8192;
 
 const rules: [number, RegExp][] = [
   [BIDI, /[\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C]/u],
@@ -36,19 +39,33 @@ const rules: [number, RegExp][] = [
   [BLANK, /[\s\p{Cf}\p{Cc}\u115F\u1160\u3164\uFFA0\u2800]/u],
   [PICTOGRAPHIC, /\p{Extended_Pictographic}/u],
   [OTHER_WHITESPACE, /[^\S \n]/u],
+  [CURRENCY_SIGN, /\p{Sc}/u],
 ];
+/** A superset of the characters NFKC changes; each is then tried (a few thousand, at start). */
+const NFKC_CANDIDATE = /\p{Changes_When_NFKC_Casefolded}/gu;
 
-const classify = (character: string) => rules.reduce((flags, [flag, rule]) => (rule.test(character) ? flags | flag : flags), 0);
+const changedByNfkc = (character: string) => character.normalize("NFKC") !== character;
+const classify = (character: string) =>
+  rules.reduce((flags, [flag, rule]) => (rule.test(character) ? flags | flag : flags), changedByNfkc(character) ? COMPATIBILITY : 0);
 
 const basic = new Uint16Array(0x10000);
 {
-  let all = "";
-  for (let unit = 0; unit < 0x10000; unit++) if (unit < 0xd800 || unit > 0xdfff) all += String.fromCharCode(unit);
+  // Every code unit but the surrogates, once; each rule then marks the runs it matches (few, so this is fast).
+  const unitAt = (index: number) => (index < 0xd800 ? index : index + 0x800);
+  const units = new Uint16Array(0x10000 - 0x800);
+  for (let index = 0; index < units.length; index++) units[index] = unitAt(index);
+  const all = new TextDecoder("utf-16le").decode(units);
   for (const [flag, rule] of rules) {
-    for (const [character] of all.matchAll(new RegExp(rule.source, "gu"))) {
-      const unit = character.charCodeAt(0);
-      basic[unit] = (basic[unit] ?? 0) | flag;
+    for (const match of all.matchAll(new RegExp(`(?:${rule.source})+`, "gu"))) {
+      for (let index = match.index; index < match.index + match[0].length; index++) {
+        const unit = unitAt(index);
+        basic[unit] = (basic[unit] ?? 0) | flag;
+      }
     }
+  }
+  for (const [character] of all.matchAll(NFKC_CANDIDATE)) {
+    const unit = character.charCodeAt(0);
+    if (changedByNfkc(character)) basic[unit] = (basic[unit] ?? 0) | COMPATIBILITY;
   }
 }
 

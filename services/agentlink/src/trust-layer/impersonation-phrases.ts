@@ -77,19 +77,30 @@ export const benignTexts = [
   "Deny access to the staging database for contractors",
 ];
 
+import { TextHint } from "./text-rules.ts";
+
 /** Printable ASCII is already in NFKC; only other text pays for normalization. */
 const PLAIN = /^[\x20-\x7E\n]*$/;
 const LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
 
 /**
- * All phrases in one pattern, a named group each; spaces stand for any run of whitespace. The pattern ends at
- * an ASCII word boundary (so `complete` gives way to `completed`); the Unicode boundaries on either side are
- * checked by hand on each match: without the `u` flag and a leading lookbehind, V8 scans much faster.
+ * All phrases in one pattern, a named group each; spaces stand for any run of whitespace. Phrases that start
+ * with a word are tried only at ASCII word starts (`\b`) and end at an ASCII word boundary (so `complete`
+ * gives way to `completed`); the Unicode boundaries on either side are checked by hand on each match. Without
+ * the `u` flag and with `\b` in front, V8 scans several times faster.
  */
+const pattern = (phrase: ImpersonationPhrase) =>
+  `(?<${groupName(phrase.id)}>${phrase.pattern.replaceAll(" ", "\\s+").replaceAll("'", "['’]")})`;
+/** Phrases that open with a letter or digit, possibly inside a group: `\b` may stand before them. */
+const STARTS_WITH_WORD = /^(?:\(\?:)?[a-z0-9]/;
 const combined = new RegExp(
-  `(?:${impersonationPhrases
-    .map((phrase) => `(?<${groupName(phrase.id)}>${phrase.pattern.replaceAll(" ", "\\s+").replaceAll("'", "['’]")})`)
-    .join("|")})(?![a-z0-9])`,
+  `\\b(?:${impersonationPhrases
+    .filter((phrase) => STARTS_WITH_WORD.test(phrase.pattern))
+    .map(pattern)
+    .join("|")})(?![a-z0-9])|${impersonationPhrases
+    .filter((phrase) => !STARTS_WITH_WORD.test(phrase.pattern))
+    .map(pattern)
+    .join("|")}`,
   "g",
 );
 
@@ -99,20 +110,22 @@ function groupName(id: string): string {
 
 /** The id of the first impersonation phrase the text contains as whole words, if any. */
 export function findImpersonation(text: string): string | undefined {
-  return findImpersonations([text])[0];
+  return findImpersonations([{ text }])[0];
 }
 
 /**
  * For each text, the id of the first impersonation phrase it contains, if any. The texts are searched as one
  * string (joined by U+0000, which no phrase can span), since one long search costs less than many short ones.
+ * A text whose character pass found nothing NFKC would change (its `hints`) skips normalization.
  */
-export function findImpersonations(texts: string[]): (string | undefined)[] {
+export function findImpersonations(texts: { text: string; hints?: number }[]): (string | undefined)[] {
   const found: (string | undefined)[] = new Array(texts.length);
   const starts: number[] = [];
   let joined = "";
-  for (const text of texts) {
+  for (const { text, hints } of texts) {
     starts.push(joined.length);
-    joined += `${(PLAIN.test(text) ? text : text.normalize("NFKC")).toLowerCase()}\u0000`;
+    const unchanged = hints === undefined ? PLAIN.test(text) : (hints & TextHint.compatibility) === 0;
+    joined += `${(unchanged ? text : text.normalize("NFKC")).toLowerCase()}\u0000`;
   }
   let owner = 0;
   for (const match of joined.matchAll(combined)) {

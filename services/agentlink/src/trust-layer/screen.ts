@@ -80,7 +80,7 @@ function inspect(input: unknown): Inspection {
     checkCharacters(item, findings);
     checkLinks(item, findings);
   }
-  findImpersonations(texts.map((item) => item.text)).forEach((phrase, index) => {
+  findImpersonations(texts).forEach((phrase, index) => {
     const item = texts[index];
     if (phrase !== undefined && item !== undefined) findings.add("impersonation", item.path, item.text);
   });
@@ -88,16 +88,20 @@ function inspect(input: unknown): Inspection {
   checkAccounts(titleTexts, cardTexts, findings);
   if (findings.hasErrors) return rejected(findings);
   const canonicalCard = canonicalJson({ ...fields, adaptive_card_payload: payload });
-  if (payload !== undefined && payloadBytes(canonicalCard, fields) > limits.maxCardBytes) {
+  const utf8 = UTF8.encode(canonicalCard);
+  if (payload !== undefined && payloadBytes(utf8.length, fields) > limits.maxCardBytes) {
     tooLarge(findings);
     return rejected(findings);
   }
   return {
     kind: "accepted",
-    result: { kind: "accepted", canonicalCard, cardDigest: canonicalDigest(canonicalCard), warnings: reported(findings.list) },
+    result: { kind: "accepted", canonicalCard, cardDigest: canonicalDigest(utf8), warnings: reported(findings.list) },
     texts,
   };
 }
+
+/** TextEncoder converts text with many non-Latin-1 characters about three times faster than Buffer.from. */
+const UTF8 = new TextEncoder();
 
 const tooLarge = (findings: Findings) =>
   findings.add("card_too_large", "/adaptive_card_payload", `more than ${limits.maxCardBytes} bytes`);
@@ -106,9 +110,8 @@ const tooLarge = (findings: Findings) =>
  * The exact serialized bytes of the payload, read off the canonical card: `adaptive_card_payload` sorts first,
  * so the card is `{"adaptive_card_payload":<payload>,<the other fields>}`. Key order does not change the size.
  */
-function payloadBytes(canonicalCard: string, fields: ProposalFields): number {
-  const others = Buffer.byteLength(canonicalJson(fields), "utf8");
-  return Buffer.byteLength(canonicalCard, "utf8") - Buffer.byteLength('"adaptive_card_payload":,', "utf8") - others;
+function payloadBytes(cardBytes: number, fields: ProposalFields): number {
+  return cardBytes - Buffer.byteLength('"adaptive_card_payload":,', "utf8") - Buffer.byteLength(canonicalJson(fields), "utf8");
 }
 
 const rejected = (findings: Findings): Inspection => ({

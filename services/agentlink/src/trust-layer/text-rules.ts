@@ -2,7 +2,9 @@ import type { VisibleText } from "./card-structure.ts";
 import {
   BIDI,
   BLANK,
+  COMPATIBILITY,
   CONTROL,
+  CURRENCY_SIGN,
   CYRILLIC_LETTER,
   flagsOf,
   GREEK_LETTER,
@@ -16,6 +18,14 @@ import {
 } from "./character-classes.ts";
 import type { Findings } from "./findings.ts";
 
+/**
+ * What the character pass notices for the rules after it, so that they skip texts they cannot apply to:
+ * four digits in a row (single spaces or hyphens between allowed), which every account form has; a currency
+ * sign or three capitals in a row, which every amount has; characters NFKC would change.
+ */
+export const TextHint = { digits: 1, currency: 2, compatibility: 4 } as const;
+const ALL_HINTS = TextHint.digits | TextHint.currency | TextHint.compatibility;
+
 const ZERO_WIDTH_JOINER = 0x200d;
 const isVariationSelector = (unit: number) => unit === 0xfe0e || unit === 0xfe0f;
 /** Four line breaks with only whitespace between them, 20 spaces or 5 other whitespace characters in a row. */
@@ -25,11 +35,15 @@ const MAX_MARKS_IN_A_ROW = 4;
 /**
  * The character and appearance rules, applied to one visible text in a single pass over its characters:
  * bidi controls, invisible and control characters, unassigned and private-use code points, stacked marks,
- * mixed-script words, blank text and whitespace padding.
+ * mixed-script words, blank text and whitespace padding. Sets the text's `hints`.
  */
 export function checkCharacters(item: VisibleText, findings: Findings): void {
   const { text, path } = item;
   let seen = 0;
+  let hints = 0;
+  let digits = 0;
+  let separated = false;
+  let capitals = 0;
   let blank = true;
   let marksInARow = 0;
   let lineBreaks = 0;
@@ -55,6 +69,15 @@ export function checkCharacters(item: VisibleText, findings: Findings): void {
       spaces = 0;
       otherWhitespace = 0;
       previousPictographic = false;
+      if (unit >= 0x30 && unit <= 0x39) {
+        separated = false;
+        if (++digits >= 4) hints |= TextHint.digits;
+      } else if (unit === 0x2d && digits > 0 && !separated) separated = true;
+      else digits = 0;
+      if (unit >= 0x41 && unit <= 0x5a) {
+        if (++capitals >= 3) hints |= TextHint.currency;
+      } else capitals = 0;
+      if (unit === 0x24) hints |= TextHint.currency;
       if ((unit >= 0x30 && unit <= 0x39) || (unit >= 0x41 && unit <= 0x5a) || (unit >= 0x61 && unit <= 0x7a)) {
         wordOther = true;
         if (wordGreek || wordCyrillic) mixedScript = true;
@@ -72,6 +95,8 @@ export function checkCharacters(item: VisibleText, findings: Findings): void {
         continue;
       }
     }
+    capitals = 0;
+    if (codePoint !== 0x20) digits = 0;
     if (codePoint === 0x0a) {
       if (!item.multiline) seen |= CONTROL;
       if (++lineBreaks >= PADDING.lineBreaks) padded = true;
@@ -80,6 +105,8 @@ export function checkCharacters(item: VisibleText, findings: Findings): void {
       continue;
     }
     if (codePoint === 0x20) {
+      if (digits > 0 && !separated) separated = true;
+      else digits = 0;
       if (++spaces >= PADDING.spaces) padded = true;
       otherWhitespace = 0;
       marksInARow = 0;
@@ -90,6 +117,8 @@ export function checkCharacters(item: VisibleText, findings: Findings): void {
     let flags = flagsOf(codePoint);
     if (codePoint === ZERO_WIDTH_JOINER && previousPictographic && joinsPictograph(text, index + 1)) flags &= ~INVISIBLE;
     seen |= flags;
+    if (flags & CURRENCY_SIGN) hints |= TextHint.currency;
+    if (flags & (COMPATIBILITY | MARK)) hints |= TextHint.compatibility;
     if ((flags & BLANK) === 0) blank = false;
     if (flags & OTHER_WHITESPACE) {
       if (++otherWhitespace >= PADDING.otherWhitespace) padded = true;
@@ -107,6 +136,8 @@ export function checkCharacters(item: VisibleText, findings: Findings): void {
     } else wordGreek = wordCyrillic = wordOther = false;
   }
 
+  // A lone surrogate or a control character could hide what the hints look for: then every rule runs.
+  item.hints = loneSurrogate || seen & (CONTROL | INVISIBLE | BIDI) ? ALL_HINTS : hints;
   if (blank) findings.add("blank_text", path, text);
   if (padded) findings.add("whitespace_padding", path, text);
   if (seen & BIDI) findings.add("bidi_control", path, text);
