@@ -27,7 +27,7 @@ const notes = [
   "Invoices go to accounts payable with the order number; partial deliveries are invoiced separately.",
 ];
 const paragraph = (index: number) =>
-  `Delivery ${index + 1}: ${notes[index % notes.length]} ${notes[(index + 2) % notes.length]} ${notes[(index + 4) % notes.length]}`;
+  `Delivery ${index + 1}: ${[0, 2, 4].map((offset) => notes[(index + offset) % notes.length]).join(" ")}`;
 /** The stress variant: every paragraph also names people in Greek and Cyrillic and ends in an emoji. */
 const multiscriptParagraph = (index: number) => `${paragraph(index)} Contacts: Σοφία Παπαδοπούλου, Иван Петров 🚚.`;
 
@@ -48,11 +48,17 @@ function buildCard(paragraphs: number, note: (index: number) => string) {
         {
           type: "ColumnSet",
           columns: [
-            { type: "Column", width: "auto", items: [{ type: "Image", url: "asset:icon/shopping-cart", size: "small" }] },
+            {
+              type: "Column",
+              width: "auto",
+              items: [{ type: "Image", url: "asset:icon/shopping-cart", size: "small" }],
+            },
             {
               type: "Column",
               width: "stretch",
-              items: [{ type: "TextBlock", text: "Acme Büro GmbH, Königsallee 12, Düsseldorf", isSubtle: true, wrap: true }],
+              items: [
+                { type: "TextBlock", text: "Acme Büro GmbH, Königsallee 12, Düsseldorf", isSubtle: true, wrap: true },
+              ],
             },
           ],
         },
@@ -99,7 +105,8 @@ function buildCard(paragraphs: number, note: (index: number) => string) {
 /** The largest card of this content under the size limit, as the bytes an inquire body arrives in. */
 function largestCard(note: (index: number) => string) {
   let paragraphs = 1;
-  const payloadBytes = (count: number) => Buffer.byteLength(JSON.stringify(buildCard(count, note).adaptive_card_payload));
+  const payloadBytes = (count: number) =>
+    Buffer.byteLength(JSON.stringify(buildCard(count, note).adaptive_card_payload));
   while (payloadBytes(paragraphs + 1) <= limits.maxCardBytes) paragraphs++;
   const bytes = JSON.stringify(buildCard(paragraphs, note));
   const input = JSON.parse(bytes);
@@ -128,7 +135,8 @@ function latencies(input: unknown, samples: number): number[] {
   }
   return measured.sort((a, b) => a - b);
 }
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0;
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0;
 
 /** Throughput of screening against JSON.parse of the same bytes, and one screening's latency. */
 function measure(card: ReturnType<typeof largestCard>, seconds: number) {
@@ -150,9 +158,15 @@ const seconds = Number(process.argv[2] ?? 0.25);
 const realistic = largestCard(paragraph);
 const multiscript = largestCard(multiscriptParagraph);
 const results = { realistic: measure(realistic, seconds), multiscript: measure(multiscript, seconds) };
-for (const [name, card] of [["realistic", realistic], ["multiscript", multiscript]] as const) {
+for (const [name, card] of [
+  ["realistic", realistic],
+  ["multiscript", multiscript],
+] as const) {
   const result = results[name];
-  console.log(`${name} card: ${card.cardBytes} bytes of payload (${Buffer.byteLength(card.bytes)} of body), ${card.paragraphs} notes`);
+  console.log(
+    `${name} card: ${card.cardBytes} bytes of payload (${Buffer.byteLength(card.bytes)} of body), ` +
+      `${card.paragraphs} notes`,
+  );
   console.log(`  JSON.parse:    ${Math.round(result.parse)} ops/s`);
   console.log(
     `  screenLocally: ${Math.round(result.screen)} ops/s (ratio ${result.ratio.toFixed(3)}), ` +

@@ -5,18 +5,34 @@ import { classifierFromEnvironment, createClassifierClient } from "../src/trust-
 import { screenProposal } from "../src/trust-layer/screen.ts";
 import { facts, proposal, requestId, text } from "./support/proposals.ts";
 
-type Behaviour = (body: { request_id: string | null; texts: { path: string; text: string }[] }, response: ServerResponse) => void;
+type Behaviour = (
+  body: { request_id: string | null; texts: { path: string; text: string }[] },
+  response: ServerResponse,
+) => void;
 
 /** A real classifier on 127.0.0.1 whose behaviour each test chooses by path. */
 const behaviours: Record<string, Behaviour> = {
   "/clean": (_, response) => response.end(JSON.stringify({ violations: [] })),
   "/rejecting": (body, response) => {
     const flagged = body.texts.find((item) => item.text.includes("urgent"));
-    response.end(JSON.stringify({
-      violations: flagged === undefined ? [] : [{ path: flagged.path, severity: "error", explanation: "Pressure to act at once is a scam pattern.", fix: "Remove the urgency." }],
-    }));
+    response.end(
+      JSON.stringify({
+        violations:
+          flagged === undefined
+            ? []
+            : [
+                {
+                  path: flagged.path,
+                  severity: "error",
+                  explanation: "Pressure to act at once is a scam pattern.",
+                  fix: "Remove the urgency.",
+                },
+              ],
+      }),
+    );
   },
-  "/cautioning": (body, response) => response.end(JSON.stringify({ violations: [{ path: body.texts[0]?.path, severity: "warning" }] })),
+  "/cautioning": (body, response) =>
+    response.end(JSON.stringify({ violations: [{ path: body.texts[0]?.path, severity: "warning" }] })),
   "/slow": (_, response) => {
     setTimeout(() => response.end(JSON.stringify({ violations: [] })), 2_000).unref();
   },
@@ -25,7 +41,8 @@ const behaviours: Record<string, Behaviour> = {
     response.end("upstream broke");
   },
   "/malformed": (_, response) => response.end("{not json"),
-  "/unknown-path": (_, response) => response.end(JSON.stringify({ violations: [{ path: "/elsewhere", severity: "error" }] })),
+  "/unknown-path": (_, response) =>
+    response.end(JSON.stringify({ violations: [{ path: "/elsewhere", severity: "error" }] })),
 };
 const received: { url: string; body: unknown }[] = [];
 
@@ -74,26 +91,30 @@ describe("the classifier", () => {
   });
 
   it("its errors reject the card as classifier violations", async () => {
-    const result = await screenProposal(proposal([text("This is urgent, approve now")]), { classifier: client("/rejecting") });
+    const result = await screenProposal(proposal([text("This is urgent, approve now")]), {
+      classifier: client("/rejecting"),
+    });
     expect(result).toEqual({
       kind: "rejected",
-      violations: [{
-        source: "classifier",
-        type: "classifier_flagged",
-        path: "/adaptive_card_payload/body/0/text",
-        severity: "error",
-        value: "This is urgent, approve now",
-        explanation: "Pressure to act at once is a scam pattern.",
-        fix: "Remove the urgency.",
-      }],
+      violations: [
+        {
+          source: "classifier",
+          type: "classifier_flagged",
+          path: "/adaptive_card_payload/body/0/text",
+          severity: "error",
+          value: "This is urgent, approve now",
+          explanation: "Pressure to act at once is a scam pattern.",
+          fix: "Remove the urgency.",
+        },
+      ],
     });
   });
 
   it("its warnings are kept with the accepted card", async () => {
     const result = await screenProposal(clean, { classifier: client("/cautioning") });
-    expect(result.kind === "accepted" && result.warnings.map((warning) => [warning.type, warning.path, warning.severity])).toEqual([
-      ["classifier_flagged", "/action/summary_title", "warning"],
-    ]);
+    expect(
+      result.kind === "accepted" && result.warnings.map((warning) => [warning.type, warning.path, warning.severity]),
+    ).toEqual([["classifier_flagged", "/action/summary_title", "warning"]]);
   });
 
   it("is not asked about a card the local rules reject", async () => {
@@ -120,15 +141,24 @@ describe("the classifier", () => {
 
   it("a refused connection is unavailable too", async () => {
     const closed = createClassifierClient({ url: "http://127.0.0.1:1/classify", timeoutMs: 300 });
-    expect(await screenProposal(clean, { classifier: closed })).toMatchObject({ kind: "unavailable", reason: "failed" });
+    expect(await screenProposal(clean, { classifier: closed })).toMatchObject({
+      kind: "unavailable",
+      reason: "failed",
+    });
   });
 });
 
 describe("the circuit breaker", () => {
-  it("opens after consecutive failures, answers without calling while open, and closes after a good trial", async () => {
+  it("opens after consecutive failures, answers at once while open, and closes after a good trial", async () => {
     let now = 1_000_000;
     let path = "/failing";
-    const breaker = createClassifierClient({ url: `${base}/dynamic`, timeoutMs: 300, failureThreshold: 3, openMs: 10_000, now: () => now });
+    const breaker = createClassifierClient({
+      url: `${base}/dynamic`,
+      timeoutMs: 300,
+      failureThreshold: 3,
+      openMs: 10_000,
+      now: () => now,
+    });
     behaviours["/dynamic"] = (body, response) => behaviours[path]?.(body, response);
     const calls = () => received.filter((call) => call.url === "/dynamic").length;
     const screen = () => screenProposal(clean, { classifier: breaker });
@@ -154,11 +184,23 @@ describe("the circuit breaker", () => {
 
   it("lets one trial through at a time while half-open", async () => {
     let now = 0;
-    const breaker = createClassifierClient({ url: `${base}/failing`, timeoutMs: 300, failureThreshold: 1, openMs: 100, now: () => now });
+    const breaker = createClassifierClient({
+      url: `${base}/failing`,
+      timeoutMs: 300,
+      failureThreshold: 1,
+      openMs: 100,
+      now: () => now,
+    });
     await screenProposal(clean, { classifier: breaker });
     now = 100;
-    const [first, second] = await Promise.all([screenProposal(clean, { classifier: breaker }), screenProposal(clean, { classifier: breaker })]);
-    expect([first, second].map((result) => result.kind === "unavailable" && result.reason).sort()).toEqual(["circuit_open", "failed"]);
+    const [first, second] = await Promise.all([
+      screenProposal(clean, { classifier: breaker }),
+      screenProposal(clean, { classifier: breaker }),
+    ]);
+    expect([first, second].map((result) => result.kind === "unavailable" && result.reason).sort()).toEqual([
+      "circuit_open",
+      "failed",
+    ]);
   });
 });
 
@@ -167,10 +209,17 @@ describe("configuration", () => {
     expect(classifierFromEnvironment({})).toBeUndefined();
   });
   it("reads the timeout as 800ms, 2s or milliseconds and refuses anything else", async () => {
-    const slow = classifierFromEnvironment({ AGENTLINK_CLASSIFIER_URL: `${base}/slow`, AGENTLINK_CLASSIFIER_TIMEOUT: "200ms" });
+    const slow = classifierFromEnvironment({
+      AGENTLINK_CLASSIFIER_URL: `${base}/slow`,
+      AGENTLINK_CLASSIFIER_TIMEOUT: "200ms",
+    });
     expect(await screenProposal(clean, { classifier: slow })).toMatchObject({ reason: "timeout" });
-    expect(classifierFromEnvironment({ AGENTLINK_CLASSIFIER_URL: `${base}/clean`, AGENTLINK_CLASSIFIER_TIMEOUT: "2s" })).toBeDefined();
-    expect(() => classifierFromEnvironment({ AGENTLINK_CLASSIFIER_URL: `${base}/clean`, AGENTLINK_CLASSIFIER_TIMEOUT: "soon" })).toThrow();
+    expect(
+      classifierFromEnvironment({ AGENTLINK_CLASSIFIER_URL: `${base}/clean`, AGENTLINK_CLASSIFIER_TIMEOUT: "2s" }),
+    ).toBeDefined();
+    expect(() =>
+      classifierFromEnvironment({ AGENTLINK_CLASSIFIER_URL: `${base}/clean`, AGENTLINK_CLASSIFIER_TIMEOUT: "soon" }),
+    ).toThrow();
     expect(() => classifierFromEnvironment({ AGENTLINK_CLASSIFIER_URL: "not a url" })).toThrow();
   });
 });

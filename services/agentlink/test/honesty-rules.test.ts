@@ -39,7 +39,12 @@ describe("amounts", () => {
   });
 
   it("finds codes and symbols before or after the number", () => {
-    expect(findAmounts("Pay €10, then 10,000 EUR, USD 5 and $1,500.00 or CA$20 and 3 £").map(({ currency, value }) => [currency, value])).toEqual([
+    expect(
+      findAmounts("Pay €10, then 10,000 EUR, USD 5 and $1,500.00 or CA$20 and 3 £").map(({ currency, value }) => [
+        currency,
+        value,
+      ]),
+    ).toEqual([
       ["EUR", 10],
       ["EUR", 10_000],
       ["USD", 5],
@@ -56,7 +61,9 @@ describe("amounts", () => {
 
 describe("accounts", () => {
   it("finds IBANs, masked numbers and labelled account numbers, not dates or order numbers", () => {
-    expect(findAccounts("IBAN DE89 3704 0044 0532 0130 00")).toEqual([{ full: "DE89370400440532013000", last4: "3000" }]);
+    expect(findAccounts("IBAN DE89 3704 0044 0532 0130 00")).toEqual([
+      { full: "DE89370400440532013000", last4: "3000" },
+    ]);
     expect(findAccounts("Visa •••• 4242 or card ending in 1881")).toEqual([{ last4: "4242" }, { last4: "1881" }]);
     expect(findAccounts("to account 12345678")).toEqual([{ full: "12345678", last4: "5678" }]);
     expect(findAccounts("87654321", "Account number")).toEqual([{ full: "87654321", last4: "4321" }]);

@@ -9,7 +9,16 @@ import { card, columns, container, facts, proposal, requestId, table, text } fro
 const anyText = fc.oneof(
   fc.string({ unit: "binary", maxLength: 60 }),
   fc.string({ unit: fc.integer({ min: 0, max: 0xffff }).map((unit) => String.fromCharCode(unit)), maxLength: 40 }),
-  fc.constantFrom("Pay 10 EUR", "Total: 10,000 EUR", "Verified by", "[a](https://b.example)", "PаyPаl", "${x}", " ", ""),
+  fc.constantFrom(
+    "Pay 10 EUR",
+    "Total: 10,000 EUR",
+    "Verified by",
+    "[a](https://b.example)",
+    "PаyPаl",
+    "${x}",
+    " ",
+    "",
+  ),
 );
 
 const element: fc.Arbitrary<unknown> = fc.letrec<{ element: unknown }>((tie) => ({
@@ -18,8 +27,14 @@ const element: fc.Arbitrary<unknown> = fc.letrec<{ element: unknown }>((tie) => 
     anyText.map((value) => text(value)),
     fc.array(fc.tuple(anyText, anyText), { minLength: 1, maxLength: 4 }).map((pairs) => facts(...pairs)),
     fc.array(tie("element"), { maxLength: 3 }).map((items) => container(...items)),
-    fc.array(fc.array(tie("element"), { maxLength: 2 }), { minLength: 1, maxLength: 3 }).map((cols) => columns(...cols)),
-    fc.array(fc.array(fc.array(tie("element"), { maxLength: 2 }), { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 3 })
+    fc
+      .array(fc.array(tie("element"), { maxLength: 2 }), { minLength: 1, maxLength: 3 })
+      .map((cols) => columns(...cols)),
+    fc
+      .array(fc.array(fc.array(tie("element"), { maxLength: 2 }), { minLength: 1, maxLength: 3 }), {
+        minLength: 1,
+        maxLength: 3,
+      })
       .map((rows) => table(...rows)),
     fc.constantFrom({ type: "Image", url: "asset:icon/payment" }, { type: "Image", url: "https://x.example/a.png" }),
   ),
@@ -41,7 +56,10 @@ function reorder(value: unknown, seed: number): unknown {
   if (Array.isArray(value)) return value.map((item) => reorder(item, seed));
   if (typeof value !== "object" || value === null) return value;
   const entries = Object.entries(value).map(([key, member]) => [key, reorder(member, seed)] as const);
-  entries.sort(([a], [b]) => ((a.length * 31 + seed) % 7) - ((b.length * 31 + seed) % 7) || (seed % 2 === 0 ? 1 : -1) * a.localeCompare(b));
+  entries.sort(
+    ([a], [b]) =>
+      ((a.length * 31 + seed) % 7) - ((b.length * 31 + seed) % 7) || (seed % 2 === 0 ? 1 : -1) * a.localeCompare(b),
+  );
   return Object.fromEntries(entries);
 }
 
@@ -91,7 +109,8 @@ describe("screening properties", () => {
         const first = screenLocally(body);
         const reordered = screenLocally(reorder(body, seed));
         expect(first.kind).toBe("accepted");
-        if (first.kind === "accepted" && reordered.kind === "accepted") expect(reordered.cardDigest).toBe(first.cardDigest);
+        if (first.kind === "accepted" && reordered.kind === "accepted")
+          expect(reordered.cardDigest).toBe(first.cardDigest);
       }),
       { numRuns: 100 },
     );
@@ -102,7 +121,10 @@ describe("screening properties", () => {
     const inputs: [string, unknown][] = [
       ["one long text", card([text("a".repeat(megabyte))])],
       ["many elements", card(Array.from({ length: megabyte / 40 }, (_, index) => text(`Line ${index}`)))],
-      ["a wide object", Object.fromEntries(Array.from({ length: megabyte / 16 }, (_, index) => [`key${index}`, index]))],
+      [
+        "a wide object",
+        Object.fromEntries(Array.from({ length: megabyte / 16 }, (_, index) => [`key${index}`, index])),
+      ],
       ["a long array", Array.from({ length: megabyte / 2 }, () => 0)],
       ["deep nesting", JSON.parse(`${'{"type":"Container","items":['.repeat(20_000)}${"]}".repeat(20_000)}`)],
     ];
@@ -110,7 +132,9 @@ describe("screening properties", () => {
       const result = screenLocally({ ...proposal(), adaptive_card_payload: payload });
       expect(result.kind).toBe("rejected");
       if (result.kind !== "rejected") return;
-      expect(result.violations.map((violation) => `${violation.type} ${violation.path}`)).toEqual(["card_too_large /adaptive_card_payload"]);
+      expect(result.violations.map((violation) => `${violation.type} ${violation.path}`)).toEqual([
+        "card_too_large /adaptive_card_payload",
+      ]);
     });
 
     it("a cyclic structure (not JSON, but possible from a caller) is too large, not endless", () => {
@@ -122,13 +146,17 @@ describe("screening properties", () => {
 
     it("a title of 1 MB is refused by length, not scanned", () => {
       const result = screenLocally(proposal(undefined, { summary_title: "\u202E".repeat(megabyte) }));
-      expect(result.kind === "rejected" && result.violations.map((violation) => violation.type)).toEqual(["field_invalid"]);
+      expect(result.kind === "rejected" && result.violations.map((violation) => violation.type)).toEqual([
+        "field_invalid",
+      ]);
     });
 
     it("nesting under the size limit ends at the depth limit", () => {
       const nested = JSON.parse(`${'{"type":"Container","items":['.repeat(200)}${"]}".repeat(200)}`);
       const result = screenLocally({ ...proposal(), adaptive_card_payload: card([nested]) });
-      expect(result.kind === "rejected" && result.violations.map((violation) => violation.type)).toEqual(["depth_exceeded"]);
+      expect(result.kind === "rejected" && result.violations.map((violation) => violation.type)).toEqual([
+        "depth_exceeded",
+      ]);
       expect(limits.maxDepth).toBe(8);
     });
   });

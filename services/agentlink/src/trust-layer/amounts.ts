@@ -4,8 +4,12 @@ import { TextHint } from "./text-rules.ts";
 
 export type Amount = { currency: string; value: number };
 
-const CODES =
-  "EUR|USD|GBP|JPY|CHF|CAD|AUD|NZD|SEK|NOK|DKK|PLN|CZK|HUF|RON|BGN|INR|CNY|RUB|UAH|BRL|MXN|ZAR|SGD|HKD|KRW|TRY|ILS|AED|SAR|BTC|ETH|USDT|USDC";
+const CODES = [
+  "EUR USD GBP JPY CHF CAD AUD NZD SEK NOK DKK PLN CZK HUF RON BGN INR CNY RUB UAH BRL MXN ZAR SGD HKD KRW TRY",
+  "ILS AED SAR USDT USDC BTC ETH",
+]
+  .join(" ")
+  .replaceAll(" ", "|");
 /** Symbols with the currency they stand for; a bare `$` is read as USD. */
 const SYMBOLS: Record<string, string> = {
   "€": "EUR",
@@ -30,7 +34,8 @@ const SYMBOLS: Record<string, string> = {
 const SYMBOL = "(?:US|CA|AU|NZ|HK|[CAS])?\\$|[€£¥₹₽₩₺₪₴]";
 const NUMBER = "\\d{1,3}(?:[,.\\u00A0\\u202F' ]\\d{3})+(?:[.,]\\d{1,8})?|\\d+(?:[.,]\\d{1,8})?";
 const AMOUNT = new RegExp(
-  `(?:(?<prefix>${SYMBOL}|\\b(?:${CODES})\\b)\\s?-?(?<before>${NUMBER}))|(?:(?<after>${NUMBER})\\s?(?<suffix>${SYMBOL}|(?:${CODES})\\b))`,
+  `(?:(?<prefix>${SYMBOL}|\\b(?:${CODES})\\b)\\s?-?(?<before>${NUMBER}))|` +
+    `(?:(?<after>${NUMBER})\\s?(?<suffix>${SYMBOL}|(?:${CODES})\\b))`,
   "g",
 );
 /** Cheaper than AMOUNT and true wherever it could match: a currency sign, or three capitals. */
@@ -60,13 +65,21 @@ export function findAmounts(text: string): (Amount & { before: string })[] {
     const unit = groups.prefix ?? groups.suffix ?? "";
     const currency = SYMBOLS[unit] ?? unit.toUpperCase();
     const number = groups.before ?? groups.after ?? "";
-    amounts.push({ currency, value: parseNumber(number), before: text.slice(Math.max(0, match.index - 30), match.index) });
+    amounts.push({
+      currency,
+      value: parseNumber(number),
+      before: text.slice(Math.max(0, match.index - 30), match.index),
+    });
   }
   return amounts;
 }
 
 /** A label that says the amount is what is paid in total, not a line item. */
-const TOTAL_LABEL = /(?:^|[\n.;|]\s*|\s)(?:grand\s+)?(?:total|amount|you pay|to pay|amount due|charge|price)(?:\s+(?:due|amount|to pay|price|cost))?\s*:?\s*$/i;
+const TOTAL_LABEL = new RegExp(
+  "(?:^|[\\n.;|]\\s*|\\s)(?:grand\\s+)?(?:total|amount|you pay|to pay|charge|price)" +
+    "(?:\\s+(?:due|amount|to pay|price|cost))?\\s*:?\\s*$",
+  "i",
+);
 
 /**
  * Honesty of amounts against the title: when `summary_title` or `summary_detail` names an amount, no amount in

@@ -24,7 +24,8 @@ const oneOf = (...values: string[]): Check => {
 };
 const isBoolean: Check = (value) => typeof value === "boolean";
 /** Pixel sizes stay within a phone screen, so none can push content out of view. */
-const isPixels: Check = (value) => typeof value === "string" && /^\d{1,4}px$/.test(value) && Number.parseInt(value, 10) <= 1000;
+const isPixels: Check = (value) =>
+  typeof value === "string" && /^\d{1,4}px$/.test(value) && Number.parseInt(value, 10) <= 1000;
 const isWeight: Check = (value) => typeof value === "number" && Number.isFinite(value) && value > 0 && value <= 1000;
 
 const spacing = oneOf("none", "small", "default", "medium", "large", "extraLarge", "padding");
@@ -81,7 +82,14 @@ const elementSpecs: Record<string, ElementSpec> = {
     horizontalAlignment,
   },
   Container: { ...containerLike },
-  ColumnSet: { ...common, columns: "columns", style: containerStyle, bleed: isBoolean, minHeight: isPixels, horizontalAlignment },
+  ColumnSet: {
+    ...common,
+    columns: "columns",
+    style: containerStyle,
+    bleed: isBoolean,
+    minHeight: isPixels,
+    horizontalAlignment,
+  },
   Column: {
     ...containerLike,
     width: (value) => isWeight(value) || isPixels(value) || oneOf("auto", "stretch")(value),
@@ -105,7 +113,10 @@ const cardSpec: ElementSpec = {
   type: () => true,
   version: () => true,
   body: "elements",
-  $schema: oneOf("http://adaptivecards.io/schemas/adaptive-card.json", "https://adaptivecards.io/schemas/adaptive-card.json"),
+  $schema: oneOf(
+    "http://adaptivecards.io/schemas/adaptive-card.json",
+    "https://adaptivecards.io/schemas/adaptive-card.json",
+  ),
   lang: (value) => typeof value === "string" && /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$/.test(value),
   minHeight: isPixels,
   verticalContentAlignment: verticalAlignment,
@@ -116,7 +127,12 @@ const tableColumnSpec: ElementSpec = {
   type: oneOf("TableColumnDefinition"),
   width: (value) => isWeight(value) || isPixels(value),
 };
-const REQUIRED: Record<string, string[]> = { TextBlock: ["text"], FactSet: ["facts"], Image: ["url"], Fact: ["title", "value"] };
+const REQUIRED: Record<string, string[]> = {
+  TextBlock: ["text"],
+  FactSet: ["facts"],
+  Image: ["url"],
+  Fact: ["title", "value"],
+};
 
 /** Properties refused whatever the element, each with the violation that names why. */
 const ACTION_PROPERTIES = new Set(["actions", "selectAction", "refresh"]);
@@ -147,7 +163,8 @@ class CardWalker {
 
   card(card: unknown, path: string): void {
     if (!isRecord(card)) return this.#findings.add("card_not_object", path, card);
-    if (card.type !== "AdaptiveCard") this.#findings.add("card_type_invalid", pointer(path, "type"), card.type ?? "(missing)");
+    if (card.type !== "AdaptiveCard")
+      this.#findings.add("card_type_invalid", pointer(path, "type"), card.type ?? "(missing)");
     if (!supportedVersion(card.version)) {
       this.#findings.add("card_version_unsupported", pointer(path, "version"), card.version ?? "(missing)");
     }
@@ -156,16 +173,23 @@ class CardWalker {
 
   #element(node: unknown, path: string, depth: number, expected?: string): void {
     // Past the limit the count goes one over, which ends every loop of the walk (see #each).
-    if (this.#elements++ >= limits.maxElements) return this.#findings.add("too_many_elements", path, `${limits.maxElements}+`);
+    if (this.#elements++ >= limits.maxElements)
+      return this.#findings.add("too_many_elements", path, `${limits.maxElements}+`);
     if (depth > limits.maxDepth) return this.#findings.add("depth_exceeded", path, depth);
     if (!isRecord(node)) return this.#findings.add("element_invalid", path, node);
     const type = node.type;
-    if (typeof type !== "string") return this.#findings.add("element_type_missing", pointer(path, "type"), type ?? "(missing)");
+    if (typeof type !== "string")
+      return this.#findings.add("element_type_missing", pointer(path, "type"), type ?? "(missing)");
     if (type.startsWith("Action.")) return this.#findings.add("action_not_allowed", pointer(path, "type"), type);
     const spec = elementSpecs[type];
     if (spec === undefined || (expected === undefined ? !BODY_ELEMENTS.has(type) : type !== expected)) {
       const where = expected === undefined ? "" : ` Only a ${expected} is allowed here.`;
-      return this.#findings.add("element_not_allowed", pointer(path, "type"), type, `${type} is not rendered here.${where}`);
+      return this.#findings.add(
+        "element_not_allowed",
+        pointer(path, "type"),
+        type,
+        `${type} is not rendered here.${where}`,
+      );
     }
     this.#properties(node, spec, path, depth, type);
   }
@@ -177,14 +201,21 @@ class CardWalker {
     for (const key in node) {
       const value = node[key];
       const at = pointer(path, key);
-      if (key.startsWith("$") && !(key === "$schema" && spec === cardSpec)) this.#findings.add("templating_not_allowed", at, key);
+      if (key.startsWith("$") && !(key === "$schema" && spec === cardSpec))
+        this.#findings.add("templating_not_allowed", at, key);
       else if (ACTION_PROPERTIES.has(key)) this.#findings.add("action_not_allowed", at, key);
       else if (FALLBACK_PROPERTIES.has(key)) this.#findings.add("fallback_not_allowed", at, key);
       else if (key === "backgroundImage") this.#findings.add("background_image_not_allowed", at, value);
       else if (key === "isVisible" && value === false) this.#findings.add("hidden_content", at, value);
       else {
         const property = Object.hasOwn(spec, key) ? spec[key] : undefined;
-        if (property === undefined) this.#findings.add("unknown_property", at, key, `${type ?? "The card"} has no property "${key}" on the allow-list.`);
+        if (property === undefined)
+          this.#findings.add(
+            "unknown_property",
+            at,
+            key,
+            `${type ?? "The card"} has no property "${key}" on the allow-list.`,
+          );
         else this.#property(property, value, at, depth, key);
       }
     }
@@ -192,7 +223,8 @@ class CardWalker {
 
   #property(property: Property, value: unknown, path: string, depth: number, key: string): void {
     if (typeof property === "function") {
-      if (!property(value)) this.#findings.add("invalid_property_value", path, value, `"${key}" has a value the layer does not render.`);
+      if (!property(value))
+        this.#findings.add("invalid_property_value", path, value, `"${key}" has a value the layer does not render.`);
       return;
     }
     if (property === "text") return this.#text(value, path);
@@ -211,12 +243,15 @@ class CardWalker {
         return this.#row(value, path, depth, "TableCell", limits.maxTableColumns);
       case "rows":
         if (value.length > limits.maxTableRows) this.#findings.add("table_too_large", path, `${value.length} rows`);
-        return this.#each(value, path, limits.maxTableRows, (item, at) => this.#element(item, at, depth + 1, "TableRow"));
+        return this.#each(value, path, limits.maxTableRows, (item, at) =>
+          this.#element(item, at, depth + 1, "TableRow"),
+        );
       case "facts":
         if (value.length > limits.maxFacts) this.#findings.add("too_many_facts", path, `${value.length} facts`);
         return this.#each(value, path, limits.maxFacts, (item, at) => this.#object(item, at, factSpec, "Fact"));
       case "table-columns":
-        if (value.length > limits.maxTableColumns) this.#findings.add("table_too_large", path, `${value.length} columns`);
+        if (value.length > limits.maxTableColumns)
+          this.#findings.add("table_too_large", path, `${value.length} columns`);
         return this.#each(value, path, limits.maxTableColumns, (item, at) => this.#object(item, at, tableColumnSpec));
     }
   }
@@ -238,7 +273,11 @@ class CardWalker {
     this.#each(items, path, max, (item, at, index) => {
       const first = this.texts.length;
       this.#element(item, at, depth + 1, expected);
-      if (index === 0) label = this.texts.slice(first).map((text) => text.text).join(" ");
+      if (index === 0)
+        label = this.texts
+          .slice(first)
+          .map((text) => text.text)
+          .join(" ");
       else if (label !== undefined && label.length <= 40) this.#label(first, label);
     });
   }
@@ -246,17 +285,20 @@ class CardWalker {
   #label(from: number, label: string, onlyPath?: string): void {
     for (let index = from; index < this.texts.length; index++) {
       const text = this.texts[index];
-      if (text !== undefined && text.label === undefined && (onlyPath === undefined || text.path === onlyPath)) text.label = label;
+      if (text !== undefined && text.label === undefined && (onlyPath === undefined || text.path === onlyPath))
+        text.label = label;
     }
   }
 
   #each(items: unknown[], path: string, max: number, visit: (item: unknown, at: string, index: number) => void): void {
     const count = Math.min(items.length, max);
-    for (let index = 0; index < count && this.#elements <= limits.maxElements; index++) visit(items[index], pointer(path, index), index);
+    for (let index = 0; index < count && this.#elements <= limits.maxElements; index++)
+      visit(items[index], pointer(path, index), index);
   }
 
   #text(value: unknown, path: string): void {
-    if (typeof value !== "string") return this.#findings.add("invalid_property_value", path, value, "A text must be a string.");
+    if (typeof value !== "string")
+      return this.#findings.add("invalid_property_value", path, value, "A text must be a string.");
     if (value.length > limits.maxTextCharacters && codePoints(value) > limits.maxTextCharacters) {
       this.#findings.add("text_too_long", path, value);
     }
@@ -265,7 +307,8 @@ class CardWalker {
   }
 
   #image(value: unknown, path: string): void {
-    if (typeof value !== "string") return this.#findings.add("invalid_property_value", path, value, "An Image `url` must be a string.");
+    if (typeof value !== "string")
+      return this.#findings.add("invalid_property_value", path, value, "An Image `url` must be a string.");
     if (!value.startsWith("asset:")) return this.#findings.add("image_url_not_allowed", path, value);
     if (!BUNDLED_ASSETS.has(value)) this.#findings.add("image_not_bundled", path, value);
   }

@@ -28,7 +28,8 @@ export const COMPATIBILITY = 8192;
 
 const rules: [number, RegExp][] = [
   [BIDI, /[\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C]/u],
-  [INVISIBLE, /[^\P{Cf}\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C]|[\u115F\u1160\u3164\uFFA0\u2800\uFE00-\uFE0D\u{E0100}-\u{E01EF}]/u],
+  [INVISIBLE, /[^\P{Cf}\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C]/u],
+  [INVISIBLE, /[\u115F\u1160\u3164\uFFA0\u2800\uFE00-\uFE0D\u{E0100}-\u{E01EF}]/u],
   [CONTROL, /[^\P{Cc}\n]|[\u2028\u2029]/u],
   [UNASSIGNED, /\p{Cn}/u],
   [PRIVATE_USE, /\p{Co}/u],
@@ -46,7 +47,10 @@ const NFKC_CANDIDATE = /\p{Changes_When_NFKC_Casefolded}/gu;
 
 const changedByNfkc = (character: string) => character.normalize("NFKC") !== character;
 const classify = (character: string) =>
-  rules.reduce((flags, [flag, rule]) => (rule.test(character) ? flags | flag : flags), changedByNfkc(character) ? COMPATIBILITY : 0);
+  rules.reduce(
+    (flags, [flag, rule]) => (rule.test(character) ? flags | flag : flags),
+    changedByNfkc(character) ? COMPATIBILITY : 0,
+  );
 
 const basic = new Uint16Array(0x10000);
 {

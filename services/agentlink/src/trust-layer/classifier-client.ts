@@ -100,7 +100,8 @@ function parseAnswer(raw: string, texts: VisibleText[]): Violation[] | undefined
   const violations: Violation[] = [];
   for (const item of items) {
     const { path, severity, explanation, fix } = (item ?? {}) as Record<string, unknown>;
-    if (typeof path !== "string" || !byPath.has(path) || (severity !== "error" && severity !== "warning")) return undefined;
+    if (typeof path !== "string" || !byPath.has(path) || (severity !== "error" && severity !== "warning"))
+      return undefined;
     const entry = violationTypes.classifier_flagged;
     violations.push({
       source: "classifier",
@@ -108,7 +109,10 @@ function parseAnswer(raw: string, texts: VisibleText[]): Violation[] | undefined
       path,
       severity,
       value: reportValue(byPath.get(path)),
-      explanation: typeof explanation === "string" && explanation.trim() !== "" ? reportValue(explanation.trim()) : entry.explanation,
+      explanation:
+        typeof explanation === "string" && explanation.trim() !== ""
+          ? reportValue(explanation.trim())
+          : entry.explanation,
       fix: typeof fix === "string" && fix.trim() !== "" ? reportValue(fix.trim()) : entry.fix,
     });
   }
@@ -129,6 +133,7 @@ export function classifierFromEnvironment(
 
 function parseMilliseconds(raw: string): number {
   const match = /^(\d+)(ms|s)?$/.exec(raw);
-  if (match === null || Number(match[1]) === 0) throw new Error(`AGENTLINK_CLASSIFIER_TIMEOUT is not a duration like 800ms or 2s: ${raw}`);
+  if (match === null || Number(match[1]) === 0)
+    throw new Error(`AGENTLINK_CLASSIFIER_TIMEOUT is not a duration like 800ms or 2s: ${raw}`);
   return Number(match[1]) * (match[2] === "s" ? 1000 : 1);
 }

@@ -14,13 +14,16 @@ export const impersonationPhrases: ImpersonationPhrase[] = [
   },
   {
     id: "action-is-safe",
-    pattern: "(?:this|the) (?:action|request|payment|transfer|transaction|card|merge|login) is (?:safe|secure|verified|legitimate|trusted)",
+    pattern:
+      "(?:this|the) (?:action|request|payment|transfer|transaction|card|merge|login) is " +
+      "(?:safe|secure|verified|legitimate|trusted)",
     catches: ["This action is safe", "The payment is verified."],
   },
   {
     id: "approve-means-cancel",
     pattern:
-      "(?:tap|press|click|select|choose|hit|swipe) (?:on )?(?:approve|confirm|accept|yes) (?:to|will) (?:cancel|deny|decline|reject|stop|block|undo|refuse)",
+      "(?:tap|press|click|select|choose|hit|swipe) (?:on )?(?:approve|confirm|accept|yes) (?:to|will) " +
+      "(?:cancel|deny|decline|reject|stop|block|undo|refuse)",
     catches: ["Tap Approve to cancel", "press confirm to reject this charge"],
   },
   {
@@ -30,10 +33,16 @@ export const impersonationPhrases: ImpersonationPhrase[] = [
   },
   {
     id: "deny-means-approve",
-    pattern: "(?:tap|press|click|select|choose) (?:on )?(?:deny|decline|reject|no) (?:to|will) (?:approve|confirm|accept|pay|continue)",
+    pattern:
+      "(?:tap|press|click|select|choose) (?:on )?(?:deny|decline|reject|no) (?:to|will) " +
+      "(?:approve|confirm|accept|pay|continue)",
     catches: ["Tap Deny to approve"],
   },
-  { id: "do-not-deny", pattern: "(?:do not|don't|never) (?:deny|decline|reject)", catches: ["Do not deny this request"] },
+  {
+    id: "do-not-deny",
+    pattern: "(?:do not|don't|never) (?:deny|decline|reject)",
+    catches: ["Do not deny this request"],
+  },
   { id: "safe-to-approve", pattern: "safe to (?:approve|confirm|accept)", catches: ["It is safe to approve."] },
   {
     id: "already-verified",
@@ -42,17 +51,27 @@ export const impersonationPhrases: ImpersonationPhrase[] = [
   },
   {
     id: "identity-verified",
-    pattern: "(?:identity|passkey|biometric|face id|fingerprint|2fa|mfa) (?:check |verification )?(?:passed|confirmed|verified|complete|completed|successful)",
+    pattern:
+      "(?:identity|passkey|biometric|face id|fingerprint|2fa|mfa) (?:check |verification )?" +
+      "(?:passed|confirmed|verified|complete|completed|successful)",
     catches: ["Identity verified", "Passkey verification successful"],
   },
   { id: "no-risk", pattern: "no (?:risk|threats?|fraud) (?:detected|found)", catches: ["No risk detected"] },
-  { id: "official", pattern: "official (?:confirmation|verification|security notice|approval)", catches: ["Official confirmation"] },
+  {
+    id: "official",
+    pattern: "official (?:confirmation|verification|security notice|approval)",
+    catches: ["Official confirmation"],
+  },
   {
     id: "card-was-screened",
     pattern: "(?:this|the) (?:card|request|proposal) (?:has been|was|is) (?:verified|screened|checked|approved)",
     catches: ["This card has been verified"],
   },
-  { id: "check-mark-verdict", pattern: "[✓✔☑✅] ?(?:verified|approved|safe|secure|trusted)", catches: ["✅ Safe", "✔ Verified"] },
+  {
+    id: "check-mark-verdict",
+    pattern: "[✓✔☑✅] ?(?:verified|approved|safe|secure|trusted)",
+    catches: ["✅ Safe", "✔ Verified"],
+  },
   {
     id: "not-a-payment",
     pattern: "(?:this is )?not a (?:payment|charge|transfer|purchase)",

@@ -11,8 +11,16 @@ const OTHER_URL = /\bwww\.[^\s<>"']|\b(?:mailto|tel|sms|data|javascript|file|int
  * Top-level domains people recognise, after the dot. Country domains that are also file extensions (`.ts`,
  * `.md`, `.py`) are left out so that file names are not taken for domains.
  */
-const TOP_LEVEL_DOMAIN =
-  /\.(?:com|net|org|info|biz|app|dev|io|ai|xyz|online|site|top|shop|store|bank|pay|money|finance|link|click|help|support|secure|login|page|live|cloud|tech|services|zip|mov|de|uk|fr|it|es|nl|be|ch|at|se|no|dk|fi|pl|cz|ru|ua|cn|jp|kr|in|br|ar|mx|ca|au|nz|za|eu|us|co|me|tv|cc|ly|gg|to|ws|su|ir|tk|ml|ga|cf|gq|pw)/gi;
+const TOP_LEVEL_DOMAINS = [
+  "com net org info biz app dev io ai xyz online site top shop store bank pay money finance link click help support",
+  "secure login page live cloud tech services zip mov",
+  "de uk fr it es nl be ch at se no dk fi pl cz ru ua cn jp kr in br ar mx ca au nz za eu us co me tv cc ly gg to ws",
+  "su ir tk ml ga cf gq pw",
+]
+  .join(" ")
+  .split(" ");
+// Longest first, so that `.com` is not read as `.co` followed by a letter.
+const TOP_LEVEL_DOMAIN = new RegExp(`\\.(?:${TOP_LEVEL_DOMAINS.sort((a, b) => b.length - a.length).join("|")})`, "gi");
 const HOST_CHARACTER = /[\p{L}\p{N}.-]/u;
 const LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
 
@@ -56,6 +64,11 @@ function hasDomain(text: string): boolean {
 /** A link shows its target only when its text is that target, with or without `https://`, and the scheme is web. */
 function sameAddress(label: string, target: string): boolean {
   if (!/^https?:\/\//i.test(target)) return false;
-  const bare = (address: string) => address.trim().replace(/^https?:\/\//i, "").replace(/\/$/, "").toLowerCase();
+  const bare = (address: string) =>
+    address
+      .trim()
+      .replace(/^https?:\/\//i, "")
+      .replace(/\/$/, "")
+      .toLowerCase();
   return bare(label) === bare(target);
 }

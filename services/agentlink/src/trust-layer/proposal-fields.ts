@@ -51,6 +51,7 @@ export function readProposalFields(
   } else if (detail !== undefined) findings.add("field_invalid", "/action/summary_detail", detail);
   const account = action.trusted_account_id;
   if (typeof account === "string" && UUID.test(account)) fields.trusted_account_id = account;
-  else if (account !== undefined) findings.add("field_invalid", "/action/trusted_account_id", account, "The field must be a uuid.");
+  else if (account !== undefined)
+    findings.add("field_invalid", "/action/trusted_account_id", account, "The field must be a uuid.");
   return { fields, texts, payload: body.adaptive_card_payload ?? undefined };
 }

@@ -54,7 +54,8 @@ export async function screenProposal(input: unknown, options: ScreenOptions = {}
     };
   }
   const violations = [...local.result.warnings, ...answer.violations];
-  if (violations.some((violation) => violation.severity === "error")) return { kind: "rejected", violations: reported(violations) };
+  if (violations.some((violation) => violation.severity === "error"))
+    return { kind: "rejected", violations: reported(violations) };
   return { ...local.result, warnings: violations };
 }
 
@@ -111,7 +112,11 @@ const tooLarge = (findings: Findings) =>
  * so the card is `{"adaptive_card_payload":<payload>,<the other fields>}`. Key order does not change the size.
  */
 function payloadBytes(cardBytes: number, fields: ProposalFields): number {
-  return cardBytes - Buffer.byteLength('"adaptive_card_payload":,', "utf8") - Buffer.byteLength(canonicalJson(fields), "utf8");
+  return (
+    cardBytes -
+    Buffer.byteLength('"adaptive_card_payload":,', "utf8") -
+    Buffer.byteLength(canonicalJson(fields), "utf8")
+  );
 }
 
 const rejected = (findings: Findings): Inspection => ({
@@ -122,7 +127,10 @@ const rejected = (findings: Findings): Inspection => ({
 /** Bounds what `data.error` echoes, errors first; a last entry says how many more there were. */
 function reported(violations: Violation[]): Violation[] {
   if (violations.length <= limits.maxReportedViolations) return violations;
-  const ordered = [...violations.filter((v) => v.severity === "error"), ...violations.filter((v) => v.severity === "warning")];
+  const ordered = [
+    ...violations.filter((v) => v.severity === "error"),
+    ...violations.filter((v) => v.severity === "warning"),
+  ];
   const kept = ordered.slice(0, limits.maxReportedViolations - 1);
   const more = new Findings();
   more.add("violations_truncated", "", `${violations.length - kept.length} more`);

@@ -115,7 +115,8 @@ export function checkCharacters(item: VisibleText, findings: Findings): void {
       continue;
     }
     let flags = flagsOf(codePoint);
-    if (codePoint === ZERO_WIDTH_JOINER && previousPictographic && joinsPictograph(text, index + 1)) flags &= ~INVISIBLE;
+    if (codePoint === ZERO_WIDTH_JOINER && previousPictographic && joinsPictograph(text, index + 1))
+      flags &= ~INVISIBLE;
     seen |= flags;
     if (flags & CURRENCY_SIGN) hints |= TextHint.currency;
     if (flags & (COMPATIBILITY | MARK)) hints |= TextHint.compatibility;
@@ -126,7 +127,8 @@ export function checkCharacters(item: VisibleText, findings: Findings): void {
     if (flags & MARK) {
       if (++marksInARow > MAX_MARKS_IN_A_ROW) stacked = true;
     } else marksInARow = 0;
-    if (!isVariationSelector(codePoint) && codePoint !== ZERO_WIDTH_JOINER) previousPictographic = (flags & PICTOGRAPHIC) !== 0;
+    if (!isVariationSelector(codePoint) && codePoint !== ZERO_WIDTH_JOINER)
+      previousPictographic = (flags & PICTOGRAPHIC) !== 0;
     // Format characters neither join nor split words: a zero-width space cannot hide a look-alike.
     if (flags & (LETTER_OR_DIGIT | MARK | INVISIBLE | BIDI)) {
       if (flags & GREEK_LETTER) wordGreek = true;

@@ -16,13 +16,22 @@ const content = (severity: Violation["severity"], explanation: string, fix: stri
  * The README's table is this table; a test keeps them in step.
  */
 export const violationTypes = {
-  body_invalid: schema("The inquire body is not a JSON object with an `action` object.", "Send the body the inquire operation documents."),
-  field_missing: schema("A required field of the proposal is missing.", "Send `summary_title` and `category` in `action`."),
+  body_invalid: schema(
+    "The inquire body is not a JSON object with an `action` object.",
+    "Send the body the inquire operation documents.",
+  ),
+  field_missing: schema(
+    "A required field of the proposal is missing.",
+    "Send `summary_title` and `category` in `action`.",
+  ),
   field_invalid: schema(
     "A proposal field has the wrong type, length or format.",
     "Follow the field rules of the inquire operation (lengths, uuid, `label`/`value`).",
   ),
-  card_not_object: schema("`adaptive_card_payload` is not a JSON object.", "Send an Adaptive Card object or leave the field out."),
+  card_not_object: schema(
+    "`adaptive_card_payload` is not a JSON object.",
+    "Send an Adaptive Card object or leave the field out.",
+  ),
   card_too_large: schema(
     `The card is larger than ${limits.maxCardBytes} bytes serialized, so it was not inspected further.`,
     "Shorten the card: a person reads a summary, not a document.",
@@ -35,7 +44,8 @@ export const violationTypes = {
   element_invalid: schema("An element is not a JSON object.", "Make every element an object with a `type`."),
   element_type_missing: schema("An element has no `type` string.", "Give every element one of the allowed types."),
   element_not_allowed: schema(
-    "This element type is not rendered: only TextBlock, FactSet, ColumnSet/Column, Container, Table/TableRow/TableCell and Image are.",
+    "This element type is not rendered: only TextBlock, FactSet, ColumnSet/Column, Container, " +
+      "Table/TableRow/TableCell and Image are.",
     "Replace the element with an allowed one.",
   ),
   action_not_allowed: schema(
@@ -58,16 +68,23 @@ export const violationTypes = {
     "This property is not on the allow-list of its element, so its effect on rendering is unknown.",
     "Remove the property; the README lists the properties each element accepts.",
   ),
-  missing_property: schema("A property this element needs to render is missing.", "Add the property (for example `text` on a TextBlock)."),
+  missing_property: schema(
+    "A property this element needs to render is missing.",
+    "Add the property (for example `text` on a TextBlock).",
+  ),
   invalid_property_value: schema(
     "A property has a value outside the Adaptive Cards 1.5 schema or the layer's bounds.",
     "Use one of the values the schema allows.",
   ),
   image_url_not_allowed: schema(
-    "Images never load from a URL (of any scheme, `data:` included): a fetched image can change after screening or track the person.",
+    "Images never load from a URL (of any scheme, `data:` included): " +
+      "a fetched image can change after screening or track the person.",
     "Name a bundled asset such as `asset:icon/payment` instead.",
   ),
-  image_not_bundled: schema("The image names no asset the app ships.", "Use one of the bundled assets the README lists."),
+  image_not_bundled: schema(
+    "The image names no asset the app ships.",
+    "Use one of the bundled assets the README lists.",
+  ),
   depth_exceeded: schema(
     `Elements are nested deeper than ${limits.maxDepth} levels, and deeper elements were not inspected.`,
     "Flatten the card.",
@@ -77,7 +94,10 @@ export const violationTypes = {
     "Show fewer elements; summarise.",
   ),
   text_too_long: schema(`A text is longer than ${limits.maxTextCharacters} characters.`, "Shorten the text."),
-  too_many_facts: schema(`A FactSet has more than ${limits.maxFacts} facts.`, "Keep the facts that matter for the decision."),
+  too_many_facts: schema(
+    `A FactSet has more than ${limits.maxFacts} facts.`,
+    "Keep the facts that matter for the decision.",
+  ),
   table_too_large: schema(
     `A Table has more than ${limits.maxTableColumns} columns or ${limits.maxTableRows} rows.`,
     "Summarise the table.",
@@ -123,7 +143,11 @@ export const violationTypes = {
     "A word mixes Latin with Cyrillic or Greek letters, which can imitate another word (Unicode TS #39).",
     "Write each word in one script.",
   ),
-  hidden_content: content("error", "`isVisible: false` hides an element from the person while it stays in the card.", "Remove hidden elements."),
+  hidden_content: content(
+    "error",
+    "`isVisible: false` hides an element from the person while it stays in the card.",
+    "Remove hidden elements.",
+  ),
   blank_text: content(
     "error",
     "The text is empty or only whitespace or invisible characters, so it shows nothing or only space.",

@@ -25,8 +25,16 @@ export const card = (body: unknown[], extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
-export const text = (value: string, extra: Record<string, unknown> = {}) => ({ type: "TextBlock", text: value, wrap: true, ...extra });
-export const facts = (...pairs: [string, string][]) => ({ type: "FactSet", facts: pairs.map(([title, value]) => ({ title, value })) });
+export const text = (value: string, extra: Record<string, unknown> = {}) => ({
+  type: "TextBlock",
+  text: value,
+  wrap: true,
+  ...extra,
+});
+export const facts = (...pairs: [string, string][]) => ({
+  type: "FactSet",
+  facts: pairs.map(([title, value]) => ({ title, value })),
+});
 export const container = (...items: unknown[]) => ({ type: "Container", items });
 export const columns = (...columnItems: unknown[][]) => ({
   type: "ColumnSet",
