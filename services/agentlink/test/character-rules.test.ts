@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { BUNDLED_ASSETS } from "../src/trust-layer/bundled-assets.ts";
 import { trustLayerError } from "../src/trust-layer/data-error.ts";
 import { Findings } from "../src/trust-layer/findings.ts";
 import { screenLocally } from "../src/trust-layer/screen.ts";
@@ -75,5 +76,10 @@ describe("the README", () => {
     for (const [type, entry] of Object.entries(violationTypes)) {
       expect(readme).toContain(`| \`${type}\` | ${entry.source} | ${entry.severity} |`);
     }
+  });
+
+  it("lists the bundled assets, all of them and no other", () => {
+    const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
+    expect(new Set(readme.match(/asset:[a-z]+\/[a-z-]+/g))).toEqual(BUNDLED_ASSETS);
   });
 });

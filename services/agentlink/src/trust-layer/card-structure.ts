@@ -322,8 +322,7 @@ function supportedVersion(version: unknown): boolean {
   return major === MAX_CARD_VERSION.major && minor <= MAX_CARD_VERSION.minor;
 }
 
+/** Characters as people count them (code points), not UTF-16 units. */
 export function codePoints(text: string): number {
-  let count = 0;
-  for (const _ of text) count++;
-  return count;
+  return text.length - (text.match(/[\uD800-\uDBFF][\uDC00-\uDFFF]/g)?.length ?? 0);
 }

@@ -126,6 +126,7 @@ export function classifierFromEnvironment(
 ): ClassifierClient | undefined {
   const url = env.AGENTLINK_CLASSIFIER_URL?.trim();
   if (url === undefined || url === "") return undefined;
+  // A malformed URL fails the service at start, not the first inquire.
   new URL(url);
   const timeout = env.AGENTLINK_CLASSIFIER_TIMEOUT?.trim();
   return createClassifierClient({ url, timeoutMs: timeout ? parseMilliseconds(timeout) : undefined, now });
