@@ -1,8 +1,8 @@
 /**
  * What the character rules need to know about each code point, as bit flags. V8 tests Unicode property
  * classes (`\p{…}` with the `u` flag) an order of magnitude slower than it reads an array, and these rules
- * look at every character of every text, so the Basic Multilingual Plane is tabulated once at start (a few
- * milliseconds) and the rare astral code points (emoji, tag characters) are classified on demand.
+ * look at every character of every text, so the Basic Multilingual Plane is tabulated once at start (some tens
+ * of milliseconds) and the rare astral code points (emoji, tag characters) are classified on demand.
  */
 export const BIDI = 1;
 /** Format characters (Cf) other than bidi controls, fillers that draw nothing, non-emoji variation selectors. */

@@ -53,10 +53,9 @@ export async function screenProposal(input: unknown, options: ScreenOptions = {}
       reason: answer.reason,
     };
   }
-  const violations = [...local.result.warnings, ...answer.violations];
-  if (violations.some((violation) => violation.severity === "error"))
-    return { kind: "rejected", violations: reported(violations) };
-  return { ...local.result, warnings: violations };
+  const violations = reported([...local.result.warnings, ...answer.violations]);
+  const rejected = violations.some((violation) => violation.severity === "error");
+  return rejected ? { kind: "rejected", violations } : { ...local.result, warnings: violations };
 }
 
 /** The deterministic rules alone, synchronously: everything but the classifier. */
