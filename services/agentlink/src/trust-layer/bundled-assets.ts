@@ -1,0 +1,38 @@
+/**
+ * The images the person's app ships. A card's Image names one of them (`asset:<group>/<name>`); nothing is
+ * ever fetched, so a card cannot track the person, change after screening, or draw a fake UI from pixels.
+ */
+export const BUNDLED_ASSETS: ReadonlySet<string> = new Set([
+  "asset:icon/flight",
+  "asset:icon/hotel",
+  "asset:icon/train",
+  "asset:icon/car",
+  "asset:icon/calendar",
+  "asset:icon/payment",
+  "asset:icon/invoice",
+  "asset:icon/receipt",
+  "asset:icon/bank",
+  "asset:icon/card",
+  "asset:icon/transfer",
+  "asset:icon/shopping-cart",
+  "asset:icon/package",
+  "asset:icon/document",
+  "asset:icon/signature",
+  "asset:icon/code-merge",
+  "asset:icon/deploy",
+  "asset:icon/database",
+  "asset:icon/key",
+  "asset:icon/user",
+  "asset:icon/team",
+  "asset:icon/mail",
+  "asset:icon/message",
+  "asset:icon/location",
+  "asset:icon/clock",
+  "asset:icon/warning",
+  "asset:icon/info",
+  "asset:icon/delete",
+  "asset:icon/settings",
+  "asset:brand/generic-airline",
+  "asset:brand/generic-bank",
+  "asset:brand/generic-shop",
+]);
