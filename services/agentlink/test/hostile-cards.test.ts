@@ -134,7 +134,7 @@ const cases: Case[] = [
   },
   {
     name: "$data templating",
-    body: withPayload(card([text("${amount}")], { $data: { amount: "10 EUR" } })),
+    body: withPayload(card([text(`\${amount}`)], { $data: { amount: "10 EUR" } })),
     expect: [
       ["templating_not_allowed", `${P}/$data`],
       ["templating_not_allowed", `${P}/body/0/text`],
@@ -142,12 +142,12 @@ const cases: Case[] = [
   },
   {
     name: "$when on an element",
-    body: proposal([{ ...text("Paid"), $when: "${paid}" }]),
+    body: proposal([{ ...text("Paid"), $when: `\${paid}` }]),
     expect: [["templating_not_allowed", `${P}/body/0/$when`]],
   },
   {
     name: "template expression in a fact title",
-    body: proposal([facts(["${label}", "x"])]),
+    body: proposal([facts([`\${label}`, "x"])]),
     expect: [["templating_not_allowed", `${P}/body/0/facts/0/title`]],
   },
   {

@@ -15,7 +15,7 @@ const anyText = fc.oneof(
     "Verified by",
     "[a](https://b.example)",
     "PаyPаl",
-    "${x}",
+    `\${x}`,
     " ",
     "",
   ),

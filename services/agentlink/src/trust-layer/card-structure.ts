@@ -162,7 +162,10 @@ class CardWalker {
   }
 
   card(card: unknown, path: string): void {
-    if (!isRecord(card)) return this.#findings.add("card_not_object", path, card);
+    if (!isRecord(card)) {
+      this.#findings.add("card_not_object", path, card);
+      return;
+    }
     if (card.type !== "AdaptiveCard")
       this.#findings.add("card_type_invalid", pointer(path, "type"), card.type ?? "(missing)");
     if (!supportedVersion(card.version)) {
@@ -173,23 +176,32 @@ class CardWalker {
 
   #element(node: unknown, path: string, depth: number, expected?: string): void {
     // Past the limit the count goes one over, which ends every loop of the walk (see #each).
-    if (this.#elements++ >= limits.maxElements)
-      return this.#findings.add("too_many_elements", path, `${limits.maxElements}+`);
-    if (depth > limits.maxDepth) return this.#findings.add("depth_exceeded", path, depth);
-    if (!isRecord(node)) return this.#findings.add("element_invalid", path, node);
+    if (this.#elements++ >= limits.maxElements) {
+      this.#findings.add("too_many_elements", path, `${limits.maxElements}+`);
+      return;
+    }
+    if (depth > limits.maxDepth) {
+      this.#findings.add("depth_exceeded", path, depth);
+      return;
+    }
+    if (!isRecord(node)) {
+      this.#findings.add("element_invalid", path, node);
+      return;
+    }
     const type = node.type;
-    if (typeof type !== "string")
-      return this.#findings.add("element_type_missing", pointer(path, "type"), type ?? "(missing)");
-    if (type.startsWith("Action.")) return this.#findings.add("action_not_allowed", pointer(path, "type"), type);
+    if (typeof type !== "string") {
+      this.#findings.add("element_type_missing", pointer(path, "type"), type ?? "(missing)");
+      return;
+    }
+    if (type.startsWith("Action.")) {
+      this.#findings.add("action_not_allowed", pointer(path, "type"), type);
+      return;
+    }
     const spec = elementSpecs[type];
     if (spec === undefined || (expected === undefined ? !BODY_ELEMENTS.has(type) : type !== expected)) {
       const where = expected === undefined ? "" : ` Only a ${expected} is allowed here.`;
-      return this.#findings.add(
-        "element_not_allowed",
-        pointer(path, "type"),
-        type,
-        `${type} is not rendered here.${where}`,
-      );
+      this.#findings.add("element_not_allowed", pointer(path, "type"), type, `${type} is not rendered here.${where}`);
+      return;
     }
     this.#properties(node, spec, path, depth, type);
   }
@@ -227,38 +239,61 @@ class CardWalker {
         this.#findings.add("invalid_property_value", path, value, `"${key}" has a value the layer does not render.`);
       return;
     }
-    if (property === "text") return this.#text(value, path);
-    if (property === "image") return this.#image(value, path);
+    if (property === "text") {
+      this.#text(value, path);
+      return;
+    }
+    if (property === "image") {
+      this.#image(value, path);
+      return;
+    }
     if (!Array.isArray(value)) {
       this.#findings.add("invalid_property_value", path, value, `"${key}" must be an array.`);
       return;
     }
     switch (property) {
-      case "elements":
-        return this.#each(value, path, Number.POSITIVE_INFINITY, (item, at) => this.#element(item, at, depth + 1));
-      case "columns":
-        return this.#row(value, path, depth, "Column", limits.maxElements);
+      case "elements": {
+        this.#each(value, path, Number.POSITIVE_INFINITY, (item, at) => this.#element(item, at, depth + 1));
+        return;
+      }
+      case "columns": {
+        this.#row(value, path, depth, "Column", limits.maxElements);
+        return;
+      }
       case "cells":
         if (value.length > limits.maxTableColumns) this.#findings.add("table_too_large", path, `${value.length} cells`);
-        return this.#row(value, path, depth, "TableCell", limits.maxTableColumns);
+        {
+          this.#row(value, path, depth, "TableCell", limits.maxTableColumns);
+          return;
+        }
       case "rows":
         if (value.length > limits.maxTableRows) this.#findings.add("table_too_large", path, `${value.length} rows`);
-        return this.#each(value, path, limits.maxTableRows, (item, at) =>
-          this.#element(item, at, depth + 1, "TableRow"),
-        );
+        {
+          this.#each(value, path, limits.maxTableRows, (item, at) => this.#element(item, at, depth + 1, "TableRow"));
+          return;
+        }
       case "facts":
         if (value.length > limits.maxFacts) this.#findings.add("too_many_facts", path, `${value.length} facts`);
-        return this.#each(value, path, limits.maxFacts, (item, at) => this.#object(item, at, factSpec, "Fact"));
+        {
+          this.#each(value, path, limits.maxFacts, (item, at) => this.#object(item, at, factSpec, "Fact"));
+          return;
+        }
       case "table-columns":
         if (value.length > limits.maxTableColumns)
           this.#findings.add("table_too_large", path, `${value.length} columns`);
-        return this.#each(value, path, limits.maxTableColumns, (item, at) => this.#object(item, at, tableColumnSpec));
+        {
+          this.#each(value, path, limits.maxTableColumns, (item, at) => this.#object(item, at, tableColumnSpec));
+          return;
+        }
     }
   }
 
   /** A fact or a column definition: not an element, but held to its own allow-list. */
   #object(node: unknown, path: string, spec: ElementSpec, type?: string): void {
-    if (!isRecord(node)) return this.#findings.add("element_invalid", path, node);
+    if (!isRecord(node)) {
+      this.#findings.add("element_invalid", path, node);
+      return;
+    }
     const first = this.texts.length;
     this.#properties(node, spec, path, 0, type);
     if (type === "Fact" && typeof node.title === "string") this.#label(first, node.title, pointer(path, "value"));
@@ -297,8 +332,10 @@ class CardWalker {
   }
 
   #text(value: unknown, path: string): void {
-    if (typeof value !== "string")
-      return this.#findings.add("invalid_property_value", path, value, "A text must be a string.");
+    if (typeof value !== "string") {
+      this.#findings.add("invalid_property_value", path, value, "A text must be a string.");
+      return;
+    }
     if (value.length > limits.maxTextCharacters && codePoints(value) > limits.maxTextCharacters) {
       this.#findings.add("text_too_long", path, value);
     }
@@ -307,9 +344,14 @@ class CardWalker {
   }
 
   #image(value: unknown, path: string): void {
-    if (typeof value !== "string")
-      return this.#findings.add("invalid_property_value", path, value, "An Image `url` must be a string.");
-    if (!value.startsWith("asset:")) return this.#findings.add("image_url_not_allowed", path, value);
+    if (typeof value !== "string") {
+      this.#findings.add("invalid_property_value", path, value, "An Image `url` must be a string.");
+      return;
+    }
+    if (!value.startsWith("asset:")) {
+      this.#findings.add("image_url_not_allowed", path, value);
+      return;
+    }
     if (!BUNDLED_ASSETS.has(value)) this.#findings.add("image_not_bundled", path, value);
   }
 }

@@ -29,6 +29,7 @@ export const COMPATIBILITY = 8192;
 const rules: [number, RegExp][] = [
   [BIDI, /[\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C]/u],
   [INVISIBLE, /[^\P{Cf}\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C]/u],
+  // biome-ignore lint/suspicious/noMisleadingCharacterClass: the variation selectors are listed on purpose; they are what this class finds.
   [INVISIBLE, /[\u115F\u1160\u3164\uFFA0\u2800\uFE00-\uFE0D\u{E0100}-\u{E01EF}]/u],
   [CONTROL, /[^\P{Cc}\n]|[\u2028\u2029]/u],
   [UNASSIGNED, /\p{Cn}/u],

@@ -57,7 +57,7 @@ export const violationTypes = {
     "Remove `backgroundImage`; use an Image element with a bundled asset.",
   ),
   templating_not_allowed: schema(
-    "Templating (`$data`, `$when`, `${…}`) would let the rendered card differ from the screened one.",
+    `Templating (\`$data\`, \`$when\`, \`\${…}\`) would let the rendered card differ from the screened one.`,
     "Expand the template on your side and send the final card.",
   ),
   fallback_not_allowed: schema(

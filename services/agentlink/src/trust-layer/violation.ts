@@ -16,6 +16,7 @@ export const MAX_VALUE_CHARACTERS = 120;
  * Characters a reader cannot see or that change how neighbours render: they are written as `\u{…}` so a
  * developer reading `value` sees exactly what was sent.
  */
+// biome-ignore lint/suspicious/noMisleadingCharacterClass: the variation selectors are listed on purpose; they are what this class finds.
 const INVISIBLE = /[\p{C}\p{Z}\u115F\u1160\u3164\uFFA0\u2800\u{E0100}-\u{E01EF}\uFE00-\uFE0F]/u;
 
 const escapeCodePoint = (character: string) => `\\u{${(character.codePointAt(0) ?? 0).toString(16).toUpperCase()}}`;
