@@ -36,7 +36,7 @@ const agentSchema: Schema = {
 
 const instant = (at: Parameters<typeof timestampDate>[0] | undefined) => (at ? timestampDate(at).toISOString() : null);
 
-export const claimAgentBindingRoute = defineRoute({
+const claimAgentBindingRoute = defineRoute({
   operationId: "appClaimAgentBinding",
   method: "POST",
   path: "/app/agent-bindings/claim",
@@ -63,7 +63,7 @@ export const claimAgentBindingRoute = defineRoute({
   },
 });
 
-export const listAgentBindingsRoute = defineRoute({
+const listAgentBindingsRoute = defineRoute({
   operationId: "appListAgentBindings",
   method: "GET",
   path: "/app/agent-bindings",
@@ -89,7 +89,7 @@ export const listAgentBindingsRoute = defineRoute({
   },
 });
 
-export const unbindAgentRoute = defineRoute({
+const unbindAgentRoute = defineRoute({
   operationId: "appUnbindAgent",
   method: "POST",
   path: "/app/agent-bindings/unbind",

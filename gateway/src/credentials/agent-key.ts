@@ -14,7 +14,7 @@ import type { CredentialResolver, Resolution } from "./authenticate.ts";
  * Agent keys, `svc_agent_<Name>__<secret>` (decisions.md "Agent keys"), belong to agentlink: the
  * gateway decides only the form, and asks agentlink for the rest.
  */
-export const agentKeyPrefix = "svc_agent_";
+const agentKeyPrefix = "svc_agent_";
 /** The name (letters, digits, `_`, `-`; 3-40), `__`, and 32 bytes of base64url (43 characters). */
 const agentKeyForm = /^svc_agent_[A-Za-z0-9_-]{3,40}__[A-Za-z0-9_-]{43}$/;
 

@@ -70,7 +70,7 @@ const agentBuckets: readonly WindowBucket[] = [
   { name: "hourly", limit: 3000, windowSeconds: hour },
   { name: "daily", limit: 50_000, windowSeconds: day },
 ];
-export const agentInFlight = 200;
+const agentInFlight = 200;
 
 type TierName =
   | "secretDevelopment"

@@ -5,7 +5,7 @@ import { randomBytes } from "node:crypto";
  * then 32 random bytes as base64url without padding. The name and the secret may both hold `_`, so a
  * key is read from its end: the secret is always exactly 43 characters.
  */
-export const agentKeyPrefix = "svc_agent_";
+const agentKeyPrefix = "svc_agent_";
 const secretBytes = 32;
 const secretLength = 43;
 const separator = "__";

@@ -1,4 +1,4 @@
-import { createSecretKey, type KeyObject } from "node:crypto";
+import type { KeyObject } from "node:crypto";
 import { type EntityManager, UniqueConstraintViolationException } from "@mikro-orm/postgresql";
 import { type Clock, type EnvironmentName, keyedHash, uuid } from "@svc/platform";
 import { refuse } from "../refusal.ts";
@@ -16,8 +16,6 @@ export interface AgentContext {
   /** How long older keys keep working after a rotation (AGENTLINK_KEY_OVERLAP). */
   keyOverlapMs: number;
 }
-
-export const keyPepperOf = (pepper: Buffer): KeyObject => createSecretKey(pepper);
 
 /** What is stored of a key: the keyed hash of its secret, never the secret. */
 export const secretHash = (pepper: KeyObject, secret: string): Buffer => keyedHash(pepper, secret);

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 
 /** No 0/O, 1/I/L (decisions.md): a person can read the code off one screen and type it on another. */
 export const linkCodeAlphabet = "23456789ABCDEFGHJKMNPQRSTUVWXYZ";
-export const linkCodeLength = 8;
+const linkCodeLength = 8;
 export const linkCodeLifetimeMs = 10 * 60 * 1000;
 export const linkCodeForm = /^[2-9A-HJKMNP-Z]{8}$/;
 
