@@ -145,6 +145,7 @@ describe("agents, agent keys and binding", () => {
         per_minute: { limit: 120 },
         hourly: { limit: 3000 },
         daily: { limit: 50_000 },
+        in_flight: { limit: 200 },
       },
     });
 
