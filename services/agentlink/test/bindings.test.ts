@@ -118,4 +118,22 @@ describe("binding a person to an agent", () => {
       Code.PermissionDenied,
     );
   });
+
+  it("refuses the sandbox claim in production, before asking anything", async () => {
+    const production = await startTestAgentlink("agentlink_production", {
+      clock,
+      env: { SVC_DEPLOYMENT: "production", AGENTLINK_ACCOUNT_URL: "http://127.0.0.1:9" },
+    });
+    try {
+      const refused = await refusal(
+        production.console.sandboxClaimLinkCode({ svcUserId: uuid(), linkCode: "ABCDEFGH" }),
+      );
+      expect([refused.code, refused.rawMessage]).toEqual([
+        Code.FailedPrecondition,
+        "sandbox humans do not exist in production",
+      ]);
+    } finally {
+      await production.stop();
+    }
+  });
 });

@@ -20,7 +20,10 @@ export const opaqueIdKey = Buffer.alloc(32, 5);
 export const callbackSecretKey = Buffer.alloc(32, 6);
 
 /** The agentlink service in this process on its own database, stream and subjects, with the given clock. */
-export async function startTestAgentlink(label: string, options: { clock: Clock }): Promise<TestAgentlink> {
+export async function startTestAgentlink(
+  label: string,
+  options: { clock: Clock; env?: Record<string, string> },
+): Promise<TestAgentlink> {
   const database = await createTestDatabase(label);
   const stream = uniqueName(label).toUpperCase();
   const env: Record<string, string> = {
@@ -32,6 +35,7 @@ export async function startTestAgentlink(label: string, options: { clock: Clock 
     AGENTLINK_KEY_PEPPER: keyPepper.toString("base64"),
     AGENTLINK_OPAQUE_ID_KEY: opaqueIdKey.toString("base64"),
     AGENTLINK_CALLBACK_SECRET_KEY: callbackSecretKey.toString("base64"),
+    ...options.env,
   };
   const service = await startAgentlink({ env, clock: options.clock, logger: createLogger("agentlink", {}, "error") });
   const db = new pg.Client({ connectionString: database.url, options: "-c search_path=agentlink" });
