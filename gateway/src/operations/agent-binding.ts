@@ -24,7 +24,7 @@ export const bindSessionRoute = defineRoute({
   method: "POST",
   path: "/agent/bind-session",
   summary:
-    "Start binding a person to the calling agent: a link code (8 characters, no 0/O or 1/I/L) the person claims in the app within 10 minutes, once.",
+    "Start binding a person to the calling agent: a link code (8 characters, no 0/O or 1/I/L) the person claims in the app within 10 minutes, once. data.error 500 when no code could be created.",
   auth: agentKeyOnly,
   input: { type: "object", properties: {} },
   envelope: "nested",
@@ -58,7 +58,8 @@ export const checkBindingRoute = defineRoute({
   operationId: "agentCheckBinding",
   method: "GET",
   path: "/agent/check-binding",
-  summary: "Whether the person claimed the calling agent's link code; once claimed, their opaque_id for this agent.",
+  summary:
+    "Whether the person claimed the calling agent's link code; once claimed, their opaque_id for this agent. An unknown code or another agent's: data.error 404.",
   auth: agentKeyOnly,
   input: {
     type: "object",
