@@ -38,6 +38,23 @@ export const settings = {
     default: "http://127.0.0.1:9094",
     description: "base URL of the agentlink service",
   },
+  agentEnvironments: {
+    parse: (raw: string) => {
+      const names = raw.split(",").map((name) => name.trim());
+      for (const name of names)
+        if (name !== "development" && name !== "production")
+          throw new Error(`not a comma-separated list of development and production: ${raw}`);
+      return names as ("development" | "production")[];
+    },
+    default: ["development", "production"] as ("development" | "production")[],
+    description:
+      "environments whose agent keys this gateway accepts (a key of another is refused as other_environment)",
+  },
+  agentKeyCacheTtl: {
+    parse: parse.duration,
+    default: 5000,
+    description: "how long agentlink's answer for an agent key is reused: the longest a revoked agent still passes",
+  },
   webhookDispatchUrl: {
     parse: parse.url,
     default: "http://127.0.0.1:9095",

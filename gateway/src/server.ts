@@ -11,12 +11,14 @@ import {
   serveConnect,
 } from "@svc/platform";
 import { AccountService } from "@svc/proto/account/v1/account_pb.js";
+import { AgentService } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { GateConsoleService, GateService } from "@svc/proto/gate/v1/gate_pb.js";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { loadGatewayConfig } from "./config.ts";
 import { consoleForwarding } from "./console/forwarding.ts";
 import { gateConsoleRenames } from "./console/gate-console-renames.ts";
 import { consoleRoutes } from "./console/routes.ts";
+import { agentKeyResolver } from "./credentials/agent-key.ts";
 import { apiKeyResolvers, authenticateStage } from "./credentials/authenticate.ts";
 import { CredentialDirectory } from "./credentials/directory.ts";
 import { entities } from "./credentials/entities.ts";
@@ -79,11 +81,13 @@ export async function startGateway(
   const directory = new CredentialDirectory({ orm, pepper: config.keyPepper, clock });
   const gate = createInternalClient(GateService, config.gateUrl);
   const account = createInternalClient(AccountService, config.accountUrl);
+  const agentlink = createInternalClient(AgentService, config.agentlinkUrl);
   const services: GatewayServices = {
     signing,
     keySet: new KeySetCache({ signing, logger }),
     gate,
     account,
+    agentlink,
     publicOrigin: config.publicOrigin,
   };
   // The development identity provider signs sandbox humans in; production never runs it.
@@ -106,7 +110,17 @@ export async function startGateway(
   // credential), alias handling before validate (it renames old fields so the schema sees new ones).
   const stages: Stage[] = [
     parseStage,
-    authenticateStage([...apiKeyResolvers(directory, clock), grantTokenResolver(gate), userSessions]),
+    authenticateStage([
+      ...apiKeyResolvers(directory, clock),
+      grantTokenResolver(gate),
+      agentKeyResolver({
+        agentlink,
+        clock,
+        environments: config.agentEnvironments,
+        cacheTtlMs: config.agentKeyCacheTtl,
+      }),
+      userSessions,
+    ]),
     rateLimitStage({
       limiter,
       upgradeUrl: config.upgradeUrl,

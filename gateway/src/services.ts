@@ -1,5 +1,6 @@
 import type { Client } from "@connectrpc/connect";
 import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
+import type { AgentService } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import type { GateService } from "@svc/proto/gate/v1/gate_pb.js";
 import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import type { KeySetCache } from "./operations/jwks.ts";
@@ -10,6 +11,7 @@ export interface GatewayServices {
   keySet: KeySetCache;
   gate: Client<typeof GateService>;
   account: Client<typeof AccountService>;
+  agentlink: Client<typeof AgentService>;
   /** `{api_origin}`, for the links a response carries. */
   publicOrigin: string;
 }

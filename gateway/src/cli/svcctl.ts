@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { type CommandGroup, commandUsage, consoleContext, groupUsage, parseOptions, UsageError } from "./command.ts";
 import { accountCommands } from "./commands/account.ts";
+import { agentCommands } from "./commands/agent.ts";
 import { gateCommands } from "./commands/gate.ts";
 import { humanCommands } from "./commands/human.ts";
 import { keyCommands } from "./commands/key.ts";
@@ -23,6 +24,7 @@ const groups: readonly CommandGroup[] = [
   gateCommands,
   humanCommands,
   accountCommands,
+  agentCommands,
   webhookCommands,
 ];
 

@@ -5,6 +5,7 @@ import type { AuthenticatedCredential, AuthFailure, CredentialKindName } from ".
 import { OperationError } from "../http/errors.ts";
 import type { Stage } from "../http/pipeline.ts";
 import type { AuthPolicy } from "../http/route.ts";
+import { agentKeyCause, agentKeyRefusalMessage } from "./agent-key.ts";
 import type { CredentialDirectory } from "./directory.ts";
 import type { ApiKey } from "./entities.ts";
 import { apiKeyTypeOf, type KeyType } from "./key-format.ts";
@@ -21,6 +22,11 @@ const defaultStatus: Record<AuthFailure, 401 | 403> = {
   expired_site_key: 401,
   origin_required: 403,
   origin_not_allowed: 403,
+  wrong_key_form: 401,
+  unknown_agent_name: 401,
+  other_environment: 401,
+  revoked_agent: 401,
+  wrong_secret: 401,
 };
 
 const kindNames: Record<CredentialKindName, string> = {
@@ -70,6 +76,14 @@ export function authenticateStage(resolvers: readonly CredentialResolver[]): Sta
         authorization: ctx.headers.authorization,
         origin: typeof ctx.headers.origin === "string" ? ctx.headers.origin : undefined,
       });
+      if (!resolution.ok && policy.accepts.includes("agent_key")) {
+        // One log line with the cause; the partner reads the same 401 for all six (rule 4).
+        ctx.logger.warn("agent key refused", {
+          cause: agentKeyCause(resolution.failure),
+          operation: ctx.route.operationId,
+        });
+        throw new OperationError(401, agentKeyRefusalMessage);
+      }
       if (!resolution.ok) {
         const code = policy.codeFor?.[resolution.failure];
         throw new OperationError(

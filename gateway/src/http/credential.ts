@@ -20,7 +20,13 @@ export type AuthFailure =
   | "revoked_site_key"
   | "expired_site_key"
   | "origin_required"
-  | "origin_not_allowed";
+  | "origin_not_allowed"
+  /** Agent keys (Authentication rule 4): the form is the gateway's, the other causes agentlink's. */
+  | "wrong_key_form"
+  | "unknown_agent_name"
+  | "other_environment"
+  | "revoked_agent"
+  | "wrong_secret";
 
 /** Who is calling, once authenticated. The secret itself never leaves the authenticate stage. */
 export interface AuthenticatedCredential {

@@ -1,3 +1,4 @@
+import { agentBindingRoutes } from "../app/agent-bindings.ts";
 import { flowBeginPasskeyRegistrationRoute, flowFinishPasskeyRegistrationRoute } from "../app/flow-passkeys.ts";
 import {
   appMeRoute,
@@ -12,6 +13,7 @@ import { openApiRoute } from "../http/openapi.ts";
 import type { RawRoute } from "../http/raw-route.ts";
 import type { Route } from "../http/route.ts";
 import { upgradePageRoute } from "../rate-limits/rate-limit-report.ts";
+import { bindSessionRoute, checkBindingRoute } from "./agent-binding.ts";
 import { createSessionRoute } from "./create-session.ts";
 import { createVerificationLinkRoute } from "./create-verification-link.ts";
 import { type KeySetCache, keySetRoute } from "./jwks.ts";
@@ -33,11 +35,14 @@ export const routes: readonly Route[] = [
   logoutRoute,
   partnerConfigRoute,
   listSecuredAccountsRoute,
+  bindSessionRoute,
+  checkBindingRoute,
   appMeRoute,
   beginPasskeyRegistrationRoute,
   finishPasskeyRegistrationRoute,
   registerDeviceRoute,
   ...appRequestRoutes,
+  ...agentBindingRoutes,
   ...flowRequestRoutes,
   flowBeginPasskeyRegistrationRoute,
   flowFinishPasskeyRegistrationRoute,

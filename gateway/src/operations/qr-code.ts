@@ -1,11 +1,13 @@
 import { encodeQR } from "@paulmillr/qr";
 import { jsonReply, type RawReply, type RawRoute } from "../http/raw-route.ts";
 import { basePath } from "../http/route.ts";
+import { bindLink, bindQrTarget } from "./bind-links.ts";
 import { deepLink, qrCodePrefix, qrCodeTarget } from "./gate-links.ts";
 
 /**
  * `GET {base_url}/qr/<request_id>.svg?t=<flow secret>` (`qr_code_url`): the request's `deep_link` as a
- * QR code, for a partner page to show in an `<img>` so the person scans it with the app. The image is
+ * QR code, for a partner page to show in an `<img>` so the person scans it with the app; likewise
+ * `GET {base_url}/qr/bind/<link_code>.svg`, an agent's bind link (`bind-links.ts`). The image is
  * drawn from its own address alone and shows nothing the address does not hold, so it needs no lookup;
  * an address not of the form this service issues is a 404.
  */
@@ -33,10 +35,12 @@ export function qrCodeSvg(text: string): string {
 /** The image at a QR code's address (path below `{base_url}`, query); undefined when it is not of the form issued. */
 export function qrCodeImage(path: string, query: URLSearchParams): RawReply | undefined {
   const target = qrCodeTarget(path, query);
-  if (!target) return undefined;
+  const linkCode = bindQrTarget(path);
+  const link = target ? deepLink(target.requestId, target.flowSecret) : linkCode && bindLink(linkCode);
+  if (!link) return undefined;
   return {
     status: 200,
-    body: qrCodeSvg(deepLink(target.requestId, target.flowSecret)),
+    body: qrCodeSvg(link),
     headers: {
       "content-type": "image/svg+xml",
       // As secret as the deep link: never kept by a browser or a shared cache.

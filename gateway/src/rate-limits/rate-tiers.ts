@@ -64,6 +64,14 @@ const siteBuckets: readonly WindowBucket[] = [
   { name: "per_ip", limit: 20, windowSeconds: minute, perClientIp: true },
 ];
 
+/** Agent keys (decisions.md "Agent keys"): in_flight 200, a held long-poll counting as one. */
+const agentBuckets: readonly WindowBucket[] = [
+  { name: "per_minute", limit: 120, windowSeconds: minute },
+  { name: "hourly", limit: 3000, windowSeconds: hour },
+  { name: "daily", limit: 50_000, windowSeconds: day },
+];
+const agentInFlight = 200;
+
 type TierName =
   | "secretDevelopment"
   | "secretProduction"
@@ -71,6 +79,8 @@ type TierName =
   | "siteLive"
   | "grantTest"
   | "grantProduction"
+  | "agentTest"
+  | "agentProduction"
   | "userSession";
 
 export const tiers: Readonly<Record<TierName, RateTier>> = {
@@ -88,6 +98,21 @@ export const tiers: Readonly<Record<TierName, RateTier>> = {
   /** Grant tokens: the production defaults in both environments, counted per token. */
   grantTest: { scope: "bss_test", buckets: productionBuckets, developmentError: false, reportsByDefault: true },
   grantProduction: { scope: "bss_prod", buckets: productionBuckets, developmentError: false, reportsByDefault: true },
+  /** Agent keys, counted per agent; a development agent's refusal carries `data.error` like a development key's. */
+  agentTest: {
+    scope: "agent_test",
+    buckets: agentBuckets,
+    inFlight: agentInFlight,
+    developmentError: true,
+    reportsByDefault: true,
+  },
+  agentProduction: {
+    scope: "agent_prod",
+    buckets: agentBuckets,
+    inFlight: agentInFlight,
+    developmentError: false,
+    reportsByDefault: true,
+  },
   /** The signed-in person's app session: the production defaults. */
   userSession: { scope: "app", buckets: productionBuckets, developmentError: false, reportsByDefault: true },
 };
@@ -119,8 +144,8 @@ export interface RatePlan {
 }
 
 /**
- * The tier and subject of an authenticated request. Agent keys take the API-key tier of their
- * environment (the spec does not give theirs). A grant token is counted by a hash of the token itself:
+ * The tier and subject of an authenticated request. An agent key is counted per agent (all its keys
+ * together, so a rotation does not double its allowance). A grant token is counted by a hash of the token itself:
  * it is the credential, and the gateway never learns more of it than its form.
  */
 export function planFor(
@@ -150,7 +175,7 @@ export function planFor(
     }
     case "agent_key":
       return {
-        tier: development ? tiers.secretDevelopment : tiers.secretProduction,
+        tier: development ? tiers.agentTest : tiers.agentProduction,
         subject: `agent_key:${id}`,
         clientIp,
       };

@@ -1,5 +1,6 @@
 import { type EnvironmentName, environmentProto } from "@svc/platform";
 import { AccountConsoleService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
+import { AgentConsoleService } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { type CommandGroup, stringValue, UsageError } from "../command.ts";
 import { instant } from "./format.ts";
 
@@ -63,6 +64,33 @@ export const humanCommands: CommandGroup = {
           .getDevSignInIdentity({ svcUserId: values.human as string });
         const session = await ctx.console().mintDevSession({ issuer: identity.issuer, subject: identity.subject });
         return { session_token: session.sessionToken, expires_at: instant(session.expiresAt) };
+      },
+    },
+    {
+      name: "claim",
+      summary: 'A sandbox human claims an agent\'s link code; prints {"agent_id","agent_name","bound_at"}.',
+      details:
+        "Binds the sandbox human to the agent that started the bind session, as the person would in the app, so a " +
+        "partner's tests need no phone; the agent then reads the binding's opaque_id with check-binding. Development " +
+        "only: production, a human that is not a sandbox human and a production agent are refused.",
+      options: {
+        human: {
+          type: "string",
+          required: true,
+          valueName: "SVC_USER_ID",
+          description: "the sandbox human's svc_user_id",
+        },
+        code: { type: "string", required: true, valueName: "LINK_CODE", description: "the agent's link code" },
+      },
+      async run(values, ctx) {
+        const claimed = await ctx
+          .serviceConsole(AgentConsoleService)
+          .sandboxClaimLinkCode({ svcUserId: values.human as string, linkCode: values.code as string });
+        return {
+          agent_id: claimed.agent?.agentId,
+          agent_name: claimed.agent?.name,
+          bound_at: instant(claimed.boundAt),
+        };
       },
     },
   ],

@@ -1,0 +1,115 @@
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { Agent } from "@svc/proto/agentlink/v1/agentlink_pb.js";
+import type { Caller } from "@svc/proto/common/v1/caller_pb.js";
+import { OperationError } from "../http/errors.ts";
+import { defineRoute, ok } from "../http/route.ts";
+import type { Schema } from "../http/schema.ts";
+
+/** The app API's side of agent binding: the signed-in person claims an agent's link code, lists and ends bindings. */
+
+const signedIn = { accepts: ["user_session"] } as const;
+
+/** The signed-in person's svc_user_id: a user session's caller carries it as its credential id. */
+function personOf(caller: Caller | undefined): string {
+  if (!caller) throw new Error("an app route ran without the signed-in person's session");
+  return caller.credentialId;
+}
+
+const agentOf = (agent: Agent | undefined) =>
+  agent && {
+    id: agent.agentId,
+    name: agent.name,
+    display_name: agent.displayName,
+    avatar_asset: agent.avatarAsset ?? null,
+  };
+
+const agentSchema: Schema = {
+  type: "object",
+  properties: {
+    id: { type: "string", format: "uuid" },
+    name: { type: "string" },
+    display_name: { type: "string" },
+    avatar_asset: { type: "string", nullable: true },
+  },
+};
+
+const instant = (at: Parameters<typeof timestampDate>[0] | undefined) => (at ? timestampDate(at).toISOString() : null);
+
+const claimAgentBindingRoute = defineRoute({
+  operationId: "appClaimAgentBinding",
+  method: "POST",
+  path: "/app/agent-bindings/claim",
+  summary:
+    "Bind the signed-in person to the agent that showed this link code. Unknown code: 404; already used: 409; past its 10 minutes: 410.",
+  auth: signedIn,
+  input: {
+    type: "object",
+    properties: { link_code: { type: "string", minLength: 1, maxLength: 64, description: "As the agent showed it." } },
+    required: ["link_code"],
+  },
+  envelope: "nested",
+  output: { type: "object", properties: { agent: agentSchema, bound_at: { type: "string", format: "date-time" } } },
+  async handle(input, { caller, services }) {
+    const claimed = await services.agentlink
+      .claimLinkCode({ svcUserId: personOf(caller), linkCode: input.link_code })
+      .catch((error: unknown) => {
+        // agentlink's FailedPrecondition for a claim is the code's end: gone, like an expired card (410).
+        if (error instanceof ConnectError && error.code === Code.FailedPrecondition)
+          throw new OperationError(410, error.rawMessage);
+        throw error;
+      });
+    return ok({ agent: agentOf(claimed.agent), bound_at: instant(claimed.boundAt) });
+  },
+});
+
+const listAgentBindingsRoute = defineRoute({
+  operationId: "appListAgentBindings",
+  method: "GET",
+  path: "/app/agent-bindings",
+  summary: "The agents the signed-in person is bound to, newest first.",
+  auth: signedIn,
+  input: { type: "object", properties: {} },
+  envelope: "nested",
+  output: {
+    type: "object",
+    properties: {
+      bindings: {
+        type: "array",
+        items: {
+          type: "object",
+          properties: { agent: agentSchema, bound_at: { type: "string", format: "date-time" } },
+        },
+      },
+    },
+  },
+  async handle(_input, { caller, services }) {
+    const { bindings } = await services.agentlink.listBindings({ svcUserId: personOf(caller) });
+    return ok({ bindings: bindings.map((b) => ({ agent: agentOf(b.agent), bound_at: instant(b.boundAt) })) });
+  },
+});
+
+const unbindAgentRoute = defineRoute({
+  operationId: "appUnbindAgent",
+  method: "POST",
+  path: "/app/agent-bindings/unbind",
+  summary:
+    "End the signed-in person's binding to an agent: the agent's opaque_id for the person then names nobody. No active binding: 404.",
+  auth: signedIn,
+  input: {
+    type: "object",
+    properties: { agent_id: { type: "string", format: "uuid" } },
+    required: ["agent_id"],
+  },
+  envelope: "nested",
+  output: {
+    type: "object",
+    properties: { agent_id: { type: "string", format: "uuid" }, unbound_at: { type: "string", format: "date-time" } },
+  },
+  async handle(input, { caller, services }) {
+    const unbound = await services.agentlink.unbind({ svcUserId: personOf(caller), agentId: input.agent_id });
+    return ok({ agent_id: unbound.agentId, unbound_at: instant(unbound.unboundAt) });
+  },
+});
+
+export const agentBindingRoutes = [claimAgentBindingRoute, listAgentBindingsRoute, unbindAgentRoute];

@@ -1,0 +1,115 @@
+import { type EnvironmentName, environmentProto } from "@svc/platform";
+import { type Agent, AgentConsoleService, AgentStatus } from "@svc/proto/agentlink/v1/agentlink_pb.js";
+import { type CommandGroup, stringList, stringValue } from "../command.ts";
+import { environmentName, instant } from "./format.ts";
+
+const agentId = { type: "string", required: true, valueName: "ID", description: "the agent's id" } as const;
+
+/** An agent as svcctl prints it: never a key or a secret (the service returns none). */
+const agentRow = (agent: Agent | undefined) =>
+  agent && {
+    agent_id: agent.agentId,
+    organization_id: agent.organizationId,
+    environment: environmentName(agent.environment),
+    name: agent.name,
+    display_name: agent.displayName,
+    avatar_asset: agent.avatarAsset ?? null,
+    categories: agent.categories,
+    callback_url: agent.callbackUrl ?? null,
+    status: agent.status === AgentStatus.REVOKED ? "revoked" : "active",
+    created_at: instant(agent.createdAt),
+    revoked_at: instant(agent.revokedAt),
+  };
+
+export const agentCommands: CommandGroup = {
+  name: "agent",
+  summary: "Agents Ask agents: registration, their keys, revocation.",
+  commands: [
+    {
+      name: "register",
+      summary: 'Registers an agent; prints {"agent_id","agent_key","callback_secret"?}.',
+      details:
+        "The agent key (svc_agent_<Name>__<secret>) and, with --callback-url, the whsec_ secret its callbacks are " +
+        "signed with are shown this once: only a hash of the key and a sealed copy of the secret are kept. The name is " +
+        "3-40 letters, digits, _ or -, unique in the organization and environment.",
+      options: {
+        org: { type: "string", required: true, valueName: "ID", description: "organization id" },
+        env: {
+          type: "string",
+          required: true,
+          choices: ["development", "production"],
+          description: "environment of the agent",
+        },
+        name: { type: "string", required: true, valueName: "NAME", description: "the agent's name (in its keys)" },
+        "display-name": { type: "string", valueName: "D", description: "name shown to people (default: the name)" },
+        category: {
+          type: "string",
+          required: true,
+          multiple: true,
+          valueName: "C",
+          description: "an action category the agent may propose",
+        },
+        "callback-url": { type: "string", valueName: "URL", description: "where resolutions are POSTed" },
+      },
+      async run(values, ctx) {
+        const callbackUrl = stringValue(values, "callback-url");
+        const response = await ctx.serviceConsole(AgentConsoleService).registerAgent({
+          organizationId: values.org as string,
+          environment: environmentProto(values.env as EnvironmentName),
+          name: values.name as string,
+          displayName: stringValue(values, "display-name") ?? "",
+          categories: stringList(values, "category"),
+          ...(callbackUrl !== undefined && { callbackUrl }),
+        });
+        return {
+          agent_id: response.agent?.agentId,
+          agent_key: response.agentKey,
+          ...(response.callbackSecret !== undefined && { callback_secret: response.callbackSecret }),
+        };
+      },
+    },
+    {
+      name: "list",
+      summary: 'Lists the organization\'s agents; prints {"agents":[…]} without keys or secrets.',
+      options: { org: { type: "string", required: true, valueName: "ID", description: "organization id" } },
+      async run(values, ctx) {
+        const { agents } = await ctx
+          .serviceConsole(AgentConsoleService)
+          .listAgents({ organizationId: values.org as string });
+        return { agents: agents.map(agentRow) };
+      },
+    },
+    {
+      name: "revoke",
+      summary: "Revokes an agent: every key of it is refused; prints the agent.",
+      details:
+        "agentlink refuses the agent's keys at once; a gateway that answered for a key within the last few seconds " +
+        "may still accept it until its answer cache expires (GATEWAY_AGENT_KEY_CACHE_TTL, 5 seconds).",
+      options: { "agent-id": agentId },
+      async run(values, ctx) {
+        const response = await ctx
+          .serviceConsole(AgentConsoleService)
+          .revokeAgent({ agentId: values["agent-id"] as string });
+        return agentRow(response.agent);
+      },
+    },
+    {
+      name: "rotate-key",
+      summary: 'Issues a new agent key; prints {"agent_id","agent_key","previous_keys_expire_at"}.',
+      details:
+        "The new key is shown this once. The agent's older keys keep working until previous_keys_expire_at (24 hours " +
+        "by default, AGENTLINK_KEY_OVERLAP), then are refused.",
+      options: { "agent-id": agentId },
+      async run(values, ctx) {
+        const response = await ctx
+          .serviceConsole(AgentConsoleService)
+          .rotateAgentKey({ agentId: values["agent-id"] as string });
+        return {
+          agent_id: response.agentId,
+          agent_key: response.agentKey,
+          previous_keys_expire_at: instant(response.previousKeysExpireAt),
+        };
+      },
+    },
+  ],
+};

@@ -1,0 +1,43 @@
+import type { Clock } from "@svc/platform";
+
+/**
+ * A small least-recently-used map whose entries live `ttlMs` by the injected clock: the gateway's
+ * memory of another service's recent answers, so a hot credential costs no round trip per request
+ * while a change (a revoked agent) reaches every gateway within `ttlMs`. At most `capacity` entries;
+ * the least recently used goes first.
+ */
+export class AnswerCache<V> {
+  readonly #entries = new Map<string, { value: V; expiresAt: number }>();
+  readonly #clock: Clock;
+  readonly #ttlMs: number;
+  readonly #capacity: number;
+
+  constructor(options: { clock: Clock; ttlMs: number; capacity: number }) {
+    this.#clock = options.clock;
+    this.#ttlMs = options.ttlMs;
+    this.#capacity = options.capacity;
+  }
+
+  get(key: string): V | undefined {
+    const entry = this.#entries.get(key);
+    if (!entry) return undefined;
+    this.#entries.delete(key);
+    if (entry.expiresAt <= this.#clock.now().getTime()) return undefined;
+    this.#entries.set(key, entry);
+    return entry.value;
+  }
+
+  set(key: string, value: V): void {
+    if (this.#ttlMs <= 0) return;
+    this.#entries.delete(key);
+    this.#entries.set(key, { value, expiresAt: this.#clock.now().getTime() + this.#ttlMs });
+    for (const oldest of this.#entries.keys()) {
+      if (this.#entries.size <= this.#capacity) break;
+      this.#entries.delete(oldest);
+    }
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+}

@@ -1,0 +1,91 @@
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { ConnectError } from "@connectrpc/connect";
+import { BindingStatus } from "@svc/proto/agentlink/v1/agentlink_pb.js";
+import { OperationError } from "../http/errors.ts";
+import { defineRoute, ok } from "../http/route.ts";
+import { bindLinks } from "./bind-links.ts";
+
+const agentKeyOnly = { accepts: ["agent_key"] } as const;
+
+const statusNames: Record<BindingStatus, "pending" | "claimed" | "expired" | undefined> = {
+  [BindingStatus.UNSPECIFIED]: undefined,
+  [BindingStatus.PENDING]: "pending",
+  [BindingStatus.CLAIMED]: "claimed",
+  [BindingStatus.EXPIRED]: "expired",
+};
+
+/**
+ * `POST /agent/bind-session` (decisions.md "bind-session / check-binding"): a link code for a person
+ * to claim in the app, 8 characters, 10 minutes, single use. The spec's one refusal: 500 when the code
+ * could not be created.
+ */
+export const bindSessionRoute = defineRoute({
+  operationId: "agentBindSession",
+  method: "POST",
+  path: "/agent/bind-session",
+  summary:
+    "Start binding a person to the calling agent: a link code (8 characters, no 0/O or 1/I/L) the person claims in the app within 10 minutes, once. data.error 500 when no code could be created.",
+  auth: agentKeyOnly,
+  input: { type: "object", properties: {} },
+  envelope: "nested",
+  output: {
+    type: "object",
+    properties: {
+      link_code: { type: "string", pattern: "^[2-9A-HJKMNP-Z]{8}$" },
+      link_url: { type: "string", description: "The app's link that claims the code (`svc://bind/<link_code>`)." },
+      qr_code_url: { type: "string", description: "`link_url` as an SVG QR code, for an `<img>`." },
+      expires_at: { type: "string", format: "date-time" },
+    },
+  },
+  async handle(_input, { caller, services }) {
+    const started = await services.agentlink.startBindSession({ caller }).catch((error: unknown) => {
+      if (error instanceof ConnectError) throw new OperationError(500, "the link code could not be created; retry");
+      throw error;
+    });
+    return ok({
+      link_code: started.linkCode,
+      ...bindLinks(services.publicOrigin, started.linkCode),
+      expires_at: started.expiresAt ? timestampDate(started.expiresAt).toISOString() : null,
+    });
+  },
+});
+
+/**
+ * `GET /agent/check-binding`: whether the person claimed the code, and then their pairwise `opaque_id`.
+ * Only the agent that started the code sees it: an unknown code or another agent's is `data.error` 404.
+ */
+export const checkBindingRoute = defineRoute({
+  operationId: "agentCheckBinding",
+  method: "GET",
+  path: "/agent/check-binding",
+  summary:
+    "Whether the person claimed the calling agent's link code; once claimed, their opaque_id for this agent. An unknown code or another agent's: data.error 404.",
+  auth: agentKeyOnly,
+  input: {
+    type: "object",
+    properties: { link_code: { type: "string", minLength: 1, maxLength: 64, description: "From bind-session." } },
+    required: ["link_code"],
+  },
+  envelope: "nested",
+  output: {
+    type: "object",
+    properties: {
+      status: { type: "string", enum: ["pending", "claimed", "expired"] },
+      opaque_id: {
+        type: "string",
+        nullable: true,
+        description:
+          "The person's id for this agent only (4-64 characters), the same on every binding of this person to this agent; null until claimed.",
+      },
+      bound_at: { type: "string", format: "date-time", nullable: true },
+    },
+  },
+  async handle(input, { caller, services }) {
+    const state = await services.agentlink.checkBinding({ caller, linkCode: input.link_code });
+    return ok({
+      status: statusNames[state.status],
+      opaque_id: state.opaqueId ?? null,
+      bound_at: state.boundAt ? timestampDate(state.boundAt).toISOString() : null,
+    });
+  },
+});

@@ -1,0 +1,135 @@
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { ManualClock } from "@svc/platform";
+import {
+  AgentKeyRefusal,
+  type AuthenticateAgentKeyRequest,
+  AuthenticateAgentKeyRequestSchema,
+  AuthenticateAgentKeyResponseSchema,
+} from "@svc/proto/agentlink/v1/agentlink_pb.js";
+import { CallerSchema, CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
+import { describe, expect, test } from "vitest";
+import { agentKeyCause, agentKeyRefusalMessage, agentKeyResolver } from "../src/credentials/agent-key.ts";
+import { AnswerCache } from "../src/credentials/answer-cache.ts";
+
+const clock = new ManualClock("2026-11-22T10:00:00Z");
+const secret = "A".repeat(43);
+const key = (name: string) => `svc_agent_${name}__${secret}`;
+
+/** agentlink's answers by agent name, counting the questions asked. */
+function fakeAgentlink(answers: Record<string, AgentKeyRefusal>) {
+  const asked: AuthenticateAgentKeyRequest[] = [];
+  return {
+    asked,
+    authenticateAgentKey: async (init: MessageInitShape<typeof AuthenticateAgentKeyRequestSchema>) => {
+      const request = create(AuthenticateAgentKeyRequestSchema, init);
+      asked.push(request);
+      const name = request.agentKey.slice("svc_agent_".length, -45);
+      const refusal = answers[name] ?? AgentKeyRefusal.UNSPECIFIED;
+      return create(AuthenticateAgentKeyResponseSchema, {
+        refusal,
+        ...(refusal === AgentKeyRefusal.UNSPECIFIED && {
+          caller: create(CallerSchema, {
+            organizationId: "org-1",
+            environment: Environment.DEVELOPMENT,
+            credentialId: `agent-${name}`,
+            credentialKind: CredentialKind.AGENT_KEY,
+          }),
+        }),
+      });
+    },
+  };
+}
+
+const resolverWith = (agentlink: ReturnType<typeof fakeAgentlink>, cacheTtlMs = 5000) =>
+  agentKeyResolver({ agentlink, clock, environments: ["production"], cacheTtlMs });
+
+describe("agent keys in the gateway", () => {
+  test("recognises the prefix and refuses any other form without asking agentlink", async () => {
+    const agentlink = fakeAgentlink({});
+    const resolver = resolverWith(agentlink);
+    expect(resolver.recognizes("svc_agent_x")).toBe(true);
+    expect(resolver.recognizes("svc_dev_abc")).toBe(false);
+    for (const malformed of [
+      "svc_agent_x",
+      `svc_agent_ab__${secret}`,
+      `svc_agent_bot__${secret}=`,
+      `svc_agent_bot_${secret}`,
+    ])
+      expect(await resolver.resolve(malformed, { origin: undefined })).toEqual({
+        ok: false,
+        failure: "wrong_key_form",
+        message: agentKeyRefusalMessage,
+      });
+    expect(agentlink.asked).toEqual([]);
+  });
+
+  test("asks agentlink with the environments it serves, and maps each refusal to its cause", async () => {
+    const agentlink = fakeAgentlink({
+      nobody: AgentKeyRefusal.UNKNOWN_AGENT_NAME,
+      elsewhere: AgentKeyRefusal.OTHER_ENVIRONMENT,
+      revoked: AgentKeyRefusal.REVOKED_AGENT,
+      guessed: AgentKeyRefusal.WRONG_SECRET,
+    });
+    const resolver = resolverWith(agentlink);
+    const failure = async (name: string) => {
+      const resolution = await resolver.resolve(key(name), { origin: undefined });
+      return resolution.ok ? "accepted" : [resolution.failure, resolution.message];
+    };
+    expect(await failure("nobody")).toEqual(["unknown_agent_name", agentKeyRefusalMessage]);
+    expect(await failure("elsewhere")).toEqual(["other_environment", agentKeyRefusalMessage]);
+    expect(await failure("revoked")).toEqual(["revoked_agent", agentKeyRefusalMessage]);
+    expect(await failure("guessed")).toEqual(["wrong_secret", agentKeyRefusalMessage]);
+    expect(await failure("travel")).toBe("accepted");
+    expect(agentlink.asked[0]?.environments).toEqual([Environment.PRODUCTION]);
+  });
+
+  test("reuses agentlink's answers, accepted and refused, for the TTL only", async () => {
+    clock.set("2026-11-22T10:00:00Z");
+    const agentlink = fakeAgentlink({ guessed: AgentKeyRefusal.WRONG_SECRET });
+    const resolver = resolverWith(agentlink);
+    const accepted = await resolver.resolve(key("travel"), { origin: undefined });
+    expect(accepted).toMatchObject({
+      ok: true,
+      credential: { kind: "agent_key", caller: { credentialId: "agent-travel" } },
+    });
+    await resolver.resolve(key("guessed"), { origin: undefined });
+    clock.advance(4999);
+    expect(await resolver.resolve(key("travel"), { origin: undefined })).toEqual(accepted);
+    expect(await resolver.resolve(key("guessed"), { origin: undefined })).toMatchObject({ failure: "wrong_secret" });
+    expect(agentlink.asked).toHaveLength(2);
+    clock.advance(1);
+    await resolver.resolve(key("travel"), { origin: undefined });
+    await resolver.resolve(key("guessed"), { origin: undefined });
+    expect(agentlink.asked).toHaveLength(4);
+  });
+
+  test("asks every time with a TTL of 0", async () => {
+    const agentlink = fakeAgentlink({});
+    const resolver = resolverWith(agentlink, 0);
+    await resolver.resolve(key("travel"), { origin: undefined });
+    await resolver.resolve(key("travel"), { origin: undefined });
+    expect(agentlink.asked).toHaveLength(2);
+  });
+
+  test("logs every refusal of an agent-key operation as one of the six causes", () => {
+    expect(agentKeyCause("missing_bearer")).toBe("missing_bearer");
+    expect(agentKeyCause("unrecognized_credential")).toBe("wrong_key_form");
+    expect(agentKeyCause("credential_not_accepted")).toBe("wrong_key_form");
+    expect(agentKeyCause("wrong_key_form")).toBe("wrong_key_form");
+    expect(agentKeyCause("unknown_agent_name")).toBe("unknown_agent_name");
+    expect(agentKeyCause("other_environment")).toBe("other_environment");
+    expect(agentKeyCause("revoked_agent")).toBe("revoked_agent");
+    expect(agentKeyCause("wrong_secret")).toBe("wrong_secret");
+  });
+});
+
+describe("answer cache", () => {
+  test("keeps at most its capacity, dropping the least recently used first", () => {
+    const cache = new AnswerCache<number>({ clock, ttlMs: 60_000, capacity: 2 });
+    cache.set("a", 1);
+    cache.set("b", 2);
+    expect(cache.get("a")).toBe(1);
+    cache.set("c", 3);
+    expect([cache.get("a"), cache.get("b"), cache.get("c"), cache.size]).toEqual([1, undefined, 3, 2]);
+  });
+});

@@ -1,0 +1,36 @@
+import { defineEntity, type InferEntity, p } from "@mikro-orm/postgresql";
+
+/** A link code an agent started for a person to claim (bind-session). */
+export const BindSession = defineEntity({
+  name: "BindSession",
+  tableName: "bind_session",
+  properties: {
+    linkCode: p.text().primary(),
+    agentId: p.uuid(),
+    createdAt: p.datetime(),
+    expiresAt: p.datetime(),
+    claimedAt: p.datetime().nullable(),
+    /** The person who claimed it. */
+    svcUserId: p.uuid().nullable(),
+  },
+});
+export type BindSession = InferEntity<typeof BindSession>;
+
+/** A person bound to an agent; ended by the person (unbind), kept for its history. */
+export const Binding = defineEntity({
+  name: "Binding",
+  tableName: "binding",
+  properties: {
+    id: p.uuid().primary(),
+    agentId: p.uuid(),
+    svcUserId: p.uuid(),
+    /**
+     * The person's pairwise id for this agent, derived (see opaque-id.ts), kept beside the binding so
+     * an agent's `opaque_id` finds it; binding again derives the same value.
+     */
+    opaqueId: p.text(),
+    boundAt: p.datetime(),
+    unboundAt: p.datetime().nullable(),
+  },
+});
+export type Binding = InferEntity<typeof Binding>;

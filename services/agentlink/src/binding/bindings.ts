@@ -1,0 +1,125 @@
+import type { KeyObject } from "node:crypto";
+import { type EntityManager, LockMode, UniqueConstraintViolationException } from "@mikro-orm/postgresql";
+import { type Clock, uuid } from "@svc/platform";
+import { Agent } from "../agents/agent.entity.ts";
+import { refuse } from "../refusal.ts";
+import { Binding, BindSession } from "./binding.entity.ts";
+import { generateLinkCode, linkCodeForm, linkCodeLifetimeMs } from "./link-code.ts";
+import { opaqueIdFor } from "./opaque-id.ts";
+
+export interface BindingContext {
+  em: EntityManager;
+  clock: Clock;
+  /** AGENTLINK_OPAQUE_ID_KEY. */
+  opaqueIdKey: KeyObject;
+}
+
+export type BindSessionStatus = "pending" | "claimed" | "expired";
+
+/** A new link code of the agent; a code already taken (one in 31^8) is drawn again. */
+export async function startBindSession(ctx: BindingContext, agentId: string): Promise<BindSession> {
+  const createdAt = ctx.clock.now();
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const session = ctx.em.create(BindSession, {
+      linkCode: generateLinkCode(),
+      agentId,
+      createdAt,
+      expiresAt: new Date(createdAt.getTime() + linkCodeLifetimeMs),
+      claimedAt: null,
+      svcUserId: null,
+    });
+    try {
+      await ctx.em.flush();
+      return session;
+    } catch (error) {
+      if (!(error instanceof UniqueConstraintViolationException)) throw error;
+      ctx.em.clear();
+    }
+  }
+  throw new Error("no free link code after 5 draws");
+}
+
+const statusOf = (session: BindSession, now: Date): BindSessionStatus =>
+  session.claimedAt ? "claimed" : session.expiresAt <= now ? "expired" : "pending";
+
+/** A code of the calling agent: its state, and once claimed the person's `opaque_id` and when. */
+export async function checkBinding(
+  ctx: BindingContext,
+  agentId: string,
+  linkCode: string,
+): Promise<{ status: BindSessionStatus; opaqueId: string | null; boundAt: Date | null }> {
+  const session = linkCodeForm.test(linkCode) ? await ctx.em.findOne(BindSession, { linkCode, agentId }) : null;
+  if (!session) throw refuse("not_found", "no bind session with that link_code for this agent");
+  const status = statusOf(session, ctx.clock.now());
+  return {
+    status,
+    opaqueId: session.svcUserId ? opaqueIdFor(ctx.opaqueIdKey, agentId, session.svcUserId) : null,
+    boundAt: session.claimedAt ?? null,
+  };
+}
+
+/**
+ * The person claims a code: the session is used up, and the person is bound to its agent (a person
+ * already bound keeps the binding they have). Unknown: not_found; used: already_exists; past its ten
+ * minutes: expired. A revoked agent's code is unknown. A sandbox human (`sandbox`) binds only to
+ * development agents.
+ */
+export async function claimLinkCode(
+  ctx: BindingContext,
+  svcUserId: string,
+  linkCode: string,
+  options: { sandbox?: boolean } = {},
+): Promise<{ agent: Agent; boundAt: Date }> {
+  const code = linkCode.trim().toUpperCase();
+  if (!linkCodeForm.test(code)) throw refuse("not_found", "no such link code");
+  return ctx.em.transactional(async (em) => {
+    const session = await em.findOne(BindSession, { linkCode: code }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    const agent = session && (await em.findOne(Agent, { id: session.agentId, status: "active" }));
+    if (!session || !agent) throw refuse("not_found", "no such link code");
+    const now = ctx.clock.now();
+    const status = statusOf(session, now);
+    if (status === "claimed") throw refuse("already_exists", "the link code has been used");
+    if (status === "expired") throw refuse("expired", "the link code has expired; ask the agent for a new one");
+    if (options.sandbox && agent.environment !== "development")
+      throw refuse("failed_precondition", "a sandbox human binds only to development agents");
+    const existing = await em.findOne(Binding, { agentId: agent.id, svcUserId, unboundAt: null });
+    const boundAt = existing?.boundAt ?? now;
+    if (!existing)
+      em.create(Binding, {
+        id: uuid(),
+        agentId: agent.id,
+        svcUserId,
+        opaqueId: opaqueIdFor(ctx.opaqueIdKey, agent.id, svcUserId),
+        boundAt,
+        unboundAt: null,
+      });
+    session.claimedAt = now;
+    session.svcUserId = svcUserId;
+    return { agent, boundAt };
+  });
+}
+
+/** The person's active bindings with their agents, newest first. */
+export async function listBindings(ctx: BindingContext, svcUserId: string): Promise<{ agent: Agent; boundAt: Date }[]> {
+  const bindings = await ctx.em.find(
+    Binding,
+    { svcUserId, unboundAt: null },
+    { orderBy: { boundAt: "desc", id: "asc" } },
+  );
+  const agents = await ctx.em.find(Agent, { id: { $in: bindings.map((b) => b.agentId) } });
+  return bindings.flatMap((binding) => {
+    const agent = agents.find((a) => a.id === binding.agentId);
+    return agent ? [{ agent, boundAt: binding.boundAt }] : [];
+  });
+}
+
+/** Ends the person's binding to the agent: its `opaque_id` then names nobody to the agent. */
+export async function unbind(ctx: BindingContext, svcUserId: string, agentId: string): Promise<Date> {
+  const binding = /^[0-9a-f-]{36}$/i.test(agentId)
+    ? await ctx.em.findOne(Binding, { agentId, svcUserId, unboundAt: null })
+    : null;
+  if (!binding) throw refuse("not_found", `no active binding to agent ${agentId}`);
+  binding.unboundAt = ctx.clock.now();
+  await ctx.em.flush();
+  return binding.unboundAt;
+}

@@ -1,0 +1,37 @@
+import { developmentSecret, parse, type Settings } from "@svc/platform";
+
+/** AGENTLINK_<NAME> variables beside the shared ones; the README lists them with their defaults. */
+export const settings = {
+  keyPepper: developmentSecret({
+    parse: parse.base64Key32,
+    developmentDefault: Buffer.from("agentlink development key pepper", "utf8"),
+    description: "HMAC-SHA256 key of agent-key secrets at rest, base64 of 32 bytes",
+  }),
+  opaqueIdKey: developmentSecret({
+    parse: parse.base64Key32,
+    developmentDefault: Buffer.from("agentlink development opaque id!", "utf8"),
+    description: "HMAC-SHA256 key deriving each person's pairwise opaque_id per agent, base64 of 32 bytes",
+  }),
+  callbackSecretKey: developmentSecret({
+    parse: parse.base64Key32,
+    developmentDefault: Buffer.from("agentlink dev callback secret k!", "utf8"),
+    description: "AES-256-GCM key sealing agents' callback secrets at rest, base64 of 32 bytes",
+  }),
+  keyOverlap: {
+    parse: parse.duration,
+    default: 24 * 3600 * 1000,
+    description: "how long an agent's older keys keep working after rotate-key issued a new one",
+  },
+  accountUrl: {
+    parse: parse.url,
+    default: "http://127.0.0.1:9093",
+    description: "base URL of the account service (the sandbox claim checks the human is a sandbox human)",
+  },
+} satisfies Settings;
+
+/** The keys the routes hash, derive and seal with, from the settings above. */
+export interface AgentlinkSecrets {
+  keyPepper: Buffer;
+  opaqueIdKey: Buffer;
+  callbackSecretKey: Buffer;
+}

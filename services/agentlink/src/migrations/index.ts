@@ -1,0 +1,5 @@
+import { createAgents } from "./0001-agents.ts";
+import { createBindings } from "./0002-bindings.ts";
+
+/** Applied in order at start; a migration, once released, is never edited (add a new one). */
+export const migrations = [createAgents, createBindings];

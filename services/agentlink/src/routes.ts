@@ -1,0 +1,201 @@
+import { createSecretKey } from "node:crypto";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { type Client, Code, type ConnectRouter } from "@connectrpc/connect";
+import type { MikroORM } from "@mikro-orm/postgresql";
+import { type Clock, environmentName, environmentProto, refusalTranslator } from "@svc/platform";
+import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
+import {
+  AgentConsoleService,
+  AgentSchema,
+  AgentService,
+  AgentStatus,
+  BindingSchema,
+  BindingStatus,
+  AgentKeyRefusal as ProtoAgentKeyRefusal,
+} from "@svc/proto/agentlink/v1/agentlink_pb.js";
+import { type Caller, CallerSchema, CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
+import type { Agent } from "./agents/agent.entity.ts";
+import { type AgentContext, listAgents, registerAgent, revokeAgent, rotateAgentKey } from "./agents/agents.ts";
+import { type AgentKeyRefusal, authenticateAgentKey } from "./agents/authenticate.ts";
+import type { BindingContext, BindSessionStatus } from "./binding/bindings.ts";
+import { checkBinding, claimLinkCode, listBindings, startBindSession, unbind } from "./binding/bindings.ts";
+import type { AgentlinkSecrets } from "./config.ts";
+import { type AgentlinkRefusalKind, refuse } from "./refusal.ts";
+
+export interface RouteDependencies {
+  orm: MikroORM;
+  clock: Clock;
+  secrets: AgentlinkSecrets;
+  keyOverlapMs: number;
+  deployment: "development" | "production";
+  account: Pick<Client<typeof AccountService>, "getHuman">;
+}
+
+/** Thin handlers: translate the wire to the domain operations and back, one unit of work (a fresh entity manager) each. */
+export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter) => void {
+  const { clock } = deps;
+  const em = () => deps.orm.em.fork();
+  const keyPepper = createSecretKey(deps.secrets.keyPepper);
+  const opaqueIdKey = createSecretKey(deps.secrets.opaqueIdKey);
+  const agents = (): AgentContext => ({
+    em: em(),
+    clock,
+    keyPepper,
+    callbackSecretKey: deps.secrets.callbackSecretKey,
+    keyOverlapMs: deps.keyOverlapMs,
+  });
+  const bindings = (): BindingContext => ({ em: em(), clock, opaqueIdKey });
+
+  return (router) => {
+    router.service(AgentService, {
+      authenticateAgentKey: async (req) => {
+        const environments = req.environments.flatMap((e) => environmentName(e) ?? []);
+        const outcome = await authenticateAgentKey({ em: em(), clock, keyPepper }, req.agentKey, environments);
+        if (outcome.kind === "refused") return { refusal: toProtoRefusal[outcome.refusal] };
+        return { caller: callerOf(outcome.agent), agent: toProtoAgent(outcome.agent) };
+      },
+
+      startBindSession: (req) =>
+        wireErrors(async () => {
+          const session = await startBindSession(bindings(), agentIdOf(req.caller));
+          return { linkCode: session.linkCode, expiresAt: timestampFromDate(session.expiresAt) };
+        }),
+
+      checkBinding: (req) =>
+        wireErrors(async () => {
+          const state = await checkBinding(bindings(), agentIdOf(req.caller), req.linkCode);
+          return {
+            status: toProtoBindingStatus[state.status],
+            ...(state.opaqueId !== null && { opaqueId: state.opaqueId }),
+            ...(state.boundAt !== null && { boundAt: timestampFromDate(state.boundAt) }),
+          };
+        }),
+
+      claimLinkCode: (req) =>
+        wireErrors(async () => {
+          const claimed = await claimLinkCode(bindings(), requireHuman(req.svcUserId), req.linkCode);
+          return { agent: toProtoAgent(claimed.agent), boundAt: timestampFromDate(claimed.boundAt) };
+        }),
+
+      listBindings: (req) =>
+        wireErrors(async () => ({
+          bindings: (await listBindings(bindings(), requireHuman(req.svcUserId))).map((b) =>
+            create(BindingSchema, { agent: toProtoAgent(b.agent), boundAt: timestampFromDate(b.boundAt) }),
+          ),
+        })),
+
+      unbind: (req) =>
+        wireErrors(async () => {
+          const unboundAt = await unbind(bindings(), requireHuman(req.svcUserId), req.agentId);
+          return { agentId: req.agentId, unboundAt: timestampFromDate(unboundAt) };
+        }),
+    });
+
+    router.service(AgentConsoleService, {
+      registerAgent: (req) =>
+        wireErrors(async () => {
+          const registered = await registerAgent(agents(), {
+            organizationId: req.organizationId,
+            environment: environmentName(req.environment),
+            name: req.name,
+            displayName: req.displayName,
+            avatarAsset: req.avatarAsset,
+            categories: req.categories,
+            callbackUrl: req.callbackUrl,
+          });
+          return {
+            agent: toProtoAgent(registered.agent),
+            agentKey: registered.agentKey,
+            ...(registered.callbackSecret !== undefined && { callbackSecret: registered.callbackSecret }),
+          };
+        }),
+
+      listAgents: (req) =>
+        wireErrors(async () => ({ agents: (await listAgents(em(), req.organizationId)).map(toProtoAgent) })),
+
+      revokeAgent: (req) => wireErrors(async () => ({ agent: toProtoAgent(await revokeAgent(agents(), req.agentId)) })),
+
+      rotateAgentKey: (req) =>
+        wireErrors(async () => {
+          const rotated = await rotateAgentKey(agents(), req.agentId);
+          return {
+            agentId: rotated.agent.id,
+            agentKey: rotated.agentKey,
+            previousKeysExpireAt: timestampFromDate(rotated.previousKeysExpireAt),
+          };
+        }),
+
+      sandboxClaimLinkCode: (req) =>
+        wireErrors(async () => {
+          if (deps.deployment === "production")
+            throw refuse("failed_precondition", "sandbox humans do not exist in production");
+          const human = await deps.account.getHuman({ svcUserId: requireHuman(req.svcUserId) });
+          if (human.sandboxEnvironment !== Environment.DEVELOPMENT)
+            throw refuse("failed_precondition", `human ${req.svcUserId} is not a sandbox human`);
+          const claimed = await claimLinkCode(bindings(), req.svcUserId, req.linkCode, { sandbox: true });
+          return { agent: toProtoAgent(claimed.agent), boundAt: timestampFromDate(claimed.boundAt) };
+        }),
+    });
+  };
+}
+
+/** The one place where domain refusals become Connect codes. */
+const wireErrors = refusalTranslator<AgentlinkRefusalKind>({
+  invalid_argument: Code.InvalidArgument,
+  not_found: Code.NotFound,
+  already_exists: Code.AlreadyExists,
+  failed_precondition: Code.FailedPrecondition,
+  expired: Code.FailedPrecondition,
+  permission_denied: Code.PermissionDenied,
+});
+
+/** Agent operations come from the gateway with the agent key's caller: its credential id is the agent. */
+function agentIdOf(caller: Caller | undefined): string {
+  if (caller?.credentialKind !== CredentialKind.AGENT_KEY || caller.credentialId === "")
+    throw refuse("permission_denied", "this operation takes an agent-key caller");
+  return caller.credentialId;
+}
+
+function requireHuman(svcUserId: string): string {
+  if (!/^[0-9a-f-]{36}$/i.test(svcUserId)) throw refuse("invalid_argument", "svc_user_id must be a uuid");
+  return svcUserId;
+}
+
+const callerOf = (agent: Agent): Caller =>
+  create(CallerSchema, {
+    organizationId: agent.organizationId,
+    environment: environmentProto(agent.environment),
+    credentialId: agent.id,
+    credentialKind: CredentialKind.AGENT_KEY,
+  });
+
+function toProtoAgent(agent: Agent) {
+  return create(AgentSchema, {
+    agentId: agent.id,
+    organizationId: agent.organizationId,
+    environment: environmentProto(agent.environment),
+    name: agent.name,
+    displayName: agent.displayName,
+    ...(agent.avatarAsset && { avatarAsset: agent.avatarAsset }),
+    categories: agent.categories,
+    ...(agent.callbackUrl && { callbackUrl: agent.callbackUrl }),
+    status: agent.status === "active" ? AgentStatus.ACTIVE : AgentStatus.REVOKED,
+    createdAt: timestampFromDate(agent.createdAt),
+    ...(agent.revokedAt && { revokedAt: timestampFromDate(agent.revokedAt) }),
+  });
+}
+
+const toProtoRefusal: Record<AgentKeyRefusal, ProtoAgentKeyRefusal> = {
+  wrong_key_form: ProtoAgentKeyRefusal.WRONG_KEY_FORM,
+  unknown_agent_name: ProtoAgentKeyRefusal.UNKNOWN_AGENT_NAME,
+  other_environment: ProtoAgentKeyRefusal.OTHER_ENVIRONMENT,
+  revoked_agent: ProtoAgentKeyRefusal.REVOKED_AGENT,
+  wrong_secret: ProtoAgentKeyRefusal.WRONG_SECRET,
+};
+
+const toProtoBindingStatus: Record<BindSessionStatus, BindingStatus> = {
+  pending: BindingStatus.PENDING,
+  claimed: BindingStatus.CLAIMED,
+  expired: BindingStatus.EXPIRED,
+};
