@@ -25,10 +25,10 @@ export const Binding = defineEntity({
     agentId: p.uuid(),
     svcUserId: p.uuid(),
     /**
-     * The person's pairwise id for this agent, derived (see opaque-id.ts), kept beside the binding so
-     * an agent's `opaque_id` finds it; binding again derives the same value.
+     * A keyed hash of the person's pairwise id for this agent (see opaque-id.ts), so that an agent's
+     * `opaque_id` finds its binding while the table never holds the id; binding again derives the same value.
      */
-    opaqueId: p.text(),
+    opaqueIdLookup: p.text(),
     boundAt: p.datetime(),
     unboundAt: p.datetime().nullable(),
   },

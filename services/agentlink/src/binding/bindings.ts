@@ -5,7 +5,7 @@ import { Agent } from "../agents/agent.entity.ts";
 import { refuse } from "../refusal.ts";
 import { Binding, BindSession } from "./binding.entity.ts";
 import { generateLinkCode, linkCodeForm, linkCodeLifetimeMs } from "./link-code.ts";
-import { opaqueIdFor } from "./opaque-id.ts";
+import { opaqueIdFor, opaqueIdLookup } from "./opaque-id.ts";
 
 export interface BindingContext {
   em: EntityManager;
@@ -89,7 +89,7 @@ export async function claimLinkCode(
         id: uuid(),
         agentId: agent.id,
         svcUserId,
-        opaqueId: opaqueIdFor(ctx.opaqueIdKey, agent.id, svcUserId),
+        opaqueIdLookup: opaqueIdLookup(ctx.opaqueIdKey, opaqueIdFor(ctx.opaqueIdKey, agent.id, svcUserId)),
         boundAt,
         unboundAt: null,
       });

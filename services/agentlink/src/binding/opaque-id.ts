@@ -8,3 +8,11 @@ import { createHmac, type KeyObject } from "node:crypto";
  */
 export const opaqueIdFor = (key: KeyObject, agentId: string, svcUserId: string): string =>
   createHmac("sha256", key).update(`${agentId}:${svcUserId}`).digest("base64url");
+
+/**
+ * What the binding row keeps to find itself from an agent's `opaque_id`: a keyed hash of it, never the id
+ * itself, so a copy of the table cannot be joined with the ids agents hold. The prefix keeps it apart
+ * from `opaqueIdFor`'s inputs, which start with a uuid.
+ */
+export const opaqueIdLookup = (key: KeyObject, opaqueId: string): string =>
+  createHmac("sha256", key).update(`lookup:${opaqueId}`).digest("base64url");

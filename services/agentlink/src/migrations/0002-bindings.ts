@@ -14,14 +14,14 @@ class CreateBindings extends Migration {
       "id" uuid primary key,
       "agent_id" uuid not null references "agent" ("id"),
       "svc_user_id" uuid not null,
-      "opaque_id" text not null,
+      "opaque_id_lookup" text not null,
       "bound_at" timestamptz not null,
       "unbound_at" timestamptz null)`);
     // One active binding per agent and person; the database decides between concurrent claims.
     this.addSql(
       `create unique index "binding_active" on "binding" ("agent_id", "svc_user_id") where "unbound_at" is null`,
     );
-    this.addSql(`create index "binding_opaque_id" on "binding" ("agent_id", "opaque_id")`);
+    this.addSql(`create index "binding_opaque_id_lookup" on "binding" ("agent_id", "opaque_id_lookup")`);
     this.addSql(`create index "binding_person" on "binding" ("svc_user_id") where "unbound_at" is null`);
   }
 }
