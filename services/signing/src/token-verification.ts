@@ -45,7 +45,8 @@ export async function verifyAttestation(
   context: VerificationContext,
 ): Promise<Verification> {
   const [verification] = await verifyAttestations([{ token, audience }], context);
-  return verification!;
+  if (!verification) throw new Error("verifyAttestations answered no verification for one token");
+  return verification;
 }
 
 /**

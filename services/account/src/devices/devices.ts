@@ -28,7 +28,8 @@ export async function registerDevice(
      returning id`,
     [uuid(), human.id, input.platform, pushToken, clock.now()],
   );
-  return row!.id;
+  if (!row) throw new Error("device upsert returned no row");
+  return row.id;
 }
 
 /** A sandbox human's one device: it receives nothing, but counts where pushes are counted. */

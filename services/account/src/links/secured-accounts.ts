@@ -100,9 +100,9 @@ export async function listSecuredAccounts(
     total: Number(rows[0]?.total ?? 0),
     limit,
     rows: rows
-      .filter((row) => row.handle !== null)
+      .filter((row): row is PageRow & { handle: string } => row.handle !== null)
       .map((row) => ({
-        handle: row.handle!,
+        handle: row.handle,
         status: row.status,
         securedAt: new Date(row.secured_at),
         unlinkedAt: row.unlinked_at === null ? null : new Date(row.unlinked_at),

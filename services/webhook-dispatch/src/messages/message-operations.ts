@@ -134,7 +134,8 @@ export async function replayMessage(
      returning *`,
     [message.id, endpoint.id, now, now],
   );
-  return deliveryView(row!);
+  if (!row) throw new Error("delivery upsert returned no row");
+  return deliveryView(row);
 }
 
 function deliveryView(row: DeliveryRow): DeliveryView {
