@@ -34,8 +34,11 @@ export interface ParsedKey {
   secret: string;
 }
 
-const issuedPrefix = (type: KeyType, environment: EnvironmentName): string =>
-  issuedForms.find((f) => f.type === type && f.environment === environment)!.prefix;
+function issuedPrefix(type: KeyType, environment: EnvironmentName): string {
+  const form = issuedForms.find((f) => f.type === type && f.environment === environment);
+  if (!form) throw new Error(`no ${type} key is issued for ${environment}`);
+  return form.prefix;
+}
 
 /** The kind of API key a bearer value claims to be, by its prefix alone; undefined when it is no API key. */
 export function apiKeyTypeOf(credential: string): KeyType | undefined {

@@ -40,7 +40,8 @@ export function queryInput(params: URLSearchParams): Record<string, unknown> {
   return Object.fromEntries(
     [...new Set(params.keys())].map((key) => {
       const values = params.getAll(key);
-      return [key, values.length === 1 ? values[0]! : values];
+      const [first] = values;
+      return [key, values.length === 1 && first !== undefined ? first : values];
     }),
   );
 }
@@ -52,7 +53,7 @@ export function queryInput(params: URLSearchParams): Record<string, unknown> {
 export function isReadableQuery(target: string): boolean {
   const start = target.indexOf("?");
   if (start === -1) return true;
-  const query = target.slice(start + 1).split("#")[0]!;
+  const [query = ""] = target.slice(start + 1).split("#");
   if (!/^[\x21-\x7e]*$/.test(query)) return false;
   try {
     for (const part of query.split(/[&=]/)) decodeURIComponent(part.replaceAll("+", " "));
@@ -77,7 +78,8 @@ const bodyError = (message: string) =>
   new InputValidationError({}, [{ propertyPath: "", invalidValue: null, message }]);
 
 export function isJsonMediaType(contentType: string | undefined): boolean {
-  const mediaType = (contentType ?? "").split(";")[0]!.trim().toLowerCase();
+  const [parameterless = ""] = (contentType ?? "").split(";");
+  const mediaType = parameterless.trim().toLowerCase();
   return mediaType === "application/json" || /^application\/[a-z0-9.+-]+\+json$/.test(mediaType);
 }
 

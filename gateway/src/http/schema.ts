@@ -132,7 +132,10 @@ const formatChecks: Record<StringFormat, { test: (v: string) => boolean; message
 const patterns = new Map<string, RegExp>();
 const compiled = (pattern: string): RegExp => {
   let re = patterns.get(pattern);
-  if (!re) patterns.set(pattern, (re = new RegExp(pattern, "u")));
+  if (!re) {
+    re = new RegExp(pattern, "u");
+    patterns.set(pattern, re);
+  }
   return re;
 };
 

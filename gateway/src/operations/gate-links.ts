@@ -42,7 +42,13 @@ export function qrCodeTarget(
 ): { requestId: string; flowSecret: string } | undefined {
   const file = path.startsWith(qrCodePrefix) ? path.slice(qrCodePrefix.length) : "";
   const requestId = file.endsWith(qrCodeSuffix) ? file.slice(0, -qrCodeSuffix.length) : "";
-  const secrets = query.getAll("t");
-  if (!requestIdForm.test(requestId) || secrets.length !== 1 || !flowSecretForm.test(secrets[0]!)) return undefined;
-  return { requestId, flowSecret: secrets[0]! };
+  const [flowSecret, ...others] = query.getAll("t");
+  if (
+    !requestIdForm.test(requestId) ||
+    flowSecret === undefined ||
+    others.length > 0 ||
+    !flowSecretForm.test(flowSecret)
+  )
+    return undefined;
+  return { requestId, flowSecret };
 }

@@ -9,7 +9,10 @@ const batchers = new WeakMap<GatewayServices["signing"], VerifyTokenBatcher>();
 
 function batcherFor(signing: GatewayServices["signing"]): VerifyTokenBatcher {
   let batcher = batchers.get(signing);
-  if (batcher === undefined) batchers.set(signing, (batcher = new VerifyTokenBatcher(signing)));
+  if (batcher === undefined) {
+    batcher = new VerifyTokenBatcher(signing);
+    batchers.set(signing, batcher);
+  }
   return batcher;
 }
 

@@ -83,13 +83,11 @@ export const webhookCommands: CommandGroup = {
         },
       },
       async run(values, ctx) {
-        const response = await ctx
-          .serviceConsole(WebhookConsoleService)
-          .addEndpoint({
-            organizationId: values.org as string,
-            url: values.url as string,
-            types: stringList(values, "type"),
-          });
+        const response = await ctx.serviceConsole(WebhookConsoleService).addEndpoint({
+          organizationId: values.org as string,
+          url: values.url as string,
+          types: stringList(values, "type"),
+        });
         return { endpoint_id: response.endpointId, secret: response.secret };
       },
     },
