@@ -14,7 +14,7 @@ export class UsageError extends Error {
   }
 }
 
-export interface OptionSpec {
+interface OptionSpec {
   type: "string" | "boolean";
   /** May be given several times (`--origin A --origin B`). */
   multiple?: boolean;

@@ -3,7 +3,7 @@ import { type EnvironmentName, randomBase62 } from "@svc/platform";
 export type KeyType = "secret" | "site";
 
 /** Length of the random part of every API key: 32 base62 characters, about 190 bits. */
-export const secretLength = 32;
+const secretLength = 32;
 
 interface KeyForm {
   prefix: string;

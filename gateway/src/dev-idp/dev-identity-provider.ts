@@ -13,10 +13,10 @@ import {
 } from "jose";
 
 /** Where the development identity provider lives below `{api_origin}`; also its issuer's path. */
-export const devIdpPath = "/dev-idp";
+const devIdpPath = "/dev-idp";
 export const devIdpJwksPath = `${devIdpPath}/.well-known/jwks.json`;
 /** The audience of the user sessions it mints: the app API. */
-export const appAudience = "svc-app";
+const appAudience = "svc-app";
 
 const sessionLifetimeSeconds = 3600;
 

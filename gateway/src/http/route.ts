@@ -38,7 +38,7 @@ export const fail = (
   error: new OperationError(statusCode, message, extra).toEnvelope(),
 });
 
-export interface HandlerContext {
+interface HandlerContext {
   /** Set when the route accepts a credential: who is calling, ready to pass to a business service. */
   caller: Caller | undefined;
   credential: AuthenticatedCredential | undefined;

@@ -13,7 +13,7 @@ export interface RequestLinks {
 }
 
 /** The mobile app's link scheme. */
-export const appLinkBase = "svc://verify";
+const appLinkBase = "svc://verify";
 
 /** Below `{base_url}`: `/qr/<request_id>.svg?t=<flow secret>` is the request's deep link as a QR code. */
 export const qrCodePrefix = "/qr/";

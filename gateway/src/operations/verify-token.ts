@@ -76,7 +76,7 @@ export interface VerifyTokenResult {
   claims?: Record<string, unknown>;
 }
 
-export function verifyTokenResult(response: VerifyTokenResponse): VerifyTokenResult {
+function verifyTokenResult(response: VerifyTokenResponse): VerifyTokenResult {
   return {
     valid: response.valid,
     ...(response.valid ? {} : { reason: response.reason || "invalid" }),

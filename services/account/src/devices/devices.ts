@@ -6,7 +6,7 @@ import { invalidArgument } from "../refusal.ts";
 import { Device } from "./device.entity.ts";
 
 const platforms = ["ios", "android", "web"] as const;
-export type DevicePlatform = (typeof platforms)[number];
+type DevicePlatform = (typeof platforms)[number];
 
 /**
  * Registers the push address of an app installation for a human. A push token names one

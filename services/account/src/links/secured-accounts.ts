@@ -7,7 +7,7 @@ import type { AccountLink } from "./account-link.entity.ts";
 import { partnerReferenceHash } from "./partner-reference.ts";
 
 /** The spec's list page: 1-100 rows, 25 when the caller names no size. */
-export const defaultPageSize = 25;
+const defaultPageSize = 25;
 const maxPageSize = 100;
 
 /** Whose accounts: the partner the gateway authenticated (a secret API key's organization and environment). */

@@ -4,7 +4,7 @@ import { findEndpoint } from "../endpoints/endpoint-operations.ts";
 import { refuse } from "../refusal.ts";
 import { type Delivery, WebhookMessage } from "./message.entity.ts";
 
-export type DeliveryStatus = Delivery["status"];
+type DeliveryStatus = Delivery["status"];
 
 export interface DeliveryView {
   endpointId: string;

@@ -18,7 +18,7 @@ export interface IncomingMessage {
   body: Buffer;
 }
 
-export const newMessageId = (): string => `msg_${randomBase62(24)}`;
+const newMessageId = (): string => `msg_${randomBase62(24)}`;
 
 export interface StoreResult {
   /** Deliveries created, claimed or not. */
