@@ -94,8 +94,6 @@ export const settings = {
   }),
 };
 
-export type GatewayConfig = ReturnType<typeof loadGatewayConfig>;
-
 /** `GATEWAY_*` variables plus the shared `SVC_*` ones; production refuses the development pepper and the test clock. */
 export function loadGatewayConfig(env: NodeJS.ProcessEnv, logger: Logger) {
   const config = loadConfig("GATEWAY", settings, env, logger);

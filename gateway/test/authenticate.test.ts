@@ -148,7 +148,15 @@ describe("authenticate", () => {
 
   test("a kind the route does not take is refused before any lookup", async () => {
     let looked = false;
-    const watching = apiKeyResolvers({ findKey: async () => ((looked = true), undefined) }, clock);
+    const watching = apiKeyResolvers(
+      {
+        findKey: async () => {
+          looked = true;
+          return undefined;
+        },
+      },
+      clock,
+    );
     const result = await authenticate(
       watching,
       { accepts: ["secret_key"] },

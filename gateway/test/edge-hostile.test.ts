@@ -84,8 +84,10 @@ function httpRequest(
   return Buffer.concat([Buffer.from(`${lines.join("\r\n")}\r\n\r\n`, "latin1"), body]);
 }
 
-const isObject = (value: unknown): value is Record<string, any> =>
+const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value);
+const errorMessages = (body: unknown): string[] =>
+  (body as { errors: { message: string }[] }).errors.map((error) => error.message);
 const extrasOnly = (body: Record<string, unknown>, allowed: string[]) =>
   Object.keys(body).every((key) => allowed.includes(key) || key.startsWith("_"));
 
@@ -93,7 +95,7 @@ const extrasOnly = (body: Record<string, unknown>, allowed: string[]) =>
 function assertSpecShape(answer: RawAnswer, label: string): "answered" | "refused" | "invalid" | "limited" {
   const { status, body } = answer;
   expect(isObject(body), `${label}: JSON object body (${status}: ${String(body).slice(0, 200)})`).toBe(true);
-  const json = body as Record<string, any>;
+  const json = body as { data: { error?: unknown }; errors: unknown[]; _rateLimit: unknown };
   if (status === 200) {
     expect(isObject(json.data), label).toBe(true);
     expect(extrasOnly(json, ["data"]), label).toBe(true);
@@ -355,7 +357,7 @@ describe("hostile requests the HTTP parser itself refuses", () => {
     for (const query of ["?gate=%FF", "?gate=%C3%28", "?gate=%zz"]) {
       const answer = await send(httpRequest("GET", `/v1/sdk/partner-config${query}`, []));
       expect(answer.status, query).toBe(400);
-      expect((answer.body as any).errors[0].message).toBe("the query string is not valid percent-encoded UTF-8");
+      expect(errorMessages(answer.body)[0]).toBe("the query string is not valid percent-encoded UTF-8");
     }
   });
 
@@ -369,7 +371,7 @@ describe("hostile requests the HTTP parser itself refuses", () => {
       ),
     );
     expect(answer.status).toBe(400);
-    expect((answer.body as any).errors.map((e: any) => e.message)).toEqual([
+    expect(errorMessages(answer.body)).toEqual([
       "token must not contain NUL characters or unpaired surrogates",
       "audience must not contain NUL characters or unpaired surrogates",
     ]);

@@ -35,7 +35,7 @@ async function signToken(organizationId: string, requestId = `req_${"a".repeat(3
   return signed.token;
 }
 
-const verifyToken = async (body: unknown): Promise<{ status: number; json: any }> => {
+const verifyToken = async (body: unknown) => {
   const response = await fetch(`${mesh.gateway.url}/v1/sdk/verify-token`, {
     method: "POST",
     headers: { "content-type": "application/json" },

@@ -176,6 +176,7 @@ async function newKey(type: "secret" | "site", environment: "development" | "pro
 
 interface Answer {
   status: number;
+  // biome-ignore lint/suspicious/noExplicitAny: a JSON reply, read by each case's assertions in the shape that case expects.
   body: any;
   headers: Headers;
 }

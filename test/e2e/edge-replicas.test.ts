@@ -97,14 +97,17 @@ afterAll(async () => {
 });
 
 /** Sends `count` requests at once, alternating between the replicas. */
-function burst(
-  count: number,
-  request: (replica: Replica) => Promise<Response>,
-): Promise<{ status: number; body: any }[]> {
+/** A reply of a burst: these tests read its `_rateLimit` report and match the rest as a whole. */
+interface BurstReply {
+  status: number;
+  body: { _rateLimit: { primary: { remaining: number } } };
+}
+
+function burst(count: number, request: (replica: Replica) => Promise<Response>): Promise<BurstReply[]> {
   return Promise.all(
     Array.from({ length: count }, async (_, i) => {
       const response = await request(replicas[i % replicas.length]!);
-      return { status: response.status, body: await response.json() };
+      return { status: response.status, body: (await response.json()) as BurstReply["body"] };
     }),
   );
 }
@@ -132,7 +135,7 @@ describe("two gateway processes on one database", () => {
     const answers = await burst(30, send);
     const passed = answers.filter((a) => a.status !== 403);
     expect(passed).toHaveLength(9);
-    expect(passed.map((a) => a.body._rateLimit.primary.remaining).sort((x: number, y: number) => x - y)).toEqual([
+    expect(passed.map((a) => a.body._rateLimit.primary.remaining).sort((x, y) => x - y)).toEqual([
       0, 1, 2, 3, 4, 5, 6, 7, 8,
     ]);
     for (const refused of answers.filter((a) => a.status === 403)) {

@@ -31,7 +31,7 @@ const start = new Date(Date.now() + 60_000);
 
 interface Delivery {
   id: string;
-  body: Record<string, any>;
+  body: Record<string, unknown>;
 }
 
 describe("gate ceremonies end to end", () => {

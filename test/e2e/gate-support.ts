@@ -12,6 +12,7 @@ export const issuer = "http://127.0.0.1:8080";
 
 export interface Reply {
   status: number;
+  // biome-ignore lint/suspicious/noExplicitAny: a JSON reply, read by each test's assertions in the shape that test expects.
   body: any;
 }
 

@@ -41,17 +41,18 @@ export async function provisionDemo(consoleUrl: string, file: string): Promise<D
       })
     ).key;
   const gates = createClient(GateConsoleService, transport);
-  const gate = async (gateKey: string, type: GateType, ageThreshold?: number) =>
-    (
-      await gates.createGate({
-        organizationId,
-        environment: Environment.DEVELOPMENT,
-        key: gateKey,
-        type,
-        ageThreshold,
-        status: "active",
-      })
-    ).gate!.key;
+  const gate = async (gateKey: string, type: GateType, ageThreshold?: number) => {
+    const { gate: created } = await gates.createGate({
+      organizationId,
+      environment: Environment.DEVELOPMENT,
+      key: gateKey,
+      type,
+      ageThreshold,
+      status: "active",
+    });
+    if (!created) throw new Error(`CreateGate answered no gate for ${gateKey}`);
+    return created.key;
+  };
   const demo: DemoCredentials = {
     organization_id: organizationId,
     development_secret_key: await key(Environment.DEVELOPMENT, KeyType.SECRET),

@@ -55,25 +55,27 @@ interface Planned {
 
 export async function startMesh(options: MeshOptions): Promise<Mesh> {
   const layout = meshLayout.filter((s) => s.name === "gateway" || !options.only || options.only.includes(s.name));
-  const ports = new Map<string, number>();
-  for (const service of layout) ports.set(service.name, options.ports === "default" ? service.port : await freePort());
+  const placed: { name: ServiceName; entry: string; envPrefix: string; port: number; url: string }[] = [];
+  for (const service of layout) {
+    const port = options.ports === "default" ? service.port : await freePort();
+    placed.push({ ...service, port, url: `http://127.0.0.1:${port}` });
+  }
   const consolePort = options.ports === "default" ? 9090 : await freePort();
-  const urls = Object.fromEntries(layout.map((s) => [s.name, `http://127.0.0.1:${ports.get(s.name)}`]));
+  const urls = Object.fromEntries(placed.map((s) => [s.name, s.url]));
 
   // Each process learns every other's address as <ITS_PREFIX>_<OTHER_PREFIX>_URL, e.g. GATEWAY_SIGNING_URL.
   const addressBook: Record<string, string> = {};
-  for (const consumer of layout)
-    for (const provider of layout)
-      addressBook[`${consumer.envPrefix}_${provider.envPrefix}_URL`] = urls[provider.name]!;
+  for (const consumer of placed)
+    for (const provider of placed) addressBook[`${consumer.envPrefix}_${provider.envPrefix}_URL`] = provider.url;
 
-  const planned: Planned[] = layout.map((service) => ({
+  const planned: Planned[] = placed.map((service) => ({
     name: service.name,
     entry: join(repositoryRoot, service.entry),
-    port: ports.get(service.name)!,
+    port: service.port,
     env: {
       ...addressBook,
       ...options.env,
-      [`${service.envPrefix}_PORT`]: String(ports.get(service.name)),
+      [`${service.envPrefix}_PORT`]: String(service.port),
       ...(service.name === "gateway" ? { GATEWAY_CONSOLE_PORT: String(consolePort) } : {}),
     },
   }));
@@ -83,8 +85,9 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
       env: { ...process.env, ...p.env },
       stdio: ["ignore", "pipe", "pipe"],
     });
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
     p.child = child;
-    p.exited = new Promise((resolve) => child.once("exit", () => resolve()));
+    p.exited = exited;
     const recent: string[] = [];
     const forward = (chunk: Buffer) => {
       for (const line of chunk.toString().split("\n")) {
@@ -94,9 +97,9 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
         options.log(`[${p.name}] ${line}`);
       }
     };
-    child.stdout!.on("data", forward);
-    child.stderr!.on("data", forward);
-    await waitUntilReady(p, options.readyTimeoutMs ?? 30_000, () => recent.join("\n"));
+    child.stdout.on("data", forward);
+    child.stderr.on("data", forward);
+    await waitUntilReady(p, exited, options.readyTimeoutMs ?? 30_000, () => recent.join("\n"));
   };
 
   const started: Planned[] = [];
@@ -126,7 +129,7 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
     return p;
   };
   return {
-    gatewayUrl: urls.gateway!,
+    gatewayUrl: `http://127.0.0.1:${find("gateway").port}`,
     consoleUrl: `http://127.0.0.1:${consolePort}`,
     urls,
     async kill(name, signal = "SIGKILL") {
@@ -147,10 +150,17 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
   };
 }
 
-async function waitUntilReady(p: Planned, timeoutMs: number, recentLogs: () => string): Promise<void> {
+async function waitUntilReady(
+  p: Planned,
+  exit: Promise<void>,
+  timeoutMs: number,
+  recentLogs: () => string,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let exited = false;
-  void p.exited!.then(() => (exited = true));
+  void exit.then(() => {
+    exited = true;
+  });
   while (Date.now() < deadline) {
     if (exited) throw new Error(`${p.name} exited during start (code ${p.child?.exitCode}):\n${recentLogs()}`);
     try {

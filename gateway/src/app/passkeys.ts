@@ -1,6 +1,7 @@
 import { defineRoute, ok } from "../http/route.ts";
 import { ceremonyAnswerFields, pageOriginField } from "./person-fields.ts";
 import { relyingParty } from "./relying-party.ts";
+import { sessionUserId } from "./session-user.ts";
 
 /** App API: the signed-in person registers a passkey (WebAuthn registration through the account service). */
 export const beginPasskeyRegistrationRoute = defineRoute({
@@ -13,7 +14,7 @@ export const beginPasskeyRegistrationRoute = defineRoute({
   envelope: "nested",
   async handle(input, { caller, services }) {
     const begun = await services.account.beginPasskeyRegistration({
-      svcUserId: caller!.credentialId,
+      svcUserId: sessionUserId(caller),
       ...relyingParty(services.publicOrigin, input.origin),
     });
     return ok({ ceremony_id: begun.ceremonyId, options: JSON.parse(begun.optionsJson) });
@@ -59,7 +60,7 @@ export const registerDeviceRoute = defineRoute({
   envelope: "nested",
   async handle(input, { caller, services }) {
     const device = await services.account.registerDevice({
-      svcUserId: caller!.credentialId,
+      svcUserId: sessionUserId(caller),
       pushToken: input.push_token,
       platform: input.platform,
     });
@@ -77,6 +78,6 @@ export const appMeRoute = defineRoute({
   input: { type: "object", properties: {} },
   envelope: "nested",
   async handle(_input, { caller }) {
-    return ok({ svc_user_id: caller!.credentialId });
+    return ok({ svc_user_id: sessionUserId(caller) });
   },
 });

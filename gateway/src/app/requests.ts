@@ -5,6 +5,7 @@ import type { ObjectSchema } from "../http/schema.ts";
 import { gateTypeName } from "../operations/create-verification-link.ts";
 import { ceremonyAnswerFields, flowSecretField, pageOriginField, requestIdField } from "./person-fields.ts";
 import { relyingParty } from "./relying-party.ts";
+import { sessionUserId } from "./session-user.ts";
 
 const opened = (response: OpenRequestResponse) => ({
   request_id: response.requestId,
@@ -36,7 +37,7 @@ function requestRoutes(side: "app" | "flow"): Route[] {
   });
   const access = (input: { t?: string }, caller: { credentialId: string } | undefined) => ({
     flowSecret: input.t ?? "",
-    svcUserId: app ? caller!.credentialId : "",
+    svcUserId: app ? sessionUserId(caller) : "",
   });
   const prefix = app ? "app" : "flow";
   const id = (name: string) => `${prefix}${name}`;

@@ -14,7 +14,7 @@ export class UsageError extends Error {
   }
 }
 
-export interface OptionSpec {
+interface OptionSpec {
   type: "string" | "boolean";
   /** May be given several times (`--origin A --origin B`). */
   multiple?: boolean;
@@ -77,14 +77,14 @@ export function commandUsage(group: CommandGroup, command: Command): string {
     const text = spec.required ? optionText(name, spec) : `[${optionText(name, spec)}]`;
     return spec.multiple ? `${text}...` : text;
   });
-  const rows = [
-    ...Object.entries(command.options).map(([name, spec]) => [
+  const rows: [string, string][] = [
+    ...Object.entries(command.options).map(([name, spec]): [string, string] => [
       optionText(name, spec),
       spec.description + (spec.required ? " (required)" : spec.multiple ? " (repeatable)" : ""),
     ]),
     ["-h, --help", "show this help"],
   ];
-  const width = Math.max(...rows.map(([left]) => left!.length));
+  const width = Math.max(...rows.map(([left]) => left.length));
   return [
     `Usage: svcctl ${group.name} ${command.name} ${parts.join(" ")}`.trimEnd(),
     "",
@@ -92,7 +92,7 @@ export function commandUsage(group: CommandGroup, command: Command): string {
     ...(command.details ? ["", command.details] : []),
     "",
     "Options:",
-    ...rows.map(([left, right]) => `  ${left!.padEnd(width)}  ${right}`),
+    ...rows.map(([left, right]) => `  ${left.padEnd(width)}  ${right}`),
     "",
   ].join("\n");
 }

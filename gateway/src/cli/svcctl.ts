@@ -58,15 +58,24 @@ export async function svcctl(argv: string[], io: Io): Promise<number> {
   try {
     const [groupName, commandName, ...rest] = argv;
     if (groupName === undefined) throw new UsageError("no command given", usage());
-    if (isHelp(groupName)) return (io.out(usage()), 0);
+    if (isHelp(groupName)) {
+      io.out(usage());
+      return 0;
+    }
     const group = groups.find((g) => g.name === groupName);
     if (!group) throw new UsageError(`unknown command group ${JSON.stringify(groupName)}`, usage());
     if (commandName === undefined) throw new UsageError(`${group.name}: no command given`, groupUsage(group));
-    if (isHelp(commandName)) return (io.out(groupUsage(group)), 0);
+    if (isHelp(commandName)) {
+      io.out(groupUsage(group));
+      return 0;
+    }
     const command = group.commands.find((c) => c.name === commandName);
     if (!command)
       throw new UsageError(`${group.name}: unknown command ${JSON.stringify(commandName)}`, groupUsage(group));
-    if (rest.includes("--help") || rest.includes("-h")) return (io.out(commandUsage(group, command)), 0);
+    if (rest.includes("--help") || rest.includes("-h")) {
+      io.out(commandUsage(group, command));
+      return 0;
+    }
 
     const values = parseOptions(group, command, rest);
     const ctx = consoleContext(io.env.SVCCTL_CONSOLE_URL || defaultConsoleUrl);

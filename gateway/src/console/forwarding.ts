@@ -9,8 +9,10 @@ import type { Logger, NodeServerRequest, NodeServerResponse } from "@svc/platfor
 export function consoleForwarding(targets: Record<string, string>, logger: Logger) {
   return (req: NodeServerRequest, res: NodeServerResponse): boolean => {
     const path = req.url ?? "";
-    const match = /^\/(svc\.[a-z_]+\.v1)\.[A-Za-z]+ConsoleService\/[A-Za-z]+$/.exec(path.split("?")[0]!);
-    const target = match ? targets[match[1]!] : undefined;
+    const [pathname = ""] = path.split("?");
+    const protoPackage = /^\/(svc\.[a-z_]+\.v1)\.[A-Za-z]+ConsoleService\/[A-Za-z]+$/.exec(pathname)?.[1];
+    if (protoPackage === undefined) return false;
+    const target = targets[protoPackage];
     if (!target) return false;
 
     const upstream = request(
@@ -24,7 +26,7 @@ export function consoleForwarding(targets: Record<string, string>, logger: Logge
     upstream.on("error", (error) => {
       logger.warn("console forwarding failed", { target, path, error });
       if (res.headersSent) return void res.end();
-      const body = JSON.stringify({ code: "unavailable", message: `${match![1]} console unreachable` });
+      const body = JSON.stringify({ code: "unavailable", message: `${protoPackage} console unreachable` });
       res.writeHead(503, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
       res.end(body);
     });

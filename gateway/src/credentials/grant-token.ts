@@ -4,7 +4,7 @@ import { OperationError } from "../http/errors.ts";
 import type { CredentialResolver } from "./authenticate.ts";
 
 /** The grant-token prefix (spec "Authentication"); what follows is the gate service's business. */
-export const grantTokenPrefix = "svcs_";
+const grantTokenPrefix = "svcs_";
 
 /**
  * Grant tokens belong to the gate service: the gateway recognises them by prefix and asks gate which

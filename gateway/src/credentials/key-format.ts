@@ -3,7 +3,7 @@ import { type EnvironmentName, randomBase62 } from "@svc/platform";
 export type KeyType = "secret" | "site";
 
 /** Length of the random part of every API key: 32 base62 characters, about 190 bits. */
-export const secretLength = 32;
+const secretLength = 32;
 
 interface KeyForm {
   prefix: string;
@@ -34,8 +34,11 @@ export interface ParsedKey {
   secret: string;
 }
 
-const issuedPrefix = (type: KeyType, environment: EnvironmentName): string =>
-  issuedForms.find((f) => f.type === type && f.environment === environment)!.prefix;
+function issuedPrefix(type: KeyType, environment: EnvironmentName): string {
+  const form = issuedForms.find((f) => f.type === type && f.environment === environment);
+  if (!form) throw new Error(`no ${type} key is issued for ${environment}`);
+  return form.prefix;
+}
 
 /** The kind of API key a bearer value claims to be, by its prefix alone; undefined when it is no API key. */
 export function apiKeyTypeOf(credential: string): KeyType | undefined {

@@ -8,7 +8,7 @@ import type { DevIdentityProvider } from "../dev-idp/dev-identity-provider.ts";
 import type { CredentialResolver } from "./authenticate.ts";
 
 /** The OpenID Connect issuer whose ID tokens sign users in to the app API (GATEWAY_OIDC_*). */
-export const oidcSettings = {
+const oidcSettings = {
   oidcIssuer: {
     parse: parse.string,
     default: "",

@@ -13,10 +13,10 @@ import {
 } from "jose";
 
 /** Where the development identity provider lives below `{api_origin}`; also its issuer's path. */
-export const devIdpPath = "/dev-idp";
+const devIdpPath = "/dev-idp";
 export const devIdpJwksPath = `${devIdpPath}/.well-known/jwks.json`;
 /** The audience of the user sessions it mints: the app API. */
-export const appAudience = "svc-app";
+const appAudience = "svc-app";
 
 const sessionLifetimeSeconds = 3600;
 
@@ -57,7 +57,9 @@ export class DevIdentityProvider {
       );
       rows = await em.execute(`select kid, private_jwk from dev_idp_keys order by created_at limit 1`);
     }
-    const { kid, private_jwk: privateJwk } = rows[0]!;
+    const [row] = rows;
+    if (!row) throw new Error("dev_idp_keys holds no key after one was inserted");
+    const { kid, private_jwk: privateJwk } = row;
     const { d: _secret, ...publicJwk } = privateJwk;
     return new DevIdentityProvider({
       issuer: `${options.publicOrigin}${devIdpPath}`,

@@ -15,8 +15,9 @@ export function clientAddress(
     .split(",")
     .map((entry) => entry.trim())
     .filter((entry) => entry !== "");
-  if (hops.length === 0) return peer;
-  const claimed = normalize(hops[Math.max(0, hops.length - trustedProxyHops)]!);
+  const hop = hops[Math.max(0, hops.length - trustedProxyHops)];
+  if (hop === undefined) return peer;
+  const claimed = normalize(hop);
   return ipText.test(claimed) ? claimed : peer;
 }
 

@@ -98,7 +98,7 @@ const isErrorStatus = (n: unknown): n is ErrorStatus =>
  * `code` becomes `data.error.code`, `status_code` overrides the status mapped from the Connect code
  * (410, 422), and every other field is copied into `data.error` (`min_ttl_seconds`, `violations`, …).
  */
-export function envelopeErrorFromConnect(error: ConnectError): EnvelopeError {
+function envelopeErrorFromConnect(error: ConnectError): EnvelopeError {
   const detail: JsonObject = Object.assign(
     {},
     ...error.findDetails(StructSchema).map((struct) => toJson(StructSchema, struct)),

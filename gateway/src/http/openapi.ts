@@ -353,8 +353,10 @@ const browserHeaders = {
 function preflightOf(routes: readonly Route[]): Json {
   const methods = routes.map((route) => route.method).join(", ");
   const constant = (value: string) => ({ schema: { type: "string", const: value } });
+  const [first] = routes;
+  if (!first) throw new Error("a preflight is described for the routes of a path, and there are none");
   return {
-    operationId: `${routes[0]!.operationId}Preflight`,
+    operationId: `${first.operationId}Preflight`,
     summary: "CORS preflight of a browser call with a site key or a grant token.",
     description:
       "Answered for any `Origin`: a preflight carries no credential, so the actual request is judged by its credential. It is not rate-limited.",

@@ -35,12 +35,13 @@ export const parseStage: Stage = {
 };
 
 /** A parameter given once is a string; given several times, an array (the schema decides if that is allowed). */
-export function queryInput(params: URLSearchParams): Record<string, unknown> {
+function queryInput(params: URLSearchParams): Record<string, unknown> {
   // fromEntries defines own properties, so a parameter named __proto__ is a parameter like any other.
   return Object.fromEntries(
     [...new Set(params.keys())].map((key) => {
       const values = params.getAll(key);
-      return [key, values.length === 1 ? values[0]! : values];
+      const [first] = values;
+      return [key, values.length === 1 && first !== undefined ? first : values];
     }),
   );
 }
@@ -49,10 +50,10 @@ export function queryInput(params: URLSearchParams): Record<string, unknown> {
  * URLSearchParams reads a broken escape as text and invalid UTF-8 as U+FFFD, so a garbled parameter
  * would pass for another value: the raw query must be printable ASCII whose escapes decode as UTF-8.
  */
-export function isReadableQuery(target: string): boolean {
+function isReadableQuery(target: string): boolean {
   const start = target.indexOf("?");
   if (start === -1) return true;
-  const query = target.slice(start + 1).split("#")[0]!;
+  const [query = ""] = target.slice(start + 1).split("#");
   if (!/^[\x21-\x7e]*$/.test(query)) return false;
   try {
     for (const part of query.split(/[&=]/)) decodeURIComponent(part.replaceAll("+", " "));
@@ -76,12 +77,13 @@ function repeatedHeader(headers: NodeJS.Dict<string[]>): string | undefined {
 const bodyError = (message: string) =>
   new InputValidationError({}, [{ propertyPath: "", invalidValue: null, message }]);
 
-export function isJsonMediaType(contentType: string | undefined): boolean {
-  const mediaType = (contentType ?? "").split(";")[0]!.trim().toLowerCase();
+function isJsonMediaType(contentType: string | undefined): boolean {
+  const [parameterless = ""] = (contentType ?? "").split(";");
+  const mediaType = parameterless.trim().toLowerCase();
   return mediaType === "application/json" || /^application\/[a-z0-9.+-]+\+json$/.test(mediaType);
 }
 
-export async function readJsonObject(request: IncomingMessage, limit: number): Promise<Record<string, unknown>> {
+async function readJsonObject(request: IncomingMessage, limit: number): Promise<Record<string, unknown>> {
   const declared = Number(request.headers["content-length"]);
   if (Number.isFinite(declared) && declared > limit) throw bodyError(`request body is larger than ${limit} bytes`);
   const text = await readText(request, limit);
@@ -104,7 +106,7 @@ export async function readJsonObject(request: IncomingMessage, limit: number): P
  * Far deeper than any operation's input (an Adaptive Card nests a few levels), and shallow enough that
  * echoing the input in a 400 or copying it can never exhaust the stack.
  */
-export const maxNesting = 32;
+const maxNesting = 32;
 
 function nestedDeeperThan(value: unknown, levels: number): boolean {
   if (typeof value !== "object" || value === null) return false;

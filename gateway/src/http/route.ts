@@ -38,7 +38,7 @@ export const fail = (
   error: new OperationError(statusCode, message, extra).toEnvelope(),
 });
 
-export interface HandlerContext {
+interface HandlerContext {
   /** Set when the route accepts a credential: who is calling, ready to pass to a business service. */
   caller: Caller | undefined;
   credential: AuthenticatedCredential | undefined;
@@ -75,7 +75,9 @@ export interface RouteDefinition<S extends ObjectSchema> {
   handle(input: Infer<S>, ctx: HandlerContext): Promise<HandlerResult>;
 }
 
-export type Route = RouteDefinition<ObjectSchema> & { handle(input: any, ctx: HandlerContext): Promise<HandlerResult> };
+export type Route = RouteDefinition<ObjectSchema> & {
+  handle(input: unknown, ctx: HandlerContext): Promise<HandlerResult>;
+};
 
 /** Declares a route with its handler's input typed from the schema (declare the schema inline or `as const`). */
 export function defineRoute<const S extends ObjectSchema>(route: RouteDefinition<S>): Route {

@@ -6,7 +6,7 @@
  * renders it as `format: uuid` plus the version-4 pattern.
  */
 
-export type StringFormat = "uuid" | "uuid-v4" | "date-time" | "email" | "uri";
+type StringFormat = "uuid" | "uuid-v4" | "date-time" | "email" | "uri";
 
 interface Common {
   description?: string;
@@ -15,7 +15,7 @@ interface Common {
   deprecated?: boolean;
 }
 
-export interface StringSchema extends Common {
+interface StringSchema extends Common {
   type: "string";
   minLength?: number;
   maxLength?: number;
@@ -26,19 +26,19 @@ export interface StringSchema extends Common {
   default?: string;
 }
 
-export interface NumberSchema extends Common {
+interface NumberSchema extends Common {
   type: "integer" | "number";
   minimum?: number;
   maximum?: number;
   default?: number;
 }
 
-export interface BooleanSchema extends Common {
+interface BooleanSchema extends Common {
   type: "boolean";
   default?: boolean;
 }
 
-export interface ArraySchema extends Common {
+interface ArraySchema extends Common {
   type: "array";
   items: Schema;
   minItems?: number;
@@ -132,7 +132,10 @@ const formatChecks: Record<StringFormat, { test: (v: string) => boolean; message
 const patterns = new Map<string, RegExp>();
 const compiled = (pattern: string): RegExp => {
   let re = patterns.get(pattern);
-  if (!re) patterns.set(pattern, (re = new RegExp(pattern, "u")));
+  if (!re) {
+    re = new RegExp(pattern, "u");
+    patterns.set(pattern, re);
+  }
   return re;
 };
 

@@ -13,7 +13,7 @@ export interface RequestLinks {
 }
 
 /** The mobile app's link scheme. */
-export const appLinkBase = "svc://verify";
+const appLinkBase = "svc://verify";
 
 /** Below `{base_url}`: `/qr/<request_id>.svg?t=<flow secret>` is the request's deep link as a QR code. */
 export const qrCodePrefix = "/qr/";
@@ -42,7 +42,13 @@ export function qrCodeTarget(
 ): { requestId: string; flowSecret: string } | undefined {
   const file = path.startsWith(qrCodePrefix) ? path.slice(qrCodePrefix.length) : "";
   const requestId = file.endsWith(qrCodeSuffix) ? file.slice(0, -qrCodeSuffix.length) : "";
-  const secrets = query.getAll("t");
-  if (!requestIdForm.test(requestId) || secrets.length !== 1 || !flowSecretForm.test(secrets[0]!)) return undefined;
-  return { requestId, flowSecret: secrets[0]! };
+  const [flowSecret, ...others] = query.getAll("t");
+  if (
+    !requestIdForm.test(requestId) ||
+    flowSecret === undefined ||
+    others.length > 0 ||
+    !flowSecretForm.test(flowSecret)
+  )
+    return undefined;
+  return { requestId, flowSecret };
 }

@@ -7,7 +7,7 @@ import { jsonReply, type RawRoute } from "../http/raw-route.ts";
 export const jwksPath = "/.well-known/jwks.json";
 
 /** The spec's key-set cache lifetime; signing starts a new key one such lifetime after publishing it. */
-export const keySetCacheControl = "public, max-age=300";
+const keySetCacheControl = "public, max-age=300";
 
 export type Jwk = Record<string, string>;
 

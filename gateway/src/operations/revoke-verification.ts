@@ -32,12 +32,13 @@ export const revokeVerificationRoute = defineRoute({
     properties: { success: { type: "boolean" }, revoked_count: { type: "integer" }, message: { type: "string" } },
   },
   async handle(input, { caller, credential, services }) {
-    if (!input.partner_user_id) return fail(400, "partner_user_id is required");
+    const partnerUserId = input.partner_user_id;
+    if (!partnerUserId) return fail(400, "partner_user_id is required");
     const result = await failingAs500("the revoke failed; retry", () =>
       services.gate.revokeVerification({
         caller,
         gate: input.gate,
-        partnerUserId: input.partner_user_id!,
+        partnerUserId,
         allowedGates: [...(credential?.allowedGates ?? [])],
       }),
     );

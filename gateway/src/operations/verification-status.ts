@@ -1,4 +1,5 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
+import type { GetVerificationStatusResponse } from "@svc/proto/gate/v1/gate_pb.js";
 import { defineRoute, ok } from "../http/route.ts";
 
 /**
@@ -35,7 +36,7 @@ export const verificationStatusRoute = defineRoute({
     },
   },
   async handle(input, { caller, services, logger }) {
-    let record;
+    let record: GetVerificationStatusResponse;
     try {
       record = await services.gate.getVerificationStatus({ caller, requestId: input.request_id });
     } catch (error) {

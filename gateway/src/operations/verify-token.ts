@@ -9,7 +9,10 @@ const batchers = new WeakMap<GatewayServices["signing"], VerifyTokenBatcher>();
 
 function batcherFor(signing: GatewayServices["signing"]): VerifyTokenBatcher {
   let batcher = batchers.get(signing);
-  if (batcher === undefined) batchers.set(signing, (batcher = new VerifyTokenBatcher(signing)));
+  if (batcher === undefined) {
+    batcher = new VerifyTokenBatcher(signing);
+    batchers.set(signing, batcher);
+  }
   return batcher;
 }
 
@@ -73,7 +76,7 @@ export interface VerifyTokenResult {
   claims?: Record<string, unknown>;
 }
 
-export function verifyTokenResult(response: VerifyTokenResponse): VerifyTokenResult {
+function verifyTokenResult(response: VerifyTokenResponse): VerifyTokenResult {
   return {
     valid: response.valid,
     ...(response.valid ? {} : { reason: response.reason || "invalid" }),

@@ -4,7 +4,7 @@ import type { RateTier } from "./rate-tiers.ts";
 
 /** How partners read a decision: `_rateLimit`, the IETF RateLimit header fields, and the blocked body. */
 
-export interface BucketReport {
+interface BucketReport {
   limit: number;
   remaining: number;
   resetIn: number;
@@ -100,7 +100,7 @@ export function blockedBody(tier: RateTier, decision: RateDecision, upgradeUrl: 
  * instead): a plain page on what a refused partner can do, so the link in every development refusal
  * answers.
  */
-export const upgradePath = "/upgrade";
+const upgradePath = "/upgrade";
 
 export const upgradePageRoute: RawRoute = {
   path: upgradePath,

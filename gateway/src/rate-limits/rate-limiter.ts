@@ -44,7 +44,10 @@ interface Asked {
   leaseId: string | undefined;
 }
 
+/** One counter row a batch takes: a bucket of one subject in one window. */
 interface Counter {
+  /** `subject\u0000bucket`: the order every replica locks counters in. */
+  key: string;
   subject: string;
   bucket: BucketName;
   start: number;
@@ -52,6 +55,34 @@ interface Counter {
   limit: number;
   keyId: string | null;
   demand: number;
+  /** Its place in the statement's arrays, from 0. */
+  position: number;
+  /** The limit the statement applied (a key's own limit overrides the tier's). */
+  decidedLimit: number;
+  /** The count as the requests of the batch are replayed in order. */
+  count: number;
+}
+
+/** One in_flight lease subject a batch takes. */
+interface LeaseSubject {
+  subject: string;
+  cap: number;
+  keyId: string | null;
+  /** Its place in the statement's arrays, from 1 (0 means no lease). */
+  position: number;
+  decidedLimit: number;
+  count: number;
+}
+
+/** The element of a statement's answer array that the statement promised at `index`. */
+function answered(values: readonly number[], index: number, column: string): number {
+  const value = values[index];
+  if (value === undefined) throw new Error(`decide_rate_limits answered no ${column}[${index}]`);
+  return value;
+}
+
+function byCodeUnits(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /** `decide_rate_limits`, the decision itself: applied at start whenever its text changes (the platform's stored definitions). */
@@ -113,42 +144,53 @@ export class RateLimiter {
     // that another of the same statement has already left.
     const now = Math.max(...batch.map((w) => w.now.getTime()));
     const counters = new Map<string, Counter>();
-    const leaseSubjects = new Map<string, { cap: number; keyId: string | null }>();
-    const planned = batch.map(({ plan }) => {
+    const leaseSubjects = new Map<string, LeaseSubject>();
+    const planned = batch.map((asked) => {
+      const { plan } = asked;
       const own = plan.tier.buckets.map((bucket) => {
         const subject = bucket.perClientIp ? `${plan.subject}|ip:${plan.clientIp}` : plan.subject;
-        const name = `${subject}\u0000${bucket.name}`;
-        let counter = counters.get(name);
+        const key = `${subject}\u0000${bucket.name}`;
+        let counter = counters.get(key);
         if (!counter) {
           const window = windowOf(new Date(now), bucket.windowSeconds);
           counter = {
+            key,
             subject,
             bucket: bucket.name,
             ...window,
             limit: bucket.limit,
             keyId: plan.keyId ?? null,
             demand: 0,
+            position: 0,
+            decidedLimit: 0,
+            count: 0,
           };
-          counters.set(name, counter);
+          counters.set(key, counter);
         }
         counter.demand++;
-        return name;
+        return counter;
       });
-      if (plan.tier.inFlight !== undefined)
-        leaseSubjects.set(plan.subject, { cap: plan.tier.inFlight, keyId: plan.keyId ?? null });
-      return own;
+      let lease: LeaseSubject | undefined;
+      if (plan.tier.inFlight !== undefined) {
+        lease = leaseSubjects.get(plan.subject);
+        if (!lease) {
+          lease = { subject: plan.subject, cap: 0, keyId: null, position: 0, decidedLimit: 0, count: 0 };
+          leaseSubjects.set(plan.subject, lease);
+        }
+        lease.cap = plan.tier.inFlight;
+        lease.keyId = plan.keyId ?? null;
+      }
+      return { asked, own, lease };
     });
     // Every replica locks counters, and lease subjects, in one order.
-    const names = [...counters.keys()].sort();
-    const position = new Map(names.map((name, i) => [name, i]));
-    const ordered = names.map((name) => counters.get(name)!);
-    const leases = [...leaseSubjects.keys()].sort();
-    const leasePosition = new Map(leases.map((subject, i) => [subject, i + 1]));
-    // Per request: its lease subject's place in `leases` (from 1), or 0 when it asks for no lease.
-    const leaseRefs = batch.map(({ plan }) =>
-      plan.tier.inFlight === undefined ? 0 : leasePosition.get(plan.subject)!,
-    );
-    const refs = planned.map((own) => own.map((name) => position.get(name)!));
+    const ordered = [...counters.values()].sort((a, b) => byCodeUnits(a.key, b.key));
+    ordered.forEach((counter, i) => {
+      counter.position = i;
+    });
+    const leases = [...leaseSubjects.values()].sort((a, b) => byCodeUnits(a.subject, b.subject));
+    leases.forEach((lease, i) => {
+      lease.position = i + 1;
+    });
     let end = 0;
     const {
       rows: [answer],
@@ -162,50 +204,53 @@ export class RateLimiter {
         ordered.map((c) => c.demand),
         ordered.map((c) => c.limit),
         ordered.some((c) => c.keyId !== null) ? ordered.map((c) => c.keyId) : null,
-        refs.map((own) => (end += own.length)),
-        refs.flat().map((i) => i + 1),
-        leases,
-        leases.map((subject) => leaseSubjects.get(subject)!.cap),
-        leases.map((subject) => leaseSubjects.get(subject)!.keyId),
-        leases.length > 0 ? leaseRefs : null,
+        planned.map(({ own }) => (end += own.length)),
+        planned.flatMap(({ own }) => own.map((c) => c.position + 1)),
+        leases.map((l) => l.subject),
+        leases.map((l) => l.cap),
+        leases.map((l) => l.keyId),
+        // Per request: its lease subject's place in `leases` (from 1), or 0 when it asks for no lease.
+        leases.length > 0 ? planned.map(({ lease }) => lease?.position ?? 0) : null,
         leases.length > 0 ? batch.map(({ leaseId }) => leaseId ?? null) : null,
         now + this.#leaseTtlMs,
         now,
       ],
     });
     if (!answer) throw new Error("decide_rate_limits answered no row");
+    for (const counter of ordered) {
+      counter.count = answered(answer.counts_before, counter.position, "counts_before");
+      counter.decidedLimit = answered(answer.limits, counter.position, "limits");
+    }
+    for (const lease of leases) {
+      if (!answer.leases_before || !answer.lease_limits) throw new Error("decide_rate_limits answered no leases");
+      lease.count = answered(answer.leases_before, lease.position - 1, "leases_before");
+      lease.decidedLimit = answered(answer.lease_limits, lease.position - 1, "lease_limits");
+    }
     // Each request's view: the counts after the requests before it in the batch, and after its own
     // where it was allowed.
-    const counts = [...answer.counts_before];
-    const leased = [...(answer.leases_before ?? [])];
-    return batch.map((asked, r) => {
+    return planned.map(({ asked, own, lease }, r) => {
       const allowed = answer.allowed?.[r] ?? true;
-      const lease = leaseRefs[r]!;
       if (allowed) {
-        for (const i of refs[r]!) counts[i]!++;
-        if (lease > 0) leased[lease - 1]!++;
+        for (const counter of own) counter.count++;
+        if (lease) lease.count++;
       }
-      const buckets = refs[r]!.map((i): BucketState => {
-        const counter = ordered[i]!;
-        const limit = answer.limits[i]!;
-        return {
+      const buckets = own.map(
+        (counter): BucketState => ({
           name: counter.bucket,
-          limit,
-          remaining: Math.max(0, limit - counts[i]!),
+          limit: counter.decidedLimit,
+          remaining: Math.max(0, counter.decidedLimit - counter.count),
           resetIn: Math.ceil((counter.end - now) / 1000),
           windowSeconds: (counter.end - counter.start) / 1000,
-          full: !allowed && counts[i]! >= limit,
-        };
-      });
-      if (lease > 0) {
-        const limit = answer.lease_limits![lease - 1]!;
-        const used = leased[lease - 1]!;
+          full: !allowed && counter.count >= counter.decidedLimit,
+        }),
+      );
+      if (lease) {
         buckets.push({
           name: "in_flight",
-          limit,
-          remaining: Math.max(0, limit - used),
+          limit: lease.decidedLimit,
+          remaining: Math.max(0, lease.decidedLimit - lease.count),
           resetIn: 1,
-          full: !allowed && used >= limit,
+          full: !allowed && lease.count >= lease.decidedLimit,
         });
       }
       return { allowed, buckets, ...(allowed && asked.leaseId !== undefined && { leaseId: asked.leaseId }) };

@@ -12,7 +12,7 @@ import type { AuthenticatedCredential } from "../http/credential.ts";
 /** Bucket names as partners read them in `_rateLimit`, `data.error.bucket` and the RateLimit headers. */
 export type BucketName = "per_minute" | "hourly" | "daily" | "per_ip" | "in_flight";
 
-export interface WindowBucket {
+interface WindowBucket {
   name: Exclude<BucketName, "in_flight">;
   limit: number;
   windowSeconds: number;

@@ -44,10 +44,11 @@ export function aliasRequest(
       }
       delete out[row.old];
     }
-    if (row.values && has(out, row.new)) {
+    const { values } = row;
+    if (values && has(out, row.new)) {
       const given = out[row.new];
       const renameValue = (value: unknown): unknown => {
-        const rename = row.values!.find((r) => r.old === value && r.old !== r.new);
+        const rename = values.find((r) => r.old === value && r.old !== r.new);
         if (!rename) return value;
         if (retired) refused.push(`${row.new} value ${rename.old} was renamed ${rename.new}: send ${rename.new}`);
         else used.push({ old: `${row.new}=${rename.old}`, new: `${row.new}=${rename.new}` });
@@ -56,10 +57,10 @@ export function aliasRequest(
       out[row.new] = Array.isArray(given) ? given.map(renameValue) : renameValue(given);
     }
   }
-  if (refused.length > 0) {
+  if (retiredSince !== undefined && refused.length > 0) {
     throw new OperationError(
       400,
-      `old names are no longer accepted since ${retiredSince!.toISOString().slice(0, 10)}: ${refused.join("; ")}`,
+      `old names are no longer accepted since ${retiredSince.toISOString().slice(0, 10)}: ${refused.join("; ")}`,
       { code: "alias_retired" },
     );
   }

@@ -7,9 +7,10 @@ import { SandboxResponder } from "../src/ceremony/sandbox.ts";
 const responder = (deployment: "development" | "production") => {
   const asked: string[] = [];
   const account = {
-    getHuman: async ({ svcUserId }: { svcUserId: string }) => (
-      asked.push(svcUserId), { sandboxBehavior: SandboxBehavior.CONFIRM }
-    ),
+    getHuman: async ({ svcUserId }: { svcUserId: string }) => {
+      asked.push(svcUserId);
+      return { sandboxBehavior: SandboxBehavior.CONFIRM };
+    },
   };
   const sandbox = new SandboxResponder({
     ceremony: {} as Ceremony,

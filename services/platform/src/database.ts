@@ -12,7 +12,7 @@ export interface DatabaseOptions {
   url: string;
   /** The service's own schema: every table, and its migration ledger, lives there. */
   schema: string;
-  entities: EntitySchema<any, any>[];
+  entities: EntitySchema[];
   migrations: MigrationObject[];
   /** Stored functions from `.sql` files, applied after the migrations whenever their text changes. */
   storedDefinitions?: readonly StoredDefinition[];

@@ -32,7 +32,8 @@ export function randomBase62(length: number): string {
   while (out.length < length) {
     const { pool, start } = takeRandom(length * 2);
     for (let i = start; i < start + length * 2 && out.length < length; i++) {
-      if (pool[i]! < 248) out += alphabet[pool[i]! % 62];
+      const byte = pool.readUInt8(i);
+      if (byte < 248) out += alphabet.charAt(byte % 62);
     }
   }
   return out;

@@ -51,7 +51,10 @@ export class NaturalBatcher<In, Out> {
 
   /** Sends the next batch now or, with gatherTurn, at the end of the current turn of the event loop. */
   #dispatch(): void {
-    if (!this.#options.gatherTurn) return this.#next();
+    if (!this.#options.gatherTurn) {
+      this.#next();
+      return;
+    }
     if (this.#busy || this.#gathering || this.#queue.length === 0) return;
     this.#gathering = true;
     setImmediate(() => {
@@ -93,7 +96,12 @@ export class NaturalBatcher<In, Out> {
       const results = await this.#options.run(batch.map((w) => w.item));
       if (results.length !== batch.length)
         throw new Error(`a batch of ${batch.length} answered ${results.length} results`);
-      batch.forEach((waiting, i) => waiting.resolve(results[i]!));
+      let next = 0;
+      for (const result of results) {
+        const waiting = batch[next++];
+        if (waiting === undefined) throw new Error("a batch answered more results than items");
+        waiting.resolve(result);
+      }
     } catch (error) {
       if (this.#options.retryAlone && batch.length > 1) for (const waiting of batch) await this.#settle([waiting]);
       else for (const waiting of batch) waiting.reject(error);

@@ -20,7 +20,7 @@ export interface ServiceDefinition<S extends Settings, B> {
   settings: S;
   /** The schema the service owns; the outbox table is added to it. */
   schema: string;
-  entities: EntitySchema<any, any>[];
+  entities: EntitySchema[];
   migrations: MigrationObject[];
   /** Stored functions in `.sql` files beside their callers (see `sqlDefinition`). */
   storedDefinitions?: readonly StoredDefinition[];

@@ -7,7 +7,11 @@ describe("wakeable loop", () => {
     let backlog = 3;
     const loop = startWakeableLoop({
       pollMs: 60_000,
-      work: async () => (runs.push(backlog), --backlog > 0),
+      work: async () => {
+        runs.push(backlog);
+        backlog -= 1;
+        return backlog > 0;
+      },
       onError: () => {},
     });
     await expect.poll(() => runs).toEqual([3, 2, 1]);

@@ -17,7 +17,7 @@ export function generateSigningKey(): GeneratedKey {
 }
 
 /** RFC 7638: a kid any verifier can recompute from the published key. */
-export const jwkThumbprint = (x: string, y: string): string =>
+const jwkThumbprint = (x: string, y: string): string =>
   createHash("sha256")
     .update(JSON.stringify({ crv: "P-256", kty: "EC", x, y }))
     .digest("base64url");

@@ -31,7 +31,7 @@ export function databaseReplayLedger(orm: MikroORM): ReplayLedger & { prune(expi
       }
       // Rows go in sorted by key, so concurrent writes that share tokens wait for each other in the same
       // order and cannot deadlock.
-      const rows = [...byKey.keys()].sort().map((hex) => byKey.get(hex)!);
+      const rows = [...byKey].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, check]) => check);
       // One statement, one round trip: the primary key decides which of concurrent checks is first.
       let inserted: { payload_hash: Buffer }[];
       try {

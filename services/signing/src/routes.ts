@@ -33,7 +33,7 @@ import {
 } from "./token-verification.ts";
 
 /** Bounds one VerifyTokens call: its ledger write is a single statement of at most this many rows. */
-export const verifyTokensLimit = 256;
+const verifyTokensLimit = 256;
 
 export interface SigningRouteDependencies {
   clock: Clock;

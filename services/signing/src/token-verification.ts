@@ -4,7 +4,7 @@ import { parseCompact, verifyEs256 } from "./compact-jws.ts";
 import type { LedgerCheck, ReplayLedger } from "./replay-ledger.ts";
 
 /** Reason strings of an invalid result, in the order the checks run (README lists them for partners). */
-export type InvalidReason =
+type InvalidReason =
   | "malformed"
   | "unsupported_algorithm"
   | "unknown_key"
@@ -20,7 +20,7 @@ export type Verification =
   | { kind: "invalid"; reason: InvalidReason; claims?: JsonObject; expiredAt?: Date; replayed: boolean };
 
 /** From this instant a second check of a token is invalid; before it, it is reported but still valid. */
-export const replayRejectedFrom = new Date("2026-11-15T00:00:00Z");
+const replayRejectedFrom = new Date("2026-11-15T00:00:00Z");
 
 export interface VerificationContext {
   issuer: string;
@@ -45,7 +45,8 @@ export async function verifyAttestation(
   context: VerificationContext,
 ): Promise<Verification> {
   const [verification] = await verifyAttestations([{ token, audience }], context);
-  return verification!;
+  if (!verification) throw new Error("verifyAttestations answered no verification for one token");
+  return verification;
 }
 
 /**

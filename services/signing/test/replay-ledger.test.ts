@@ -51,9 +51,12 @@ describe("the replay ledger in PostgreSQL", () => {
       ];
       const results = await Promise.all(orders.map((order) => ledger.recordChecks(order, checkedAt)));
       const firsts = new Map<LedgerCheck, number>();
-      results.forEach((answers, i) =>
-        answers.forEach((first, j) => first && firsts.set(orders[i]![j]!, (firsts.get(orders[i]![j]!) ?? 0) + 1)),
-      );
+      for (const [i, answers] of results.entries()) {
+        for (const [j, first] of answers.entries()) {
+          const check = orders[i]![j]!;
+          if (first) firsts.set(check, (firsts.get(check) ?? 0) + 1);
+        }
+      }
       expect(firsts.size).toBe(checks.length);
       expect([...firsts.values()].every((count) => count === 1)).toBe(true);
     }

@@ -41,7 +41,7 @@ export function testKey(): TestKey {
   };
 }
 
-export const decodeSegment = (segment: string): Record<string, unknown> =>
+const decodeSegment = (segment: string): Record<string, unknown> =>
   JSON.parse(Buffer.from(segment, "base64url").toString("utf8"));
 
 export const payloadOf = (token: string): Record<string, unknown> => decodeSegment(token.split(".")[1] ?? "");

@@ -248,11 +248,10 @@ describe("replay", () => {
       publishedKey: () => key.publicKey,
       ledger: {
         recordChecks: async (checks, checkedAt) =>
-          checks.map(
-            ({ tokenKey, expiresAt }) => (
-              keys.push(`${tokenKey.toString("hex")} ${checkedAt.toISOString()} ${expiresAt.toISOString()}`), true
-            ),
-          ),
+          checks.map(({ tokenKey, expiresAt }) => {
+            keys.push(`${tokenKey.toString("hex")} ${checkedAt.toISOString()} ${expiresAt.toISOString()}`);
+            return true;
+          }),
       },
     });
     expect(keys).toEqual([

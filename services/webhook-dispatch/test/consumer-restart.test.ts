@@ -50,12 +50,10 @@ describe("the event consumer after it stopped on an error", () => {
     const subjectPrefix = dispatcher.env.SVC_EVENT_SUBJECT_PREFIX!;
     await (await jetstreamManager(dispatcher.bus.nc)).streams.delete(stream());
     // Without the stream the consumer cannot be recreated: it stays down until the stream is back.
-    await expect
-      .poll(readiness)
-      .toEqual({
-        status: 503,
-        body: expect.objectContaining({ error: "event consumer webhook-dispatch is down: stream not found" }),
-      });
+    await expect.poll(readiness).toEqual({
+      status: 503,
+      body: expect.objectContaining({ error: "event consumer webhook-dispatch is down: stream not found" }),
+    });
 
     const restored = await connectEventBus({
       url: natsUrl(),

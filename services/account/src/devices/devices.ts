@@ -6,7 +6,7 @@ import { invalidArgument } from "../refusal.ts";
 import { Device } from "./device.entity.ts";
 
 const platforms = ["ios", "android", "web"] as const;
-export type DevicePlatform = (typeof platforms)[number];
+type DevicePlatform = (typeof platforms)[number];
 
 /**
  * Registers the push address of an app installation for a human. A push token names one
@@ -28,7 +28,8 @@ export async function registerDevice(
      returning id`,
     [uuid(), human.id, input.platform, pushToken, clock.now()],
   );
-  return row!.id;
+  if (!row) throw new Error("device upsert returned no row");
+  return row.id;
 }
 
 /** A sandbox human's one device: it receives nothing, but counts where pushes are counted. */

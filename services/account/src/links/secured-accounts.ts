@@ -7,7 +7,7 @@ import type { AccountLink } from "./account-link.entity.ts";
 import { partnerReferenceHash } from "./partner-reference.ts";
 
 /** The spec's list page: 1-100 rows, 25 when the caller names no size. */
-export const defaultPageSize = 25;
+const defaultPageSize = 25;
 const maxPageSize = 100;
 
 /** Whose accounts: the partner the gateway authenticated (a secret API key's organization and environment). */
@@ -100,9 +100,9 @@ export async function listSecuredAccounts(
     total: Number(rows[0]?.total ?? 0),
     limit,
     rows: rows
-      .filter((row) => row.handle !== null)
+      .filter((row): row is PageRow & { handle: string } => row.handle !== null)
       .map((row) => ({
-        handle: row.handle!,
+        handle: row.handle,
         status: row.status,
         securedAt: new Date(row.secured_at),
         unlinkedAt: row.unlinked_at === null ? null : new Date(row.unlinked_at),

@@ -93,7 +93,8 @@ export async function finishRegistration(
       "passkey registration refused: the response's id is not the attested credential id",
     );
 
-  const svcUserId = ceremony.svcUserId!;
+  const { svcUserId } = ceremony;
+  if (svcUserId === null) throw new Error(`registration ceremony ${ceremony.id} names no human`);
   const now = ctx.clock.now();
   try {
     await ctx.em.transactional(async (tx) => {

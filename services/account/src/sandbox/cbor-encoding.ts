@@ -4,7 +4,7 @@
  * test can compare bytes.
  */
 export type CborValue = number | string | Uint8Array | CborMap;
-export type CborMap = ReadonlyArray<readonly [CborValue, CborValue]>;
+type CborMap = ReadonlyArray<readonly [CborValue, CborValue]>;
 
 export function encodeCbor(value: CborValue): Buffer {
   const parts: Buffer[] = [];

@@ -17,7 +17,7 @@ export interface TestAccount {
   stop(): Promise<void>;
 }
 
-export const sandboxKey = Buffer.alloc(32, 7).toString("base64");
+const sandboxKey = Buffer.alloc(32, 7).toString("base64");
 export const refPepper = Buffer.alloc(32, 9).toString("base64");
 
 /** The account service in this process on its own database, stream and subjects, with the given clock. */

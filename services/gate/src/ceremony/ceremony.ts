@@ -24,7 +24,7 @@ export interface RelyingParty {
 }
 
 /** What the assertion confirms: an assertion made for one request cannot confirm another. */
-export const assertionBinding = (requestId: string): string => `gate-request:${requestId}`;
+const assertionBinding = (requestId: string): string => `gate-request:${requestId}`;
 
 const linkRefusals: Partial<Record<LinkConflict, LinkRefusal>> = {
   [LinkConflict.ALREADY_TRUSTED]: { failureCode: "already_trusted", failureName: "account_already_secured_here" },
@@ -41,7 +41,7 @@ const ageVerdicts: Record<AgeVerdict, { verdict: string; claim: AgeResult }> = {
   [AgeVerdict.UNSPECIFIED]: { verdict: "unavailable", claim: AgeResult.UNAVAILABLE },
 };
 
-export const reportedFailures: readonly FailureReason[] = ["device_lock_required", "platform_declined"];
+const reportedFailures: readonly FailureReason[] = ["device_lock_required", "platform_declined"];
 
 export interface OpenedRequest {
   row: RequestRow;

@@ -12,7 +12,7 @@ import { presenceLookup, presenceSince } from "./recent-presence.ts";
 import { newFlowSecret, newRequestId, requestIdForm, secretHash } from "./request-ids.ts";
 import type { RequestWriter } from "./request-writer.ts";
 
-export type Mode = "private" | "linked-account";
+type Mode = "private" | "linked-account";
 
 export interface LinkInput {
   gate: string;
@@ -42,7 +42,7 @@ export interface CreatedLink {
 }
 
 /** decisions.md: `private` unless `svc_user_id` is given, then `linked-account`. */
-export const modeFor = (mode: string, svcUserId: string): Mode =>
+const modeFor = (mode: string, svcUserId: string): Mode =>
   mode === "private" || mode === "linked-account" ? mode : svcUserId === "" ? "private" : "linked-account";
 
 const refusals = {

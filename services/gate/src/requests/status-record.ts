@@ -3,7 +3,7 @@
  * stored request at an instant. Expiry is evaluated here too, so a read never waits for the sweep.
  */
 export type StoredStatus = "pending" | "completed" | "failed" | "expired" | "pass";
-export type RecordStatus = StoredStatus | "not_found";
+type RecordStatus = StoredStatus | "not_found";
 
 export interface StoredRequest {
   status: StoredStatus;

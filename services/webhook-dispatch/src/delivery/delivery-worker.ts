@@ -122,15 +122,15 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
    * back of the line, so that when the global cap binds every endpoint still gets its turn.
    */
   const startAttempts = () => {
-    const served: string[] = [];
+    const served: [string, ClaimedDelivery[]][] = [];
     for (const [endpointId, queue] of [...waiting]) {
       let sent = false;
       while (
-        queue.length > 0 &&
         (inFlight.get(endpointId) ?? 0) < options.perEndpointConcurrency &&
         attempts.size < options.globalConcurrency
       ) {
-        const delivery = queue.shift()!;
+        const delivery = queue.shift();
+        if (!delivery) break;
         waitingCount -= 1;
         // Too little lease left to finish: another claim may already own it, or will.
         if (clock.now().getTime() + options.timeoutMs > delivery.leaseUntil.getTime()) continue;
@@ -138,10 +138,9 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
         sent = true;
       }
       if (queue.length === 0) waiting.delete(endpointId);
-      else if (sent) served.push(endpointId);
+      else if (sent) served.push([endpointId, queue]);
     }
-    for (const endpointId of served) {
-      const queue = waiting.get(endpointId)!;
+    for (const [endpointId, queue] of served) {
       waiting.delete(endpointId);
       waiting.set(endpointId, queue);
     }

@@ -18,7 +18,7 @@ export const destinationPolicyFor = (deployment: "development" | "production"): 
     ? { requireHttps: true, publicAddressesOnly: true }
     : { requireHttps: false, publicAddressesOnly: false };
 
-export class DestinationRefused extends Error {
+class DestinationRefused extends Error {
   constructor(message: string) {
     super(message);
     this.name = "DestinationRefused";

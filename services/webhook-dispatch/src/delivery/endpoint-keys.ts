@@ -27,8 +27,9 @@ export function createEndpointKeys(box: SecretBox): EndpointKeys {
         };
         cache.set(delivery.endpointId, entry);
       }
-      const previousValid = entry.previous && delivery.previousSecretExpiresAt && at < delivery.previousSecretExpiresAt;
-      return previousValid ? [entry.current, entry.previous!] : [entry.current];
+      const { current, previous } = entry;
+      const previousValid = delivery.previousSecretExpiresAt !== null && at < delivery.previousSecretExpiresAt;
+      return previous && previousValid ? [current, previous] : [current];
     },
   };
 }

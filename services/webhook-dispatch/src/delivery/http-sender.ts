@@ -2,7 +2,7 @@ import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { type DestinationPolicy, guardedLookup, hostOf, refusalForUrl } from "./destination-guard.ts";
 
-export interface SendRequest {
+interface SendRequest {
   url: string;
   headers: Record<string, string>;
   body: Buffer;

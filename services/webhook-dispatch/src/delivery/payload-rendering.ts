@@ -187,7 +187,7 @@ function gateSharedFields(event: Event, p: { environment: string; product?: stri
   };
 }
 
-export function partnerMetadata(metadata: JsonObject | undefined): JsonObject | undefined {
+function partnerMetadata(metadata: JsonObject | undefined): JsonObject | undefined {
   if (!metadata) return undefined;
   const kept = Object.entries(metadata).filter(([key]) => !reservedMetadataKeys.has(key));
   return kept.length > 0 ? Object.fromEntries(kept) : undefined;

@@ -13,7 +13,7 @@ export function signingKey(secret: string): KeyObject {
   return createSecretKey(Buffer.from(secret.slice(secretPrefix.length), "base64"));
 }
 
-export function sign(key: KeyObject, webhookId: string, timestamp: number, body: Buffer): string {
+function sign(key: KeyObject, webhookId: string, timestamp: number, body: Buffer): string {
   return `v1,${createHmac("sha256", key).update(`${webhookId}.${timestamp}.`).update(body).digest("base64")}`;
 }
 

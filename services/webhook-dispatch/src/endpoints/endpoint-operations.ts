@@ -15,7 +15,7 @@ export interface EndpointContext {
 }
 
 /** A rotated-out secret keeps signing beside the new one this long, so receivers can switch without a gap. */
-export const previousSecretLifetimeMs = 24 * 3600 * 1000;
+const previousSecretLifetimeMs = 24 * 3600 * 1000;
 
 export async function addEndpoint(
   ctx: EndpointContext,

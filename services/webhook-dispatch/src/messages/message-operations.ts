@@ -4,7 +4,7 @@ import { findEndpoint } from "../endpoints/endpoint-operations.ts";
 import { refuse } from "../refusal.ts";
 import { type Delivery, WebhookMessage } from "./message.entity.ts";
 
-export type DeliveryStatus = Delivery["status"];
+type DeliveryStatus = Delivery["status"];
 
 export interface DeliveryView {
   endpointId: string;
@@ -134,7 +134,8 @@ export async function replayMessage(
      returning *`,
     [message.id, endpoint.id, now, now],
   );
-  return deliveryView(row!);
+  if (!row) throw new Error("delivery upsert returned no row");
+  return deliveryView(row);
 }
 
 function deliveryView(row: DeliveryRow): DeliveryView {

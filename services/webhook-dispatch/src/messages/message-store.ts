@@ -18,7 +18,7 @@ export interface IncomingMessage {
   body: Buffer;
 }
 
-export const newMessageId = (): string => `msg_${randomBase62(24)}`;
+const newMessageId = (): string => `msg_${randomBase62(24)}`;
 
 export interface StoreResult {
   /** Deliveries created, claimed or not. */
@@ -43,16 +43,20 @@ export async function storeMessages(
 ): Promise<StoreResult> {
   const unique = uniqueByDedupKey(messages);
   if (unique.length === 0) return { created: 0, claimed: [] };
-  const rows = unique.map((m) => ({
-    id: newMessageId(),
-    organization_id: m.organizationId,
-    dedup_key: m.dedupKey,
-    type: m.type,
-    environment: m.environment,
-    occurred_at: m.occurredAt?.toISOString() ?? null,
-    body: m.body.toString("base64"),
-  }));
-  const bodies = new Map(rows.map((row, i) => [row.id, unique[i]!.body]));
+  const bodies = new Map<string, Buffer>();
+  const rows = unique.map((m) => {
+    const id = newMessageId();
+    bodies.set(id, m.body);
+    return {
+      id,
+      organization_id: m.organizationId,
+      dedup_key: m.dedupKey,
+      type: m.type,
+      environment: m.environment,
+      occurred_at: m.occurredAt?.toISOString() ?? null,
+      body: m.body.toString("base64"),
+    };
+  });
   // The rows travel as one JSON parameter, one array of objects rather than an array per column.
   // The new deliveries are matched to their endpoint by primary key, never back to a CTE: the planner
   // cannot estimate a CTE's rows and would compare every delivery with every target.
@@ -85,7 +89,12 @@ export async function storeMessages(
     created: created.length,
     claimed: created
       .filter((row) => row.claimed)
-      .map((row) => claimedDelivery({ ...row, body: bodies.get(row.message_id)! })),
+      .map((row) => {
+        const body = bodies.get(row.message_id);
+        if (!body)
+          throw new Error(`store_messages claimed a delivery of ${row.message_id}, a message not in the batch`);
+        return claimedDelivery({ ...row, body });
+      }),
   };
 }
 

@@ -11,7 +11,7 @@ export interface ReceivedRequest {
   timestamp: number;
 }
 
-export type Answer = { status: number; headers?: Record<string, string> };
+type Answer = { status: number; headers?: Record<string, string> };
 /** Decides the answer to a request; may wait (a slow endpoint) before it answers. */
 export type Responder = (request: ReceivedRequest) => Answer | Promise<Answer>;
 
