@@ -3,8 +3,8 @@ import { reportValue, type Violation } from "./violation.ts";
 import { violationTypes } from "./violation-types.ts";
 
 /** What the classifier receives: the card's visible texts, each with its JSON Pointer into the inquire body. */
-export type ClassifierRequest = { request_id: string | undefined; texts: VisibleText[] };
-export type ClassifierAnswer =
+type ClassifierRequest = { request_id: string | undefined; texts: VisibleText[] };
+type ClassifierAnswer =
   | { kind: "answered"; violations: Violation[] }
   | { kind: "unavailable"; reason: "timeout" | "failed" | "malformed" | "circuit_open" };
 export type ClassifierClient = { classify(request: ClassifierRequest): Promise<ClassifierAnswer> };
@@ -20,7 +20,7 @@ export type ClassifierOptions = {
   now?: () => number;
 };
 
-export const classifierDefaults = { timeoutMs: 800, failureThreshold: 5, openMs: 30_000 } as const;
+const classifierDefaults = { timeoutMs: 800, failureThreshold: 5, openMs: 30_000 } as const;
 /** A classifier answer larger than this is not read. */
 const MAX_ANSWER_BYTES = 64 * 1024;
 

@@ -12,7 +12,7 @@ import { type ProposalFields, readProposalFields } from "./proposal-fields.ts";
 import { checkCharacters } from "./text-rules.ts";
 import type { Violation } from "./violation.ts";
 
-export type Accepted = {
+type Accepted = {
   kind: "accepted";
   /** RFC 8785 JSON of what the person sees: the app renders exactly this text. */
   canonicalCard: string;

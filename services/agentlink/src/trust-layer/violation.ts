@@ -10,7 +10,7 @@ export type Violation = {
   fix: string;
 };
 
-export const MAX_VALUE_CHARACTERS = 120;
+const MAX_VALUE_CHARACTERS = 120;
 
 /**
  * Characters a reader cannot see or that change how neighbours render: they are written as `\u{…}` so a
