@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { svcctl } from "../../gateway/src/cli/svcctl.ts";
+import { runSvcctl } from "../harness/svcctl.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 import { gateConsole, newGate, newPartner, partnerApi, result } from "./gate-support.ts";
 
@@ -28,14 +28,9 @@ describe("the rename window end to end", () => {
 
   /** `svcctl gate list` of the partner's gates, by key. */
   const consoleRows = async () => {
-    let out = "";
-    const code = await svcctl(["gate", "list", "--org", partner.organizationId], {
-      out: (text) => (out += text),
-      err: () => {},
-      env: { SVCCTL_CONSOLE_URL: mesh.consoleUrl },
-    });
+    const { code, stdout } = await runSvcctl(mesh.consoleUrl, ["gate", "list", "--org", partner.organizationId]);
     expect(code).toBe(0);
-    const gates: { key: string; status: string; status_legacy?: string }[] = JSON.parse(out).gates;
+    const gates: { key: string; status: string; status_legacy?: string }[] = JSON.parse(stdout).gates;
     return Object.fromEntries(gates.map((row) => [row.key, row]));
   };
   const configOf = async (gate: string) => result(await api.get("/sdk/partner-config", { gate }, partner.devSecret));

@@ -1,7 +1,7 @@
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { KeyType } from "@svc/proto/console/v1/console_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { svcctl } from "../../gateway/src/cli/svcctl.ts";
+import { runSvcctl } from "../harness/svcctl.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 import { dataError, gateConsole, newGate, newPartner, partnerApi, result } from "./gate-support.ts";
 
@@ -460,14 +460,8 @@ describe("gate partner operations through the gateway", () => {
 
   describe("svcctl gate", () => {
     const run = async (...argv: string[]) => {
-      let out = "";
-      let err = "";
-      const code = await svcctl(argv, {
-        out: (t) => (out += t),
-        err: (t) => (err += t),
-        env: { SVCCTL_CONSOLE_URL: mesh.consoleUrl },
-      });
-      return { code, out: out ? JSON.parse(out) : undefined, err };
+      const { code, stdout, stderr } = await runSvcctl(mesh.consoleUrl, argv);
+      return { code, out: stdout ? JSON.parse(stdout) : undefined, err: stderr };
     };
 
     it("creates, lists with old and new status names, and sets the status of gates", async () => {
