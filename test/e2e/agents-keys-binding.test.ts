@@ -1,6 +1,5 @@
-import { execFile } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { runSvcctl } from "../harness/svcctl.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 import { issuer, partnerApi, type Reply, result } from "./gate-support.ts";
 
@@ -11,7 +10,6 @@ import { issuer, partnerApi, type Reply, result } from "./gate-support.ts";
  * overlap (both by the shared clock), and binding: bind-session, the person's claim in the app (or a
  * sandbox human's through svcctl), check-binding with a pairwise opaque_id, expiry, unbinding.
  */
-const svcctlPath = fileURLToPath(new URL("../../gateway/src/cli/svcctl.ts", import.meta.url));
 const start = new Date("2026-11-22T10:00:00Z");
 const at = (ms: number) => new Date(start.getTime() + ms);
 const agentKeyForm = /^svc_agent_[A-Za-z0-9_-]{3,40}__[A-Za-z0-9_-]{43}$/;
@@ -26,15 +24,7 @@ describe("agents, agent keys and binding", () => {
   let api: ReturnType<typeof partnerApi>;
   let organizationId: string;
 
-  const svcctl = (args: string[]) =>
-    new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-      execFile(
-        process.execPath,
-        [svcctlPath, ...args],
-        { env: { ...process.env, SVCCTL_CONSOLE_URL: mesh.consoleUrl }, timeout: 20_000 },
-        (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
-      );
-    });
+  const svcctl = (args: string[]) => runSvcctl(mesh.consoleUrl, args);
   const json = async (args: string[]) => {
     const run = await svcctl(args);
     expect(run.stderr, run.stderr).toBe("");
