@@ -1,0 +1,173 @@
+import { fromBinary, toJson } from "@bufbuild/protobuf";
+import { StructSchema, timestampDate } from "@bufbuild/protobuf/wkt";
+import { Code, type ConnectError } from "@connectrpc/connect";
+import { ManualClock, uuid } from "@svc/platform";
+import { CardStatus, type InquireRequest } from "@svc/proto/agentlink/v1/agentlink_pb.js";
+import { type Caller, Environment } from "@svc/proto/common/v1/caller_pb.js";
+import { EventSchema } from "@svc/proto/events/v1/events_pb.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { uniqueName } from "../../../test/harness/index.ts";
+import { refusal, startTestAgentlink, type TestAgentlink } from "./support/agentlink.ts";
+
+const start = new Date("2026-11-24T09:00:00Z");
+const clock = new ManualClock(start);
+let agentlink: TestAgentlink;
+
+beforeAll(async () => {
+  // Nothing listens on port 1: every lookup of a svc_user_id fails.
+  agentlink = await startTestAgentlink("agentlink_inquire", {
+    clock,
+    env: { AGENTLINK_ACCOUNT_URL: "http://127.0.0.1:1" },
+  });
+});
+afterAll(async () => {
+  await agentlink?.stop();
+});
+
+interface BoundAgent {
+  id: string;
+  name: string;
+  caller: Caller;
+  opaqueId: string;
+  person: string;
+}
+
+/** A registered agent bound to a new person, with the person's opaque_id for it. */
+async function boundAgent(): Promise<BoundAgent> {
+  const name = uniqueName("bot").slice(0, 40);
+  const registered = await agentlink.console.registerAgent({
+    organizationId: uniqueName("org"),
+    environment: Environment.DEVELOPMENT,
+    name,
+    categories: ["payments", "travel"],
+  });
+  const { caller } = await agentlink.client.authenticateAgentKey({ agentKey: registered.agentKey });
+  const { linkCode } = await agentlink.client.startBindSession({ caller });
+  const person = uuid();
+  await agentlink.client.claimLinkCode({ svcUserId: person, linkCode });
+  const { opaqueId } = await agentlink.client.checkBinding({ caller, linkCode });
+  return { id: registered.agent!.agentId, name, caller: caller!, opaqueId: opaqueId!, person };
+}
+
+const action = { summary_title: "Pay invoice 2231 to Acme", category: "payments" };
+
+const ask = (agent: BoundAgent, overrides: Partial<InquireRequest> = {}) =>
+  agentlink.client.inquire({
+    caller: agent.caller,
+    requestId: uuid(),
+    opaqueId: agent.opaqueId,
+    proposal: { action },
+    ...overrides,
+  });
+
+/** The `data.error` fields a refusal carries for the gateway. */
+const detailOf = (error: ConnectError) =>
+  Object.assign({}, ...error.findDetails(StructSchema).map((s) => toJson(StructSchema, s)));
+
+describe("inquire", () => {
+  it("queues the card for the bound person with its canonical card, audit row and proposed event", async () => {
+    clock.set(start);
+    const agent = await boundAgent();
+    const requestId = uuid();
+    const answer = await ask(agent, { requestId, ttlSeconds: 120 });
+    expect(answer.status).toBe(CardStatus.QUEUED);
+    expect(answer.idempotentReplay).toBe(false);
+    expect(timestampDate(answer.ttlAt!)).toEqual(new Date(start.getTime() + 120_000));
+
+    const [card] = await agentlink.sql<{ svc_user_id: string; canonical_card: string; card_digest: string }>(
+      "select * from card where id = $1",
+      [answer.cardId],
+    );
+    expect(card?.svc_user_id).toBe(agent.person);
+    expect(JSON.parse(card!.canonical_card)).toEqual(action);
+    expect(card?.card_digest).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const audit = await agentlink.sql("select action, actor, at from card_audit where card_id = $1", [answer.cardId]);
+    expect(audit).toEqual([{ action: "card.proposed", actor: `agent:${agent.id}`, at: start }]);
+
+    const [row] = await agentlink.sql<{ message_id: string; payload: Buffer }>(
+      "select message_id, payload from outbox where message_id = $1",
+      [`agents_ask.card.proposed:${answer.cardId}`],
+    );
+    const event = fromBinary(EventSchema, row!.payload);
+    expect(event.payload.case).toBe("agentsAskCardProposed");
+    expect(event.payload.value).toMatchObject({
+      requestId,
+      cardId: answer.cardId,
+      agentId: agent.id,
+      agentName: agent.name,
+      category: "payments",
+      summaryTitle: action.summary_title,
+    });
+  });
+
+  it("answers a repeated request_id with the first card, whatever the repeat's body", async () => {
+    const agent = await boundAgent();
+    const requestId = uuid();
+    const first = await ask(agent, { requestId });
+    const again = await ask(agent, {
+      requestId,
+      ttlSeconds: 5,
+      proposal: { action: { summary_title: "Something else", category: "travel" } },
+    });
+    expect([again.cardId, again.idempotentReplay, again.ttlAt]).toEqual([first.cardId, true, first.ttlAt]);
+    const cards = await agentlink.sql("select id from card where request_id = $1", [requestId]);
+    expect(cards).toHaveLength(1);
+  });
+
+  it("defaults the ttl to 600 seconds and refuses one outside 60-86400 with the bound", async () => {
+    clock.set(start);
+    const agent = await boundAgent();
+    const answer = await ask(agent);
+    expect(timestampDate(answer.ttlAt!)).toEqual(new Date(start.getTime() + 600_000));
+
+    const below = await refusal(ask(agent, { ttlSeconds: 59 }));
+    expect(below.code).toBe(Code.InvalidArgument);
+    expect(detailOf(below)).toEqual({ code: "ttl_below_floor", min_ttl_seconds: 60 });
+    const above = await refusal(ask(agent, { ttlSeconds: 86_401 }));
+    expect(above.code).toBe(Code.InvalidArgument);
+    expect(detailOf(above)).toEqual({ code: "ttl_above_ceiling", max_ttl_seconds: 86_400 });
+    expect((await ask(agent, { ttlSeconds: 86_400 })).status).toBe(CardStatus.QUEUED);
+  });
+
+  it("refuses a category the agent was not registered with", async () => {
+    const agent = await boundAgent();
+    const error = await refusal(ask(agent, { proposal: { action: { ...action, category: "crypto" } } }));
+    expect(error.code).toBe(Code.PermissionDenied);
+    expect(detailOf(error)).toEqual({ code: "category_not_allowed" });
+  });
+
+  it("takes exactly one identifier of the person", async () => {
+    const agent = await boundAgent();
+    expect((await refusal(ask(agent, { opaqueId: undefined }))).code).toBe(Code.InvalidArgument);
+    expect((await refusal(ask(agent, { svcUserId: agent.person }))).code).toBe(Code.InvalidArgument);
+  });
+
+  it("finds nobody for another agent's opaque_id, an unbound one, or an email address", async () => {
+    const agent = await boundAgent();
+    const other = await boundAgent();
+    expect((await refusal(ask(agent, { opaqueId: other.opaqueId }))).code).toBe(Code.NotFound);
+    await agentlink.client.unbind({ svcUserId: agent.person, agentId: agent.id });
+    expect((await refusal(ask(agent))).code).toBe(Code.NotFound);
+    const email = await refusal(ask(other, { opaqueId: undefined, userEmail: "someone@example.com" }));
+    expect(email.code).toBe(Code.NotFound);
+  });
+
+  it("answers Unavailable when the svc_user_id cannot be looked up", async () => {
+    const agent = await boundAgent();
+    const error = await refusal(ask(agent, { opaqueId: undefined, svcUserId: agent.person }));
+    expect(error.code).toBe(Code.Unavailable);
+  });
+
+  it("stores nothing for a card the trust layer rejects, and echoes its violations", async () => {
+    const agent = await boundAgent();
+    const requestId = uuid();
+    const error = await refusal(
+      ask(agent, { requestId, proposal: { action: { ...action, summary_title: "Pay\u202Eevil" } } }),
+    );
+    expect(error.code).toBe(Code.InvalidArgument);
+    const detail = detailOf(error);
+    expect(detail).toMatchObject({ code: "trust_layer_rejected", status_code: 422, retryable: false });
+    expect(detail.violations.length).toBeGreaterThan(0);
+    expect(await agentlink.sql("select id from card where request_id = $1", [requestId])).toEqual([]);
+  });
+});
