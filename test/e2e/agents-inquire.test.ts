@@ -1,0 +1,122 @@
+import { execFile } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
+import { dataError, partnerApi, result } from "./gate-support.ts";
+
+/**
+ * Agents Ask proposals through the gateway against the real mesh: inquire for a person bound to the agent
+ * (a sandbox human, claimed with svcctl) or named by svc_user_id, idempotent replays, and every refusal of
+ * inquire the partner can meet.
+ */
+const svcctlPath = fileURLToPath(new URL("../../gateway/src/cli/svcctl.ts", import.meta.url));
+const start = new Date("2026-11-24T09:00:00Z");
+
+describe("agents ask: inquire", () => {
+  let mesh: TestMesh;
+  let api: ReturnType<typeof partnerApi>;
+  let agentKey: string;
+  let opaqueId: string;
+  let person: string;
+
+  const json = (args: string[]) =>
+    new Promise<Record<string, string>>((resolve, reject) => {
+      execFile(
+        process.execPath,
+        [svcctlPath, ...args],
+        { env: { ...process.env, SVCCTL_CONSOLE_URL: mesh.consoleUrl }, timeout: 20_000 },
+        (error, stdout, stderr) => (error ? reject(new Error(stderr)) : resolve(JSON.parse(stdout))),
+      );
+    });
+  const action = { summary_title: "Pay invoice 2231 to Acme", category: "payments" };
+  const inquire = (body: Record<string, unknown>, key = agentKey) =>
+    api.post("/agentlink/inquire", { request_id: randomUUID(), opaque_id: opaqueId, action, ...body }, key);
+
+  beforeAll(async () => {
+    mesh = await startTestMesh("agents_inquire", { only: ["signing", "account", "agentlink"], clockAt: start });
+    api = partnerApi(mesh);
+    const { organizationId } = await mesh.console.createOrganization({ name: "Inquirers" });
+    const registered = await json([
+      ...["agent", "register", "--org", organizationId, "--env", "development", "--name", "Pay_Bot"],
+      ...["--category", "payments", "--category", "travel"],
+    ]);
+    agentKey = registered.agent_key as string;
+    person = (await json(["human", "create", "--env", "development"])).svc_user_id as string;
+    const code = result(await api.post("/agent/bind-session", {}, agentKey)).link_code;
+    await json(["human", "claim", "--human", person, "--code", code]);
+    opaqueId = result(await api.get("/agent/check-binding", { link_code: code }, agentKey)).opaque_id;
+  });
+  afterAll(async () => {
+    await mesh?.stop();
+  });
+
+  it("queues a card for the bound person, and answers a repeat with the first card", async () => {
+    const requestId = randomUUID();
+    const queued = result(await inquire({ request_id: requestId, ttl_seconds: 120 }));
+    expect(queued).toEqual({
+      status: "queued",
+      card_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      ttl_at: new Date(start.getTime() + 120_000).toISOString(),
+    });
+    const repeat = result(
+      await inquire({ request_id: requestId, action: { summary_title: "Another title", category: "travel" } }),
+    );
+    expect(repeat).toEqual({ ...queued, idempotent_replay: true });
+  });
+
+  it("names the person by svc_user_id, with a default ttl of 600 seconds", async () => {
+    const queued = result(await inquire({ opaque_id: undefined, svc_user_id: person }));
+    expect(queued.ttl_at).toBe(new Date(start.getTime() + 600_000).toISOString());
+  });
+
+  it("refuses a proposal without exactly one identifier of the person", async () => {
+    expect(dataError(await inquire({ opaque_id: undefined })).statusCode).toBe(400);
+    expect(dataError(await inquire({ svc_user_id: person })).statusCode).toBe(400);
+  });
+
+  it("refuses a ttl outside 60-86400 with its bound", async () => {
+    expect(dataError(await inquire({ ttl_seconds: 59 }))).toEqual({
+      statusCode: 400,
+      code: "ttl_below_floor",
+      min_ttl_seconds: 60,
+      message: "ttl_seconds must be at least 60",
+    });
+    expect(dataError(await inquire({ ttl_seconds: 86_401 }))).toEqual({
+      statusCode: 400,
+      code: "ttl_above_ceiling",
+      max_ttl_seconds: 86_400,
+      message: "ttl_seconds must be at most 86400",
+    });
+  });
+
+  it("refuses a category the agent was not registered with", async () => {
+    const error = dataError(await inquire({ action: { ...action, category: "crypto" } }));
+    expect([error.statusCode, error.code]).toEqual([403, "category_not_allowed"]);
+  });
+
+  it("answers 404 for an unknown opaque_id, an unknown svc_user_id and any user_email", async () => {
+    expect(dataError(await inquire({ opaque_id: "not-a-binding" })).statusCode).toBe(404);
+    expect(dataError(await inquire({ opaque_id: undefined, svc_user_id: randomUUID() })).statusCode).toBe(404);
+    expect(dataError(await inquire({ opaque_id: undefined, user_email: "someone@example.com" })).statusCode).toBe(404);
+  });
+
+  it("answers 422 trust_layer_rejected with the violations, and queues nothing", async () => {
+    const requestId = randomUUID();
+    const rejected = dataError(
+      await inquire({ request_id: requestId, action: { ...action, summary_title: "Pay\u202Eevil" } }),
+    ) as Record<string, unknown>;
+    expect(rejected).toMatchObject({ statusCode: 422, code: "trust_layer_rejected", retryable: false });
+    expect(rejected.violations).toEqual(
+      expect.arrayContaining([expect.objectContaining({ path: "/action/summary_title", severity: "error" })]),
+    );
+    // Nothing was stored: the same request_id, fixed, is a new card.
+    expect(result(await inquire({ request_id: requestId })).idempotent_replay).toBeUndefined();
+  });
+
+  it("refuses a malformed body before agentlink sees it", async () => {
+    const reply = await inquire({ request_id: "not-a-uuid", action: { category: "payments" } });
+    expect(reply.status).toBe(400);
+    expect(reply.body.code).toBe("InputValidationError");
+  });
+});
