@@ -7,13 +7,13 @@ import { dataError, partnerApi, result } from "./gate-support.ts";
 
 /**
  * Agents Ask proposals through the gateway against the real mesh: inquire for a person bound to the agent
- * (a sandbox human, claimed with svcctl) or named by svc_user_id, idempotent replays, and every refusal of
- * inquire the partner can meet.
+ * (a sandbox human, claimed with svcctl) or named by svc_user_id, idempotent replays, check-status as the
+ * shared clock moves past ttl_at, and every refusal of inquire and check-status the partner can meet.
  */
 const svcctlPath = fileURLToPath(new URL("../../gateway/src/cli/svcctl.ts", import.meta.url));
 const start = new Date("2026-11-24T09:00:00Z");
 
-describe("agents ask: inquire", () => {
+describe("agents ask: inquire, check-status", () => {
   let mesh: TestMesh;
   let api: ReturnType<typeof partnerApi>;
   let agentKey: string;
@@ -118,5 +118,28 @@ describe("agents ask: inquire", () => {
     const reply = await inquire({ request_id: "not-a-uuid", action: { category: "payments" } });
     expect(reply.status).toBe(400);
     expect(reply.body.code).toBe("InputValidationError");
+  });
+
+  it("reads a card's status at once, queued and then expired past ttl_at; another request_id is 404", async () => {
+    mesh.setClock(start);
+    const requestId = randomUUID();
+    const { ttl_at } = result(await inquire({ request_id: requestId, ttl_seconds: 60 }));
+    const status = (query: Record<string, unknown>) => api.get("/agentlink/check-status", query, agentKey);
+    expect(result(await status({ request_id: requestId, wait_seconds: 25 }))).toEqual({
+      status: "queued",
+      ttl_at,
+      resolved_at: null,
+      ceremony_id: null,
+      resolution_jwt: null,
+      verdict: null,
+      delivered: false,
+      callback_attempts: 0,
+    });
+    mesh.setClock(new Date(start.getTime() + 60_000));
+    expect(result(await status({ request_id: requestId }))).toMatchObject({ status: "expired", resolved_at: ttl_at });
+    mesh.setClock(start);
+
+    expect(dataError(await status({ request_id: randomUUID() })).statusCode).toBe(404);
+    expect((await status({ request_id: requestId, wait_seconds: 26 })).body.code).toBe("InputValidationError");
   });
 });

@@ -14,6 +14,8 @@ const statusNames: Record<CardStatus, "queued" | "approved" | "denied" | "cancel
   [CardStatus.EXPIRED]: "expired",
 };
 
+const instant = (at: Parameters<typeof timestampDate>[0] | undefined) => (at ? timestampDate(at).toISOString() : null);
+
 /**
  * `POST /agentlink/inquire`: the agent proposes a card to one person. The spec's field rules are here; the
  * rules of the card (exactly one identifier, the ttl's range, the categories, the person, the trust layer,
@@ -102,8 +104,61 @@ export const inquireRoute = defineRoute({
     return ok({
       status: statusNames[answer.status],
       card_id: answer.cardId,
-      ttl_at: answer.ttlAt ? timestampDate(answer.ttlAt).toISOString() : null,
+      ttl_at: instant(answer.ttlAt),
       ...(answer.idempotentReplay && { idempotent_replay: true }),
+    });
+  },
+});
+
+/**
+ * `GET /agentlink/check-status`: the calling agent's card by `request_id`. `wait_seconds` is accepted (0-25)
+ * but not held yet: the answer is always immediate (the long-poll comes later).
+ */
+export const checkStatusRoute = defineRoute({
+  operationId: "agentlinkCheckStatus",
+  method: "GET",
+  path: "/agentlink/check-status",
+  summary:
+    "The calling agent's card by request_id: status (a queued card past ttl_at reads expired), ttl_at, resolved_at, ceremony_id, resolution_jwt, verdict, delivered, callback_attempts. wait_seconds (0-25) is accepted but not held yet: the answer is immediate. No card with that request_id for this agent: data.error 404.",
+  auth: agentKeyOnly,
+  input: {
+    type: "object",
+    properties: {
+      request_id: { type: "string", format: "uuid", description: "The request_id of the inquire." },
+      wait_seconds: {
+        type: "integer",
+        minimum: 0,
+        maximum: 25,
+        description: "Accepted, not held yet: the answer is immediate whatever its value.",
+      },
+    },
+    required: ["request_id"],
+  },
+  envelope: "nested",
+  output: {
+    type: "object",
+    properties: {
+      status: { type: "string", enum: ["queued", "approved", "denied", "cancelled", "expired"] },
+      ttl_at: { type: "string", format: "date-time" },
+      resolved_at: { type: "string", format: "date-time", nullable: true },
+      ceremony_id: { type: "string", format: "uuid", nullable: true },
+      resolution_jwt: { type: "string", nullable: true, description: "The proof; approved or denied only." },
+      verdict: { type: "string", enum: ["approve", "denied"], nullable: true },
+      delivered: { type: "boolean", description: "Whether the callback reached the agent." },
+      callback_attempts: { type: "integer" },
+    },
+  },
+  async handle(input, { caller, services }) {
+    const state = await services.agentlink.checkStatus({ caller, requestId: input.request_id });
+    return ok({
+      status: statusNames[state.status],
+      ttl_at: instant(state.ttlAt),
+      resolved_at: instant(state.resolvedAt),
+      ceremony_id: state.ceremonyId ?? null,
+      resolution_jwt: state.resolutionJwt ?? null,
+      verdict: state.verdict ?? null,
+      delivered: state.delivered,
+      callback_attempts: state.callbackAttempts,
     });
   },
 });

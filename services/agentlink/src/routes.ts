@@ -30,6 +30,7 @@ import type { BindingContext, BindSessionStatus } from "./binding/bindings.ts";
 import { checkBinding, claimLinkCode, listBindings, startBindSession, unbind } from "./binding/bindings.ts";
 import type { AgentlinkSecrets } from "./config.ts";
 import type { CardStatus as CardStatusName } from "./proposals/card.entity.ts";
+import { agentCard, cardStateAt } from "./proposals/card-status.ts";
 import { inquire, type ProposalContext } from "./proposals/inquire.ts";
 import { AgentlinkRefusal, type AgentlinkRefusalKind, refuse } from "./refusal.ts";
 import type { ClassifierClient } from "./trust-layer/classifier-client.ts";
@@ -130,6 +131,20 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
             cardId: card.id,
             ttlAt: timestampFromDate(card.ttlAt),
             idempotentReplay: replay,
+          };
+        }),
+
+      checkStatus: (req) =>
+        wireErrors(async () => {
+          const card = await agentCard(em(), agentIdOf(req.caller), req.requestId);
+          const state = cardStateAt(card, clock.now());
+          // Confirmations, proofs and callbacks come later: nothing of them exists yet.
+          return {
+            status: toProtoCardStatus[state.status],
+            ttlAt: timestampFromDate(card.ttlAt),
+            ...(state.resolvedAt && { resolvedAt: timestampFromDate(state.resolvedAt) }),
+            delivered: false,
+            callbackAttempts: 0,
           };
         }),
     });

@@ -15,7 +15,7 @@ let agentlink: TestAgentlink;
 
 beforeAll(async () => {
   // Nothing listens on port 1: every lookup of a svc_user_id fails.
-  agentlink = await startTestAgentlink("agentlink_inquire", {
+  agentlink = await startTestAgentlink("agentlink_cards", {
     clock,
     env: { AGENTLINK_ACCOUNT_URL: "http://127.0.0.1:1" },
   });
@@ -169,5 +169,40 @@ describe("inquire", () => {
     expect(detail).toMatchObject({ code: "trust_layer_rejected", status_code: 422, retryable: false });
     expect(detail.violations.length).toBeGreaterThan(0);
     expect(await agentlink.sql("select id from card where request_id = $1", [requestId])).toEqual([]);
+  });
+});
+
+describe("check-status", () => {
+  it("reads the agent's card as queued, then expired once its ttl_at has passed, with nothing resolved yet", async () => {
+    clock.set(start);
+    const agent = await boundAgent();
+    const requestId = uuid();
+    const { ttlAt } = await ask(agent, { requestId, ttlSeconds: 60 });
+    const queued = await agentlink.client.checkStatus({ caller: agent.caller, requestId });
+    expect(queued).toMatchObject({ status: CardStatus.QUEUED, ttlAt, delivered: false, callbackAttempts: 0 });
+    expect([queued.resolvedAt, queued.ceremonyId, queued.resolutionJwt, queued.verdict]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
+
+    clock.set(new Date(start.getTime() + 59_999));
+    expect((await agentlink.client.checkStatus({ caller: agent.caller, requestId })).status).toBe(CardStatus.QUEUED);
+    clock.set(new Date(start.getTime() + 60_000));
+    const expired = await agentlink.client.checkStatus({ caller: agent.caller, requestId });
+    expect([expired.status, expired.resolvedAt]).toEqual([CardStatus.EXPIRED, ttlAt]);
+    clock.set(start);
+  });
+
+  it("finds no card of another agent, nor an unknown request_id", async () => {
+    const agent = await boundAgent();
+    const other = await boundAgent();
+    const requestId = uuid();
+    await ask(agent, { requestId });
+    const notOurs = await refusal(agentlink.client.checkStatus({ caller: other.caller, requestId }));
+    expect(notOurs.code).toBe(Code.NotFound);
+    const unknown = await refusal(agentlink.client.checkStatus({ caller: agent.caller, requestId: uuid() }));
+    expect(unknown.code).toBe(Code.NotFound);
   });
 });
