@@ -8,12 +8,13 @@ import { dataError, partnerApi, result } from "./gate-support.ts";
 /**
  * Agents Ask proposals through the gateway against the real mesh: inquire for a person bound to the agent
  * (a sandbox human, claimed with svcctl) or named by svc_user_id, idempotent replays, check-status as the
- * shared clock moves past ttl_at, and every refusal of inquire and check-status the partner can meet.
+ * shared clock moves past ttl_at, cancel, and every refusal of
+ * inquire, check-status and cancel the partner can meet.
  */
 const svcctlPath = fileURLToPath(new URL("../../gateway/src/cli/svcctl.ts", import.meta.url));
 const start = new Date("2026-11-24T09:00:00Z");
 
-describe("agents ask: inquire, check-status", () => {
+describe("agents ask: inquire, check-status, cancel", () => {
   let mesh: TestMesh;
   let api: ReturnType<typeof partnerApi>;
   let agentKey: string;
@@ -141,5 +142,28 @@ describe("agents ask: inquire, check-status", () => {
 
     expect(dataError(await status({ request_id: randomUUID() })).statusCode).toBe(404);
     expect((await status({ request_id: requestId, wait_seconds: 26 })).body.code).toBe("InputValidationError");
+  });
+
+  it("cancels a queued card once; a later cancel answers already_resolved; another request_id is 404", async () => {
+    mesh.setClock(start);
+    const requestId = randomUUID();
+    const { card_id } = result(await inquire({ request_id: requestId }));
+    const cancel = (body: Record<string, unknown>) => api.post("/agentlink/cancel", body, agentKey);
+    expect(result(await cancel({ request_id: requestId, reason: "paid by phone" }))).toEqual({
+      status: "cancelled",
+      card_id,
+      cancelled_at: start.toISOString(),
+    });
+    expect(result(await cancel({ request_id: requestId }))).toEqual({
+      status: "cancelled",
+      card_id,
+      cancelled_at: start.toISOString(),
+      already_resolved: true,
+    });
+    expect(result(await api.get("/agentlink/check-status", { request_id: requestId }, agentKey)).status).toBe(
+      "cancelled",
+    );
+    expect(dataError(await cancel({ request_id: randomUUID() })).statusCode).toBe(404);
+    expect((await cancel({ request_id: requestId, reason: "x".repeat(201) })).body.code).toBe("InputValidationError");
   });
 });

@@ -162,3 +162,43 @@ export const checkStatusRoute = defineRoute({
     });
   },
 });
+
+/**
+ * `POST /agentlink/cancel`: cancels the calling agent's queued card (audit log, no webhook). A card no longer
+ * queued is not an error: its current status with `already_resolved: true`, and nothing changes.
+ */
+export const cancelRoute = defineRoute({
+  operationId: "agentlinkCancel",
+  method: "POST",
+  path: "/agentlink/cancel",
+  summary:
+    "Cancel the calling agent's queued card: status cancelled, card_id, cancelled_at; no webhook. A card no longer queued: its current status with already_resolved: true, unchanged. No card with that request_id for this agent: data.error 404.",
+  auth: agentKeyOnly,
+  input: {
+    type: "object",
+    properties: {
+      request_id: { type: "string", format: "uuid", description: "The request_id of the inquire." },
+      reason: { type: "string", maxLength: 200, description: "Written to the audit log." },
+    },
+    required: ["request_id"],
+  },
+  envelope: "nested",
+  output: {
+    type: "object",
+    properties: {
+      status: { type: "string", enum: ["queued", "approved", "denied", "cancelled", "expired"] },
+      card_id: { type: "string", format: "uuid" },
+      cancelled_at: { type: "string", format: "date-time", description: "When the card is cancelled." },
+      already_resolved: { type: "boolean", description: "Present when the card was no longer queued." },
+    },
+  },
+  async handle(input, { caller, services }) {
+    const outcome = await services.agentlink.cancel({ caller, requestId: input.request_id, reason: input.reason });
+    return ok({
+      status: statusNames[outcome.status],
+      card_id: outcome.cardId,
+      ...(outcome.cancelledAt && { cancelled_at: instant(outcome.cancelledAt) }),
+      ...(outcome.alreadyResolved && { already_resolved: true }),
+    });
+  },
+});

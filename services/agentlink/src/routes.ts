@@ -29,6 +29,7 @@ import { type AgentKeyRefusal, authenticateAgentKey } from "./agents/authenticat
 import type { BindingContext, BindSessionStatus } from "./binding/bindings.ts";
 import { checkBinding, claimLinkCode, listBindings, startBindSession, unbind } from "./binding/bindings.ts";
 import type { AgentlinkSecrets } from "./config.ts";
+import { cancel } from "./proposals/cancel.ts";
 import type { CardStatus as CardStatusName } from "./proposals/card.entity.ts";
 import { agentCard, cardStateAt } from "./proposals/card-status.ts";
 import { inquire, type ProposalContext } from "./proposals/inquire.ts";
@@ -145,6 +146,18 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
             ...(state.resolvedAt && { resolvedAt: timestampFromDate(state.resolvedAt) }),
             delivered: false,
             callbackAttempts: 0,
+          };
+        }),
+
+      cancel: (req) =>
+        wireErrors(async () => {
+          const outcome = await cancel({ em: em(), clock }, agentIdOf(req.caller), req.requestId, req.reason);
+          const { card } = outcome;
+          return {
+            status: toProtoCardStatus[outcome.status],
+            cardId: card.id,
+            ...(card.status === "cancelled" && card.resolvedAt && { cancelledAt: timestampFromDate(card.resolvedAt) }),
+            alreadyResolved: outcome.alreadyResolved,
           };
         }),
     });

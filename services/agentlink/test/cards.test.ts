@@ -206,3 +206,59 @@ describe("check-status", () => {
     expect(unknown.code).toBe(Code.NotFound);
   });
 });
+
+describe("cancel", () => {
+  it("cancels a queued card once, with its reason in the audit log, and answers later cancels as resolved", async () => {
+    clock.set(start);
+    const agent = await boundAgent();
+    const requestId = uuid();
+    const { cardId } = await ask(agent, { requestId });
+    clock.set(new Date(start.getTime() + 5_000));
+    const cancelled = await agentlink.client.cancel({
+      caller: agent.caller,
+      requestId,
+      reason: "customer changed mind",
+    });
+    const at = new Date(start.getTime() + 5_000);
+    expect(cancelled).toMatchObject({ status: CardStatus.CANCELLED, cardId, alreadyResolved: false });
+    expect(timestampDate(cancelled.cancelledAt!)).toEqual(at);
+    const audit = await agentlink.sql(
+      "select action, actor, at, detail from card_audit where card_id = $1 order by id",
+      [cardId],
+    );
+    expect(audit.at(-1)).toEqual({
+      action: "card.cancelled",
+      actor: `agent:${agent.id}`,
+      at,
+      detail: { reason: "customer changed mind" },
+    });
+
+    clock.set(new Date(start.getTime() + 9_000));
+    const again = await agentlink.client.cancel({ caller: agent.caller, requestId });
+    expect(again).toMatchObject({ status: CardStatus.CANCELLED, cardId, alreadyResolved: true });
+    expect(timestampDate(again.cancelledAt!)).toEqual(at);
+    expect(await agentlink.sql("select id from card_audit where card_id = $1", [cardId])).toHaveLength(2);
+    const events = await agentlink.sql("select message_id from outbox where message_id like $1", [`%${cardId}`]);
+    expect(events).toEqual([{ message_id: `agents_ask.card.proposed:${cardId}` }]);
+    expect((await agentlink.client.checkStatus({ caller: agent.caller, requestId })).status).toBe(CardStatus.CANCELLED);
+    clock.set(start);
+  });
+
+  it("changes nothing on a card past its ttl_at, and refuses a reason over 200 characters or another agent's card", async () => {
+    clock.set(start);
+    const agent = await boundAgent();
+    const requestId = uuid();
+    await ask(agent, { requestId, ttlSeconds: 60 });
+    const long = await refusal(agentlink.client.cancel({ caller: agent.caller, requestId, reason: "x".repeat(201) }));
+    expect(long.code).toBe(Code.InvalidArgument);
+    const other = await boundAgent();
+    expect((await refusal(agentlink.client.cancel({ caller: other.caller, requestId }))).code).toBe(Code.NotFound);
+
+    clock.set(new Date(start.getTime() + 60_000));
+    const late = await agentlink.client.cancel({ caller: agent.caller, requestId });
+    expect([late.status, late.alreadyResolved, late.cancelledAt]).toEqual([CardStatus.EXPIRED, true, undefined]);
+    const [row] = await agentlink.sql("select status from card where request_id = $1", [requestId]);
+    expect(row).toEqual({ status: "queued" });
+    clock.set(start);
+  });
+});
