@@ -8,13 +8,13 @@ import { dataError, partnerApi, result } from "./gate-support.ts";
 /**
  * Agents Ask proposals through the gateway against the real mesh: inquire for a person bound to the agent
  * (a sandbox human, claimed with svcctl) or named by svc_user_id, idempotent replays, check-status as the
- * shared clock moves past ttl_at, cancel, and every refusal of
- * inquire, check-status and cancel the partner can meet.
+ * shared clock moves past ttl_at, cancel, the expire sweep driven by the
+ * shared clock through svcctl, and every refusal of inquire, check-status and cancel the partner can meet.
  */
 const svcctlPath = fileURLToPath(new URL("../../gateway/src/cli/svcctl.ts", import.meta.url));
 const start = new Date("2026-11-24T09:00:00Z");
 
-describe("agents ask: inquire, check-status, cancel", () => {
+describe("agents ask: inquire, check-status, cancel, the expire sweep", () => {
   let mesh: TestMesh;
   let api: ReturnType<typeof partnerApi>;
   let agentKey: string;
@@ -165,5 +165,24 @@ describe("agents ask: inquire, check-status, cancel", () => {
     );
     expect(dataError(await cancel({ request_id: randomUUID() })).statusCode).toBe(404);
     expect((await cancel({ request_id: requestId, reason: "x".repeat(201) })).body.code).toBe("InputValidationError");
+  });
+
+  it("expires a queued card past ttl_at in the sweep (svcctl agent sweep), once", async () => {
+    const later = new Date(start.getTime() + 2 * 86_400_000);
+    mesh.setClock(later);
+    await json(["agent", "sweep", "--limit", "1000"]); // every earlier test's card is past its ttl_at now
+    const requestId = randomUUID();
+    result(await inquire({ request_id: requestId, ttl_seconds: 60 }));
+    mesh.setClock(new Date(later.getTime() + 59_999));
+    expect(await json(["agent", "sweep"])).toEqual({ expired_count: 0 });
+    mesh.setClock(new Date(later.getTime() + 60_000));
+    expect(await json(["agent", "sweep"])).toEqual({ expired_count: 1 });
+    expect(await json(["agent", "sweep"])).toEqual({ expired_count: 0 });
+    expect(result(await api.get("/agentlink/check-status", { request_id: requestId }, agentKey))).toMatchObject({
+      status: "expired",
+      resolved_at: new Date(later.getTime() + 60_000).toISOString(),
+    });
+    await expect(json(["agent", "sweep", "--limit", "1001"])).rejects.toThrow(/limit must be 1-1000/);
+    mesh.setClock(start);
   });
 });

@@ -32,6 +32,7 @@ import type { AgentlinkSecrets } from "./config.ts";
 import { cancel } from "./proposals/cancel.ts";
 import type { CardStatus as CardStatusName } from "./proposals/card.entity.ts";
 import { agentCard, cardStateAt } from "./proposals/card-status.ts";
+import { expireSweep } from "./proposals/expire-sweep.ts";
 import { inquire, type ProposalContext } from "./proposals/inquire.ts";
 import { AgentlinkRefusal, type AgentlinkRefusalKind, refuse } from "./refusal.ts";
 import type { ClassifierClient } from "./trust-layer/classifier-client.ts";
@@ -206,6 +207,11 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
           const claimed = await claimLinkCode(bindings(), req.svcUserId, req.linkCode, { sandbox: true });
           return { agent: toProtoAgent(claimed.agent), boundAt: timestampFromDate(claimed.boundAt) };
         }),
+
+      expire: (req) =>
+        wireErrors(async () => ({
+          expiredCount: await expireSweep({ em: em(), clock, bus: deps.bus, outbox: deps.outbox }, req.limit),
+        })),
     });
   };
 }

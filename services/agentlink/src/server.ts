@@ -5,6 +5,7 @@ import { Binding, BindSession } from "./binding/binding.entity.ts";
 import { settings } from "./config.ts";
 import { migrations } from "./migrations/index.ts";
 import { Card, CardAudit } from "./proposals/card.entity.ts";
+import { expireSweep, sweepEveryMs } from "./proposals/expire-sweep.ts";
 import { agentlinkRoutes, type RouteDependencies } from "./routes.ts";
 import { classifierFromEnvironment } from "./trust-layer/classifier-client.ts";
 
@@ -38,6 +39,15 @@ export const startAgentlink = (options: StartOptions = {}) =>
         outbox,
       }),
       routes: agentlinkRoutes,
+      // The expire sweep about every 60 seconds; replicas share the work through its row locks.
+      background: async (deps, { logger }) => {
+        const timer = setInterval(() => {
+          expireSweep({ ...deps, em: deps.orm.em.fork() }, undefined).catch((error: unknown) =>
+            logger.warn("expire sweep failed; will retry", { error }),
+          );
+        }, sweepEveryMs);
+        return async () => clearInterval(timer);
+      },
     },
     options,
   );

@@ -262,3 +262,55 @@ describe("cancel", () => {
     clock.set(start);
   });
 });
+
+describe("the expire sweep", () => {
+  it("expires queued cards past ttl_at only, with card.expired and agents_ask.resolution.expired, once", async () => {
+    clock.set(start);
+    const agent = await boundAgent();
+    const short = await ask(agent, { ttlSeconds: 60 });
+    const long = await ask(agent, { ttlSeconds: 3600 });
+    const cancelledId = uuid();
+    const cancelled = await ask(agent, { requestId: cancelledId, ttlSeconds: 60 });
+    await agentlink.client.cancel({ caller: agent.caller, requestId: cancelledId });
+
+    const sweptAt = new Date(start.getTime() + 60_000);
+    clock.set(sweptAt);
+    // Other tests' cards may be due as well: this one's outcome is read from its own rows.
+    expect((await agentlink.console.expire({ limit: 1000 })).expiredCount).toBeGreaterThanOrEqual(1);
+    const rows = await agentlink.sql<{ id: string; status: string; resolved_at: Date | null }>(
+      "select id, status, resolved_at from card where id = any($1)",
+      [[short.cardId, long.cardId, cancelled.cardId]],
+    );
+    expect(Object.fromEntries(rows.map((r) => [r.id, [r.status, r.resolved_at]]))).toEqual({
+      [short.cardId]: ["expired", timestampDate(short.ttlAt!)],
+      [long.cardId]: ["queued", null],
+      [cancelled.cardId]: ["cancelled", start],
+    });
+    const audit = await agentlink.sql("select action, actor, at from card_audit where card_id = $1 order by id", [
+      short.cardId,
+    ]);
+    expect(audit.at(-1)).toEqual({ action: "card.expired", actor: "sweep", at: sweptAt });
+    const [row] = await agentlink.sql<{ payload: Buffer }>("select payload from outbox where message_id = $1", [
+      `agents_ask.resolution.expired:${short.cardId}`,
+    ]);
+    const event = fromBinary(EventSchema, row!.payload);
+    expect(event.payload.case).toBe("agentsAskResolutionExpired");
+    expect(event.payload.value).toMatchObject({
+      requestId: (await agentlink.sql("select request_id from card where id = $1", [short.cardId]))[0]?.request_id,
+      cardId: short.cardId,
+      outcome: "expired",
+      metadata: { agentId: agent.id, agentName: agent.name, summaryTitle: action.summary_title },
+    });
+
+    expect((await agentlink.console.expire({})).expiredCount).toBe(0);
+    expect(
+      await agentlink.sql("select id from outbox where message_id like $1", [`%expired:${short.cardId}`]),
+    ).toHaveLength(1);
+    clock.set(start);
+  });
+
+  it("takes a limit of 1-1000", async () => {
+    expect((await refusal(agentlink.console.expire({ limit: 0 }))).code).toBe(Code.InvalidArgument);
+    expect((await refusal(agentlink.console.expire({ limit: 1001 }))).code).toBe(Code.InvalidArgument);
+  });
+});

@@ -1,7 +1,13 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { environmentProto } from "@svc/platform";
-import { AgentsAskCardProposedSchema, type Event, EventSchema } from "@svc/proto/events/v1/events_pb.js";
+import {
+  AgentsAskCardProposedSchema,
+  AgentsAskResolutionExpiredSchema,
+  type Event,
+  EventSchema,
+  ExpiredMetadataSchema,
+} from "@svc/proto/events/v1/events_pb.js";
 import type { Agent } from "../agents/agent.entity.ts";
 import type { Card } from "./card.entity.ts";
 
@@ -36,5 +42,21 @@ export const cardProposed = (agent: Agent, card: Card): OutboxMessage =>
       category: card.category,
       summaryTitle: card.summaryTitle,
       ttlAt: timestampFromDate(card.ttlAt),
+    }),
+  });
+
+/** `agents_ask.resolution.expired`: nobody answered the card in time (not a denial; no proof). */
+export const resolutionExpired = (agent: Agent, card: Card, sweptAt: Date): OutboxMessage =>
+  envelope("agents_ask.resolution.expired", agent, card, sweptAt, {
+    case: "agentsAskResolutionExpired",
+    value: create(AgentsAskResolutionExpiredSchema, {
+      requestId: card.requestId,
+      cardId: card.id,
+      outcome: "expired",
+      metadata: create(ExpiredMetadataSchema, {
+        agentId: agent.id,
+        agentName: agent.name,
+        summaryTitle: card.summaryTitle,
+      }),
     }),
   });
