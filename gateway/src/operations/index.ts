@@ -14,6 +14,7 @@ import type { RawRoute } from "../http/raw-route.ts";
 import type { Route } from "../http/route.ts";
 import { upgradePageRoute } from "../rate-limits/rate-limit-report.ts";
 import { bindSessionRoute, checkBindingRoute } from "./agent-binding.ts";
+import { cancelRoute, checkStatusRoute, inquireRoute } from "./agent-proposals.ts";
 import { createSessionRoute } from "./create-session.ts";
 import { createVerificationLinkRoute } from "./create-verification-link.ts";
 import { type KeySetCache, keySetRoute } from "./jwks.ts";
@@ -37,6 +38,9 @@ export const routes: readonly Route[] = [
   listSecuredAccountsRoute,
   bindSessionRoute,
   checkBindingRoute,
+  inquireRoute,
+  checkStatusRoute,
+  cancelRoute,
   appMeRoute,
   beginPasskeyRegistrationRoute,
   finishPasskeyRegistrationRoute,

@@ -1,9 +1,16 @@
 import { createSecretKey } from "node:crypto";
-import { create } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { type Client, Code, type ConnectRouter } from "@connectrpc/connect";
+import { create, fromJson } from "@bufbuild/protobuf";
+import { StructSchema, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { type Client, Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { type Clock, environmentName, environmentProto, refusalTranslator } from "@svc/platform";
+import {
+  type Clock,
+  type EventBus,
+  environmentName,
+  environmentProto,
+  type OutboxRelay,
+  refusalTranslator,
+} from "@svc/platform";
 import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import {
   AgentConsoleService,
@@ -12,6 +19,7 @@ import {
   AgentStatus,
   BindingSchema,
   BindingStatus,
+  CardStatus,
   AgentKeyRefusal as ProtoAgentKeyRefusal,
 } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { type Caller, CallerSchema, CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
@@ -21,7 +29,13 @@ import { type AgentKeyRefusal, authenticateAgentKey } from "./agents/authenticat
 import type { BindingContext, BindSessionStatus } from "./binding/bindings.ts";
 import { checkBinding, claimLinkCode, listBindings, startBindSession, unbind } from "./binding/bindings.ts";
 import type { AgentlinkSecrets } from "./config.ts";
-import { type AgentlinkRefusalKind, refuse } from "./refusal.ts";
+import { cancel } from "./proposals/cancel.ts";
+import type { CardStatus as CardStatusName } from "./proposals/card.entity.ts";
+import { agentCard, cardStateAt } from "./proposals/card-status.ts";
+import { expireSweep } from "./proposals/expire-sweep.ts";
+import { inquire, type ProposalContext } from "./proposals/inquire.ts";
+import { AgentlinkRefusal, type AgentlinkRefusalKind, refuse } from "./refusal.ts";
+import type { ClassifierClient } from "./trust-layer/classifier-client.ts";
 
 export interface RouteDependencies {
   orm: MikroORM;
@@ -30,6 +44,10 @@ export interface RouteDependencies {
   keyOverlapMs: number;
   deployment: "development" | "production";
   account: Pick<Client<typeof AccountService>, "getHuman">;
+  /** The trust layer's HTTP classifier, made once at start; undefined without a URL (local rules only). */
+  classifier: ClassifierClient | undefined;
+  bus: Pick<EventBus, "subject">;
+  outbox: Pick<OutboxRelay, "wake">;
 }
 
 /** Thin handlers: translate the wire to the domain operations and back, one unit of work (a fresh entity manager) each. */
@@ -46,6 +64,15 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
     keyOverlapMs: deps.keyOverlapMs,
   });
   const bindings = (): BindingContext => ({ em: em(), clock, opaqueIdKey });
+  const proposals = (): ProposalContext => ({
+    em: em(),
+    clock,
+    opaqueIdKey,
+    account: deps.account,
+    classifier: deps.classifier,
+    bus: deps.bus,
+    outbox: deps.outbox,
+  });
 
   return (router) => {
     router.service(AgentService, {
@@ -89,6 +116,50 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
         wireErrors(async () => {
           const unboundAt = await unbind(bindings(), requireHuman(req.svcUserId), req.agentId);
           return { agentId: req.agentId, unboundAt: timestampFromDate(unboundAt) };
+        }),
+
+      inquire: (req) =>
+        wireErrors(async () => {
+          const { card, replay } = await inquire(proposals(), agentIdOf(req.caller), {
+            requestId: req.requestId,
+            opaqueId: req.opaqueId,
+            svcUserId: req.svcUserId,
+            userEmail: req.userEmail,
+            ttlSeconds: req.ttlSeconds,
+            proposal: req.proposal ?? {},
+          });
+          return {
+            status: toProtoCardStatus[card.status],
+            cardId: card.id,
+            ttlAt: timestampFromDate(card.ttlAt),
+            idempotentReplay: replay,
+          };
+        }),
+
+      checkStatus: (req) =>
+        wireErrors(async () => {
+          const card = await agentCard(em(), agentIdOf(req.caller), req.requestId);
+          const state = cardStateAt(card, clock.now());
+          // Confirmations, proofs and callbacks come later: nothing of them exists yet.
+          return {
+            status: toProtoCardStatus[state.status],
+            ttlAt: timestampFromDate(card.ttlAt),
+            ...(state.resolvedAt && { resolvedAt: timestampFromDate(state.resolvedAt) }),
+            delivered: false,
+            callbackAttempts: 0,
+          };
+        }),
+
+      cancel: (req) =>
+        wireErrors(async () => {
+          const outcome = await cancel({ em: em(), clock }, agentIdOf(req.caller), req.requestId, req.reason);
+          const { card } = outcome;
+          return {
+            status: toProtoCardStatus[outcome.status],
+            cardId: card.id,
+            ...(card.status === "cancelled" && card.resolvedAt && { cancelledAt: timestampFromDate(card.resolvedAt) }),
+            alreadyResolved: outcome.alreadyResolved,
+          };
         }),
     });
 
@@ -136,19 +207,39 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
           const claimed = await claimLinkCode(bindings(), req.svcUserId, req.linkCode, { sandbox: true });
           return { agent: toProtoAgent(claimed.agent), boundAt: timestampFromDate(claimed.boundAt) };
         }),
+
+      expire: (req) =>
+        wireErrors(async () => ({
+          expiredCount: await expireSweep({ em: em(), clock, bus: deps.bus, outbox: deps.outbox }, req.limit),
+        })),
     });
   };
 }
 
-/** The one place where domain refusals become Connect codes. */
-const wireErrors = refusalTranslator<AgentlinkRefusalKind>({
+const connectCodes: Record<AgentlinkRefusalKind, Code> = {
   invalid_argument: Code.InvalidArgument,
   not_found: Code.NotFound,
   already_exists: Code.AlreadyExists,
   failed_precondition: Code.FailedPrecondition,
   expired: Code.FailedPrecondition,
   permission_denied: Code.PermissionDenied,
-});
+  unavailable: Code.Unavailable,
+};
+const translate = refusalTranslator<AgentlinkRefusalKind>(connectCodes);
+
+/** The one place where domain refusals become Connect codes, their `data.error` fields a Struct detail. */
+const wireErrors = <T>(work: () => Promise<T>): Promise<T> =>
+  translate(async () => {
+    try {
+      return await work();
+    } catch (error) {
+      if (error instanceof AgentlinkRefusal && error.detail !== undefined)
+        throw new ConnectError(error.message, connectCodes[error.kind], undefined, [
+          { desc: StructSchema, value: fromJson(StructSchema, error.detail) },
+        ]);
+      throw error;
+    }
+  });
 
 /** Agent operations come from the gateway with the agent key's caller: its credential id is the agent. */
 function agentIdOf(caller: Caller | undefined): string {
@@ -192,6 +283,14 @@ const toProtoRefusal: Record<AgentKeyRefusal, ProtoAgentKeyRefusal> = {
   other_environment: ProtoAgentKeyRefusal.OTHER_ENVIRONMENT,
   revoked_agent: ProtoAgentKeyRefusal.REVOKED_AGENT,
   wrong_secret: ProtoAgentKeyRefusal.WRONG_SECRET,
+};
+
+const toProtoCardStatus: Record<CardStatusName, CardStatus> = {
+  queued: CardStatus.QUEUED,
+  approved: CardStatus.APPROVED,
+  denied: CardStatus.DENIED,
+  cancelled: CardStatus.CANCELLED,
+  expired: CardStatus.EXPIRED,
 };
 
 const toProtoBindingStatus: Record<BindSessionStatus, BindingStatus> = {

@@ -4,11 +4,14 @@ import { Agent, AgentKey } from "./agents/agent.entity.ts";
 import { Binding, BindSession } from "./binding/binding.entity.ts";
 import { settings } from "./config.ts";
 import { migrations } from "./migrations/index.ts";
+import { Card, CardAudit } from "./proposals/card.entity.ts";
+import { expireSweep, sweepEveryMs } from "./proposals/expire-sweep.ts";
 import { agentlinkRoutes, type RouteDependencies } from "./routes.ts";
+import { classifierFromEnvironment } from "./trust-layer/classifier-client.ts";
 
 /**
- * agentlink: agents with their keys, and the bindings between agents and people (AgentService), and
- * the operators' agent registry (AgentConsoleService).
+ * agentlink: agents with their keys, the bindings between agents and people, and the agents' proposals
+ * (AgentService), and the operators' agent registry (AgentConsoleService).
  */
 export const startAgentlink = (options: StartOptions = {}) =>
   startService(
@@ -18,9 +21,9 @@ export const startAgentlink = (options: StartOptions = {}) =>
       defaultPort: 9094,
       settings,
       schema: "agentlink",
-      entities: [Agent, AgentKey, BindSession, Binding],
+      entities: [Agent, AgentKey, BindSession, Binding, Card, CardAudit],
       migrations,
-      build: ({ orm, clock, config }): RouteDependencies => ({
+      build: ({ orm, clock, config, bus, outbox }): RouteDependencies => ({
         orm,
         clock,
         secrets: {
@@ -31,8 +34,20 @@ export const startAgentlink = (options: StartOptions = {}) =>
         keyOverlapMs: config.keyOverlap,
         deployment: config.deployment,
         account: createInternalClient(AccountService, config.accountUrl),
+        classifier: classifierFromEnvironment(options.env ?? process.env),
+        bus,
+        outbox,
       }),
       routes: agentlinkRoutes,
+      // The expire sweep about every 60 seconds; replicas share the work through its row locks.
+      background: async (deps, { logger }) => {
+        const timer = setInterval(() => {
+          expireSweep({ ...deps, em: deps.orm.em.fork() }, undefined).catch((error: unknown) =>
+            logger.warn("expire sweep failed; will retry", { error }),
+          );
+        }, sweepEveryMs);
+        return async () => clearInterval(timer);
+      },
     },
     options,
   );

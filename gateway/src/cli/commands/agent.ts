@@ -1,6 +1,6 @@
 import { type EnvironmentName, environmentProto } from "@svc/platform";
 import { type Agent, AgentConsoleService, AgentStatus } from "@svc/proto/agentlink/v1/agentlink_pb.js";
-import { type CommandGroup, stringList, stringValue } from "../command.ts";
+import { type CommandGroup, stringList, stringValue, UsageError } from "../command.ts";
 import { environmentName, instant } from "./format.ts";
 
 const agentId = { type: "string", required: true, valueName: "ID", description: "the agent's id" } as const;
@@ -109,6 +109,25 @@ export const agentCommands: CommandGroup = {
           agent_key: response.agentKey,
           previous_keys_expire_at: instant(response.previousKeysExpireAt),
         };
+      },
+    },
+    {
+      name: "sweep",
+      summary: 'Runs the expire sweep now; prints {"expired_count"}.',
+      details:
+        "Queued cards past their ttl_at become expired, each with a card.expired audit row and an " +
+        "agents_ask.resolution.expired event. agentlink also sweeps by itself about every 60 seconds.",
+      options: {
+        limit: { type: "string", valueName: "N", description: "at most this many cards, 1-1000 (default 200)" },
+      },
+      async run(values, ctx) {
+        const raw = values.limit;
+        if (raw !== undefined && !/^\d{1,4}$/.test(String(raw)))
+          throw new UsageError(`--limit must be a whole number from 1 to 1000, not ${JSON.stringify(raw)}`);
+        const response = await ctx
+          .serviceConsole(AgentConsoleService)
+          .expire(raw === undefined ? {} : { limit: Number(raw) });
+        return { expired_count: response.expiredCount };
       },
     },
   ],

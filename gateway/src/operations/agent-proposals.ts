@@ -1,0 +1,204 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { CardStatus } from "@svc/proto/agentlink/v1/agentlink_pb.js";
+import { defineRoute, ok } from "../http/route.ts";
+
+const agentKeyOnly = { accepts: ["agent_key"] } as const;
+
+const statusNames: Record<CardStatus, "queued" | "approved" | "denied" | "cancelled" | "expired" | undefined> = {
+  [CardStatus.UNSPECIFIED]: undefined,
+  [CardStatus.QUEUED]: "queued",
+  [CardStatus.APPROVED]: "approved",
+  [CardStatus.DENIED]: "denied",
+  [CardStatus.CANCELLED]: "cancelled",
+  [CardStatus.EXPIRED]: "expired",
+};
+
+const instant = (at: Parameters<typeof timestampDate>[0] | undefined) => (at ? timestampDate(at).toISOString() : null);
+
+/**
+ * `POST /agentlink/inquire`: the agent proposes a card to one person. The spec's field rules are here; the
+ * rules of the card (exactly one identifier, the ttl's range, the categories, the person, the trust layer,
+ * idempotency) are agentlink's, whose refusals carry their `data.error` fields. `ttl_seconds` is bounded
+ * here only to the wire's int32: within that, its range is answered as `ttl_below_floor` / `ttl_above_ceiling`.
+ */
+export const inquireRoute = defineRoute({
+  operationId: "agentlinkInquire",
+  method: "POST",
+  path: "/agentlink/inquire",
+  summary:
+    "Propose a card to one person (opaque_id, svc_user_id or user_email: exactly one), queued until they answer, it is cancelled or ttl_at passes. Idempotent on (agent, request_id): a repeat, even with a different body, answers the first card with idempotent_replay: true. data.error 400 (identifiers; ttl_below_floor, ttl_above_ceiling), 403 category_not_allowed, 404 no active binding or unknown person (user_email: no person can register an address yet, so always 404), 422 trust_layer_rejected, 502 trust_layer_unavailable or user lookup failed, 500 retry with the same request_id.",
+  auth: agentKeyOnly,
+  input: {
+    type: "object",
+    properties: {
+      request_id: { type: "string", format: "uuid-v4", description: "The agent's id of this proposal." },
+      action: {
+        type: "object",
+        properties: {
+          summary_title: { type: "string", minLength: 1, maxLength: 120 },
+          category: { type: "string", minLength: 1, maxLength: 80, description: "One of the agent's categories." },
+          summary_detail: {
+            type: "object",
+            properties: {
+              label: { type: "string", minLength: 1, maxLength: 40 },
+              value: { type: "string", minLength: 1, maxLength: 80 },
+            },
+            required: ["label", "value"],
+          },
+          trusted_account_id: { type: "string", format: "uuid" },
+        },
+        required: ["summary_title", "category"],
+      },
+      opaque_id: { type: "string", minLength: 4, maxLength: 64, description: "Preferred: from check-binding." },
+      svc_user_id: {
+        type: "string",
+        format: "uuid",
+        description: "The global user id; identical across agents, so it can correlate a person between integrations.",
+      },
+      user_email: {
+        type: "string",
+        format: "email",
+        deprecated: true,
+        description: "No person can register an address yet: always data.error 404.",
+      },
+      adaptive_card_payload: {
+        type: "object",
+        additionalProperties: true,
+        description: "An Adaptive Card 1.5, checked by the content-safety layer.",
+      },
+      ttl_seconds: {
+        type: "integer",
+        minimum: -2147483648,
+        maximum: 2147483647,
+        description: "Default 600; 60-86400, else data.error 400 ttl_below_floor or ttl_above_ceiling.",
+      },
+    },
+    required: ["request_id", "action"],
+  },
+  envelope: "nested",
+  output: {
+    type: "object",
+    properties: {
+      status: { type: "string", enum: ["queued", "approved", "denied", "cancelled", "expired"] },
+      card_id: { type: "string", format: "uuid" },
+      ttl_at: { type: "string", format: "date-time" },
+      idempotent_replay: { type: "boolean", description: "Present on a repeat of a request_id: the first card." },
+    },
+  },
+  async handle(input, { caller, services }) {
+    const answer = await services.agentlink.inquire({
+      caller,
+      requestId: input.request_id,
+      opaqueId: input.opaque_id,
+      svcUserId: input.svc_user_id,
+      userEmail: input.user_email,
+      ttlSeconds: input.ttl_seconds,
+      proposal: {
+        action: input.action as JsonObject,
+        ...(input.adaptive_card_payload !== undefined && {
+          adaptive_card_payload: input.adaptive_card_payload as JsonObject,
+        }),
+      },
+    });
+    return ok({
+      status: statusNames[answer.status],
+      card_id: answer.cardId,
+      ttl_at: instant(answer.ttlAt),
+      ...(answer.idempotentReplay && { idempotent_replay: true }),
+    });
+  },
+});
+
+/**
+ * `GET /agentlink/check-status`: the calling agent's card by `request_id`. `wait_seconds` is accepted (0-25)
+ * but not held yet: the answer is always immediate (the long-poll comes later).
+ */
+export const checkStatusRoute = defineRoute({
+  operationId: "agentlinkCheckStatus",
+  method: "GET",
+  path: "/agentlink/check-status",
+  summary:
+    "The calling agent's card by request_id: status (a queued card past ttl_at reads expired), ttl_at, resolved_at, ceremony_id, resolution_jwt, verdict, delivered, callback_attempts. wait_seconds (0-25) is accepted but not held yet: the answer is immediate. No card with that request_id for this agent: data.error 404.",
+  auth: agentKeyOnly,
+  input: {
+    type: "object",
+    properties: {
+      request_id: { type: "string", format: "uuid", description: "The request_id of the inquire." },
+      wait_seconds: {
+        type: "integer",
+        minimum: 0,
+        maximum: 25,
+        description: "Accepted, not held yet: the answer is immediate whatever its value.",
+      },
+    },
+    required: ["request_id"],
+  },
+  envelope: "nested",
+  output: {
+    type: "object",
+    properties: {
+      status: { type: "string", enum: ["queued", "approved", "denied", "cancelled", "expired"] },
+      ttl_at: { type: "string", format: "date-time" },
+      resolved_at: { type: "string", format: "date-time", nullable: true },
+      ceremony_id: { type: "string", format: "uuid", nullable: true },
+      resolution_jwt: { type: "string", nullable: true, description: "The proof; approved or denied only." },
+      verdict: { type: "string", enum: ["approve", "denied"], nullable: true },
+      delivered: { type: "boolean", description: "Whether the callback reached the agent." },
+      callback_attempts: { type: "integer" },
+    },
+  },
+  async handle(input, { caller, services }) {
+    const state = await services.agentlink.checkStatus({ caller, requestId: input.request_id });
+    return ok({
+      status: statusNames[state.status],
+      ttl_at: instant(state.ttlAt),
+      resolved_at: instant(state.resolvedAt),
+      ceremony_id: state.ceremonyId ?? null,
+      resolution_jwt: state.resolutionJwt ?? null,
+      verdict: state.verdict ?? null,
+      delivered: state.delivered,
+      callback_attempts: state.callbackAttempts,
+    });
+  },
+});
+
+/**
+ * `POST /agentlink/cancel`: cancels the calling agent's queued card (audit log, no webhook). A card no longer
+ * queued is not an error: its current status with `already_resolved: true`, and nothing changes.
+ */
+export const cancelRoute = defineRoute({
+  operationId: "agentlinkCancel",
+  method: "POST",
+  path: "/agentlink/cancel",
+  summary:
+    "Cancel the calling agent's queued card: status cancelled, card_id, cancelled_at; no webhook. A card no longer queued: its current status with already_resolved: true, unchanged. No card with that request_id for this agent: data.error 404.",
+  auth: agentKeyOnly,
+  input: {
+    type: "object",
+    properties: {
+      request_id: { type: "string", format: "uuid", description: "The request_id of the inquire." },
+      reason: { type: "string", maxLength: 200, description: "Written to the audit log." },
+    },
+    required: ["request_id"],
+  },
+  envelope: "nested",
+  output: {
+    type: "object",
+    properties: {
+      status: { type: "string", enum: ["queued", "approved", "denied", "cancelled", "expired"] },
+      card_id: { type: "string", format: "uuid" },
+      cancelled_at: { type: "string", format: "date-time", description: "When the card is cancelled." },
+      already_resolved: { type: "boolean", description: "Present when the card was no longer queued." },
+    },
+  },
+  async handle(input, { caller, services }) {
+    const outcome = await services.agentlink.cancel({ caller, requestId: input.request_id, reason: input.reason });
+    return ok({
+      status: statusNames[outcome.status],
+      card_id: outcome.cardId,
+      ...(outcome.cancelledAt && { cancelled_at: instant(outcome.cancelledAt) }),
+      ...(outcome.alreadyResolved && { already_resolved: true }),
+    });
+  },
+});

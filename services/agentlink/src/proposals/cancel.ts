@@ -1,0 +1,40 @@
+import { type EntityManager, LockMode } from "@mikro-orm/postgresql";
+import type { Clock } from "@svc/platform";
+import { refuse } from "../refusal.ts";
+import { Card, CardAudit } from "./card.entity.ts";
+import { agentCard, cardStateAt } from "./card-status.ts";
+
+/** The spec's limit of a cancel's `reason`, which goes to the audit log. */
+const maxReasonLength = 200;
+
+/**
+ * The agent cancels its queued card: `cancelled`, with an audit row (`card.cancelled`, the agent, the
+ * reason) and no event. A card no longer queued (a queued one past `ttl_at` included) is answered as it
+ * is, with `alreadyResolved`, and nothing changes.
+ */
+export async function cancel(
+  ctx: { em: EntityManager; clock: Clock },
+  agentId: string,
+  requestId: string,
+  reason: string | undefined,
+): Promise<{ card: Card; status: Card["status"]; alreadyResolved: boolean }> {
+  if (reason !== undefined && [...reason].length > maxReasonLength)
+    throw refuse("invalid_argument", `reason must be at most ${maxReasonLength} characters`);
+  const { id } = await agentCard(ctx.em, agentId, requestId);
+  return ctx.em.transactional(async (em) => {
+    const card = await em.findOneOrFail(Card, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+    const now = ctx.clock.now();
+    const { status } = cardStateAt(card, now);
+    if (status !== "queued") return { card, status, alreadyResolved: true };
+    card.status = "cancelled";
+    card.resolvedAt = now;
+    em.create(CardAudit, {
+      cardId: card.id,
+      action: "card.cancelled",
+      actor: `agent:${agentId}`,
+      at: now,
+      detail: reason === undefined ? null : { reason },
+    });
+    return { card, status: card.status, alreadyResolved: false };
+  });
+}

@@ -1,0 +1,21 @@
+import type { EntityManager } from "@mikro-orm/postgresql";
+import { refuse } from "../refusal.ts";
+import { Card, type CardStatus } from "./card.entity.ts";
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The calling agent's card by its request_id; another agent's or none: not_found. */
+export async function agentCard(em: EntityManager, agentId: string, requestId: string): Promise<Card> {
+  const card = UUID.test(requestId) ? await em.findOne(Card, { agentId, requestId }) : null;
+  if (!card) throw refuse("not_found", "no proposal with that request_id for this agent");
+  return card;
+}
+
+/**
+ * A card's status as anyone reads it at `now`: a queued card past its `ttl_at` is expired (resolved at
+ * `ttl_at`) even before the sweep writes it down, so no reader ever sees a card queued past its end.
+ */
+export function cardStateAt(card: Card, now: Date): { status: CardStatus; resolvedAt: Date | null } {
+  if (card.status === "queued" && card.ttlAt <= now) return { status: "expired", resolvedAt: card.ttlAt };
+  return { status: card.status, resolvedAt: card.resolvedAt ?? null };
+}

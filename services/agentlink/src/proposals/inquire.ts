@@ -1,0 +1,167 @@
+import type { KeyObject } from "node:crypto";
+import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
+import { type Client, Code, ConnectError } from "@connectrpc/connect";
+import { type EntityManager, UniqueConstraintViolationException } from "@mikro-orm/postgresql";
+import { type Clock, type EventBus, enqueueEvent, type OutboxRelay, uuid } from "@svc/platform";
+import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
+import { Agent } from "../agents/agent.entity.ts";
+import { Binding } from "../binding/binding.entity.ts";
+import { opaqueIdLookup } from "../binding/opaque-id.ts";
+import { refuse } from "../refusal.ts";
+import type { ClassifierClient } from "../trust-layer/classifier-client.ts";
+import { trustLayerError } from "../trust-layer/data-error.ts";
+import { screenProposal } from "../trust-layer/screen.ts";
+import { Card, CardAudit } from "./card.entity.ts";
+import { cardProposed } from "./card-events.ts";
+
+export interface ProposalContext {
+  em: EntityManager;
+  clock: Clock;
+  /** AGENTLINK_OPAQUE_ID_KEY: finds a binding from an agent's `opaque_id`. */
+  opaqueIdKey: KeyObject;
+  account: Pick<Client<typeof AccountService>, "getHuman">;
+  classifier: ClassifierClient | undefined;
+  bus: Pick<EventBus, "subject">;
+  outbox: Pick<OutboxRelay, "wake">;
+}
+
+export interface InquireInput {
+  requestId: string;
+  opaqueId?: string;
+  svcUserId?: string;
+  userEmail?: string;
+  ttlSeconds?: number;
+  /** `action` and `adaptive_card_payload` as the agent sent them: what the trust layer screens. */
+  proposal: JsonObject;
+}
+
+/** The spec's `ttl_seconds`: default 600, 60-86400. */
+const ttlSeconds = { default: 600, min: 60, max: 86_400 } as const;
+
+/**
+ * `inquire`: a card for one person, queued until they answer, it is cancelled or its `ttl_at` passes.
+ * Idempotent on (agent, request_id): a repeat answers the existing card with `replay`, whatever its body
+ * (the first body is what the person sees; a changed body needs a new request_id). Checks in order: the
+ * person's identifier, the ttl, the category, the person, the trust layer; then the card, its audit row
+ * and `agents_ask.card.proposed` commit together.
+ */
+export async function inquire(
+  ctx: ProposalContext,
+  agentId: string,
+  input: InquireInput,
+): Promise<{ card: Card; replay: boolean }> {
+  const agent = await ctx.em.findOne(Agent, { id: agentId, status: "active" });
+  if (!agent) throw refuse("permission_denied", "the agent is not active");
+  const existing = await ctx.em.findOne(Card, { agentId, requestId: input.requestId });
+  if (existing) return { card: existing, replay: true };
+
+  const ttl = checkedTtl(input.ttlSeconds);
+  const category = categoryOf(input.proposal);
+  if (category !== undefined && !agent.categories.includes(category))
+    throw refuse("permission_denied", `category ${JSON.stringify(category)} is not one of the agent's categories`, {
+      code: "category_not_allowed",
+    });
+  const svcUserId = await personOf(ctx, agentId, input);
+  const screened = await screenProposal(
+    { request_id: input.requestId, ...input.proposal },
+    { classifier: ctx.classifier },
+  );
+  if (screened.kind !== "accepted") {
+    const { statusCode, message, ...detail } = trustLayerError(screened);
+    throw refuse(statusCode === 422 ? "invalid_argument" : "unavailable", message, {
+      ...(detail as unknown as JsonObject),
+      status_code: statusCode,
+    });
+  }
+
+  const now = ctx.clock.now();
+  const canonical = JSON.parse(screened.canonicalCard) as { summary_title: string; category: string };
+  try {
+    const card = await ctx.em.transactional(async (em) => {
+      const created = em.create(Card, {
+        id: uuid(),
+        agentId,
+        requestId: input.requestId,
+        svcUserId,
+        summaryTitle: canonical.summary_title,
+        category: canonical.category,
+        canonicalCard: screened.canonicalCard,
+        cardDigest: screened.cardDigest,
+        status: "queued",
+        ttlAt: new Date(now.getTime() + ttl * 1000),
+        createdAt: now,
+        resolvedAt: null,
+      });
+      // The audit row references the card, which the unit of work knows nothing about: the card goes first.
+      await em.flush();
+      em.create(CardAudit, {
+        cardId: created.id,
+        action: "card.proposed",
+        actor: `agent:${agentId}`,
+        at: now,
+        detail: screened.warnings.length > 0 ? { warnings: screened.warnings as unknown as JsonValue[] } : null,
+      });
+      enqueueEvent(em, ctx.clock, cardProposed(agent, created), ctx.bus);
+      return created;
+    });
+    ctx.outbox.wake();
+    return { card, replay: false };
+  } catch (error) {
+    if (!(error instanceof UniqueConstraintViolationException)) throw error;
+    // The same (agent, request_id) committed concurrently: that card is the answer.
+    const winner = await ctx.em.fork().findOneOrFail(Card, { agentId, requestId: input.requestId });
+    return { card: winner, replay: true };
+  }
+}
+
+function checkedTtl(requested: number | undefined): number {
+  const ttl = requested ?? ttlSeconds.default;
+  if (ttl < ttlSeconds.min)
+    throw refuse("invalid_argument", `ttl_seconds must be at least ${ttlSeconds.min}`, {
+      code: "ttl_below_floor",
+      min_ttl_seconds: ttlSeconds.min,
+    });
+  if (ttl > ttlSeconds.max)
+    throw refuse("invalid_argument", `ttl_seconds must be at most ${ttlSeconds.max}`, {
+      code: "ttl_above_ceiling",
+      max_ttl_seconds: ttlSeconds.max,
+    });
+  return ttl;
+}
+
+/** The category as sent; one that is not a string is the trust layer's to reject. */
+function categoryOf(proposal: JsonObject): string | undefined {
+  const action = proposal.action;
+  if (typeof action !== "object" || action === null || Array.isArray(action)) return undefined;
+  return typeof action.category === "string" ? action.category : undefined;
+}
+
+/** The person the card is for: exactly one of the three identifiers names them. */
+async function personOf(ctx: ProposalContext, agentId: string, input: InquireInput): Promise<string> {
+  const given = [input.opaqueId, input.svcUserId, input.userEmail].filter((value) => value !== undefined);
+  if (given.length !== 1) throw refuse("invalid_argument", "give exactly one of opaque_id, svc_user_id and user_email");
+  if (input.opaqueId !== undefined) {
+    const binding = await ctx.em.findOne(Binding, {
+      agentId,
+      opaqueIdLookup: opaqueIdLookup(ctx.opaqueIdKey, input.opaqueId),
+      unboundAt: null,
+    });
+    if (!binding) throw refuse("not_found", "no active binding of this agent has that opaque_id");
+    return binding.svcUserId;
+  }
+  if (input.svcUserId !== undefined) return knownHuman(ctx, input.svcUserId);
+  // Nobody can register an address yet (the app's address registration comes with issue 15).
+  throw refuse("not_found", "no person has registered that user_email");
+}
+
+async function knownHuman(ctx: ProposalContext, svcUserId: string): Promise<string> {
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(svcUserId))
+    throw refuse("not_found", "no person has that svc_user_id");
+  try {
+    return (await ctx.account.getHuman({ svcUserId })).svcUserId;
+  } catch (error) {
+    if (error instanceof ConnectError && error.code === Code.NotFound)
+      throw refuse("not_found", "no person has that svc_user_id");
+    throw refuse("unavailable", "the user lookup failed; retry with the same request_id");
+  }
+}

@@ -1,0 +1,316 @@
+import { fromBinary, toJson } from "@bufbuild/protobuf";
+import { StructSchema, timestampDate } from "@bufbuild/protobuf/wkt";
+import { Code, type ConnectError } from "@connectrpc/connect";
+import { ManualClock, uuid } from "@svc/platform";
+import { CardStatus, type InquireRequest } from "@svc/proto/agentlink/v1/agentlink_pb.js";
+import { type Caller, Environment } from "@svc/proto/common/v1/caller_pb.js";
+import { EventSchema } from "@svc/proto/events/v1/events_pb.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { uniqueName } from "../../../test/harness/index.ts";
+import { refusal, startTestAgentlink, type TestAgentlink } from "./support/agentlink.ts";
+
+const start = new Date("2026-11-24T09:00:00Z");
+const clock = new ManualClock(start);
+let agentlink: TestAgentlink;
+
+beforeAll(async () => {
+  // Nothing listens on port 1: every lookup of a svc_user_id fails.
+  agentlink = await startTestAgentlink("agentlink_cards", {
+    clock,
+    env: { AGENTLINK_ACCOUNT_URL: "http://127.0.0.1:1" },
+  });
+});
+afterAll(async () => {
+  await agentlink?.stop();
+});
+
+interface BoundAgent {
+  id: string;
+  name: string;
+  caller: Caller;
+  opaqueId: string;
+  person: string;
+}
+
+/** A registered agent bound to a new person, with the person's opaque_id for it. */
+async function boundAgent(): Promise<BoundAgent> {
+  const name = uniqueName("bot").slice(0, 40);
+  const registered = await agentlink.console.registerAgent({
+    organizationId: uniqueName("org"),
+    environment: Environment.DEVELOPMENT,
+    name,
+    categories: ["payments", "travel"],
+  });
+  const { caller } = await agentlink.client.authenticateAgentKey({ agentKey: registered.agentKey });
+  const { linkCode } = await agentlink.client.startBindSession({ caller });
+  const person = uuid();
+  await agentlink.client.claimLinkCode({ svcUserId: person, linkCode });
+  const { opaqueId } = await agentlink.client.checkBinding({ caller, linkCode });
+  return { id: registered.agent!.agentId, name, caller: caller!, opaqueId: opaqueId!, person };
+}
+
+const action = { summary_title: "Pay invoice 2231 to Acme", category: "payments" };
+
+const ask = (agent: BoundAgent, overrides: Partial<InquireRequest> = {}) =>
+  agentlink.client.inquire({
+    caller: agent.caller,
+    requestId: uuid(),
+    opaqueId: agent.opaqueId,
+    proposal: { action },
+    ...overrides,
+  });
+
+/** The `data.error` fields a refusal carries for the gateway. */
+const detailOf = (error: ConnectError) =>
+  Object.assign({}, ...error.findDetails(StructSchema).map((s) => toJson(StructSchema, s)));
+
+describe("inquire", () => {
+  it("queues the card for the bound person with its canonical card, audit row and proposed event", async () => {
+    clock.set(start);
+    const agent = await boundAgent();
+    const requestId = uuid();
+    const answer = await ask(agent, { requestId, ttlSeconds: 120 });
+    expect(answer.status).toBe(CardStatus.QUEUED);
+    expect(answer.idempotentReplay).toBe(false);
+    expect(timestampDate(answer.ttlAt!)).toEqual(new Date(start.getTime() + 120_000));
+
+    const [card] = await agentlink.sql<{ svc_user_id: string; canonical_card: string; card_digest: string }>(
+      "select * from card where id = $1",
+      [answer.cardId],
+    );
+    expect(card?.svc_user_id).toBe(agent.person);
+    expect(JSON.parse(card!.canonical_card)).toEqual(action);
+    expect(card?.card_digest).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const audit = await agentlink.sql("select action, actor, at from card_audit where card_id = $1", [answer.cardId]);
+    expect(audit).toEqual([{ action: "card.proposed", actor: `agent:${agent.id}`, at: start }]);
+
+    const [row] = await agentlink.sql<{ message_id: string; payload: Buffer }>(
+      "select message_id, payload from outbox where message_id = $1",
+      [`agents_ask.card.proposed:${answer.cardId}`],
+    );
+    const event = fromBinary(EventSchema, row!.payload);
+    expect(event.payload.case).toBe("agentsAskCardProposed");
+    expect(event.payload.value).toMatchObject({
+      requestId,
+      cardId: answer.cardId,
+      agentId: agent.id,
+      agentName: agent.name,
+      category: "payments",
+      summaryTitle: action.summary_title,
+    });
+  });
+
+  it("answers a repeated request_id with the first card, whatever the repeat's body", async () => {
+    const agent = await boundAgent();
+    const requestId = uuid();
+    const first = await ask(agent, { requestId });
+    const again = await ask(agent, {
+      requestId,
+      ttlSeconds: 5,
+      proposal: { action: { summary_title: "Something else", category: "travel" } },
+    });
+    expect([again.cardId, again.idempotentReplay, again.ttlAt]).toEqual([first.cardId, true, first.ttlAt]);
+    const cards = await agentlink.sql("select id from card where request_id = $1", [requestId]);
+    expect(cards).toHaveLength(1);
+  });
+
+  it("defaults the ttl to 600 seconds and refuses one outside 60-86400 with the bound", async () => {
+    clock.set(start);
+    const agent = await boundAgent();
+    const answer = await ask(agent);
+    expect(timestampDate(answer.ttlAt!)).toEqual(new Date(start.getTime() + 600_000));
+
+    const below = await refusal(ask(agent, { ttlSeconds: 59 }));
+    expect(below.code).toBe(Code.InvalidArgument);
+    expect(detailOf(below)).toEqual({ code: "ttl_below_floor", min_ttl_seconds: 60 });
+    const above = await refusal(ask(agent, { ttlSeconds: 86_401 }));
+    expect(above.code).toBe(Code.InvalidArgument);
+    expect(detailOf(above)).toEqual({ code: "ttl_above_ceiling", max_ttl_seconds: 86_400 });
+    expect((await ask(agent, { ttlSeconds: 86_400 })).status).toBe(CardStatus.QUEUED);
+  });
+
+  it("refuses a category the agent was not registered with", async () => {
+    const agent = await boundAgent();
+    const error = await refusal(ask(agent, { proposal: { action: { ...action, category: "crypto" } } }));
+    expect(error.code).toBe(Code.PermissionDenied);
+    expect(detailOf(error)).toEqual({ code: "category_not_allowed" });
+  });
+
+  it("takes exactly one identifier of the person", async () => {
+    const agent = await boundAgent();
+    expect((await refusal(ask(agent, { opaqueId: undefined }))).code).toBe(Code.InvalidArgument);
+    expect((await refusal(ask(agent, { svcUserId: agent.person }))).code).toBe(Code.InvalidArgument);
+  });
+
+  it("finds nobody for another agent's opaque_id, an unbound one, or an email address", async () => {
+    const agent = await boundAgent();
+    const other = await boundAgent();
+    expect((await refusal(ask(agent, { opaqueId: other.opaqueId }))).code).toBe(Code.NotFound);
+    await agentlink.client.unbind({ svcUserId: agent.person, agentId: agent.id });
+    expect((await refusal(ask(agent))).code).toBe(Code.NotFound);
+    const email = await refusal(ask(other, { opaqueId: undefined, userEmail: "someone@example.com" }));
+    expect(email.code).toBe(Code.NotFound);
+  });
+
+  it("answers Unavailable when the svc_user_id cannot be looked up", async () => {
+    const agent = await boundAgent();
+    const error = await refusal(ask(agent, { opaqueId: undefined, svcUserId: agent.person }));
+    expect(error.code).toBe(Code.Unavailable);
+  });
+
+  it("stores nothing for a card the trust layer rejects, and echoes its violations", async () => {
+    const agent = await boundAgent();
+    const requestId = uuid();
+    const error = await refusal(
+      ask(agent, { requestId, proposal: { action: { ...action, summary_title: "Pay\u202Eevil" } } }),
+    );
+    expect(error.code).toBe(Code.InvalidArgument);
+    const detail = detailOf(error);
+    expect(detail).toMatchObject({ code: "trust_layer_rejected", status_code: 422, retryable: false });
+    expect(detail.violations.length).toBeGreaterThan(0);
+    expect(await agentlink.sql("select id from card where request_id = $1", [requestId])).toEqual([]);
+  });
+});
+
+describe("check-status", () => {
+  it("reads the agent's card as queued, then expired once its ttl_at has passed, with nothing resolved yet", async () => {
+    clock.set(start);
+    const agent = await boundAgent();
+    const requestId = uuid();
+    const { ttlAt } = await ask(agent, { requestId, ttlSeconds: 60 });
+    const queued = await agentlink.client.checkStatus({ caller: agent.caller, requestId });
+    expect(queued).toMatchObject({ status: CardStatus.QUEUED, ttlAt, delivered: false, callbackAttempts: 0 });
+    expect([queued.resolvedAt, queued.ceremonyId, queued.resolutionJwt, queued.verdict]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
+
+    clock.set(new Date(start.getTime() + 59_999));
+    expect((await agentlink.client.checkStatus({ caller: agent.caller, requestId })).status).toBe(CardStatus.QUEUED);
+    clock.set(new Date(start.getTime() + 60_000));
+    const expired = await agentlink.client.checkStatus({ caller: agent.caller, requestId });
+    expect([expired.status, expired.resolvedAt]).toEqual([CardStatus.EXPIRED, ttlAt]);
+    clock.set(start);
+  });
+
+  it("finds no card of another agent, nor an unknown request_id", async () => {
+    const agent = await boundAgent();
+    const other = await boundAgent();
+    const requestId = uuid();
+    await ask(agent, { requestId });
+    const notOurs = await refusal(agentlink.client.checkStatus({ caller: other.caller, requestId }));
+    expect(notOurs.code).toBe(Code.NotFound);
+    const unknown = await refusal(agentlink.client.checkStatus({ caller: agent.caller, requestId: uuid() }));
+    expect(unknown.code).toBe(Code.NotFound);
+  });
+});
+
+describe("cancel", () => {
+  it("cancels a queued card once, with its reason in the audit log, and answers later cancels as resolved", async () => {
+    clock.set(start);
+    const agent = await boundAgent();
+    const requestId = uuid();
+    const { cardId } = await ask(agent, { requestId });
+    clock.set(new Date(start.getTime() + 5_000));
+    const cancelled = await agentlink.client.cancel({
+      caller: agent.caller,
+      requestId,
+      reason: "customer changed mind",
+    });
+    const at = new Date(start.getTime() + 5_000);
+    expect(cancelled).toMatchObject({ status: CardStatus.CANCELLED, cardId, alreadyResolved: false });
+    expect(timestampDate(cancelled.cancelledAt!)).toEqual(at);
+    const audit = await agentlink.sql(
+      "select action, actor, at, detail from card_audit where card_id = $1 order by id",
+      [cardId],
+    );
+    expect(audit.at(-1)).toEqual({
+      action: "card.cancelled",
+      actor: `agent:${agent.id}`,
+      at,
+      detail: { reason: "customer changed mind" },
+    });
+
+    clock.set(new Date(start.getTime() + 9_000));
+    const again = await agentlink.client.cancel({ caller: agent.caller, requestId });
+    expect(again).toMatchObject({ status: CardStatus.CANCELLED, cardId, alreadyResolved: true });
+    expect(timestampDate(again.cancelledAt!)).toEqual(at);
+    expect(await agentlink.sql("select id from card_audit where card_id = $1", [cardId])).toHaveLength(2);
+    const events = await agentlink.sql("select message_id from outbox where message_id like $1", [`%${cardId}`]);
+    expect(events).toEqual([{ message_id: `agents_ask.card.proposed:${cardId}` }]);
+    expect((await agentlink.client.checkStatus({ caller: agent.caller, requestId })).status).toBe(CardStatus.CANCELLED);
+    clock.set(start);
+  });
+
+  it("changes nothing on a card past its ttl_at, and refuses a reason over 200 characters or another agent's card", async () => {
+    clock.set(start);
+    const agent = await boundAgent();
+    const requestId = uuid();
+    await ask(agent, { requestId, ttlSeconds: 60 });
+    const long = await refusal(agentlink.client.cancel({ caller: agent.caller, requestId, reason: "x".repeat(201) }));
+    expect(long.code).toBe(Code.InvalidArgument);
+    const other = await boundAgent();
+    expect((await refusal(agentlink.client.cancel({ caller: other.caller, requestId }))).code).toBe(Code.NotFound);
+
+    clock.set(new Date(start.getTime() + 60_000));
+    const late = await agentlink.client.cancel({ caller: agent.caller, requestId });
+    expect([late.status, late.alreadyResolved, late.cancelledAt]).toEqual([CardStatus.EXPIRED, true, undefined]);
+    const [row] = await agentlink.sql("select status from card where request_id = $1", [requestId]);
+    expect(row).toEqual({ status: "queued" });
+    clock.set(start);
+  });
+});
+
+describe("the expire sweep", () => {
+  it("expires queued cards past ttl_at only, with card.expired and agents_ask.resolution.expired, once", async () => {
+    clock.set(start);
+    const agent = await boundAgent();
+    const short = await ask(agent, { ttlSeconds: 60 });
+    const long = await ask(agent, { ttlSeconds: 3600 });
+    const cancelledId = uuid();
+    const cancelled = await ask(agent, { requestId: cancelledId, ttlSeconds: 60 });
+    await agentlink.client.cancel({ caller: agent.caller, requestId: cancelledId });
+
+    const sweptAt = new Date(start.getTime() + 60_000);
+    clock.set(sweptAt);
+    // Other tests' cards may be due as well: this one's outcome is read from its own rows.
+    expect((await agentlink.console.expire({ limit: 1000 })).expiredCount).toBeGreaterThanOrEqual(1);
+    const rows = await agentlink.sql<{ id: string; status: string; resolved_at: Date | null }>(
+      "select id, status, resolved_at from card where id = any($1)",
+      [[short.cardId, long.cardId, cancelled.cardId]],
+    );
+    expect(Object.fromEntries(rows.map((r) => [r.id, [r.status, r.resolved_at]]))).toEqual({
+      [short.cardId]: ["expired", timestampDate(short.ttlAt!)],
+      [long.cardId]: ["queued", null],
+      [cancelled.cardId]: ["cancelled", start],
+    });
+    const audit = await agentlink.sql("select action, actor, at from card_audit where card_id = $1 order by id", [
+      short.cardId,
+    ]);
+    expect(audit.at(-1)).toEqual({ action: "card.expired", actor: "sweep", at: sweptAt });
+    const [row] = await agentlink.sql<{ payload: Buffer }>("select payload from outbox where message_id = $1", [
+      `agents_ask.resolution.expired:${short.cardId}`,
+    ]);
+    const event = fromBinary(EventSchema, row!.payload);
+    expect(event.payload.case).toBe("agentsAskResolutionExpired");
+    expect(event.payload.value).toMatchObject({
+      requestId: (await agentlink.sql("select request_id from card where id = $1", [short.cardId]))[0]?.request_id,
+      cardId: short.cardId,
+      outcome: "expired",
+      metadata: { agentId: agent.id, agentName: agent.name, summaryTitle: action.summary_title },
+    });
+
+    expect((await agentlink.console.expire({})).expiredCount).toBe(0);
+    expect(
+      await agentlink.sql("select id from outbox where message_id like $1", [`%expired:${short.cardId}`]),
+    ).toHaveLength(1);
+    clock.set(start);
+  });
+
+  it("takes a limit of 1-1000", async () => {
+    expect((await refusal(agentlink.console.expire({ limit: 0 }))).code).toBe(Code.InvalidArgument);
+    expect((await refusal(agentlink.console.expire({ limit: 1001 }))).code).toBe(Code.InvalidArgument);
+  });
+});

@@ -1,0 +1,188 @@
+import { execFile } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
+import { dataError, partnerApi, result } from "./gate-support.ts";
+
+/**
+ * Agents Ask proposals through the gateway against the real mesh: inquire for a person bound to the agent
+ * (a sandbox human, claimed with svcctl) or named by svc_user_id, idempotent replays, check-status as the
+ * shared clock moves past ttl_at, cancel, the expire sweep driven by the
+ * shared clock through svcctl, and every refusal of inquire, check-status and cancel the partner can meet.
+ */
+const svcctlPath = fileURLToPath(new URL("../../gateway/src/cli/svcctl.ts", import.meta.url));
+const start = new Date("2026-11-24T09:00:00Z");
+
+describe("agents ask: inquire, check-status, cancel, the expire sweep", () => {
+  let mesh: TestMesh;
+  let api: ReturnType<typeof partnerApi>;
+  let agentKey: string;
+  let opaqueId: string;
+  let person: string;
+
+  const json = (args: string[]) =>
+    new Promise<Record<string, string>>((resolve, reject) => {
+      execFile(
+        process.execPath,
+        [svcctlPath, ...args],
+        { env: { ...process.env, SVCCTL_CONSOLE_URL: mesh.consoleUrl }, timeout: 20_000 },
+        (error, stdout, stderr) => (error ? reject(new Error(stderr)) : resolve(JSON.parse(stdout))),
+      );
+    });
+  const action = { summary_title: "Pay invoice 2231 to Acme", category: "payments" };
+  const inquire = (body: Record<string, unknown>, key = agentKey) =>
+    api.post("/agentlink/inquire", { request_id: randomUUID(), opaque_id: opaqueId, action, ...body }, key);
+
+  beforeAll(async () => {
+    mesh = await startTestMesh("agents_inquire", { only: ["signing", "account", "agentlink"], clockAt: start });
+    api = partnerApi(mesh);
+    const { organizationId } = await mesh.console.createOrganization({ name: "Inquirers" });
+    const registered = await json([
+      ...["agent", "register", "--org", organizationId, "--env", "development", "--name", "Pay_Bot"],
+      ...["--category", "payments", "--category", "travel"],
+    ]);
+    agentKey = registered.agent_key as string;
+    person = (await json(["human", "create", "--env", "development"])).svc_user_id as string;
+    const code = result(await api.post("/agent/bind-session", {}, agentKey)).link_code;
+    await json(["human", "claim", "--human", person, "--code", code]);
+    opaqueId = result(await api.get("/agent/check-binding", { link_code: code }, agentKey)).opaque_id;
+  });
+  afterAll(async () => {
+    await mesh?.stop();
+  });
+
+  it("queues a card for the bound person, and answers a repeat with the first card", async () => {
+    const requestId = randomUUID();
+    const queued = result(await inquire({ request_id: requestId, ttl_seconds: 120 }));
+    expect(queued).toEqual({
+      status: "queued",
+      card_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      ttl_at: new Date(start.getTime() + 120_000).toISOString(),
+    });
+    const repeat = result(
+      await inquire({ request_id: requestId, action: { summary_title: "Another title", category: "travel" } }),
+    );
+    expect(repeat).toEqual({ ...queued, idempotent_replay: true });
+  });
+
+  it("names the person by svc_user_id, with a default ttl of 600 seconds", async () => {
+    const queued = result(await inquire({ opaque_id: undefined, svc_user_id: person }));
+    expect(queued.ttl_at).toBe(new Date(start.getTime() + 600_000).toISOString());
+  });
+
+  it("refuses a proposal without exactly one identifier of the person", async () => {
+    expect(dataError(await inquire({ opaque_id: undefined })).statusCode).toBe(400);
+    expect(dataError(await inquire({ svc_user_id: person })).statusCode).toBe(400);
+  });
+
+  it("refuses a ttl outside 60-86400 with its bound", async () => {
+    expect(dataError(await inquire({ ttl_seconds: 59 }))).toEqual({
+      statusCode: 400,
+      code: "ttl_below_floor",
+      min_ttl_seconds: 60,
+      message: "ttl_seconds must be at least 60",
+    });
+    expect(dataError(await inquire({ ttl_seconds: 86_401 }))).toEqual({
+      statusCode: 400,
+      code: "ttl_above_ceiling",
+      max_ttl_seconds: 86_400,
+      message: "ttl_seconds must be at most 86400",
+    });
+  });
+
+  it("refuses a category the agent was not registered with", async () => {
+    const error = dataError(await inquire({ action: { ...action, category: "crypto" } }));
+    expect([error.statusCode, error.code]).toEqual([403, "category_not_allowed"]);
+  });
+
+  it("answers 404 for an unknown opaque_id, an unknown svc_user_id and any user_email", async () => {
+    expect(dataError(await inquire({ opaque_id: "not-a-binding" })).statusCode).toBe(404);
+    expect(dataError(await inquire({ opaque_id: undefined, svc_user_id: randomUUID() })).statusCode).toBe(404);
+    expect(dataError(await inquire({ opaque_id: undefined, user_email: "someone@example.com" })).statusCode).toBe(404);
+  });
+
+  it("answers 422 trust_layer_rejected with the violations, and queues nothing", async () => {
+    const requestId = randomUUID();
+    const rejected = dataError(
+      await inquire({ request_id: requestId, action: { ...action, summary_title: "Pay\u202Eevil" } }),
+    ) as Record<string, unknown>;
+    expect(rejected).toMatchObject({ statusCode: 422, code: "trust_layer_rejected", retryable: false });
+    expect(rejected.violations).toEqual(
+      expect.arrayContaining([expect.objectContaining({ path: "/action/summary_title", severity: "error" })]),
+    );
+    // Nothing was stored: the same request_id, fixed, is a new card.
+    expect(result(await inquire({ request_id: requestId })).idempotent_replay).toBeUndefined();
+  });
+
+  it("refuses a malformed body before agentlink sees it", async () => {
+    const reply = await inquire({ request_id: "not-a-uuid", action: { category: "payments" } });
+    expect(reply.status).toBe(400);
+    expect(reply.body.code).toBe("InputValidationError");
+  });
+
+  it("reads a card's status at once, queued and then expired past ttl_at; another request_id is 404", async () => {
+    mesh.setClock(start);
+    const requestId = randomUUID();
+    const { ttl_at } = result(await inquire({ request_id: requestId, ttl_seconds: 60 }));
+    const status = (query: Record<string, unknown>) => api.get("/agentlink/check-status", query, agentKey);
+    expect(result(await status({ request_id: requestId, wait_seconds: 25 }))).toEqual({
+      status: "queued",
+      ttl_at,
+      resolved_at: null,
+      ceremony_id: null,
+      resolution_jwt: null,
+      verdict: null,
+      delivered: false,
+      callback_attempts: 0,
+    });
+    mesh.setClock(new Date(start.getTime() + 60_000));
+    expect(result(await status({ request_id: requestId }))).toMatchObject({ status: "expired", resolved_at: ttl_at });
+    mesh.setClock(start);
+
+    expect(dataError(await status({ request_id: randomUUID() })).statusCode).toBe(404);
+    expect((await status({ request_id: requestId, wait_seconds: 26 })).body.code).toBe("InputValidationError");
+  });
+
+  it("cancels a queued card once; a later cancel answers already_resolved; another request_id is 404", async () => {
+    mesh.setClock(start);
+    const requestId = randomUUID();
+    const { card_id } = result(await inquire({ request_id: requestId }));
+    const cancel = (body: Record<string, unknown>) => api.post("/agentlink/cancel", body, agentKey);
+    expect(result(await cancel({ request_id: requestId, reason: "paid by phone" }))).toEqual({
+      status: "cancelled",
+      card_id,
+      cancelled_at: start.toISOString(),
+    });
+    expect(result(await cancel({ request_id: requestId }))).toEqual({
+      status: "cancelled",
+      card_id,
+      cancelled_at: start.toISOString(),
+      already_resolved: true,
+    });
+    expect(result(await api.get("/agentlink/check-status", { request_id: requestId }, agentKey)).status).toBe(
+      "cancelled",
+    );
+    expect(dataError(await cancel({ request_id: randomUUID() })).statusCode).toBe(404);
+    expect((await cancel({ request_id: requestId, reason: "x".repeat(201) })).body.code).toBe("InputValidationError");
+  });
+
+  it("expires a queued card past ttl_at in the sweep (svcctl agent sweep), once", async () => {
+    const later = new Date(start.getTime() + 2 * 86_400_000);
+    mesh.setClock(later);
+    await json(["agent", "sweep", "--limit", "1000"]); // every earlier test's card is past its ttl_at now
+    const requestId = randomUUID();
+    result(await inquire({ request_id: requestId, ttl_seconds: 60 }));
+    mesh.setClock(new Date(later.getTime() + 59_999));
+    expect(await json(["agent", "sweep"])).toEqual({ expired_count: 0 });
+    mesh.setClock(new Date(later.getTime() + 60_000));
+    expect(await json(["agent", "sweep"])).toEqual({ expired_count: 1 });
+    expect(await json(["agent", "sweep"])).toEqual({ expired_count: 0 });
+    expect(result(await api.get("/agentlink/check-status", { request_id: requestId }, agentKey))).toMatchObject({
+      status: "expired",
+      resolved_at: new Date(later.getTime() + 60_000).toISOString(),
+    });
+    await expect(json(["agent", "sweep", "--limit", "1001"])).rejects.toThrow(/limit must be 1-1000/);
+    mesh.setClock(start);
+  });
+});
