@@ -1,7 +1,6 @@
-import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runSvcctl } from "../harness/svcctl.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 import { dataError, partnerApi, result } from "./gate-support.ts";
 
@@ -11,7 +10,6 @@ import { dataError, partnerApi, result } from "./gate-support.ts";
  * shared clock moves past ttl_at, cancel, the expire sweep driven by the
  * shared clock through svcctl, and every refusal of inquire, check-status and cancel the partner can meet.
  */
-const svcctlPath = fileURLToPath(new URL("../../gateway/src/cli/svcctl.ts", import.meta.url));
 const start = new Date("2026-11-24T09:00:00Z");
 
 describe("agents ask: inquire, check-status, cancel, the expire sweep", () => {
@@ -21,15 +19,11 @@ describe("agents ask: inquire, check-status, cancel, the expire sweep", () => {
   let opaqueId: string;
   let person: string;
 
-  const json = (args: string[]) =>
-    new Promise<Record<string, string>>((resolve, reject) => {
-      execFile(
-        process.execPath,
-        [svcctlPath, ...args],
-        { env: { ...process.env, SVCCTL_CONSOLE_URL: mesh.consoleUrl }, timeout: 20_000 },
-        (error, stdout, stderr) => (error ? reject(new Error(stderr)) : resolve(JSON.parse(stdout))),
-      );
-    });
+  const json = async (args: string[]): Promise<Record<string, string>> => {
+    const { code, stdout, stderr } = await runSvcctl(mesh.consoleUrl, args);
+    if (code !== 0) throw new Error(stderr);
+    return JSON.parse(stdout);
+  };
   const action = { summary_title: "Pay invoice 2231 to Acme", category: "payments" };
   const inquire = (body: Record<string, unknown>, key = agentKey) =>
     api.post("/agentlink/inquire", { request_id: randomUUID(), opaque_id: opaqueId, action, ...body }, key);

@@ -25,7 +25,8 @@ export const settings = {
   accountUrl: {
     parse: parse.url,
     default: "http://127.0.0.1:9093",
-    description: "base URL of the account service (the sandbox claim checks the human is a sandbox human; inquire looks up a svc_user_id)",
+    description:
+      "base URL of the account service (the sandbox claim checks the human is a sandbox human; inquire looks up a svc_user_id)",
   },
 } satisfies Settings;
 
