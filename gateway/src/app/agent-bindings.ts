@@ -1,8 +1,8 @@
-import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Agent } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import type { Caller } from "@svc/proto/common/v1/caller_pb.js";
 import { OperationError } from "../http/errors.ts";
+import { instant } from "../http/instant.ts";
 import { defineRoute, ok } from "../http/route.ts";
 import type { Schema } from "../http/schema.ts";
 
@@ -33,8 +33,6 @@ const agentSchema: Schema = {
     avatar_asset: { type: "string", nullable: true },
   },
 };
-
-const instant = (at: Parameters<typeof timestampDate>[0] | undefined) => (at ? timestampDate(at).toISOString() : null);
 
 const claimAgentBindingRoute = defineRoute({
   operationId: "appClaimAgentBinding",

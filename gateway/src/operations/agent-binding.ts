@@ -1,7 +1,7 @@
-import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { ConnectError } from "@connectrpc/connect";
 import { BindingStatus } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { OperationError } from "../http/errors.ts";
+import { instant } from "../http/instant.ts";
 import { defineRoute, ok } from "../http/route.ts";
 import { bindLinks } from "./bind-links.ts";
 
@@ -45,7 +45,7 @@ export const bindSessionRoute = defineRoute({
     return ok({
       link_code: started.linkCode,
       ...bindLinks(services.publicOrigin, started.linkCode),
-      expires_at: started.expiresAt ? timestampDate(started.expiresAt).toISOString() : null,
+      expires_at: instant(started.expiresAt),
     });
   },
 });
@@ -85,7 +85,7 @@ export const checkBindingRoute = defineRoute({
     return ok({
       status: statusNames[state.status],
       opaque_id: state.opaqueId ?? null,
-      bound_at: state.boundAt ? timestampDate(state.boundAt).toISOString() : null,
+      bound_at: instant(state.boundAt),
     });
   },
 });

@@ -1,11 +1,13 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { CardStatus } from "@svc/proto/agentlink/v1/agentlink_pb.js";
+import { instant } from "../http/instant.ts";
 import { defineRoute, ok } from "../http/route.ts";
 
 const agentKeyOnly = { accepts: ["agent_key"] } as const;
 
-const statusNames: Record<CardStatus, "queued" | "approved" | "denied" | "cancelled" | "expired" | undefined> = {
+const cardStatusSchema = { type: "string", enum: ["queued", "approved", "denied", "cancelled", "expired"] } as const;
+
+const statusNames: Record<CardStatus, (typeof cardStatusSchema.enum)[number] | undefined> = {
   [CardStatus.UNSPECIFIED]: undefined,
   [CardStatus.QUEUED]: "queued",
   [CardStatus.APPROVED]: "approved",
@@ -13,8 +15,6 @@ const statusNames: Record<CardStatus, "queued" | "approved" | "denied" | "cancel
   [CardStatus.CANCELLED]: "cancelled",
   [CardStatus.EXPIRED]: "expired",
 };
-
-const instant = (at: Parameters<typeof timestampDate>[0] | undefined) => (at ? timestampDate(at).toISOString() : null);
 
 /**
  * `POST /agentlink/inquire`: the agent proposes a card to one person. The spec's field rules are here; the
@@ -80,7 +80,7 @@ export const inquireRoute = defineRoute({
   output: {
     type: "object",
     properties: {
-      status: { type: "string", enum: ["queued", "approved", "denied", "cancelled", "expired"] },
+      status: cardStatusSchema,
       card_id: { type: "string", format: "uuid" },
       ttl_at: { type: "string", format: "date-time" },
       idempotent_replay: { type: "boolean", description: "Present on a repeat of a request_id: the first card." },
@@ -138,7 +138,7 @@ export const checkStatusRoute = defineRoute({
   output: {
     type: "object",
     properties: {
-      status: { type: "string", enum: ["queued", "approved", "denied", "cancelled", "expired"] },
+      status: cardStatusSchema,
       ttl_at: { type: "string", format: "date-time" },
       resolved_at: { type: "string", format: "date-time", nullable: true },
       ceremony_id: { type: "string", format: "uuid", nullable: true },
@@ -186,7 +186,7 @@ export const cancelRoute = defineRoute({
   output: {
     type: "object",
     properties: {
-      status: { type: "string", enum: ["queued", "approved", "denied", "cancelled", "expired"] },
+      status: cardStatusSchema,
       card_id: { type: "string", format: "uuid" },
       cancelled_at: { type: "string", format: "date-time", description: "When the card is cancelled." },
       already_resolved: { type: "boolean", description: "Present when the card was no longer queued." },

@@ -1,12 +1,10 @@
-import { type Timestamp, timestampDate } from "@bufbuild/protobuf/wkt";
 import { environmentName as nameOf } from "@svc/platform";
 import type { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { KeyType } from "@svc/proto/console/v1/console_pb.js";
 import { KeyState } from "@svc/proto/signing/v1/signing_pb.js";
 
 /** How svcctl prints protobuf values: ISO instants and lower-case names, as partners see them in the API. */
-export const instant = (timestamp: Timestamp | undefined): string | null =>
-  timestamp ? timestampDate(timestamp).toISOString() : null;
+export { instant } from "../../http/instant.ts";
 
 export const environmentName = (environment: Environment): string => nameOf(environment) ?? "unspecified";
 
