@@ -122,6 +122,45 @@ describe("passkey registration and assertion", () => {
     expect(finished).toMatchObject({ svcUserId, credentialId: authenticator.credentialId, userVerified: true });
   });
 
+  it("a caller's own challenge is what the passkey signs; a malformed one creates no ceremony", async () => {
+    const svcUserId = await signedInHuman();
+    const { authenticator } = await registerPasskey(svcUserId);
+    const challenge = Buffer.alloc(32, 7).toString("base64url");
+    const begun = await account.client.beginPasskeyAssertion({
+      svcUserId,
+      rpId,
+      origin,
+      binding: "agents-ask-confirm:x",
+      challenge,
+    });
+    expect(JSON.parse(begun.optionsJson).challenge).toBe(challenge);
+    const response = JSON.parse(answer(authenticator, begun.optionsJson));
+    const clientData = JSON.parse(Buffer.from(response.response.clientDataJSON, "base64url").toString("utf8"));
+    expect(clientData.challenge).toBe(challenge);
+    await account.client.finishPasskeyAssertion({
+      ceremonyId: begun.ceremonyId,
+      responseJson: JSON.stringify(response),
+      binding: "agents-ask-confirm:x",
+    });
+
+    const before = await account.sql("select id from passkey_ceremony");
+    for (const bad of [
+      "short",
+      Buffer.alloc(65).toString("base64url"),
+      `${challenge}=`,
+      challenge.replace(/.$/, "+"),
+    ]) {
+      const refused = await refusal(
+        account.client.beginPasskeyAssertion({ svcUserId, rpId, origin, binding: "b", challenge: bad }),
+      );
+      expect([refused.code, refused.rawMessage]).toEqual([
+        Code.InvalidArgument,
+        "challenge must be the base64url form of 32 to 64 bytes",
+      ]);
+    }
+    expect(await account.sql("select id from passkey_ceremony")).toEqual(before);
+  });
+
   it("an assertion begun for one binding never finishes for another, and still finishes for its own", async () => {
     const svcUserId = await signedInHuman();
     const { authenticator } = await registerPasskey(svcUserId);

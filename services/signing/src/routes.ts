@@ -162,9 +162,10 @@ function proofInput(request: SignProofRequest): ProofInput {
     verdict: verdicts.get(request.verdict),
     ceremonyId: request.ceremonyId,
     cardId: request.cardId,
-    resolutionId: request.resolutionId,
     agentId: request.agentId,
-    organizationId: request.organizationId,
+    subject: request.subject,
+    cardDigest: request.cardDigest,
+    amr: request.amr,
     signedAt: instant(request.signedAt),
   };
 }

@@ -10,26 +10,34 @@ const input: ProofInput = {
   verdict: "approve",
   ceremonyId: "cer_1",
   cardId: "card_1",
-  resolutionId: "res_1",
   agentId: "agent_1",
-  organizationId: "org_1",
+  subject: "opaque-person-1",
+  cardDigest: "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU",
+  amr: ["passkey"],
   signedAt: new Date("2026-11-20T10:00:00.999Z"),
 };
 
 describe("Proof of Resolution", () => {
-  it("carries exactly jti, verdict, iat from signed_at, the ceremony and the resolution's ids, and no exp", () => {
+  it("carries exactly the claims decisions.md settles, iat from signed_at, and no exp", () => {
     expect(proofClaims(input, issuer)).toEqual({
       iss: issuer,
       jti: input.requestId,
-      verdict: "approve",
       iat: 1795168800,
+      verdict: "approve",
       ceremony_id: "cer_1",
       card_id: "card_1",
-      resolution_id: "res_1",
       agent_id: "agent_1",
-      organization_id: "org_1",
+      sub: "opaque-person-1",
+      card_digest: input.cardDigest,
+      amr: ["passkey"],
     });
     expect(proofClaims({ ...input, verdict: "denied" }, issuer).verdict).toBe("denied");
+  });
+
+  it("has no sub when the card named its person by svc_user_id, and amr sandbox for a sandbox human", () => {
+    const claims = proofClaims({ ...input, subject: undefined, amr: ["sandbox"] }, issuer);
+    expect(claims).not.toHaveProperty("sub");
+    expect(claims.amr).toEqual(["sandbox"]);
   });
 
   it("refuses a missing verdict, signed_at or id", () => {
@@ -38,6 +46,9 @@ describe("Proof of Resolution", () => {
     );
     expect(() => proofClaims({ ...input, signedAt: undefined }, issuer)).toThrow(/signed_at/);
     expect(() => proofClaims({ ...input, ceremonyId: "" }, issuer)).toThrow(/ceremony_id/);
+    expect(() => proofClaims({ ...input, cardDigest: "abc" }, issuer)).toThrow(/card_digest/);
+    expect(() => proofClaims({ ...input, amr: [] }, issuer)).toThrow(/amr/);
+    expect(() => proofClaims({ ...input, amr: ["pwd"] }, issuer)).toThrow(/amr/);
   });
 
   it("verifies with jose long after it was signed, with the key's kid in an ES256 header", async () => {

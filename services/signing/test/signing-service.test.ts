@@ -138,9 +138,9 @@ describe("signing service over Connect", () => {
         verdict: ProofVerdict.DENIED,
         ceremonyId: "cer_9",
         cardId: "card_9",
-        resolutionId: "res_9",
         agentId: "agent_9",
-        organizationId: "org_a",
+        cardDigest: "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU",
+        amr: ["passkey"],
         signedAt: timestampFromDate(signedAt),
       }),
     );
@@ -154,8 +154,11 @@ describe("signing service over Connect", () => {
       verdict: "denied",
       iat: signedAt.getTime() / 1000,
       ceremony_id: "cer_9",
+      card_digest: "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU",
+      amr: ["passkey"],
     });
     expect(verifiedProof.payload.exp).toBeUndefined();
+    expect(verifiedProof.payload.sub).toBeUndefined();
     expect(await client.verifyToken({ token: proof.token })).toMatchObject({
       valid: false,
       reason: "not_an_attestation",
@@ -180,9 +183,9 @@ describe("signing service over Connect", () => {
       requestId: "r",
       ceremonyId: "c",
       cardId: "k",
-      resolutionId: "s",
       agentId: "a",
-      organizationId: "o",
+      cardDigest: "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU",
+      amr: ["sandbox"],
       signedAt: timestampFromDate(clock.now()),
     };
     expect(

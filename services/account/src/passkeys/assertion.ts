@@ -12,17 +12,27 @@ import { userHandleOf } from "./webauthn-policy.ts";
 
 const requireBinding = (binding: string) => requireText(binding, "binding", 256);
 
+/** A caller's own challenge: canonical base64url of 32-64 bytes, so the signed clientData names exactly it. */
+function requireChallenge(challenge: string): Uint8Array {
+  const bytes = Buffer.from(challenge, "base64url");
+  if (bytes.length < 32 || bytes.length > 64 || bytes.toString("base64url") !== challenge)
+    throw refuse("invalid_argument", "challenge must be the base64url form of 32 to 64 bytes");
+  return new Uint8Array(bytes);
+}
+
 /**
  * Starts an assertion bound to what it confirms. Naming a human offers only that human's passkeys
  * (for this relying party, plus a sandbox passkey, which answers for any); without one, any
- * discoverable passkey may answer and the human is whoever holds it.
+ * discoverable passkey may answer and the human is whoever holds it. A caller that commits to content
+ * through the challenge itself (Agents Ask's confirm) gives it; the ceremony stays single use.
  */
 export async function beginAssertion(
   ctx: PasskeyContext,
-  input: { svcUserId: string; rpId: string; origin: string; binding: string },
+  input: { svcUserId: string; rpId: string; origin: string; binding: string; challenge?: string | undefined },
 ): Promise<BegunCeremony> {
   const party = relyingParty(input.rpId, input.origin);
   const binding = requireBinding(input.binding);
+  const challenge = input.challenge === undefined ? undefined : requireChallenge(input.challenge);
   let svcUserId: string | null = null;
   let allowCredentials: { id: string; transports: string[] }[] = [];
   if (input.svcUserId !== "") {
@@ -39,6 +49,7 @@ export async function beginAssertion(
   const options = await generateAuthenticationOptions({
     rpID: party.rpId,
     allowCredentials,
+    ...(challenge && { challenge }),
     userVerification: "required",
     timeout: ceremonyLifetimeMs,
   });
