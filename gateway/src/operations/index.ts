@@ -1,4 +1,5 @@
 import { agentBindingRoutes } from "../app/agent-bindings.ts";
+import { agentCardRoutes } from "../app/agent-cards.ts";
 import { flowBeginPasskeyRegistrationRoute, flowFinishPasskeyRegistrationRoute } from "../app/flow-passkeys.ts";
 import {
   appMeRoute,
@@ -47,6 +48,7 @@ export const routes: readonly Route[] = [
   registerDeviceRoute,
   ...appRequestRoutes,
   ...agentBindingRoutes,
+  ...agentCardRoutes,
   ...flowRequestRoutes,
   flowBeginPasskeyRegistrationRoute,
   flowFinishPasskeyRegistrationRoute,

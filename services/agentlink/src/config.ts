@@ -26,7 +26,18 @@ export const settings = {
     parse: parse.url,
     default: "http://127.0.0.1:9093",
     description:
-      "base URL of the account service (the sandbox claim checks the human is a sandbox human; inquire looks up a svc_user_id)",
+      "base URL of the account service (inquire looks up a svc_user_id; confirm verifies the passkey assertion; sandbox humans)",
+  },
+  signingUrl: {
+    parse: parse.url,
+    default: "http://127.0.0.1:9091",
+    description: "base URL of the signing service (it signs each confirmation's Proofs of Resolution)",
+  },
+  passkeyOrigin: {
+    parse: parse.url,
+    default: "http://127.0.0.1:8080",
+    description:
+      "origin (and relying party) of the passkey assertions sandbox humans answer cards with: the gateway's public origin",
   },
 } satisfies Settings;
 

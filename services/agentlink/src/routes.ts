@@ -1,5 +1,5 @@
 import { createSecretKey } from "node:crypto";
-import { create, fromJson } from "@bufbuild/protobuf";
+import { create, fromJson, type JsonObject } from "@bufbuild/protobuf";
 import { StructSchema, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Client, Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
@@ -8,6 +8,7 @@ import {
   type EventBus,
   environmentName,
   environmentProto,
+  type Logger,
   type OutboxRelay,
   refusalTranslator,
 } from "@svc/platform";
@@ -20,15 +21,21 @@ import {
   BindingSchema,
   BindingStatus,
   CardStatus,
+  PersonCardSchema,
   AgentKeyRefusal as ProtoAgentKeyRefusal,
 } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { type Caller, CallerSchema, CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
-import type { Agent } from "./agents/agent.entity.ts";
+import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
+import { Agent } from "./agents/agent.entity.ts";
 import { type AgentContext, listAgents, registerAgent, revokeAgent, rotateAgentKey } from "./agents/agents.ts";
 import { type AgentKeyRefusal, authenticateAgentKey } from "./agents/authenticate.ts";
 import type { BindingContext, BindSessionStatus } from "./binding/bindings.ts";
 import { checkBinding, claimLinkCode, listBindings, startBindSession, unbind } from "./binding/bindings.ts";
 import type { AgentlinkSecrets } from "./config.ts";
+import { beginConfirmation } from "./confirmations/begin-confirmation.ts";
+import { type ConfirmationContext, confirm } from "./confirmations/confirm.ts";
+import { queuedCardsOf } from "./confirmations/person-cards.ts";
+import { SandboxAnswers } from "./confirmations/sandbox-answers.ts";
 import { cancel } from "./proposals/cancel.ts";
 import type { CardStatus as CardStatusName } from "./proposals/card.entity.ts";
 import { agentCard, cardStateAt } from "./proposals/card-status.ts";
@@ -43,7 +50,14 @@ export interface RouteDependencies {
   secrets: AgentlinkSecrets;
   keyOverlapMs: number;
   deployment: "development" | "production";
-  account: Pick<Client<typeof AccountService>, "getHuman">;
+  account: Pick<
+    Client<typeof AccountService>,
+    "getHuman" | "beginPasskeyAssertion" | "finishPasskeyAssertion" | "sandboxAssert"
+  >;
+  signing: Pick<Client<typeof SigningService>, "signProof">;
+  /** The gateway's public origin: the relying party sandbox humans answer cards with. */
+  passkeyOrigin: string;
+  logger: Logger;
   /** The trust layer's HTTP classifier, made once at start; undefined without a URL (local rules only). */
   classifier: ClassifierClient | undefined;
   bus: Pick<EventBus, "subject">;
@@ -72,6 +86,24 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
     classifier: deps.classifier,
     bus: deps.bus,
     outbox: deps.outbox,
+  });
+
+  const confirmations = (): ConfirmationContext => ({
+    em: em(),
+    clock,
+    opaqueIdKey,
+    account: deps.account,
+    signing: deps.signing,
+    deployment: deps.deployment,
+    bus: deps.bus,
+    outbox: deps.outbox,
+  });
+  const sandbox = new SandboxAnswers({
+    context: confirmations,
+    account: deps.account,
+    passkeyOrigin: deps.passkeyOrigin,
+    logger: deps.logger,
+    deployment: deps.deployment,
   });
 
   return (router) => {
@@ -128,6 +160,7 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
             ttlSeconds: req.ttlSeconds,
             proposal: req.proposal ?? {},
           });
+          if (!replay) sandbox.answer(environmentName(req.caller?.environment ?? Environment.UNSPECIFIED), card);
           return {
             status: toProtoCardStatus[card.status],
             cardId: card.id,
@@ -140,11 +173,14 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
         wireErrors(async () => {
           const card = await agentCard(em(), agentIdOf(req.caller), req.requestId);
           const state = cardStateAt(card, clock.now());
-          // Confirmations, proofs and callbacks come later: nothing of them exists yet.
+          // Callbacks come later: none is sent yet.
           return {
             status: toProtoCardStatus[state.status],
             ttlAt: timestampFromDate(card.ttlAt),
             ...(state.resolvedAt && { resolvedAt: timestampFromDate(state.resolvedAt) }),
+            ...(card.ceremonyId !== null && { ceremonyId: card.ceremonyId }),
+            ...(card.resolutionJwt !== null && { resolutionJwt: card.resolutionJwt }),
+            ...(card.verdict !== null && { verdict: card.verdict }),
             delivered: false,
             callbackAttempts: 0,
           };
@@ -160,6 +196,50 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
             ...(card.status === "cancelled" && card.resolvedAt && { cancelledAt: timestampFromDate(card.resolvedAt) }),
             alreadyResolved: outcome.alreadyResolved,
           };
+        }),
+
+      listCards: (req) =>
+        wireErrors(async () => {
+          const manager = em();
+          const cards = await queuedCardsOf(manager, requireHuman(req.svcUserId), clock.now());
+          const agents = await manager.find(Agent, { id: { $in: [...new Set(cards.map((card) => card.agentId))] } });
+          return {
+            cards: cards.map((card) =>
+              create(PersonCardSchema, {
+                cardId: card.id,
+                requestId: card.requestId,
+                agent: toProtoAgent(agents.find((agent) => agent.id === card.agentId) as Agent),
+                card: JSON.parse(card.canonicalCard) as JsonObject,
+                cardDigest: card.cardDigest,
+                ttlAt: timestampFromDate(card.ttlAt),
+                proposedAt: timestampFromDate(card.createdAt),
+                warnings: card.warnings,
+              }),
+            ),
+          };
+        }),
+
+      beginConfirmation: (req) =>
+        wireErrors(async () => {
+          const begun = await beginConfirmation(
+            { em: em(), clock, account: deps.account },
+            { svcUserId: requireHuman(req.svcUserId), decisions: req.decisions, rpId: req.rpId, origin: req.origin },
+          );
+          return { ...begun, expiresAt: timestampFromDate(begun.expiresAt) };
+        }),
+
+      confirm: (req) =>
+        wireErrors(async () => {
+          const confirmed = await confirm(confirmations(), {
+            svcUserId: requireHuman(req.svcUserId),
+            decisions: req.decisions,
+            ceremonyId: req.ceremonyId,
+            assertion: req.passkeyAssertion && {
+              challengeId: req.passkeyAssertion.challengeId,
+              responseJson: req.passkeyAssertion.responseJson,
+            },
+          });
+          return { ...confirmed, signedAt: timestampFromDate(confirmed.signedAt) };
         }),
     });
 

@@ -1,5 +1,6 @@
 import { createInternalClient, runAsMain, type StartOptions, startService } from "@svc/platform";
 import { AccountService } from "@svc/proto/account/v1/account_pb.js";
+import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { Agent, AgentKey } from "./agents/agent.entity.ts";
 import { Binding, BindSession } from "./binding/binding.entity.ts";
 import { settings } from "./config.ts";
@@ -10,8 +11,8 @@ import { agentlinkRoutes, type RouteDependencies } from "./routes.ts";
 import { classifierFromEnvironment } from "./trust-layer/classifier-client.ts";
 
 /**
- * agentlink: agents with their keys, the bindings between agents and people, and the agents' proposals
- * (AgentService), and the operators' agent registry (AgentConsoleService).
+ * agentlink: agents with their keys, the bindings between agents and people, the agents' proposals and
+ * the people's confirmations of them (AgentService), and the operators' agent registry (AgentConsoleService).
  */
 export const startAgentlink = (options: StartOptions = {}) =>
   startService(
@@ -23,7 +24,7 @@ export const startAgentlink = (options: StartOptions = {}) =>
       schema: "agentlink",
       entities: [Agent, AgentKey, BindSession, Binding, Card, CardAudit],
       migrations,
-      build: ({ orm, clock, config, bus, outbox }): RouteDependencies => ({
+      build: ({ orm, clock, config, bus, outbox, logger }): RouteDependencies => ({
         orm,
         clock,
         secrets: {
@@ -34,6 +35,9 @@ export const startAgentlink = (options: StartOptions = {}) =>
         keyOverlapMs: config.keyOverlap,
         deployment: config.deployment,
         account: createInternalClient(AccountService, config.accountUrl),
+        signing: createInternalClient(SigningService, config.signingUrl),
+        passkeyOrigin: config.passkeyOrigin,
+        logger,
         classifier: classifierFromEnvironment(options.env ?? process.env),
         bus,
         outbox,

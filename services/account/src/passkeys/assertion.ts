@@ -13,7 +13,7 @@ import { userHandleOf } from "./webauthn-policy.ts";
 const requireBinding = (binding: string) => requireText(binding, "binding", 256);
 
 /** A caller's own challenge: canonical base64url of 32-64 bytes, so the signed clientData names exactly it. */
-function requireChallenge(challenge: string): Uint8Array {
+function requireChallenge(challenge: string): Uint8Array<ArrayBuffer> {
   const bytes = Buffer.from(challenge, "base64url");
   if (bytes.length < 32 || bytes.length > 64 || bytes.toString("base64url") !== challenge)
     throw refuse("invalid_argument", "challenge must be the base64url form of 32 to 64 bytes");

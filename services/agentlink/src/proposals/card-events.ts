@@ -4,9 +4,11 @@ import { environmentProto } from "@svc/platform";
 import {
   AgentsAskCardProposedSchema,
   AgentsAskResolutionExpiredSchema,
+  AgentsAskResolutionSchema,
   type Event,
   EventSchema,
   ExpiredMetadataSchema,
+  ResolutionMetadataSchema,
 } from "@svc/proto/events/v1/events_pb.js";
 import type { Agent } from "../agents/agent.entity.ts";
 import type { Card } from "./card.entity.ts";
@@ -17,9 +19,14 @@ interface OutboxMessage {
   payload: Uint8Array;
 }
 
-/** The spec's deduplication key of the card events: type + card_id, also the JetStream message id. */
-function envelope(type: string, agent: Agent, card: Card, occurredAt: Date, payload: Event["payload"]): OutboxMessage {
-  const dedupKey = `${type}:${card.id}`;
+/** The spec's deduplication key is also the JetStream message id. */
+function envelope(
+  type: string,
+  dedupKey: string,
+  agent: Agent,
+  occurredAt: Date,
+  payload: Event["payload"],
+): OutboxMessage {
   const event = create(EventSchema, {
     dedupKey,
     organizationId: agent.organizationId,
@@ -32,7 +39,7 @@ function envelope(type: string, agent: Agent, card: Card, occurredAt: Date, payl
 
 /** `agents_ask.card.proposed`: a card was accepted and queued for its person. */
 export const cardProposed = (agent: Agent, card: Card): OutboxMessage =>
-  envelope("agents_ask.card.proposed", agent, card, card.createdAt, {
+  envelope("agents_ask.card.proposed", `agents_ask.card.proposed:${card.id}`, agent, card.createdAt, {
     case: "agentsAskCardProposed",
     value: create(AgentsAskCardProposedSchema, {
       requestId: card.requestId,
@@ -47,7 +54,7 @@ export const cardProposed = (agent: Agent, card: Card): OutboxMessage =>
 
 /** `agents_ask.resolution.expired`: nobody answered the card in time (not a denial; no proof). */
 export const resolutionExpired = (agent: Agent, card: Card, sweptAt: Date): OutboxMessage =>
-  envelope("agents_ask.resolution.expired", agent, card, sweptAt, {
+  envelope("agents_ask.resolution.expired", `agents_ask.resolution.expired:${card.id}`, agent, sweptAt, {
     case: "agentsAskResolutionExpired",
     value: create(AgentsAskResolutionExpiredSchema, {
       requestId: card.requestId,
@@ -60,3 +67,35 @@ export const resolutionExpired = (agent: Agent, card: Card, sweptAt: Date): Outb
       }),
     }),
   });
+
+/**
+ * `agents_ask.resolution.confirmed` or `.denied`: the person decided, and the event carries the proof.
+ * Its deduplication key is the resolution_id (spec).
+ */
+export function resolutionDecided(agent: Agent, card: Card): OutboxMessage {
+  const { resolutionId, resolutionJwt, ceremonyId, resolvedAt } = card;
+  if (!resolutionId || !resolutionJwt || !ceremonyId || !resolvedAt)
+    throw new Error(`card ${card.id} has no resolution to announce`);
+  const approved = card.verdict === "approve";
+  const resolution = create(AgentsAskResolutionSchema, {
+    requestId: card.requestId,
+    resolutionId,
+    outcome: approved ? "confirmed" : "denied",
+    proofToken: resolutionJwt,
+    metadata: create(ResolutionMetadataSchema, {
+      cardId: card.id,
+      ceremonyId,
+      agentId: agent.id,
+      agentName: agent.name,
+    }),
+  });
+  return approved
+    ? envelope("agents_ask.resolution.confirmed", resolutionId, agent, resolvedAt, {
+        case: "agentsAskResolutionConfirmed",
+        value: resolution,
+      })
+    : envelope("agents_ask.resolution.denied", resolutionId, agent, resolvedAt, {
+        case: "agentsAskResolutionDenied",
+        value: resolution,
+      });
+}

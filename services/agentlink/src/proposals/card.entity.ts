@@ -1,7 +1,14 @@
+import type { JsonObject } from "@bufbuild/protobuf";
 import { defineEntity, type InferEntity, p } from "@mikro-orm/postgresql";
 
 const cardStatuses = ["queued", "approved", "denied", "cancelled", "expired"] as const;
 export type CardStatus = (typeof cardStatuses)[number];
+
+const personIdentifiers = ["opaque_id", "svc_user_id", "user_email"] as const;
+export type PersonIdentifier = (typeof personIdentifiers)[number];
+
+const verdicts = ["approve", "denied"] as const;
+export type Verdict = (typeof verdicts)[number];
 
 /**
  * An agent's proposal to one person (spec "Agent proposal (card)"). The card's fields as the person sees
@@ -25,6 +32,16 @@ export const Card = defineEntity({
     ttlAt: p.datetime(),
     createdAt: p.datetime(),
     resolvedAt: p.datetime().nullable(),
+    /** Which identifier the agent named the person by: the proof's `sub` is the opaque_id only for `opaque_id`. */
+    namedBy: p.enum(personIdentifiers),
+    /** The trust layer's warnings (violations of severity warning), shown to the person as a caution. */
+    warnings: p.json<JsonObject[]>(),
+    verdict: p.enum(verdicts).nullable(),
+    /** Shared by every card of one confirm; a repeat of that confirm finds its resolutions by it. */
+    ceremonyId: p.uuid().nullable(),
+    resolutionId: p.uuid().nullable(),
+    /** The Proof of Resolution, for approved and denied cards only. */
+    resolutionJwt: p.text().nullable(),
   },
 });
 export type Card = InferEntity<typeof Card>;

@@ -11,7 +11,7 @@ import { refuse } from "../refusal.ts";
 import type { ClassifierClient } from "../trust-layer/classifier-client.ts";
 import { trustLayerError } from "../trust-layer/data-error.ts";
 import { screenProposal } from "../trust-layer/screen.ts";
-import { Card, CardAudit } from "./card.entity.ts";
+import { Card, CardAudit, type PersonIdentifier } from "./card.entity.ts";
 import { cardProposed } from "./card-events.ts";
 
 export interface ProposalContext {
@@ -61,7 +61,7 @@ export async function inquire(
     throw refuse("permission_denied", `category ${JSON.stringify(category)} is not one of the agent's categories`, {
       code: "category_not_allowed",
     });
-  const svcUserId = await personOf(ctx, agentId, input);
+  const { svcUserId, namedBy } = await personOf(ctx, agentId, input);
   const screened = await screenProposal(
     { request_id: input.requestId, ...input.proposal },
     { classifier: ctx.classifier },
@@ -91,6 +91,12 @@ export async function inquire(
         ttlAt: new Date(now.getTime() + ttl * 1000),
         createdAt: now,
         resolvedAt: null,
+        namedBy,
+        warnings: screened.warnings as unknown as JsonObject[],
+        verdict: null,
+        ceremonyId: null,
+        resolutionId: null,
+        resolutionJwt: null,
       });
       // The audit row references the card, which the unit of work knows nothing about: the card goes first.
       await em.flush();
@@ -137,7 +143,11 @@ function categoryOf(proposal: JsonObject): string | undefined {
 }
 
 /** The person the card is for: exactly one of the three identifiers names them. */
-async function personOf(ctx: ProposalContext, agentId: string, input: InquireInput): Promise<string> {
+async function personOf(
+  ctx: ProposalContext,
+  agentId: string,
+  input: InquireInput,
+): Promise<{ svcUserId: string; namedBy: PersonIdentifier }> {
   const given = [input.opaqueId, input.svcUserId, input.userEmail].filter((value) => value !== undefined);
   if (given.length !== 1) throw refuse("invalid_argument", "give exactly one of opaque_id, svc_user_id and user_email");
   if (input.opaqueId !== undefined) {
@@ -147,9 +157,10 @@ async function personOf(ctx: ProposalContext, agentId: string, input: InquireInp
       unboundAt: null,
     });
     if (!binding) throw refuse("not_found", "no active binding of this agent has that opaque_id");
-    return binding.svcUserId;
+    return { svcUserId: binding.svcUserId, namedBy: "opaque_id" };
   }
-  if (input.svcUserId !== undefined) return knownHuman(ctx, input.svcUserId);
+  if (input.svcUserId !== undefined)
+    return { svcUserId: await knownHuman(ctx, input.svcUserId), namedBy: "svc_user_id" };
   // Nobody can register an address yet (the app's address registration comes with issue 15).
   throw refuse("not_found", "no person has registered that user_email");
 }
