@@ -1,5 +1,5 @@
 import { createSecretKey } from "node:crypto";
-import { create, fromJson } from "@bufbuild/protobuf";
+import { create, fromJson, type JsonObject } from "@bufbuild/protobuf";
 import { StructSchema, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Client, Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
@@ -19,6 +19,7 @@ import {
   AgentStatus,
   BindingSchema,
   BindingStatus,
+  CardAuditEntrySchema,
   CardStatus,
   AgentKeyRefusal as ProtoAgentKeyRefusal,
 } from "@svc/proto/agentlink/v1/agentlink_pb.js";
@@ -31,6 +32,7 @@ import { checkBinding, claimLinkCode, listBindings, startBindSession, unbind } f
 import type { AgentlinkSecrets } from "./config.ts";
 import { cancel } from "./proposals/cancel.ts";
 import type { CardStatus as CardStatusName } from "./proposals/card.entity.ts";
+import { cardAudit } from "./proposals/card-audit.ts";
 import { agentCard, cardStateAt } from "./proposals/card-status.ts";
 import { expireSweep } from "./proposals/expire-sweep.ts";
 import { inquire, type ProposalContext } from "./proposals/inquire.ts";
@@ -212,6 +214,25 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
         wireErrors(async () => ({
           expiredCount: await expireSweep({ em: em(), clock, bus: deps.bus, outbox: deps.outbox }, req.limit),
         })),
+
+      getCardAudit: (req) =>
+        wireErrors(async () => {
+          const { card, entries } = await cardAudit(em(), req.cardId);
+          return {
+            cardId: card.id,
+            agentId: card.agentId,
+            requestId: card.requestId,
+            status: toProtoCardStatus[cardStateAt(card, clock.now()).status],
+            entries: entries.map((entry) =>
+              create(CardAuditEntrySchema, {
+                action: entry.action,
+                actor: entry.actor,
+                at: timestampFromDate(entry.at),
+                ...(entry.detail && { detail: fromJson(StructSchema, entry.detail as JsonObject) }),
+              }),
+            ),
+          };
+        }),
     });
   };
 }
