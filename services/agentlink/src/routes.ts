@@ -228,7 +228,7 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
                 action: entry.action,
                 actor: entry.actor,
                 at: timestampFromDate(entry.at),
-                ...(entry.detail && { detail: fromJson(StructSchema, entry.detail as JsonObject) }),
+                ...(entry.detail && { detail: entry.detail as JsonObject }),
               }),
             ),
           };

@@ -321,7 +321,7 @@ describe("a card's audit log (GetCardAudit)", () => {
       action: entry.action,
       actor: entry.actor,
       at: timestampDate(entry.at!),
-      detail: entry.detail ? toJson(StructSchema, entry.detail) : undefined,
+      detail: entry.detail,
     }));
 
   it("reads the card with its state changes oldest first: proposed by the agent, cancelled with the reason", async () => {

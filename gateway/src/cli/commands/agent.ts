@@ -1,5 +1,3 @@
-import { toJson } from "@bufbuild/protobuf";
-import { StructSchema } from "@bufbuild/protobuf/wkt";
 import { type EnvironmentName, environmentProto } from "@svc/platform";
 import { type Agent, AgentConsoleService, AgentStatus } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { type CommandGroup, stringList, stringValue, UsageError } from "../command.ts";
@@ -154,7 +152,7 @@ export const agentCommands: CommandGroup = {
             action: entry.action,
             actor: entry.actor,
             at: instant(entry.at),
-            detail: entry.detail ? toJson(StructSchema, entry.detail) : null,
+            detail: entry.detail ?? null,
           })),
         };
       },
