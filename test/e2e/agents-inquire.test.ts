@@ -8,7 +8,8 @@ import { dataError, partnerApi, result } from "./gate-support.ts";
  * Agents Ask proposals through the gateway against the real mesh: inquire for a person bound to the agent
  * (a sandbox human, claimed with svcctl) or named by svc_user_id, idempotent replays, check-status as the
  * shared clock moves past ttl_at, cancel, the expire sweep driven by the
- * shared clock through svcctl, and every refusal of inquire, check-status and cancel the partner can meet.
+ * shared clock through svcctl, the operator's audit log of a card (svcctl agent audit), and every refusal of
+ * inquire, check-status and cancel the partner can meet.
  */
 const start = new Date("2026-11-24T09:00:00Z");
 
@@ -16,10 +17,11 @@ describe("agents ask: inquire, check-status, cancel, the expire sweep", () => {
   let mesh: TestMesh;
   let api: ReturnType<typeof partnerApi>;
   let agentKey: string;
+  let agentId: string;
   let opaqueId: string;
   let person: string;
 
-  const json = async (args: string[]): Promise<Record<string, string>> => {
+  const json = async (args: string[]): Promise<Record<string, unknown>> => {
     const { code, stdout, stderr } = await runSvcctl(mesh.consoleUrl, args);
     if (code !== 0) throw new Error(stderr);
     return JSON.parse(stdout);
@@ -37,6 +39,7 @@ describe("agents ask: inquire, check-status, cancel, the expire sweep", () => {
       ...["--category", "payments", "--category", "travel"],
     ]);
     agentKey = registered.agent_key as string;
+    agentId = registered.agent_id as string;
     person = (await json(["human", "create", "--env", "development"])).svc_user_id as string;
     const code = result(await api.post("/agent/bind-session", {}, agentKey)).link_code;
     await json(["human", "claim", "--human", person, "--code", code]);
@@ -178,5 +181,51 @@ describe("agents ask: inquire, check-status, cancel, the expire sweep", () => {
     });
     await expect(json(["agent", "sweep", "--limit", "1001"])).rejects.toThrow(/limit must be 1-1000/);
     mesh.setClock(start);
+  });
+
+  it("shows the operator a card's audit log (svcctl agent audit): who changed it, when and why", async () => {
+    const proposedAt = new Date(start.getTime() + 3 * 86_400_000);
+    mesh.setClock(proposedAt);
+    const cancelledId = randomUUID();
+    const cancelled = result(await inquire({ request_id: cancelledId })).card_id;
+    const expiringId = randomUUID();
+    const expiring = result(await inquire({ request_id: expiringId, ttl_seconds: 60 })).card_id;
+    const cancelledAt = new Date(proposedAt.getTime() + 5_000);
+    mesh.setClock(cancelledAt);
+    result(await api.post("/agentlink/cancel", { request_id: cancelledId, reason: "paid by phone" }, agentKey));
+    const sweptAt = new Date(proposedAt.getTime() + 60_000);
+    mesh.setClock(sweptAt);
+    expect(await json(["agent", "sweep"])).toEqual({ expired_count: 1 });
+    mesh.setClock(start);
+
+    const proposed = { action: "card.proposed", actor: `agent:${agentId}`, at: proposedAt.toISOString(), detail: null };
+    expect(await json(["agent", "audit", "--card-id", cancelled])).toEqual({
+      card_id: cancelled,
+      agent_id: agentId,
+      request_id: cancelledId,
+      status: "cancelled",
+      entries: [
+        proposed,
+        {
+          action: "card.cancelled",
+          actor: `agent:${agentId}`,
+          at: cancelledAt.toISOString(),
+          detail: { reason: "paid by phone" },
+        },
+      ],
+    });
+    expect(await json(["agent", "audit", "--card-id", expiring])).toEqual({
+      card_id: expiring,
+      agent_id: agentId,
+      request_id: expiringId,
+      status: "expired",
+      entries: [proposed, { action: "card.expired", actor: "sweep", at: sweptAt.toISOString(), detail: null }],
+    });
+
+    const unknown = await runSvcctl(mesh.consoleUrl, ["agent", "audit", "--card-id", randomUUID()]);
+    expect([unknown.code, unknown.stdout]).toEqual([1, ""]);
+    expect(unknown.stderr).toMatch(/^svcctl: NotFound: no card has the id [0-9a-f-]{36}\n$/);
+    const malformed = await runSvcctl(mesh.consoleUrl, ["agent", "audit", "--card-id", "card-1"]);
+    expect([malformed.code, malformed.stderr]).toEqual([1, "svcctl: InvalidArgument: card_id must be a uuid\n"]);
   });
 });

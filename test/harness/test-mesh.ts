@@ -20,10 +20,11 @@ export interface TestMesh extends Mesh {
 /**
  * The real mesh as separate processes on free ports, with its own database, its own event stream
  * and subjects, and its own clock file, so e2e files run side by side without seeing each other.
+ * `env` adds settings to every process; each service reads only its own (`AGENTLINK_…` reaches agentlink).
  */
 export async function startTestMesh(
   label: string,
-  options: { only?: ServiceName[]; clockAt?: Date | string } = {},
+  options: { only?: ServiceName[]; clockAt?: Date | string; env?: Record<string, string> } = {},
 ): Promise<TestMesh> {
   const database = await createTestDatabase(label);
   const dir = mkdtempSync(join(tmpdir(), `mesh-${label}-`));
@@ -40,6 +41,7 @@ export async function startTestMesh(
     SVC_EVENT_SUBJECT_PREFIX: `ev_${stream.toLowerCase()}`,
     SVC_CLOCK_FILE: clockFile,
     SVC_LOG_LEVEL: "warn",
+    ...options.env,
   };
   const mesh = await startMesh({
     env,

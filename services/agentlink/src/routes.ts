@@ -20,6 +20,7 @@ import {
   AgentStatus,
   BindingSchema,
   BindingStatus,
+  CardAuditEntrySchema,
   CardStatus,
   PersonCardSchema,
   AgentKeyRefusal as ProtoAgentKeyRefusal,
@@ -38,6 +39,7 @@ import { queuedCardsOf } from "./confirmations/person-cards.ts";
 import { SandboxAnswers } from "./confirmations/sandbox-answers.ts";
 import { cancel } from "./proposals/cancel.ts";
 import type { CardStatus as CardStatusName } from "./proposals/card.entity.ts";
+import { cardAudit } from "./proposals/card-audit.ts";
 import { agentCard, cardStateAt } from "./proposals/card-status.ts";
 import { expireSweep } from "./proposals/expire-sweep.ts";
 import { inquire, type ProposalContext } from "./proposals/inquire.ts";
@@ -292,6 +294,25 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
         wireErrors(async () => ({
           expiredCount: await expireSweep({ em: em(), clock, bus: deps.bus, outbox: deps.outbox }, req.limit),
         })),
+
+      getCardAudit: (req) =>
+        wireErrors(async () => {
+          const { card, entries } = await cardAudit(em(), req.cardId);
+          return {
+            cardId: card.id,
+            agentId: card.agentId,
+            requestId: card.requestId,
+            status: toProtoCardStatus[cardStateAt(card, clock.now()).status],
+            entries: entries.map((entry) =>
+              create(CardAuditEntrySchema, {
+                action: entry.action,
+                actor: entry.actor,
+                at: timestampFromDate(entry.at),
+                ...(entry.detail && { detail: entry.detail as JsonObject }),
+              }),
+            ),
+          };
+        }),
     });
   };
 }

@@ -314,3 +314,88 @@ describe("the expire sweep", () => {
     expect((await refusal(agentlink.console.expire({ limit: 1001 }))).code).toBe(Code.InvalidArgument);
   });
 });
+
+describe("a card's audit log (GetCardAudit)", () => {
+  const entriesOf = (audit: Awaited<ReturnType<typeof agentlink.console.getCardAudit>>) =>
+    audit.entries.map((entry) => ({
+      action: entry.action,
+      actor: entry.actor,
+      at: timestampDate(entry.at!),
+      detail: entry.detail,
+    }));
+
+  it("reads the card with its state changes oldest first: proposed by the agent, cancelled with the reason", async () => {
+    clock.set(start);
+    const agent = await boundAgent();
+    const requestId = uuid();
+    const { cardId } = await ask(agent, { requestId });
+    clock.set(new Date(start.getTime() + 5_000));
+    await agentlink.client.cancel({ caller: agent.caller, requestId, reason: "paid by phone" });
+
+    const audit = await agentlink.console.getCardAudit({ cardId });
+    expect([audit.cardId, audit.agentId, audit.requestId, audit.status]).toEqual([
+      cardId,
+      agent.id,
+      requestId,
+      CardStatus.CANCELLED,
+    ]);
+    expect(entriesOf(audit)).toEqual([
+      { action: "card.proposed", actor: `agent:${agent.id}`, at: start, detail: undefined },
+      {
+        action: "card.cancelled",
+        actor: `agent:${agent.id}`,
+        at: new Date(start.getTime() + 5_000),
+        detail: { reason: "paid by phone" },
+      },
+    ]);
+    clock.set(start);
+  });
+
+  it("reads a card past ttl_at as expired before the sweep, and the sweep's card.expired after it", async () => {
+    clock.set(start);
+    const agent = await boundAgent();
+    const { cardId } = await ask(agent, { ttlSeconds: 60 });
+    const sweptAt = new Date(start.getTime() + 60_000);
+    clock.set(sweptAt);
+    const before = await agentlink.console.getCardAudit({ cardId });
+    expect(before.status).toBe(CardStatus.EXPIRED);
+    expect(entriesOf(before).map((entry) => entry.action)).toEqual(["card.proposed"]);
+
+    await agentlink.console.expire({ limit: 1000 });
+    const after = await agentlink.console.getCardAudit({ cardId });
+    expect(entriesOf(after).at(-1)).toEqual({ action: "card.expired", actor: "sweep", at: sweptAt, detail: undefined });
+    clock.set(start);
+  });
+
+  it("reads every action written, not only the ones it knows, ordered by when they happened", async () => {
+    clock.set(start);
+    const agent = await boundAgent();
+    const { cardId } = await ask(agent);
+    // A later state change (a person's confirmation) written before this reader knew of it, with an earlier
+    // row written after it: order is by `at`.
+    await agentlink.sql(
+      "insert into card_audit (card_id, action, actor, at, detail) values ($1, $2, $3, $4, $5), ($1, $6, $7, $8, null)",
+      [
+        cardId,
+        "card.approved",
+        `human:${agent.person}`,
+        new Date(start.getTime() + 30_000),
+        JSON.stringify({ ceremony_id: "c-1" }),
+        "card.viewed",
+        `human:${agent.person}`,
+        new Date(start.getTime() + 10_000),
+      ],
+    );
+    const audit = await agentlink.console.getCardAudit({ cardId });
+    expect(entriesOf(audit).map(({ action, actor, detail }) => [action, actor, detail])).toEqual([
+      ["card.proposed", `agent:${agent.id}`, undefined],
+      ["card.viewed", `human:${agent.person}`, undefined],
+      ["card.approved", `human:${agent.person}`, { ceremony_id: "c-1" }],
+    ]);
+  });
+
+  it("refuses a card id that is not a uuid, and finds no unknown card", async () => {
+    expect((await refusal(agentlink.console.getCardAudit({ cardId: "card-1" }))).code).toBe(Code.InvalidArgument);
+    expect((await refusal(agentlink.console.getCardAudit({ cardId: uuid() }))).code).toBe(Code.NotFound);
+  });
+});

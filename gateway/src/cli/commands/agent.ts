@@ -1,7 +1,7 @@
 import { type EnvironmentName, environmentProto } from "@svc/platform";
 import { type Agent, AgentConsoleService, AgentStatus } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { type CommandGroup, stringList, stringValue, UsageError } from "../command.ts";
-import { environmentName, instant } from "./format.ts";
+import { cardStatusName, environmentName, instant } from "./format.ts";
 
 const agentId = { type: "string", required: true, valueName: "ID", description: "the agent's id" } as const;
 
@@ -23,7 +23,7 @@ const agentRow = (agent: Agent | undefined) =>
 
 export const agentCommands: CommandGroup = {
   name: "agent",
-  summary: "Agents Ask agents: registration, their keys, revocation.",
+  summary: "Agents Ask agents: registration, their keys, revocation; the expire sweep and a card's audit log.",
   commands: [
     {
       name: "register",
@@ -128,6 +128,33 @@ export const agentCommands: CommandGroup = {
           .serviceConsole(AgentConsoleService)
           .expire(raw === undefined ? {} : { limit: Number(raw) });
         return { expired_count: response.expiredCount };
+      },
+    },
+    {
+      name: "audit",
+      summary: 'Prints a card\'s audit log: {"card_id","agent_id","request_id","status","entries":[…]}.',
+      details:
+        "Every state change of the card, oldest first, each with its action (card.proposed, card.cancelled, " +
+        "card.expired, …), its actor (agent:<agent_id>, human:<svc_user_id> or sweep), when, and its detail (a " +
+        "cancel's reason, the trust layer's warnings) or null. status is the card's as agents read it: a queued " +
+        "card past ttl_at is expired before the sweep writes its card.expired entry.",
+      options: { "card-id": { type: "string", required: true, valueName: "ID", description: "the card's id" } },
+      async run(values, ctx) {
+        const audit = await ctx
+          .serviceConsole(AgentConsoleService)
+          .getCardAudit({ cardId: values["card-id"] as string });
+        return {
+          card_id: audit.cardId,
+          agent_id: audit.agentId,
+          request_id: audit.requestId,
+          status: cardStatusName(audit.status),
+          entries: audit.entries.map((entry) => ({
+            action: entry.action,
+            actor: entry.actor,
+            at: instant(entry.at),
+            detail: entry.detail ?? null,
+          })),
+        };
       },
     },
   ],

@@ -59,3 +59,4 @@ export const CardAudit = defineEntity({
     detail: p.json<Record<string, unknown>>().nullable(),
   },
 });
+export type CardAudit = InferEntity<typeof CardAudit>;
