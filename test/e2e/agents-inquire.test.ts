@@ -40,7 +40,8 @@ describe("agents ask: inquire, check-status, cancel, the expire sweep", () => {
     ]);
     agentKey = registered.agent_key as string;
     agentId = registered.agent_id as string;
-    person = (await json(["human", "create", "--env", "development"])).svc_user_id as string;
+    // A silent sandbox human never answers, so its cards stay queued until cancelled or expired.
+    person = (await json(["human", "create", "--env", "development", "--behavior", "silent"])).svc_user_id as string;
     const code = result(await api.post("/agent/bind-session", {}, agentKey)).link_code;
     await json(["human", "claim", "--human", person, "--code", code]);
     opaqueId = result(await api.get("/agent/check-binding", { link_code: code }, agentKey)).opaque_id;
