@@ -13,6 +13,7 @@ import {
 } from "@svc/platform";
 import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import {
+  AgentCallbackService,
   AgentConsoleService,
   AgentSchema,
   AgentService,
@@ -26,6 +27,7 @@ import { type Caller, CallerSchema, CredentialKind, Environment } from "@svc/pro
 import type { Agent } from "./agents/agent.entity.ts";
 import { type AgentContext, listAgents, registerAgent, revokeAgent, rotateAgentKey } from "./agents/agents.ts";
 import { type AgentKeyRefusal, authenticateAgentKey } from "./agents/authenticate.ts";
+import { callbackTarget } from "./agents/callback-target.ts";
 import type { BindingContext, BindSessionStatus } from "./binding/bindings.ts";
 import { checkBinding, claimLinkCode, listBindings, startBindSession, unbind } from "./binding/bindings.ts";
 import type { AgentlinkSecrets } from "./config.ts";
@@ -140,9 +142,10 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
         wireErrors(async () => {
           const card = await agentCard(em(), agentIdOf(req.caller), req.requestId);
           const state = cardStateAt(card, clock.now());
-          // Confirmations, proofs and callbacks come later: nothing of them exists yet.
+          // Confirmations and proofs come later. Callbacks are webhook-dispatch's: the gateway asks it by card_id.
           return {
             status: toProtoCardStatus[state.status],
+            cardId: card.id,
             ttlAt: timestampFromDate(card.ttlAt),
             ...(state.resolvedAt && { resolvedAt: timestampFromDate(state.resolvedAt) }),
             delivered: false,
@@ -161,6 +164,13 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
             alreadyResolved: outcome.alreadyResolved,
           };
         }),
+    });
+
+    router.service(AgentCallbackService, {
+      getCallbackTarget: async (req) => {
+        const target = await callbackTarget(em(), deps.secrets.callbackSecretKey, req.agentId);
+        return target ? { target } : {};
+      },
     });
 
     router.service(AgentConsoleService, {
