@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { createLogger, type RunningService, serveConnect } from "@svc/platform";
 import { AgentCallbackService, CallbackTargetSchema } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 
-export interface CallbackTargetInit {
+interface CallbackTargetInit {
   organizationId: string;
   url: string;
   secret: string;
