@@ -209,6 +209,26 @@ describe("agents ask: callbacks", () => {
     expect(await callbackOf(bot.key, requestId)).toEqual({ delivered: false, callback_attempts: 0 });
   });
 
+  it("keeps the internal callback services off the gateway's public and console ports", async () => {
+    const callback = await startReceiver();
+    receivers.push(callback);
+    const bot = await agent(callback.url);
+    for (const origin of [mesh.gatewayUrl, mesh.consoleUrl]) {
+      for (const [path, body] of [
+        ["/svc.agentlink.v1.AgentCallbackService/GetCallbackTarget", { agentId: bot.agentId }],
+        ["/svc.webhook.v1.WebhookCallbackService/GetCallbackDelivery", { agentId: bot.agentId, cardId: randomUUID() }],
+      ] as const) {
+        const reply = await fetch(`${origin}${path}`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(body),
+        });
+        expect(reply.status, `${origin}${path}`).toBe(404);
+        expect(await reply.text()).not.toContain("whsec_");
+      }
+    }
+  });
+
   it("answers check-status while webhook-dispatch is down, reading the callback as not delivered", async () => {
     const callback = await startReceiver();
     receivers.push(callback);
