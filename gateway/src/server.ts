@@ -14,6 +14,7 @@ import { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import { AgentService } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { GateConsoleService, GateService } from "@svc/proto/gate/v1/gate_pb.js";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
+import { WebhookCallbackService } from "@svc/proto/webhook/v1/webhook_pb.js";
 import { loadGatewayConfig } from "./config.ts";
 import { consoleForwarding } from "./console/forwarding.ts";
 import { gateConsoleRenames } from "./console/gate-console-renames.ts";
@@ -38,6 +39,9 @@ import { decideRateLimits, RateLimiter } from "./rate-limits/rate-limiter.ts";
 import { aliasStage } from "./rename-window/alias-stage.ts";
 import { aliasTable, sunset } from "./rename-window/aliases.ts";
 import type { GatewayServices } from "./services.ts";
+
+/** check-status answers without webhook-dispatch's report rather than wait long for it. */
+const webhookCallbacksTimeoutMs = 1000;
 
 export interface RunningGateway {
   /** The public API's origin; `{base_url}` is `${url}/v1`. */
@@ -88,6 +92,9 @@ export async function startGateway(
     gate,
     account,
     agentlink,
+    webhookCallbacks: createInternalClient(WebhookCallbackService, config.webhookDispatchUrl, {
+      timeoutMs: webhookCallbacksTimeoutMs,
+    }),
     publicOrigin: config.publicOrigin,
   };
   // The development identity provider signs sandbox humans in; production never runs it.

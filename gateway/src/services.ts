@@ -3,6 +3,7 @@ import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import type { AgentService } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import type { GateService } from "@svc/proto/gate/v1/gate_pb.js";
 import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
+import type { WebhookCallbackService } from "@svc/proto/webhook/v1/webhook_pb.js";
 import type { KeySetCache } from "./operations/jwks.ts";
 
 /** What operation handlers reach beyond the request: the business services' clients and shared caches. */
@@ -12,6 +13,8 @@ export interface GatewayServices {
   gate: Client<typeof GateService>;
   account: Client<typeof AccountService>;
   agentlink: Client<typeof AgentService>;
+  /** webhook-dispatch's report of agents' callbacks (check-status); a short deadline, since the answer does without it. */
+  webhookCallbacks: Client<typeof WebhookCallbackService>;
   /** `{api_origin}`, for the links a response carries. */
   publicOrigin: string;
 }

@@ -291,7 +291,7 @@ describe("agents ask: the person confirms, the service signs proofs", () => {
     const agentKey = await newAgent("Batch_Bot");
     const bob = await person();
     const carol = await person();
-    const cards = [];
+    const cards: { requestId: string; cardId: string }[] = [];
     for (let i = 0; i < 20; i += 1) cards.push(await inquire(agentKey, { svc_user_id: bob.svcUserId }));
     const decisions: Decision[] = cards.map(({ cardId }, i) => ({
       card_id: cardId,

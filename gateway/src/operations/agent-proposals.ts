@@ -1,7 +1,9 @@
 import type { JsonObject } from "@bufbuild/protobuf";
+import type { Logger } from "@svc/platform";
 import { CardStatus } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { instant } from "../http/instant.ts";
 import { defineRoute, ok } from "../http/route.ts";
+import type { GatewayServices } from "../services.ts";
 
 const agentKeyOnly = { accepts: ["agent_key"] } as const;
 
@@ -144,12 +146,21 @@ export const checkStatusRoute = defineRoute({
       ceremony_id: { type: "string", format: "uuid", nullable: true },
       resolution_jwt: { type: "string", nullable: true, description: "The proof; approved or denied only." },
       verdict: { type: "string", enum: ["approve", "denied"], nullable: true },
-      delivered: { type: "boolean", description: "Whether the callback reached the agent." },
-      callback_attempts: { type: "integer" },
+      delivered: {
+        type: "boolean",
+        description:
+          "Whether the callback reached the agent (a 2xx). False when the agent has no callback URL, and while the service that sends callbacks cannot be asked.",
+      },
+      callback_attempts: {
+        type: "integer",
+        description:
+          "Attempts so far to POST the resolution to the agent's callback URL: 0 without a callback, and while the service that sends callbacks cannot be asked.",
+      },
     },
   },
-  async handle(input, { caller, services }) {
+  async handle(input, { caller, services, logger }) {
     const state = await services.agentlink.checkStatus({ caller, requestId: input.request_id });
+    const callback = await callbackOf(services, logger, caller?.credentialId ?? "", state);
     return ok({
       status: statusNames[state.status],
       ttl_at: instant(state.ttlAt),
@@ -157,11 +168,40 @@ export const checkStatusRoute = defineRoute({
       ceremony_id: state.ceremonyId ?? null,
       resolution_jwt: state.resolutionJwt ?? null,
       verdict: state.verdict ?? null,
-      delivered: state.delivered,
-      callback_attempts: state.callbackAttempts,
+      delivered: callback.delivered,
+      callback_attempts: callback.attempts,
     });
   },
 });
+
+const noCallback = { delivered: false, attempts: 0 };
+
+/**
+ * The agent's callback of a resolved card, as webhook-dispatch (which sends it) reports it. A queued or
+ * cancelled card has none. When webhook-dispatch cannot answer, check-status still answers, reading the
+ * callback as not delivered with no attempts; asking again later gives the true state.
+ */
+async function callbackOf(
+  services: GatewayServices,
+  logger: Logger,
+  agentId: string,
+  state: { status: CardStatus; cardId: string },
+): Promise<{ delivered: boolean; attempts: number }> {
+  if (state.status === CardStatus.QUEUED || state.status === CardStatus.CANCELLED) return noCallback;
+  try {
+    const { delivered, attempts } = await services.webhookCallbacks.getCallbackDelivery({
+      agentId,
+      cardId: state.cardId,
+    });
+    return { delivered, attempts };
+  } catch (error) {
+    logger.warn("webhook-dispatch did not report the callback; check-status answers it as not delivered", {
+      error,
+      cardId: state.cardId,
+    });
+    return noCallback;
+  }
+}
 
 /**
  * `POST /agentlink/cancel`: cancels the calling agent's queued card (audit log, no webhook). A card no longer

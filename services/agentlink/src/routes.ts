@@ -14,6 +14,7 @@ import {
 } from "@svc/platform";
 import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import {
+  AgentCallbackService,
   AgentConsoleService,
   AgentSchema,
   AgentService,
@@ -30,6 +31,7 @@ import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { Agent } from "./agents/agent.entity.ts";
 import { type AgentContext, listAgents, registerAgent, revokeAgent, rotateAgentKey } from "./agents/agents.ts";
 import { type AgentKeyRefusal, authenticateAgentKey } from "./agents/authenticate.ts";
+import { callbackTarget } from "./agents/callback-target.ts";
 import type { BindingContext, BindSessionStatus } from "./binding/bindings.ts";
 import { checkBinding, claimLinkCode, listBindings, startBindSession, unbind } from "./binding/bindings.ts";
 import type { AgentlinkSecrets } from "./config.ts";
@@ -175,9 +177,10 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
         wireErrors(async () => {
           const card = await agentCard(em(), agentIdOf(req.caller), req.requestId);
           const state = cardStateAt(card, clock.now());
-          // Callbacks come later: none is sent yet.
+          // Callbacks are webhook-dispatch's: the gateway asks it by card_id.
           return {
             status: toProtoCardStatus[state.status],
+            cardId: card.id,
             ttlAt: timestampFromDate(card.ttlAt),
             ...(state.resolvedAt && { resolvedAt: timestampFromDate(state.resolvedAt) }),
             ...(card.ceremonyId !== null && { ceremonyId: card.ceremonyId }),
@@ -243,6 +246,13 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
           });
           return { ...confirmed, signedAt: timestampFromDate(confirmed.signedAt) };
         }),
+    });
+
+    router.service(AgentCallbackService, {
+      getCallbackTarget: async (req) => {
+        const target = await callbackTarget(em(), deps.secrets.callbackSecretKey, req.agentId);
+        return target ? { target } : {};
+      },
     });
 
     router.service(AgentConsoleService, {

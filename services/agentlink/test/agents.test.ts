@@ -67,6 +67,26 @@ describe("registering agents", () => {
     expect(() => openCallbackSecret(callbackSecretKey, uuid(), row!.callback_secret_sealed)).toThrow();
   });
 
+  it("names an agent's callback target to webhook-dispatch: none without a URL, once revoked, or for no agent", async () => {
+    const organizationId = uniqueName("org");
+    const registered = await register({ organizationId, callbackUrl: "https://agent.example/callback" });
+    const agentId = registered.agent!.agentId;
+    const { target } = await agentlink.callbacks.getCallbackTarget({ agentId });
+    expect(target && { organizationId: target.organizationId, url: target.url, secret: target.secret }).toEqual({
+      organizationId,
+      url: "https://agent.example/callback",
+      secret: registered.callbackSecret,
+    });
+    const withoutUrl = await register();
+    expect(
+      (await agentlink.callbacks.getCallbackTarget({ agentId: withoutUrl.agent!.agentId })).target,
+    ).toBeUndefined();
+    expect((await agentlink.callbacks.getCallbackTarget({ agentId: uuid() })).target).toBeUndefined();
+    expect((await agentlink.callbacks.getCallbackTarget({ agentId: "agent-1" })).target).toBeUndefined();
+    await agentlink.console.revokeAgent({ agentId });
+    expect((await agentlink.callbacks.getCallbackTarget({ agentId })).target).toBeUndefined();
+  });
+
   it("keeps names unique per organization and environment, and checks the fields", async () => {
     const organizationId = uniqueName("org");
     await register({ organizationId, name: "Twin" });

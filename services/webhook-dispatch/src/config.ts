@@ -52,6 +52,11 @@ export const settings = {
     default: 5 * 86_400_000,
     description: "an endpoint whose every attempt failed for this long is disabled",
   },
+  agentlinkUrl: {
+    parse: parse.url,
+    default: "http://127.0.0.1:9094",
+    description: "base URL of agentlink, asked for the callback target of each resolution's agent",
+  },
   consumerName: { parse: parse.string, default: "webhook-dispatch", description: "durable JetStream consumer name" },
   ackWait: {
     parse: parse.duration,

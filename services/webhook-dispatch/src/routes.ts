@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, type ConnectRouter } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { type Clock, environmentProto, refusalTranslator } from "@svc/platform";
+import { type Clock, environmentProto, type Queryable, refusalTranslator } from "@svc/platform";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import {
   type Delivery as DeliveryMessage,
@@ -12,8 +12,10 @@ import {
   EndpointSchema,
   EndpointStatus,
   MessageSchema,
+  WebhookCallbackService,
   WebhookConsoleService,
 } from "@svc/proto/webhook/v1/webhook_pb.js";
+import { callbackDelivery } from "./callbacks/callback-delivery.ts";
 import type { DestinationPolicy } from "./delivery/destination-guard.ts";
 import type { Endpoint } from "./endpoints/endpoint.entity.ts";
 import {
@@ -31,6 +33,7 @@ import type { WebhookRefusalKind } from "./refusal.ts";
 
 export interface RouteDependencies {
   orm: MikroORM;
+  statements: Queryable;
   clock: Clock;
   box: SecretBox;
   policy: DestinationPolicy;
@@ -50,7 +53,11 @@ export function createRoutes(deps: RouteDependencies) {
   });
   const endpointOut = (endpoint: Endpoint) => toEndpointMessage(endpoint, deps.clock.now());
 
-  return (router: ConnectRouter) =>
+  return (router: ConnectRouter) => {
+    // Internal: the gateway's check-status asks for an agent's callback of one card.
+    router.service(WebhookCallbackService, {
+      getCallbackDelivery: (req) => callbackDelivery(deps.statements, req.agentId, req.cardId),
+    });
     router.service(WebhookConsoleService, {
       addEndpoint: (req) =>
         wireErrors(async () => {
@@ -114,6 +121,7 @@ export function createRoutes(deps: RouteDependencies) {
           return { delivery: toDeliveryMessage(delivery) };
         }),
     });
+  };
 }
 
 /** The one place where domain refusals become Connect codes. */

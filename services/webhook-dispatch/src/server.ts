@@ -1,4 +1,6 @@
-import { runAsMain, type StartOptions, startService } from "@svc/platform";
+import { createInternalClient, runAsMain, type StartOptions, startService } from "@svc/platform";
+import { AgentCallbackService } from "@svc/proto/agentlink/v1/agentlink_pb.js";
+import { createCallbackEndpoints } from "./callbacks/callback-endpoints.ts";
 import { settings } from "./config.ts";
 import { startDeliveryWorker } from "./delivery/delivery-worker.ts";
 import { destinationPolicyFor } from "./delivery/destination-guard.ts";
@@ -14,7 +16,8 @@ import { createRoutes } from "./routes.ts";
 
 /**
  * webhook-dispatch: the console operations on endpoints and messages (Connect), a durable consumer
- * that stores every event as a message with its deliveries, and the worker that sends them. At
+ * that stores every event as a message with its deliveries (an agents_ask resolution also one to its
+ * agent's callback, whose target agentlink names), and the worker that sends them. At
  * start, events that an older build parked (of a type it did not know) and this one knows go out first.
  */
 export const startWebhookDispatch = (options: StartOptions = {}) =>
@@ -47,20 +50,27 @@ export const startWebhookDispatch = (options: StartOptions = {}) =>
           pollMs: config.pollInterval,
           autoDisableAfterMs: config.autoDisableAfter,
         });
-        return { box, sender, worker };
+        const callbacks = createCallbackEndpoints({
+          agentlink: createInternalClient(AgentCallbackService, config.agentlinkUrl),
+          statements,
+          box,
+          logger,
+        });
+        return { box, sender, worker, callbacks };
       },
-      routes: ({ box, worker }, { orm, clock, config }) =>
+      routes: ({ box, worker }, { orm, statements, clock, config }) =>
         createRoutes({
           orm,
+          statements,
           clock,
           box,
           policy: destinationPolicyFor(config.deployment),
           wakeWorker: () => worker.wake(),
           forgetEndpoint: async (endpointId) => worker.forget(endpointId),
         }),
-      background: async ({ sender, worker }, { statements, bus, logger, config }) => {
+      background: async ({ sender, worker, callbacks }, { statements, bus, logger, config }) => {
         const firstAttemptDelayMs = config.retrySchedule[0] ?? 0;
-        const consumer = await releaseParkedEvents({ statements, logger, worker, firstAttemptDelayMs })
+        const consumer = await releaseParkedEvents({ statements, logger, worker, callbacks, firstAttemptDelayMs })
           .then(() =>
             startEventConsumer({
               bus,
@@ -70,6 +80,7 @@ export const startWebhookDispatch = (options: StartOptions = {}) =>
               ackWaitMs: config.ackWait,
               firstAttemptDelayMs,
               worker,
+              callbacks,
             }),
           )
           .catch(async (error: unknown) => {

@@ -89,6 +89,7 @@ describe("a replay issued while an attempt is in flight", () => {
           environment: "development",
           occurredAt: null,
           body: Buffer.from("{}"),
+          resolvedCard: null,
         },
       ],
       { firstAttemptAt: clock.now(), claim: { ...terms(), perEndpoint: 0 } },

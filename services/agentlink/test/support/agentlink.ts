@@ -1,6 +1,6 @@
 import type { Client } from "@connectrpc/connect";
 import { type Clock, createInternalClient, createLogger } from "@svc/platform";
-import { AgentConsoleService, AgentService } from "@svc/proto/agentlink/v1/agentlink_pb.js";
+import { AgentCallbackService, AgentConsoleService, AgentService } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { type ServiceUnderTest, startServiceUnderTest } from "../../../../test/harness/service-under-test.ts";
 import { startAgentlink } from "../../src/server.ts";
 
@@ -9,6 +9,7 @@ export { refusal } from "../../../../test/harness/service-under-test.ts";
 export interface TestAgentlink extends ServiceUnderTest {
   client: Client<typeof AgentService>;
   console: Client<typeof AgentConsoleService>;
+  callbacks: Client<typeof AgentCallbackService>;
 }
 
 export const keyPepper = Buffer.alloc(32, 3);
@@ -35,5 +36,6 @@ export async function startTestAgentlink(
     ...running,
     client: createInternalClient(AgentService, running.service.url),
     console: createInternalClient(AgentConsoleService, running.service.url),
+    callbacks: createInternalClient(AgentCallbackService, running.service.url),
   };
 }

@@ -165,7 +165,8 @@ export interface AttemptResult {
  * and schedule step still match, so a late result never overwrites a newer claim or a replay issued
  * while the attempt ran), each endpoint's failure streak
  * (the first failure since its last success), and the disabling of every endpoint whose streak
- * reached `autoDisableAfterMs`. Endpoint rows whose streak did not change are not written.
+ * reached `autoDisableAfterMs` (not an agent's callback endpoint: no operator could enable it again, and each
+ * callback has its own schedule). Endpoint rows whose streak did not change are not written.
  * Returns the endpoints it disabled.
  */
 export async function recordAttemptResults(
@@ -184,9 +185,9 @@ export async function recordAttemptResults(
          as r(id, attempts, schedule_step, status, next_attempt_at, started_at, status_code, error, at)
        where d.id = r.id and d.attempts = r.attempts and d.schedule_step = r.schedule_step
      ), streaks as (
-       select id, failing_since, status = 'enabled' and failing_since <= $13 as disable
+       select id, failing_since, status = 'enabled' and agent_id is null and failing_since <= $13 as disable
        from (
-         select s.id, e.status, case when s.succeeded then s.failing_since else coalesce(e.failing_since, s.failing_since) end as failing_since
+         select s.id, e.status, e.agent_id, case when s.succeeded then s.failing_since else coalesce(e.failing_since, s.failing_since) end as failing_since
          from unnest($10::text[], $11::boolean[], $12::timestamptz[]) as s(id, succeeded, failing_since)
          join endpoints e on e.id = s.id
        ) updated

@@ -1,5 +1,6 @@
 import { AckPolicy, type ConsumerConfig, DeliverPolicy, type JsMsg, jetstreamManager } from "@nats-io/jetstream";
 import type { EventBus, Logger, Queryable } from "@svc/platform";
+import type { CallbackEndpoints } from "../callbacks/callback-endpoints.ts";
 import { type IncomingMessage, storeMessages } from "../messages/message-store.ts";
 import type { DeliveryWorker } from "./delivery-worker.ts";
 import { decodeEvent } from "./event-decoding.ts";
@@ -15,6 +16,8 @@ export interface EventConsumerOptions {
   firstAttemptDelayMs: number;
   /** Takes the new deliveries claimed for it while storing, and is woken for those it had no room for. */
   worker: Pick<DeliveryWorker, "claimTerms" | "take" | "wake">;
+  /** Brings agents' callback endpoints up to date before their resolutions are stored. */
+  callbacks: CallbackEndpoints;
 }
 
 /** Events pulled at a time, which also bounds one stored batch. */
@@ -27,6 +30,8 @@ const pullBatch = 256;
 const maxAckPending = 4 * pullBatch;
 /** After Postgres refused a batch, its events come back after this long. */
 const storeRetryMs = 1000;
+/** A resolution whose agent's callback target agentlink could not tell comes back after this long. */
+const callbackTargetRetryMs = 5000;
 /** The longest pause before restarting a consumer that stopped; the pauses double up to it from 1 s. */
 const maxRestartDelayMs = 30_000;
 
@@ -37,7 +42,9 @@ export const restartDelayMs = (failures: number): number =>
 type Received =
   | { kind: "store"; msg: JsMsg; message: IncomingMessage }
   | { kind: "park"; msg: JsMsg; event: ParkedEvent }
-  | { kind: "invalid"; msg: JsMsg };
+  | { kind: "invalid"; msg: JsMsg }
+  /** Stored later: its agent's callback target is unknown for now (agentlink did not answer). */
+  | { kind: "wait"; msg: JsMsg };
 
 interface ConsumerRun {
   /** Settles when the run ends: with what ended it, or undefined after `stop()`. */
@@ -125,7 +132,23 @@ async function consume(options: EventConsumerOptions): Promise<ConsumerRun> {
   const messages = await consumer.consume({ max_messages: pullBatch, abort_on_missing_resource: true });
 
   const storeBatch = async (batch: JsMsg[]) => {
-    const received = batch.map((msg) => receive(msg, logger));
+    let received = batch.map((msg) => receive(msg, logger));
+    try {
+      const unreachable = await options.callbacks.refresh(
+        received.flatMap((r) => (r.kind === "store" ? [r.message] : [])),
+        worker.claimTerms().now,
+      );
+      if (unreachable.size > 0)
+        received = received.map((r) =>
+          r.kind === "store" && r.message.resolvedCard && unreachable.has(r.message.resolvedCard.agentId)
+            ? { kind: "wait", msg: r.msg }
+            : r,
+        );
+    } catch (error) {
+      logger.warn("could not refresh agents' callback endpoints; the events will be redelivered", { error });
+      for (const r of received) settle(r.kind === "invalid" ? r : { kind: "wait", msg: r.msg });
+      return;
+    }
     const toStore = received.filter((r) => r.kind === "store");
     const toPark = received.filter((r) => r.kind === "park");
     try {
@@ -154,7 +177,7 @@ async function consume(options: EventConsumerOptions): Promise<ConsumerRun> {
       });
       for (const r of received) {
         if (r.kind === "invalid") r.msg.term();
-        else r.msg.nak(storeRetryMs);
+        else r.msg.nak(r.kind === "wait" ? callbackTargetRetryMs : storeRetryMs);
       }
       return;
     }
@@ -162,7 +185,7 @@ async function consume(options: EventConsumerOptions): Promise<ConsumerRun> {
     // The server handles one connection's acknowledgements in order, so the confirmation of the last
     // one covers the batch; a lost acknowledgement only brings a duplicate that the dedup key drops.
     const last = received.at(-1);
-    if (last && last.kind !== "invalid") {
+    if (last && (last.kind === "store" || last.kind === "park")) {
       await last.msg
         .ackAck()
         .catch((error: unknown) =>
@@ -219,11 +242,16 @@ async function consume(options: EventConsumerOptions): Promise<ConsumerRun> {
   };
 }
 
-/** Stored and parked events are acknowledged; those that break the contract are dropped for good. */
+/**
+ * Stored and parked events are acknowledged; those that break the contract are dropped for good; those
+ * waiting for a callback target come back later.
+ */
 function settle(r: Received): void {
   if (r.kind === "invalid") {
     // The reason is logged where it is found: a +TERM with a reason is not understood by servers before 2.10.
     r.msg.term();
+  } else if (r.kind === "wait") {
+    r.msg.nak(callbackTargetRetryMs);
   } else {
     r.msg.ack();
   }

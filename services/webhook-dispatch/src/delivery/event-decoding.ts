@@ -2,6 +2,7 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { environmentName } from "@svc/platform";
 import { type Event, EventSchema } from "@svc/proto/events/v1/events_pb.js";
+import { resolvedCardOf } from "../callbacks/resolved-card.ts";
 import type { IncomingMessage } from "../messages/message-store.ts";
 import { renderPayload } from "./payload-rendering.ts";
 
@@ -53,6 +54,7 @@ export function decodeEvent(data: Uint8Array): DecodedEvent {
       environment: environmentName(event.environment) ?? null,
       occurredAt,
       body: rendering.body,
+      resolvedCard: resolvedCardOf(event),
     },
   };
 }

@@ -1,5 +1,6 @@
 import { inTransaction, type Logger, type Queryable } from "@svc/platform";
 import type pg from "pg";
+import type { CallbackEndpoints } from "../callbacks/callback-endpoints.ts";
 import { type IncomingMessage, storeMessages } from "../messages/message-store.ts";
 import type { DeliveryWorker } from "./delivery-worker.ts";
 import { decodeEvent } from "./event-decoding.ts";
@@ -44,9 +45,10 @@ export async function releaseParkedEvents(options: {
   statements: pg.Pool;
   logger: Logger;
   worker: Pick<DeliveryWorker, "claimTerms" | "wake">;
+  callbacks: CallbackEndpoints;
   firstAttemptDelayMs: number;
 }): Promise<void> {
-  const { statements, logger, worker } = options;
+  const { statements, logger, worker, callbacks } = options;
   let after = "";
   let released = 0;
   for (;;) {
@@ -58,9 +60,20 @@ export async function releaseParkedEvents(options: {
       );
       const known: IncomingMessage[] = [];
       const settled: string[] = [];
-      for (const row of rows) {
-        const decoded = decodeEvent(row.envelope);
+      const decodedRows = rows.map((row) => ({ row, decoded: decodeEvent(row.envelope) }));
+      const unreachable = await callbacks.refresh(
+        decodedRows.flatMap(({ decoded }) => (decoded.kind === "message" ? [decoded.message] : [])),
+        worker.claimTerms().now,
+      );
+      for (const { row, decoded } of decodedRows) {
         if (decoded.kind === "unknown_type") continue;
+        if (
+          decoded.kind === "message" &&
+          decoded.message.resolvedCard &&
+          unreachable.has(decoded.message.resolvedCard.agentId)
+        )
+          // Its agent's callback target is unknown for now: it stays parked until the next start.
+          continue;
         if (decoded.kind === "invalid") {
           logger.error("parked event breaks the event contract; it cannot be delivered", {
             subject: row.subject,

@@ -48,13 +48,18 @@ export async function addEndpoint(
 export async function listEndpoints(em: EntityManager, organizationId: string): Promise<Endpoint[]> {
   return em.find(
     Endpoint,
-    { organizationId: requireOrganization(organizationId) },
+    { organizationId: requireOrganization(organizationId), agentId: null },
     { orderBy: { createdAt: "asc", id: "asc" } },
   );
 }
 
 export async function findEndpoint(em: EntityManager, organizationId: string, endpointId: string): Promise<Endpoint> {
-  const endpoint = await em.findOne(Endpoint, { id: endpointId, organizationId: requireOrganization(organizationId) });
+  // Agents' callback endpoints are no partner's: no console operation sees them.
+  const endpoint = await em.findOne(Endpoint, {
+    id: endpointId,
+    organizationId: requireOrganization(organizationId),
+    agentId: null,
+  });
   if (!endpoint) throw refuse("not_found", `no endpoint ${endpointId} in organization ${organizationId}`);
   return endpoint;
 }

@@ -1,6 +1,9 @@
 import { defineEntity, type InferEntity, p } from "@mikro-orm/postgresql";
 
-/** A partner's webhook receiver. It belongs to the organization and receives both environments. */
+/**
+ * A partner's webhook receiver: it belongs to the organization and receives both environments. Or, with
+ * `agentId`, an agent's callback: it receives that agent's resolutions only, and no console operation sees it.
+ */
 export const Endpoint = defineEntity({
   name: "Endpoint",
   tableName: "endpoints",
@@ -23,6 +26,8 @@ export const Endpoint = defineEntity({
     previousSecretSealed: p.blob().nullable(),
     previousSecretExpiresAt: p.datetime().nullable(),
     createdAt: p.datetime(),
+    /** Set on an agent's callback endpoint (id `cb_<agent id>`), kept to the agent's target by the consumer. */
+    agentId: p.text().nullable().unique(),
   },
 });
 export type Endpoint = InferEntity<typeof Endpoint>;

@@ -48,6 +48,9 @@ type DeliveryRow = {
   delivered_at: string | null;
 };
 
+/** Deliveries to agents' callback endpoints are no partner endpoint's: the console lists none of them. */
+const partnerDelivery = "d.endpoint_id in (select id from endpoints where agent_id is null)";
+
 /** Newest first, the spec's paging rules: limit 1-100 (default 25), offset from 0. */
 export async function listMessages(em: EntityManager, query: MessageQuery): Promise<MessageView[]> {
   const limit = query.limit || 25;
@@ -58,7 +61,7 @@ export async function listMessages(em: EntityManager, query: MessageQuery): Prom
   if (!query.organizationId) throw refuse("invalid_argument", "organization_id is required");
   if (query.endpointId !== undefined) await findEndpoint(em, query.organizationId, query.endpointId);
 
-  const deliveryConditions: string[] = [];
+  const deliveryConditions: string[] = [partnerDelivery];
   const deliveryParams: unknown[] = [];
   if (query.endpointId !== undefined) {
     deliveryConditions.push("d.endpoint_id = ?");
@@ -68,7 +71,7 @@ export async function listMessages(em: EntityManager, query: MessageQuery): Prom
     deliveryConditions.push("d.status = ?");
     deliveryParams.push(query.status);
   }
-  const filtered = deliveryConditions.length > 0;
+  const filtered = deliveryConditions.length > 1;
   const where = filtered
     ? `and exists (select 1 from deliveries d where d.message_id = m.id and ${deliveryConditions.join(" and ")})`
     : "";
@@ -89,7 +92,7 @@ export async function listMessages(em: EntityManager, query: MessageQuery): Prom
   if (messages.length === 0) return [];
 
   const deliveries = await em.execute<DeliveryRow[]>(
-    `select d.* from deliveries d where d.message_id in (?) ${query.endpointId !== undefined ? "and d.endpoint_id = ?" : ""} order by d.id`,
+    `select d.* from deliveries d where d.message_id in (?) and ${partnerDelivery} ${query.endpointId !== undefined ? "and d.endpoint_id = ?" : ""} order by d.id`,
     [messages.map((m) => m.id), ...(query.endpointId !== undefined ? [query.endpointId] : [])],
   );
   const byMessage = Map.groupBy(deliveries, (d) => d.message_id);

@@ -1,4 +1,5 @@
 import { type EnvironmentName, type Queryable, randomBase62 } from "@svc/platform";
+import type { ResolvedCard } from "../callbacks/resolved-card.ts";
 import {
   type ClaimedDelivery,
   type ClaimedRow,
@@ -16,6 +17,8 @@ export interface IncomingMessage {
   environment: EnvironmentName | null;
   occurredAt: Date | null;
   body: Buffer;
+  /** An agents_ask resolution: it also goes to the agent's callback endpoint, if the agent has one. */
+  resolvedCard: ResolvedCard | null;
 }
 
 const newMessageId = (): string => `msg_${randomBase62(24)}`;
@@ -29,7 +32,8 @@ export interface StoreResult {
 
 /**
  * Stores a batch of events as messages and fans each new one out to every enabled endpoint of its
- * organization whose filter takes its type, in one statement. A dedup key seen before (the producer
+ * organization whose filter takes its type, and a resolution also to its agent's callback endpoint
+ * (refreshed just before, see callback-endpoints.ts), in one statement. A dedup key seen before (the producer
  * re-published, or the stream redelivered after a crash) adds neither a message nor a delivery.
  *
  * When the first attempt is immediate, the same statement claims the new deliveries the worker has
@@ -55,6 +59,8 @@ export async function storeMessages(
       environment: m.environment,
       occurred_at: m.occurredAt?.toISOString() ?? null,
       body: m.body.toString("base64"),
+      agent_id: m.resolvedCard?.agentId ?? null,
+      card_id: m.resolvedCard?.cardId ?? null,
     };
   });
   // The rows travel as one JSON parameter, one array of objects rather than an array per column.
@@ -63,17 +69,26 @@ export async function storeMessages(
   const { rows: created } = await db.query<Omit<ClaimedRow, "body"> & { claimed: boolean }>({
     name: "store_messages",
     text: `with stored as (
-       insert into messages (id, organization_id, dedup_key, type, environment, occurred_at, body, received_at)
-       select id, organization_id, dedup_key, type, environment, occurred_at, decode(body, 'base64'), $1
+       insert into messages (id, organization_id, dedup_key, type, environment, occurred_at, body, received_at, agent_id, card_id)
+       select id, organization_id, dedup_key, type, environment, occurred_at, decode(body, 'base64'), $1, agent_id, card_id
        from jsonb_to_recordset($7::jsonb)
-         as t(id text, organization_id text, dedup_key text, type text, environment text, occurred_at timestamptz, body text)
+         as t(id text, organization_id text, dedup_key text, type text, environment text, occurred_at timestamptz, body text,
+           agent_id text, card_id text)
        on conflict (dedup_key) do nothing
-       returning id, seq, organization_id, type
+       returning id, seq, organization_id, type, agent_id
      ), targets as (
-       select s.id as message_id, e.id as endpoint_id, ${heldSql} + row_number() over (partition by e.id order by s.seq) - 1 as ahead
-       from stored s
-       join endpoints e on e.organization_id = s.organization_id and e.status = 'enabled'
-         and (cardinality(e.types) = 0 or s.type = any(e.types))
+       select e.message_id, e.id as endpoint_id, ${heldSql} + row_number() over (partition by e.id order by e.seq) - 1 as ahead
+       from (
+         select s.id as message_id, s.seq, p.id
+         from stored s
+         join endpoints p on p.organization_id = s.organization_id and p.status = 'enabled' and p.agent_id is null
+           and (cardinality(p.types) = 0 or s.type = any(p.types))
+         union all
+         -- The agent's callback endpoint exists (and is enabled) only while agentlink names a target.
+         select s.id, s.seq, c.id
+         from stored s
+         join endpoints c on c.agent_id = s.agent_id and c.status = 'enabled'
+       ) e
      ), fanned_out as (
        insert into deliveries (message_id, endpoint_id, status, attempts, schedule_step, next_attempt_at, created_at)
        select message_id, endpoint_id, 'pending', claimed::int, claimed::int, case when claimed then ${leaseEndSql} else $8 end, $1

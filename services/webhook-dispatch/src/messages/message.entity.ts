@@ -18,6 +18,9 @@ export const WebhookMessage = defineEntity({
     /** The rendered JSON, byte for byte what is signed and sent. */
     body: p.blob(),
     receivedAt: p.datetime(),
+    /** For an agents_ask resolution: the agent whose callback endpoint receives it, and the card. */
+    agentId: p.text().nullable(),
+    cardId: p.text().nullable(),
   },
 });
 export type WebhookMessage = InferEntity<typeof WebhookMessage>;

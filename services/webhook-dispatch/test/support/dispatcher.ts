@@ -2,15 +2,19 @@ import { type Client, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { type Clock, connectEventBus, createLogger, type EventBus, type RunningService } from "@svc/platform";
 import type { Event } from "@svc/proto/events/v1/events_pb.js";
-import { WebhookConsoleService } from "@svc/proto/webhook/v1/webhook_pb.js";
+import { WebhookCallbackService, WebhookConsoleService } from "@svc/proto/webhook/v1/webhook_pb.js";
 import pg from "pg";
 import { createTestDatabase, natsUrl, type TestDatabase, uniqueName } from "../../../../test/harness/index.ts";
 import { startWebhookDispatch } from "../../src/server.ts";
+import { type AgentlinkCallbacks, startAgentlinkCallbacks } from "./agentlink-callbacks.ts";
 import { publish } from "./events.ts";
 
 export interface TestDispatcher {
   service: RunningService;
   console: Client<typeof WebhookConsoleService>;
+  callbacks: Client<typeof WebhookCallbackService>;
+  /** What the service is told about agents' callback targets (none unless a test adds one). */
+  agentlink: AgentlinkCallbacks;
   bus: EventBus;
   /** The settings the service ran with: another process can join the same database and stream. */
   env: Record<string, string>;
@@ -29,6 +33,7 @@ export async function startTestDispatcher(
   options: { clock?: Clock; env?: Record<string, string> } = {},
 ): Promise<TestDispatcher> {
   const database: TestDatabase = await createTestDatabase(label);
+  const agentlink = await startAgentlinkCallbacks();
   const stream = uniqueName(label).toUpperCase();
   const env: Record<string, string> = {
     SVC_DATABASE_URL: database.url,
@@ -37,6 +42,7 @@ export async function startTestDispatcher(
     SVC_EVENT_SUBJECT_PREFIX: `ev_${stream.toLowerCase()}`,
     WEBHOOK_DISPATCH_PORT: "0",
     WEBHOOK_DISPATCH_POLL_INTERVAL: "20ms",
+    WEBHOOK_DISPATCH_AGENTLINK_URL: agentlink.url,
     ...options.env,
   };
   const service = await startWebhookDispatch({
@@ -52,15 +58,19 @@ export async function startTestDispatcher(
   });
   const db = new pg.Client({ connectionString: database.url, options: "-c search_path=webhook_dispatch" });
   await db.connect();
+  const transport = createConnectTransport({ baseUrl: service.url, httpVersion: "2" });
   return {
     service,
-    console: createClient(WebhookConsoleService, createConnectTransport({ baseUrl: service.url, httpVersion: "2" })),
+    console: createClient(WebhookConsoleService, transport),
+    callbacks: createClient(WebhookCallbackService, transport),
+    agentlink,
     bus,
     env,
     publish: (event, msgId) => publish(bus, event, msgId),
     sql: async (text, params) => (await db.query(text, params)).rows,
     async stop() {
       await service.stop();
+      await agentlink.stop();
       await bus.nc.drain();
       await db.end();
       await database.drop();
