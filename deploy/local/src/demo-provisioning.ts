@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
+import { AgentConsoleService } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { ConsoleService, KeyType } from "@svc/proto/console/v1/console_pb.js";
 import { GateConsoleService, GateType } from "@svc/proto/gate/v1/gate_pb.js";
@@ -14,20 +15,43 @@ export interface DemoCredentials {
   /** Active development gates: a Human Gate and an Age Gate (18). */
   human_gate: string;
   age_gate: string;
+  /** A development agent allowed the category `payments`, for the Agents Ask walk-through. */
+  agent_name: string;
+  agent_key: string;
 }
 
+const demoAgent = { name: "Demo_Agent", displayName: "Demo agent", categories: ["payments"] } as const;
+
 /**
- * On the first start, a demo organization with keys and gates, so the quickstart's whole flow works at
- * once. Keys are shown once by the console, so they are kept in the local data folder for later starts.
+ * On the first start, a demo organization with keys, gates and an agent, so the quickstart's whole flows
+ * work at once. Keys are shown once by the console, so they are kept in the local data folder for later starts.
  * No sandbox human: each run of the walk-through creates its own (see start.ts).
  */
 export async function provisionDemo(consoleUrl: string, file: string): Promise<DemoCredentials> {
   const transport = createConnectTransport({ baseUrl: consoleUrl, httpVersion: "1.1" });
   const client = createClient(ConsoleService, transport);
+  const agents = createClient(AgentConsoleService, transport);
+  const registerAgent = async (organizationId: string, name: string) =>
+    (
+      await agents.registerAgent({
+        organizationId,
+        environment: Environment.DEVELOPMENT,
+        name,
+        displayName: demoAgent.displayName,
+        categories: [...demoAgent.categories],
+      })
+    ).agentKey;
   if (existsSync(file)) {
-    const saved = JSON.parse(readFileSync(file, "utf8")) as DemoCredentials;
+    const saved = JSON.parse(readFileSync(file, "utf8")) as Partial<DemoCredentials> & { organization_id: string };
     const { keys } = await client.listKeys({ organizationId: saved.organization_id });
-    if (keys.length > 0) return saved;
+    if (keys.length > 0) {
+      if (saved.agent_key !== undefined && saved.agent_name !== undefined) return saved as DemoCredentials;
+      // A data folder from before the demo agent: add one, under a name no earlier start has taken.
+      const name = `${demoAgent.name}_${Date.now().toString(36)}`;
+      const upgraded = { ...saved, agent_name: name, agent_key: await registerAgent(saved.organization_id, name) };
+      writeFileSync(file, `${JSON.stringify(upgraded, null, 2)}\n`, { mode: 0o600 });
+      return upgraded as DemoCredentials;
+    }
   }
   const { organizationId } = await client.createOrganization({ name: "Demo organization" });
   const origin = "http://localhost:3000";
@@ -61,6 +85,8 @@ export async function provisionDemo(consoleUrl: string, file: string): Promise<D
     production_secret_key: await key(Environment.PRODUCTION, KeyType.SECRET),
     human_gate: await gate("demo-human", GateType.HUMAN),
     age_gate: await gate("demo-age", GateType.AGE, 18),
+    agent_name: demoAgent.name,
+    agent_key: await registerAgent(organizationId, demoAgent.name),
   };
   writeFileSync(file, `${JSON.stringify(demo, null, 2)}\n`, { mode: 0o600 });
   return demo;

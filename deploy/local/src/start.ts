@@ -5,7 +5,7 @@ import pg from "pg";
 import { type DemoCredentials, provisionDemo } from "./demo-provisioning.ts";
 import { startInfrastructure } from "./infrastructure.ts";
 import { startMesh } from "./mesh.ts";
-import { walkThrough } from "./walk-through.ts";
+import { agentWalkThrough, walkThrough } from "./walk-through.ts";
 
 const repositoryRoot = fileURLToPath(new URL("../../../", import.meta.url));
 const dataDir = join(repositoryRoot, ".data/");
@@ -59,6 +59,12 @@ Try a whole verification as a partner would: paste this block into bash (it need
 It carries every value forward itself, and works as often as you paste it.
 ${rule}
 ${walkThrough({ repositoryRoot, baseUrl: base, demo })}
+${rule}
+
+Agents Ask: an agent proposes, a person approves, the service signs a proof. Paste this block too.
+Demo agent ${demo.agent_name} (development; category payments)
+${rule}
+${agentWalkThrough({ baseUrl: base, jwksUrl: `${gatewayUrl}/.well-known/jwks.json`, issuer: gatewayUrl, demo })}
 ${rule}
 
 Or open the web flow: the web_url of a request created without svc_user_id, in a browser with a passkey.

@@ -48,3 +48,38 @@ GRANT=$(${createSession} | jq -r .data.data.anchor_grant_token)
 REQUEST=$(${createLink} | jq -r .data.data.request_id)
 ${status} | jq .data`;
 }
+
+/**
+ * Agents Ask as an agent's builder runs it, as one more bash block: a sandbox human (it approves what it
+ * is asked, with its passkey), the bind (the agent's link code, claimed for the sandbox human by svcctl
+ * where a person would claim it in the app), a proposal, the long-poll that returns once the person
+ * answered, and the Proof of Resolution checked offline with jose against the served key set.
+ */
+export function agentWalkThrough(options: { baseUrl: string; jwksUrl: string; issuer: string; demo: DemoCredentials }) {
+  const { demo } = options;
+  const auth = `-H "authorization: Bearer $AGENT"`;
+  return `BASE=${options.baseUrl}
+AGENT=${demo.agent_key}
+# 1. A sandbox human who approves what it is asked (a person would answer in the app, with a passkey).
+PERSON=$(npx svcctl human create --env development | jq -r .svc_user_id)
+# 2. Bind: the agent starts a bind session, the person claims its code, the agent reads the binding and
+#    gets the person's opaque_id (pairwise: another agent gets another id for the same person).
+CODE=$(curl -s -X POST "$BASE/agent/bind-session" ${auth} -H 'content-type: application/json' -d '{}' | jq -r .data.data.link_code)
+npx svcctl human claim --human "$PERSON" --code "$CODE" >/dev/null
+OPAQUE=$(curl -s "$BASE/agent/check-binding?link_code=$CODE" ${auth} | jq -r .data.data.opaque_id); echo "opaque_id $OPAQUE"
+# 3. Propose an action (request_id is the agent's own uuid; repeating it replays the same card).
+REQ=$(cat /proc/sys/kernel/random/uuid)
+curl -s -X POST "$BASE/agentlink/inquire" ${auth} -H 'content-type: application/json' \\
+  -d "{\\"request_id\\":\\"$REQ\\",\\"opaque_id\\":\\"$OPAQUE\\",\\"action\\":{\\"summary_title\\":\\"Pay invoice 2231 to Acme\\",\\"category\\":\\"payments\\",\\"summary_detail\\":{\\"label\\":\\"Amount\\",\\"value\\":\\"EUR 120.00\\"}}}" | jq .data
+# 4. Wait for the answer: a long-poll that returns as soon as the card leaves queued.
+for i in 1 2 3; do
+  REPLY=$(curl -s "$BASE/agentlink/check-status?request_id=$REQ&wait_seconds=25" ${auth})
+  [ "$(echo "$REPLY" | jq -r .data.data.status)" != queued ] && break
+done; echo "$REPLY" | jq .data
+PROOF=$(echo "$REPLY" | jq -r .data.data.resolution_jwt)
+# 5. Check the Proof of Resolution offline, as anyone can: ES256 against the key set, no expiry.
+node --input-type=module -e "
+import { createRemoteJWKSet, jwtVerify } from 'jose';
+const { payload } = await jwtVerify(process.argv[1], createRemoteJWKSet(new URL('${options.jwksUrl}')), { issuer: '${options.issuer}', algorithms: ['ES256'] });
+console.log(payload);" "$PROOF"`;
+}
