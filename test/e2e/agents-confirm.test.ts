@@ -5,6 +5,7 @@ import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { WebhookConsoleService } from "@svc/proto/webhook/v1/webhook_pb.js";
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from "jose";
+import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { SoftwareAuthenticator } from "../harness/software-passkey.ts";
 import { runSvcctl } from "../harness/svcctl.ts";
@@ -45,6 +46,7 @@ describe("agents ask: the person confirms, the service signs proofs", () => {
   let organizationId: string;
   let receiver: ReturnType<typeof createServer>;
   const deliveries: Delivery[] = [];
+  const callbacks: { headers: Record<string, string>; raw: string }[] = [];
   let now = start;
   const moveClock = (ms: number) => {
     now = new Date(now.getTime() + ms);
@@ -62,7 +64,9 @@ describe("agents ask: the person confirms, the service signs proofs", () => {
       const chunks: Buffer[] = [];
       req.on("data", (c: Buffer) => chunks.push(c));
       req.on("end", () => {
-        deliveries.push({ body: JSON.parse(Buffer.concat(chunks).toString()) });
+        const raw = Buffer.concat(chunks).toString();
+        if (req.url === "/callback") callbacks.push({ headers: req.headers as Record<string, string>, raw });
+        else deliveries.push({ body: JSON.parse(raw) });
         res.writeHead(204).end();
       });
     });
@@ -404,8 +408,13 @@ describe("agents ask: the person confirms, the service signs proofs", () => {
     expect(denied.resolutions).toHaveLength(1);
   });
 
-  it("sandbox humans answer by their behaviour through the same path, with amr sandbox", async () => {
-    const agentKey = await newAgent("Sandbox_Bot");
+  it("sandbox humans answer by their behaviour through the same path, with amr sandbox; the agent's callback gets the proof", async () => {
+    const registered = await svcctl([
+      ...["agent", "register", "--org", organizationId, "--env", "development", "--name", "Sandbox_Bot"],
+      ...["--category", "payments", "--callback-url"],
+      `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/callback`,
+    ]);
+    const agentKey = registered.agent_key as string;
     const sandboxHuman = async (behavior: string) =>
       (await svcctl(["human", "create", "--env", "development", "--behavior", behavior])).svc_user_id as string;
     const approving = await inquire(agentKey, { svc_user_id: await sandboxHuman("confirm") });
@@ -428,5 +437,24 @@ describe("agents ask: the person confirms, the service signs proofs", () => {
     expect(await settled(denying.requestId)).toMatchObject({ status: "denied", verdict: "denied" });
     // The silent one never answers; by the time the others did, it is still queued.
     expect((await status(agentKey, silent.requestId)).status).toBe("queued");
+
+    // The approval reaches the agent's callback, signed with its own secret, carrying the same proof.
+    const callback = await vi.waitFor(
+      () => {
+        const found = callbacks.find((c) => JSON.parse(c.raw).request_id === approving.requestId);
+        if (!found) throw new Error("no callback yet");
+        return found;
+      },
+      { timeout: 15_000, interval: 100 },
+    );
+    const body = new Webhook(registered.callback_secret as string).verify(callback.raw, callback.headers);
+    expect(body).toMatchObject({
+      type: "agents_ask.resolution.confirmed",
+      outcome: "confirmed",
+      proof_token: approved.resolution_jwt,
+    });
+    await expect
+      .poll(async () => (await status(agentKey, approving.requestId)).delivered, { timeout: 10_000 })
+      .toBe(true);
   });
 });
