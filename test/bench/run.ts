@@ -41,6 +41,9 @@ const goals: Record<string, Goal[]> = {
       says: "gateway throughput (each arm at its best of 16 and 256 in flight) with limiter and alias stage at least 90% of without",
     },
   ],
+  "agents-inquire": [
+    { field: "ratio", atLeast: 0.4, says: "inquire at least 40% of a single-row INSERT at 16 clients" },
+  ],
   "trust-layer-screening": [
     { field: "p99_ms", atMost: 2, says: "screening a 28 KB card of realistic content: p99 at most 2 ms" },
     { field: "ratio", atLeast: 0.1, says: "its throughput at least 10% of JSON.parse of the same bytes" },
