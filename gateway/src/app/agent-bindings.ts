@@ -1,38 +1,13 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { Agent } from "@svc/proto/agentlink/v1/agentlink_pb.js";
-import type { Caller } from "@svc/proto/common/v1/caller_pb.js";
 import { OperationError } from "../http/errors.ts";
 import { instant } from "../http/instant.ts";
 import { defineRoute, ok } from "../http/route.ts";
-import type { Schema } from "../http/schema.ts";
+import { agentSummary, agentSummarySchema } from "./agent-summary.ts";
+import { sessionUserId } from "./session-user.ts";
 
 /** The app API's side of agent binding: the signed-in person claims an agent's link code, lists and ends bindings. */
 
 const signedIn = { accepts: ["user_session"] } as const;
-
-/** The signed-in person's svc_user_id: a user session's caller carries it as its credential id. */
-function personOf(caller: Caller | undefined): string {
-  if (!caller) throw new Error("an app route ran without the signed-in person's session");
-  return caller.credentialId;
-}
-
-const agentOf = (agent: Agent | undefined) =>
-  agent && {
-    id: agent.agentId,
-    name: agent.name,
-    display_name: agent.displayName,
-    avatar_asset: agent.avatarAsset ?? null,
-  };
-
-const agentSchema: Schema = {
-  type: "object",
-  properties: {
-    id: { type: "string", format: "uuid" },
-    name: { type: "string" },
-    display_name: { type: "string" },
-    avatar_asset: { type: "string", nullable: true },
-  },
-};
 
 const claimAgentBindingRoute = defineRoute({
   operationId: "appClaimAgentBinding",
@@ -47,17 +22,20 @@ const claimAgentBindingRoute = defineRoute({
     required: ["link_code"],
   },
   envelope: "nested",
-  output: { type: "object", properties: { agent: agentSchema, bound_at: { type: "string", format: "date-time" } } },
+  output: {
+    type: "object",
+    properties: { agent: agentSummarySchema, bound_at: { type: "string", format: "date-time" } },
+  },
   async handle(input, { caller, services }) {
     const claimed = await services.agentlink
-      .claimLinkCode({ svcUserId: personOf(caller), linkCode: input.link_code })
+      .claimLinkCode({ svcUserId: sessionUserId(caller), linkCode: input.link_code })
       .catch((error: unknown) => {
         // agentlink's FailedPrecondition for a claim is the code's end: gone, like an expired card (410).
         if (error instanceof ConnectError && error.code === Code.FailedPrecondition)
           throw new OperationError(410, error.rawMessage);
         throw error;
       });
-    return ok({ agent: agentOf(claimed.agent), bound_at: instant(claimed.boundAt) });
+    return ok({ agent: agentSummary(claimed.agent), bound_at: instant(claimed.boundAt) });
   },
 });
 
@@ -76,14 +54,14 @@ const listAgentBindingsRoute = defineRoute({
         type: "array",
         items: {
           type: "object",
-          properties: { agent: agentSchema, bound_at: { type: "string", format: "date-time" } },
+          properties: { agent: agentSummarySchema, bound_at: { type: "string", format: "date-time" } },
         },
       },
     },
   },
   async handle(_input, { caller, services }) {
-    const { bindings } = await services.agentlink.listBindings({ svcUserId: personOf(caller) });
-    return ok({ bindings: bindings.map((b) => ({ agent: agentOf(b.agent), bound_at: instant(b.boundAt) })) });
+    const { bindings } = await services.agentlink.listBindings({ svcUserId: sessionUserId(caller) });
+    return ok({ bindings: bindings.map((b) => ({ agent: agentSummary(b.agent), bound_at: instant(b.boundAt) })) });
   },
 });
 
@@ -105,7 +83,7 @@ const unbindAgentRoute = defineRoute({
     properties: { agent_id: { type: "string", format: "uuid" }, unbound_at: { type: "string", format: "date-time" } },
   },
   async handle(input, { caller, services }) {
-    const unbound = await services.agentlink.unbind({ svcUserId: personOf(caller), agentId: input.agent_id });
+    const unbound = await services.agentlink.unbind({ svcUserId: sessionUserId(caller), agentId: input.agent_id });
     return ok({ agent_id: unbound.agentId, unbound_at: instant(unbound.unboundAt) });
   },
 });

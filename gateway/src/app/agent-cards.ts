@@ -1,7 +1,7 @@
-import type { Agent } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { instant } from "../http/instant.ts";
 import { defineRoute, ok } from "../http/route.ts";
 import type { Schema } from "../http/schema.ts";
+import { agentSummary, agentSummarySchema } from "./agent-summary.ts";
 import { pageOriginField } from "./person-fields.ts";
 import { relyingParty } from "./relying-party.ts";
 import { sessionUserId } from "./session-user.ts";
@@ -30,28 +30,12 @@ const decisionsField = {
 const decisionsOf = (decisions: readonly { card_id: string; verdict: string }[]) =>
   decisions.map((d) => ({ cardId: d.card_id, verdict: d.verdict }));
 
-const agentOf = (agent: Agent | undefined) =>
-  agent && {
-    id: agent.agentId,
-    name: agent.name,
-    display_name: agent.displayName,
-    avatar_asset: agent.avatarAsset ?? null,
-  };
-
 const cardSchema: Schema = {
   type: "object",
   properties: {
     id: { type: "string", format: "uuid" },
     request_id: { type: "string", format: "uuid" },
-    agent: {
-      type: "object",
-      properties: {
-        id: { type: "string", format: "uuid" },
-        name: { type: "string" },
-        display_name: { type: "string" },
-        avatar_asset: { type: "string", nullable: true },
-      },
-    },
+    agent: agentSummarySchema,
     action: {
       type: "object",
       description: "summary_title, category, and summary_detail and trusted_account_id when the agent gave them.",
@@ -87,7 +71,7 @@ const listCardsRoute = defineRoute({
         return {
           id: card.cardId,
           request_id: card.requestId,
-          agent: agentOf(card.agent),
+          agent: agentSummary(card.agent),
           action,
           adaptive_card_payload: adaptive_card_payload ?? null,
           card_digest: card.cardDigest,
