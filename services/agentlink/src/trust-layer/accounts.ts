@@ -1,5 +1,6 @@
 import type { VisibleText } from "./card-structure.ts";
 import type { Findings } from "./findings.ts";
+import { matchesOf } from "./matches.ts";
 import { TextHint } from "./text-rules.ts";
 
 /** An account reference: its full number (letters and digits) when written out, or only its last four digits. */
@@ -18,12 +19,12 @@ const FOUR_DIGITS = /\d[ -]?\d[ -]?\d[ -]?\d/;
 export function findAccounts(text: string, label?: string): Account[] {
   const accounts: Account[] = [];
   if (!FOUR_DIGITS.test(text)) return accounts;
-  for (const [match] of text.matchAll(IBAN)) {
+  for (const [match] of matchesOf(IBAN, text)) {
     const full = match.replaceAll(" ", "");
     accounts.push({ full, last4: full.slice(-4) });
   }
-  for (const match of text.matchAll(MASKED)) accounts.push({ last4: match[1] ?? match[2] ?? "" });
-  for (const match of text.matchAll(DIGIT_RUN)) {
+  for (const match of matchesOf(MASKED, text)) accounts.push({ last4: match[1] ?? match[2] ?? "" });
+  for (const match of matchesOf(DIGIT_RUN, text)) {
     const before = text.slice(Math.max(0, match.index - 30), match.index);
     if (!ACCOUNT_LABEL.test(before) && !(label !== undefined && ACCOUNT_LABEL.test(label))) continue;
     const full = match[0].replace(/\D/g, "");

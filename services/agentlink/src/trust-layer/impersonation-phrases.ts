@@ -96,6 +96,7 @@ export const benignTexts = [
   "Deny access to the staging database for contractors",
 ];
 
+import { matchesOf } from "./matches.ts";
 import { TextHint } from "./text-rules.ts";
 
 /** Printable ASCII is already in NFKC; only other text pays for normalization. */
@@ -147,7 +148,7 @@ export function findImpersonations(texts: { text: string; hints?: number }[]): (
     joined += `${(unchanged ? text : text.normalize("NFKC")).toLowerCase()}\u0000`;
   }
   let owner = 0;
-  for (const match of joined.matchAll(combined)) {
+  for (const match of matchesOf(combined, joined)) {
     const end = match.index + match[0].length;
     if (match.index > 0 && LETTER_OR_DIGIT.test(joined.charAt(match.index - 1))) continue;
     if (LETTER_OR_DIGIT.test(joined.charAt(end))) continue;

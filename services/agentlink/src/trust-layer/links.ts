@@ -1,5 +1,6 @@
 import type { VisibleText } from "./card-structure.ts";
 import type { Findings } from "./findings.ts";
+import { matchesOf } from "./matches.ts";
 
 /** `[text](target)` and `![alt](target)`, the forms Adaptive Cards' Markdown subset renders as links. */
 const MARKDOWN_LINK = /!?\[([^\]\n]{0,500})\]\(\s*<?([^)\s>]{0,2000})>?(?:\s+"[^"\n]{0,200}")?\s*\)/g;
@@ -28,7 +29,7 @@ const LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
 export function checkLinks(item: VisibleText, findings: Findings): void {
   const { text, path } = item;
   if (text.includes("](")) {
-    for (const [, label = "", target = ""] of text.matchAll(MARKDOWN_LINK)) {
+    for (const [, label = "", target = ""] of matchesOf(MARKDOWN_LINK, text)) {
       if (sameAddress(label, target)) findings.add("markdown_link", path, text);
       else findings.add("link_hides_target", path, text);
     }
@@ -48,7 +49,7 @@ const hasUrl = (text: string) =>
  * left alone: an organiser's address in a calendar invite is not where the action goes.
  */
 function hasDomain(text: string): boolean {
-  for (const match of text.matchAll(TOP_LEVEL_DOMAIN)) {
+  for (const match of matchesOf(TOP_LEVEL_DOMAIN, text)) {
     const after = text.charAt(match.index + match[0].length);
     if (after === "@" || after === "-" || LETTER_OR_DIGIT.test(after)) continue;
     if (after === "." && LETTER_OR_DIGIT.test(text.charAt(match.index + match[0].length + 1))) continue;
