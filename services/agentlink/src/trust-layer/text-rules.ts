@@ -27,6 +27,7 @@ export const TextHint = { digits: 1, currency: 2, compatibility: 4 } as const;
 const ALL_HINTS = TextHint.digits | TextHint.currency | TextHint.compatibility;
 
 const ZERO_WIDTH_JOINER = 0x200d;
+const isLowercase = (unit: number) => unit >= 0x61 && unit <= 0x7a;
 const isVariationSelector = (unit: number) => unit === 0xfe0e || unit === 0xfe0f;
 /** Four line breaks with only whitespace between them, 20 spaces or 5 other whitespace characters in a row. */
 const PADDING = { lineBreaks: 4, spaces: 20, otherWhitespace: 5 } as const;
@@ -69,6 +70,14 @@ export function checkCharacters(item: VisibleText, findings: Findings): void {
       spaces = 0;
       otherWhitespace = 0;
       previousPictographic = false;
+      if (unit >= 0x61 && unit <= 0x7a) {
+        // A lowercase letter, most of any text: the ones right after it change nothing more, so they are skipped.
+        digits = capitals = 0;
+        wordOther = true;
+        if (wordGreek || wordCyrillic) mixedScript = true;
+        while (index + 1 < text.length && isLowercase(text.charCodeAt(index + 1))) index++;
+        continue;
+      }
       if (unit >= 0x30 && unit <= 0x39) {
         separated = false;
         if (++digits >= 4) hints |= TextHint.digits;
