@@ -45,9 +45,9 @@ function sortedCopy(value: unknown): unknown {
       }
       const record = value as Record<string, unknown>;
       const copy: Record<string, unknown> = {};
-      for (const key of Object.keys(record).sort()) {
+      for (const key of sortedKeys(record)) {
         if (record[key] === undefined) continue;
-        if (ARRAY_INDEX.test(key) || key === "__proto__" || !key.isWellFormed()) return UNSORTABLE;
+        if (isArrayIndex(key) || key === "__proto__" || !key.isWellFormed()) return UNSORTABLE;
         const member = sortedCopy(record[key]);
         if (member === UNSORTABLE) return UNSORTABLE;
         copy[key] = member;
@@ -58,6 +58,24 @@ function sortedCopy(value: unknown): unknown {
       throw new TypeError(`not a JSON value: ${typeof value}`);
   }
 }
+
+/**
+ * An object's own keys in UTF-16 code unit order, as `sort()` orders strings. Objects of a card have a handful of
+ * keys, which an insertion sort puts in order several times faster than the general sort.
+ */
+function sortedKeys(record: object): string[] {
+  const keys = Object.keys(record);
+  if (keys.length > 16) return keys.sort();
+  for (let next = 1; next < keys.length; next++) {
+    const key = keys[next] as string;
+    let index = next - 1;
+    for (; index >= 0 && (keys[index] as string) > key; index--) keys[index + 1] = keys[index] as string;
+    keys[index + 1] = key;
+  }
+  return keys;
+}
+
+const isArrayIndex = (key: string) => key.charCodeAt(0) <= 0x39 && ARRAY_INDEX.test(key);
 
 /** The canonical form written by hand: for objects with array-index keys. */
 function write(value: unknown, out: string): string {
@@ -78,7 +96,7 @@ function write(value: unknown, out: string): string {
         return `${out}]`;
       }
       const record = value as Record<string, unknown>;
-      const keys = Object.keys(record).sort();
+      const keys = sortedKeys(record);
       out += "{";
       let first = true;
       for (const key of keys) {
