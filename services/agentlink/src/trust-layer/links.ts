@@ -42,7 +42,30 @@ export function checkLinks(item: VisibleText, findings: Findings): void {
 /** Each pattern runs only where its literal part (`://`, `:`, `www.`) appears. */
 const hasUrl = (text: string) =>
   (text.includes("://") && SCHEME_URL.test(text)) ||
-  ((text.includes(":") || text.includes("www.") || text.includes("WWW.")) && OTHER_URL.test(text));
+  ((text.includes(":") || text.includes("www.") || text.includes("WWW.")) &&
+    mayHoldOtherUrl(text) &&
+    OTHER_URL.test(text));
+
+/** The last letters of OTHER_URL's schemes (mailto, tel, sms, data, javascript, file, intent), in lower case. */
+const SCHEME_ENDINGS = new Set(["o", "l", "s", "a", "t", "e"].map((letter) => letter.charCodeAt(0)));
+const LOWER_W = 0x77;
+/** ASCII lower case of a letter; only the two cases of a letter fold to it, as OTHER_URL's `i` flag matches. */
+const folded = (unit: number) => unit | 0x20;
+
+/**
+ * Whether OTHER_URL could match: a `:` right after one of its schemes' last letters, or `www.` in any case. Times
+ * are written `08:30` and labels `Delivery 1:`, so most texts with a colon are passed over without the pattern.
+ */
+export function mayHoldOtherUrl(text: string): boolean {
+  for (let at = text.indexOf(":"); at !== -1; at = text.indexOf(":", at + 1)) {
+    if (at > 0 && SCHEME_ENDINGS.has(folded(text.charCodeAt(at - 1)))) return true;
+  }
+  for (let at = text.indexOf("."); at !== -1; at = text.indexOf(".", at + 1)) {
+    const w = (back: number) => folded(text.charCodeAt(at - back)) === LOWER_W;
+    if (at >= 3 && w(1) && w(2) && w(3)) return true;
+  }
+  return false;
+}
 
 /**
  * A host name ending in a known top-level domain, found from its last dot backwards. E-mail addresses are
