@@ -60,6 +60,7 @@ export function mayHoldOtherUrl(text: string): boolean {
   for (let at = text.indexOf(":"); at !== -1; at = text.indexOf(":", at + 1)) {
     if (at > 0 && SCHEME_ENDINGS.has(folded(text.charCodeAt(at - 1)))) return true;
   }
+  if (!(text.includes("w.") || text.includes("W."))) return false;
   for (let at = text.indexOf("."); at !== -1; at = text.indexOf(".", at + 1)) {
     const w = (back: number) => folded(text.charCodeAt(at - back)) === LOWER_W;
     if (at >= 3 && w(1) && w(2) && w(3)) return true;
