@@ -7,7 +7,7 @@ const MARKDOWN_LINK = /!?\[([^\]\n]{0,500})\]\(\s*<?([^)\s>]{0,2000})>?(?:\s+"[^
 /** `[text][ref]` with `[ref]: target` elsewhere: the target is never where the text is. */
 const REFERENCE_LINK = /^ {0,3}\[[^\]\n]{1,200}\]:\s*\S/m;
 const SCHEME_URL = /[a-z][a-z0-9+.-]{0,20}:\/\/[^\s<>"']/i;
-const OTHER_URL = /\bwww\.[^\s<>"']|\b(?:mailto|tel|sms|data|javascript|file|intent):[^\s<>"']/i;
+export const OTHER_URL = /\bwww\.[^\s<>"']|\b(?:mailto|tel|sms|data|javascript|file|intent):[^\s<>"']/i;
 /**
  * Top-level domains people recognise, after the dot. Country domains that are also file extensions (`.ts`,
  * `.md`, `.py`) are left out so that file names are not taken for domains.

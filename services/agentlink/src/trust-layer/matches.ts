@@ -10,10 +10,13 @@ export function matchesOf(pattern: RegExp, text: string): RegExpExecArray[] {
     found.push(match);
     // An empty match would be found again: step over one character (a code point under the `u` flag).
     if (match[0].length === 0) {
-      const unit = text.charCodeAt(pattern.lastIndex);
-      const pair = pattern.unicode && unit >= 0xd800 && unit <= 0xdbff && text.length > pattern.lastIndex + 1;
+      const at = pattern.lastIndex;
+      const pair = pattern.unicode && isHigh(text.charCodeAt(at)) && isLow(text.charCodeAt(at + 1));
       pattern.lastIndex += pair ? 2 : 1;
     }
   }
   return found;
 }
+
+const isHigh = (unit: number) => unit >= 0xd800 && unit <= 0xdbff;
+const isLow = (unit: number) => unit >= 0xdc00 && unit <= 0xdfff;
