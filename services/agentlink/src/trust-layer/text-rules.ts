@@ -73,11 +73,20 @@ export function checkCharacters(item: VisibleText, findings: Findings): void {
       otherWhitespace = 0;
       previousPictographic = false;
       if (unit >= 0x61 && unit <= 0x7a) {
-        // A lowercase letter, most of any text: the ones right after it change nothing more, so they are skipped.
+        // A lowercase letter, most of any text. The lowercase letters after it change nothing more, nor does a
+        // single space between two lowercase words (it ends a word that the next, plain Latin, starts again):
+        // both are skipped.
         digits = capitals = 0;
         wordOther = true;
         if (wordGreek || wordCyrillic) mixedScript = true;
-        while (index + 1 < text.length && isLowercase(text.charCodeAt(index + 1))) index++;
+        while (index + 1 < text.length) {
+          const next = text.charCodeAt(index + 1);
+          if (isLowercase(next)) index++;
+          else if (next === 0x20 && index + 2 < text.length && isLowercase(text.charCodeAt(index + 2))) {
+            index += 2;
+            wordGreek = wordCyrillic = false;
+          } else break;
+        }
         continue;
       }
       if (unit >= 0x30 && unit <= 0x39) {
