@@ -6,7 +6,7 @@ import { canonicalDigest, canonicalJson, utf8 } from "../src/trust-layer/canonic
 import type { VisibleText } from "../src/trust-layer/card-structure.ts";
 import { Findings } from "../src/trust-layer/findings.ts";
 import { findImpersonations, impersonationPhrases } from "../src/trust-layer/impersonation-phrases.ts";
-import { mayHoldOtherUrl, OTHER_URL } from "../src/trust-layer/links.ts";
+import { mayHoldDomain, mayHoldOtherUrl, OTHER_URL, TOP_LEVEL_DOMAIN } from "../src/trust-layer/links.ts";
 import { matchesOf } from "../src/trust-layer/matches.ts";
 import { checkCharacters } from "../src/trust-layer/text-rules.ts";
 
@@ -36,6 +36,7 @@ const edgyText = fc
       fc.constantFrom(..."0123456789 -.:,/ABCDEGXZwWxaeilost*•…✓✅’'\n\u00A0\u200B\u0301Σжé🚚".split("")),
       fc.constantFrom("www.", "WwW.", "DE89", "GB82WEST", "ending in ", "**** ", "\uD800", "\uDC00"),
       fc.constantFrom("mailto:", "TEL:", "sms:", "Data:", "javascript:", "FILE:", "intent:", "x", "1", " "),
+      fc.constantFrom(".com", ".De", ".IO", "acme", ". ", ".\u00E9", "@"),
       fc.constantFrom("DE89 3704 0044 0532 0130 00", "GB82WEST12345698765432", "1234 5678", "1234-5678-9", "account "),
       fc.constantFrom(...impersonationPhrases.flatMap((phrase) => phrase.catches)),
     ),
@@ -128,6 +129,16 @@ describe("rules that skip work on the character pass's hints", () => {
     fc.assert(
       fc.property(anyText, (text) => {
         if (OTHER_URL.test(text)) expect(mayHoldOtherUrl(text)).toBe(true);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it("links: a text the dot scan passes over holds no top-level domain", () => {
+    const domain = new RegExp(TOP_LEVEL_DOMAIN.source, "i");
+    fc.assert(
+      fc.property(anyText, (text) => {
+        if (domain.test(text)) expect(mayHoldDomain(text)).toBe(true);
       }),
       { numRuns: 2000 },
     );
