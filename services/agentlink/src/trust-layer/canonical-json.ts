@@ -46,11 +46,12 @@ function sortedCopy(value: unknown): unknown {
       const record = value as Record<string, unknown>;
       const copy: Record<string, unknown> = {};
       for (const key of sortedKeys(record)) {
-        if (record[key] === undefined) continue;
+        const member = record[key];
+        if (member === undefined) continue;
         if (isArrayIndex(key) || key === "__proto__" || !key.isWellFormed()) return UNSORTABLE;
-        const member = sortedCopy(record[key]);
-        if (member === UNSORTABLE) return UNSORTABLE;
-        copy[key] = member;
+        const copied = sortedCopy(member);
+        if (copied === UNSORTABLE) return UNSORTABLE;
+        copy[key] = copied;
       }
       return copy;
     }
