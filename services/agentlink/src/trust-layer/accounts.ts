@@ -13,6 +13,7 @@ const DIGIT_RUN = /\b\d(?:[ -]?\d){7,33}\b/g;
 /** Digit runs count as accounts only when labelled so; a date, an order number or a phone number is not one. */
 const ACCOUNT_LABEL = /\b(?:account|acct|a\/c|iban|card|konto|routing|sort code|bsb)\b[^\n]{0,20}$/i;
 
+/** Without the character pass's hints, every pattern runs. */
 const EVERY_PATTERN = TextHint.capitalsThenDigit | TextHint.longDigitRun;
 /** Every form above has four digits with at most single separators between them. */
 const FOUR_DIGITS = /\d[ -]?\d[ -]?\d[ -]?\d/;
