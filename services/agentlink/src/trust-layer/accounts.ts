@@ -1,5 +1,6 @@
 import type { VisibleText } from "./card-structure.ts";
 import type { Findings } from "./findings.ts";
+import { matchesOf } from "./matches.ts";
 import { TextHint } from "./text-rules.ts";
 
 /** An account reference: its full number (letters and digits) when written out, or only its last four digits. */
@@ -12,18 +13,23 @@ const DIGIT_RUN = /\b\d(?:[ -]?\d){7,33}\b/g;
 /** Digit runs count as accounts only when labelled so; a date, an order number or a phone number is not one. */
 const ACCOUNT_LABEL = /\b(?:account|acct|a\/c|iban|card|konto|routing|sort code|bsb)\b[^\n]{0,20}$/i;
 
+/** Without the character pass's hints, every pattern runs. */
+const EVERY_PATTERN = TextHint.capitalsThenDigit | TextHint.longDigitRun;
 /** Every form above has four digits with at most single separators between them. */
 const FOUR_DIGITS = /\d[ -]?\d[ -]?\d[ -]?\d/;
 
-export function findAccounts(text: string, label?: string): Account[] {
+/** Skips the patterns whose necessary characters the character pass did not see (`hints`, all when unknown). */
+export function findAccounts(text: string, label?: string, hints: number = EVERY_PATTERN): Account[] {
   const accounts: Account[] = [];
   if (!FOUR_DIGITS.test(text)) return accounts;
-  for (const [match] of text.matchAll(IBAN)) {
+  const ibans = hints & TextHint.capitalsThenDigit ? matchesOf(IBAN, text) : [];
+  for (const [match] of ibans) {
     const full = match.replaceAll(" ", "");
     accounts.push({ full, last4: full.slice(-4) });
   }
-  for (const match of text.matchAll(MASKED)) accounts.push({ last4: match[1] ?? match[2] ?? "" });
-  for (const match of text.matchAll(DIGIT_RUN)) {
+  for (const match of matchesOf(MASKED, text)) accounts.push({ last4: match[1] ?? match[2] ?? "" });
+  const runs = hints & TextHint.longDigitRun ? matchesOf(DIGIT_RUN, text) : [];
+  for (const match of runs) {
     const before = text.slice(Math.max(0, match.index - 30), match.index);
     if (!ACCOUNT_LABEL.test(before) && !(label !== undefined && ACCOUNT_LABEL.test(label))) continue;
     const full = match[0].replace(/\D/g, "");
@@ -43,12 +49,12 @@ const SOURCE_LABEL = /^\s*(?:from|debit(?:ed)? from|pay(?:ing)? from|source|fund
  * except one labelled as where the money comes from.
  */
 export function checkAccounts(titleTexts: VisibleText[], cardTexts: VisibleText[], findings: Findings): void {
-  const stated = titleTexts.flatMap((item) => findAccounts(item.text, item.label));
+  const stated = titleTexts.flatMap((item) => findAccounts(item.text, item.label, item.hints));
   if (stated.length === 0) return;
   for (const item of cardTexts) {
     if (item.label !== undefined && SOURCE_LABEL.test(item.label)) continue;
     if (item.hints !== undefined && (item.hints & TextHint.digits) === 0) continue;
-    const accounts = findAccounts(item.text, item.label);
+    const accounts = findAccounts(item.text, item.label, item.hints);
     if (accounts.some((account) => !stated.some((other) => agrees(account, other)))) {
       findings.add("account_mismatch", item.path, item.text);
     }

@@ -1,5 +1,6 @@
 import type { VisibleText } from "./card-structure.ts";
 import type { Findings } from "./findings.ts";
+import { matchesOf } from "./matches.ts";
 import { TextHint } from "./text-rules.ts";
 
 export type Amount = { currency: string; value: number };
@@ -41,12 +42,14 @@ const AMOUNT = new RegExp(
 /** Cheaper than AMOUNT and true wherever it could match: a currency sign, or three capitals. */
 const HAS_CURRENCY = /[$€£¥₹₽₩₺₪₴]|[A-Z]{3}/;
 
+const SEPARATOR = /[,.\u00A0\u202F' ]/g;
+
 /**
  * Reads `1,234.56`, `1.234,56`, `1 234,56`, `10,50` and `10,000`: the last `,` or `.` is the decimal mark
  * when both kinds appear, or when it is the only separator and not followed by exactly three digits.
  */
 export function parseNumber(raw: string): number {
-  const separators = [...raw.matchAll(/[,.\u00A0\u202F' ]/g)].map((match) => match[0]);
+  const separators = matchesOf(SEPARATOR, raw).map((match) => match[0]);
   const last = separators.at(-1);
   if (last === undefined) return Number(raw);
   const tail = raw.slice(raw.lastIndexOf(last) + 1);
@@ -60,7 +63,7 @@ export function parseNumber(raw: string): number {
 export function findAmounts(text: string): (Amount & { before: string })[] {
   if (!HAS_CURRENCY.test(text)) return [];
   const amounts: (Amount & { before: string })[] = [];
-  for (const match of text.matchAll(AMOUNT)) {
+  for (const match of matchesOf(AMOUNT, text)) {
     const groups = match.groups ?? {};
     const unit = groups.prefix ?? groups.suffix ?? "";
     const currency = SYMBOLS[unit] ?? unit.toUpperCase();

@@ -212,6 +212,10 @@ class CardWalker {
     }
     for (const key in node) {
       const value = node[key];
+      const property = Object.hasOwn(spec, key) ? spec[key] : undefined;
+      // Most properties are allowed ones with a valid value, which no rule below refuses: they need no path.
+      const valid = typeof property === "function" && !key.startsWith("$") && property(value);
+      if (valid && !(key === "isVisible" && value === false)) continue;
       const at = pointer(path, key);
       if (key.startsWith("$") && !(key === "$schema" && spec === cardSpec))
         this.#findings.add("templating_not_allowed", at, key);
@@ -219,17 +223,14 @@ class CardWalker {
       else if (FALLBACK_PROPERTIES.has(key)) this.#findings.add("fallback_not_allowed", at, key);
       else if (key === "backgroundImage") this.#findings.add("background_image_not_allowed", at, value);
       else if (key === "isVisible" && value === false) this.#findings.add("hidden_content", at, value);
-      else {
-        const property = Object.hasOwn(spec, key) ? spec[key] : undefined;
-        if (property === undefined)
-          this.#findings.add(
-            "unknown_property",
-            at,
-            key,
-            `${type ?? "The card"} has no property "${key}" on the allow-list.`,
-          );
-        else this.#property(property, value, at, depth, key);
-      }
+      else if (property === undefined)
+        this.#findings.add(
+          "unknown_property",
+          at,
+          key,
+          `${type ?? "The card"} has no property "${key}" on the allow-list.`,
+        );
+      else this.#property(property, value, at, depth, key);
     }
   }
 

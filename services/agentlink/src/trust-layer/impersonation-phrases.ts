@@ -103,25 +103,35 @@ const PLAIN = /^[\x20-\x7E\n]*$/;
 const LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
 
 /**
- * All phrases in one pattern, a named group each; spaces stand for any run of whitespace. Phrases that start
- * with a word are tried only at ASCII word starts (`\b`) and end at an ASCII word boundary (so `complete`
- * gives way to `completed`); the Unicode boundaries on either side are checked by hand on each match. Without
- * the `u` flag and with `\b` in front, V8 scans several times faster.
+ * The phrases as patterns, a named group each; spaces stand for any run of whitespace. Phrases that start with a
+ * word are tried only at ASCII word starts (`\b`) and end at an ASCII word boundary (so `complete` gives way to
+ * `completed`); the Unicode boundaries on either side are checked by hand on each match. Without the `u` flag
+ * and with `\b` in front, V8 scans several times faster.
  */
 const pattern = (phrase: ImpersonationPhrase) =>
   `(?<${groupName(phrase.id)}>${phrase.pattern.replaceAll(" ", "\\s+").replaceAll("'", "['’]")})`;
 /** Phrases that open with a letter or digit, possibly inside a group: `\b` may stand before them. */
 const STARTS_WITH_WORD = /^(?:\(\?:)?[a-z0-9]/;
-const combined = new RegExp(
-  `\\b(?:${impersonationPhrases
-    .filter((phrase) => STARTS_WITH_WORD.test(phrase.pattern))
-    .map(pattern)
-    .join("|")})(?![a-z0-9])|${impersonationPhrases
-    .filter((phrase) => !STARTS_WITH_WORD.test(phrase.pattern))
-    .map(pattern)
-    .join("|")}`,
-  "g",
-);
+const wordPhrases = impersonationPhrases.filter((phrase) => STARTS_WITH_WORD.test(phrase.pattern));
+const symbolPhrases = impersonationPhrases.filter((phrase) => !STARTS_WITH_WORD.test(phrase.pattern));
+const alternatives = (phrases: ImpersonationPhrase[], around: (choice: string) => string) =>
+  phrases.length === 0 ? undefined : new RegExp(around(phrases.map(pattern).join("|")), "g");
+const WORD_PHRASES = alternatives(wordPhrases, (choice) => `\\b(?:${choice})(?![a-z0-9])`);
+const SYMBOL_PHRASES = alternatives(symbolPhrases, (choice) => choice);
+
+/**
+ * The code units the symbol phrases can open with, when each opens with a plain character class (`[✓✔☑✅]`):
+ * the symbol pattern then runs only when the texts hold one. `undefined` when some phrase opens otherwise.
+ */
+const OPENING_SYMBOLS = (() => {
+  const units: string[] = [];
+  for (const phrase of symbolPhrases) {
+    const opening = /^\[([^\]\\^-]+)\]/.exec(phrase.pattern)?.[1];
+    if (opening === undefined) return undefined;
+    units.push(...opening.split(""));
+  }
+  return units;
+})();
 
 function groupName(id: string): string {
   return id.replaceAll("-", "_");
@@ -146,9 +156,22 @@ export function findImpersonations(texts: { text: string; hints?: number }[]): (
     const unchanged = hints === undefined ? PLAIN.test(text) : (hints & TextHint.compatibility) === 0;
     joined += `${(unchanged ? text : text.normalize("NFKC")).toLowerCase()}\u0000`;
   }
+  const next = (phrases: RegExp | undefined, from: number) => {
+    if (phrases === undefined) return null;
+    phrases.lastIndex = from;
+    return phrases.exec(joined);
+  };
+  const hasSymbol = OPENING_SYMBOLS === undefined || OPENING_SYMBOLS.some((unit) => joined.includes(unit));
+  let word = next(WORD_PHRASES, 0);
+  let symbol = hasSymbol ? next(SYMBOL_PHRASES, 0) : null;
   let owner = 0;
-  for (const match of joined.matchAll(combined)) {
+  while (word !== null || symbol !== null) {
+    // The leftmost match, a word phrase first where both start, and the search goes on after it: what one
+    // pattern with both kinds as alternatives finds, in two searches that each V8 runs faster.
+    const match = (symbol === null || (word !== null && word.index <= symbol.index) ? word : symbol) as RegExpExecArray;
     const end = match.index + match[0].length;
+    if (word !== null && word.index < end) word = next(WORD_PHRASES, end);
+    if (symbol !== null && symbol.index < end) symbol = next(SYMBOL_PHRASES, end);
     if (match.index > 0 && LETTER_OR_DIGIT.test(joined.charAt(match.index - 1))) continue;
     if (LETTER_OR_DIGIT.test(joined.charAt(end))) continue;
     while (owner + 1 < starts.length && (starts[owner + 1] ?? 0) <= match.index) owner++;

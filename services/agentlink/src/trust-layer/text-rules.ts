@@ -19,14 +19,17 @@ import {
 import type { Findings } from "./findings.ts";
 
 /**
- * What the character pass notices for the rules after it, so that they skip texts they cannot apply to:
- * four digits in a row (single spaces or hyphens between allowed), which every account form has; a currency
+ * What the character pass notices for the rules after it, so that they skip texts or patterns they cannot apply
+ * to: four digits in a row (single spaces or hyphens between allowed), which every account form has, and eight,
+ * which an unformatted account number has; two capitals right before a digit, which an IBAN has; a currency
  * sign or three capitals in a row, which every amount has; characters NFKC would change.
  */
-export const TextHint = { digits: 1, currency: 2, compatibility: 4 } as const;
-const ALL_HINTS = TextHint.digits | TextHint.currency | TextHint.compatibility;
+export const TextHint = { digits: 1, currency: 2, compatibility: 4, longDigitRun: 8, capitalsThenDigit: 16 } as const;
+const ALL_HINTS =
+  TextHint.digits | TextHint.currency | TextHint.compatibility | TextHint.longDigitRun | TextHint.capitalsThenDigit;
 
 const ZERO_WIDTH_JOINER = 0x200d;
+const isLowercase = (unit: number) => unit >= 0x61 && unit <= 0x7a;
 const isVariationSelector = (unit: number) => unit === 0xfe0e || unit === 0xfe0f;
 /** Four line breaks with only whitespace between them, 20 spaces or 5 other whitespace characters in a row. */
 const PADDING = { lineBreaks: 4, spaces: 20, otherWhitespace: 5 } as const;
@@ -69,9 +72,27 @@ export function checkCharacters(item: VisibleText, findings: Findings): void {
       spaces = 0;
       otherWhitespace = 0;
       previousPictographic = false;
+      if (unit >= 0x61 && unit <= 0x7a) {
+        // A lowercase letter, most of any text. The lowercase letters after it change nothing more, nor does a
+        // single space between two lowercase words (it ends a word that the next, plain Latin, starts again):
+        // both are skipped.
+        digits = capitals = 0;
+        wordOther = true;
+        if (wordGreek || wordCyrillic) mixedScript = true;
+        while (index + 1 < text.length) {
+          const next = text.charCodeAt(index + 1);
+          if (isLowercase(next)) index++;
+          else if (next === 0x20 && index + 2 < text.length && isLowercase(text.charCodeAt(index + 2))) {
+            index += 2;
+            wordGreek = wordCyrillic = false;
+          } else break;
+        }
+        continue;
+      }
       if (unit >= 0x30 && unit <= 0x39) {
         separated = false;
-        if (++digits >= 4) hints |= TextHint.digits;
+        if (++digits >= 4) hints |= digits >= 8 ? TextHint.digits | TextHint.longDigitRun : TextHint.digits;
+        if (capitals >= 2) hints |= TextHint.capitalsThenDigit;
       } else if (unit === 0x2d && digits > 0 && !separated) separated = true;
       else digits = 0;
       if (unit >= 0x41 && unit <= 0x5a) {

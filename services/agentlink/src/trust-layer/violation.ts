@@ -54,6 +54,6 @@ function describe(raw: unknown): string {
 
 /** Appends one RFC 6901 reference token. */
 export const pointer = (base: string, token: string | number) =>
-  typeof token === "number" || !/[~/]/.test(token)
+  typeof token === "number" || !(token.includes("~") || token.includes("/"))
     ? `${base}/${token}`
     : `${base}/${token.replaceAll("~", "~0").replaceAll("/", "~1")}`;
