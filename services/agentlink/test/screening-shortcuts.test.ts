@@ -5,7 +5,7 @@ import { findAccounts } from "../src/trust-layer/accounts.ts";
 import { canonicalDigest, canonicalJson, utf8 } from "../src/trust-layer/canonical-json.ts";
 import type { VisibleText } from "../src/trust-layer/card-structure.ts";
 import { Findings } from "../src/trust-layer/findings.ts";
-import { findImpersonations, impersonationPhrases } from "../src/trust-layer/impersonation-phrases.ts";
+import { findImpersonations, impersonationPhrases, phraseSource } from "../src/trust-layer/impersonation-phrases.ts";
 import { mayHoldDomain, mayHoldOtherUrl, OTHER_URL, TOP_LEVEL_DOMAIN } from "../src/trust-layer/links.ts";
 import { matchesOf } from "../src/trust-layer/matches.ts";
 import { checkCharacters } from "../src/trust-layer/text-rules.ts";
@@ -148,8 +148,7 @@ describe("rules that skip work on the character pass's hints", () => {
 /** The impersonation search as one pattern with every phrase as an alternative, the texts searched one by one. */
 function referenceImpersonations(texts: string[]): (string | undefined)[] {
   const group = (id: string) => id.replaceAll("-", "_");
-  const alternative = ({ id, pattern }: { id: string; pattern: string }) =>
-    `(?<${group(id)}>${pattern.replaceAll(" ", "\\s+").replaceAll("'", "['’]")})`;
+  const alternative = ({ id, pattern }: { id: string; pattern: string }) => `(?<${group(id)}>${phraseSource(pattern)})`;
   const opensWithWord = ({ pattern }: { pattern: string }) => /^(?:\(\?:)?[a-z0-9]/.test(pattern);
   const words = impersonationPhrases.filter(opensWithWord).map(alternative);
   const symbols = impersonationPhrases.filter((phrase) => !opensWithWord(phrase)).map(alternative);
@@ -157,11 +156,14 @@ function referenceImpersonations(texts: string[]): (string | undefined)[] {
   const letterOrDigit = /[\p{L}\p{N}]/u;
   return texts.map((text) => {
     const searched = `${text.normalize("NFKC").toLowerCase()}\u0000`;
-    for (const match of searched.matchAll(all)) {
+    all.lastIndex = 0;
+    for (let match = all.exec(searched); match !== null; match = all.exec(searched)) {
       const end = match.index + match[0].length;
-      if (match.index > 0 && letterOrDigit.test(searched.charAt(match.index - 1))) continue;
-      if (letterOrDigit.test(searched.charAt(end))) continue;
-      return impersonationPhrases.find((phrase) => match.groups?.[group(phrase.id)] !== undefined)?.id;
+      const inWord =
+        (match.index > 0 && letterOrDigit.test(searched.charAt(match.index - 1))) ||
+        letterOrDigit.test(searched.charAt(end));
+      if (!inWord) return impersonationPhrases.find((phrase) => match?.groups?.[group(phrase.id)] !== undefined)?.id;
+      all.lastIndex = match.index + 1;
     }
     return undefined;
   });

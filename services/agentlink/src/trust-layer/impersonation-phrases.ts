@@ -43,7 +43,11 @@ export const impersonationPhrases: ImpersonationPhrase[] = [
     pattern: "(?:do not|don't|never) (?:deny|decline|reject)",
     catches: ["Do not deny this request"],
   },
-  { id: "safe-to-approve", pattern: "safe to (?:approve|confirm|accept)", catches: ["It is safe to approve."] },
+  {
+    id: "safe-to-approve",
+    pattern: "safe to (?:approve|confirm|accept)",
+    catches: ["It is safe to approve.", "éthis action is safe to approve", "x✅ safe to approve"],
+  },
   {
     id: "already-verified",
     pattern: "(?:has|have) already been (?:approved|verified|authori[sz]ed|confirmed)",
@@ -70,7 +74,7 @@ export const impersonationPhrases: ImpersonationPhrase[] = [
   {
     id: "check-mark-verdict",
     pattern: "[✓✔☑✅] ?(?:verified|approved|safe|secure|trusted)",
-    catches: ["✅ Safe", "✔ Verified"],
+    catches: ["✅ Safe", "✔ Verified", "✅safe"],
   },
   {
     id: "not-a-payment",
@@ -108,8 +112,11 @@ const LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
  * `completed`); the Unicode boundaries on either side are checked by hand on each match. Without the `u` flag
  * and with `\b` in front, V8 scans several times faster.
  */
-const pattern = (phrase: ImpersonationPhrase) =>
-  `(?<${groupName(phrase.id)}>${phrase.pattern.replaceAll(" ", "\\s+").replaceAll("'", "['’]")})`;
+const pattern = (phrase: ImpersonationPhrase) => `(?<${groupName(phrase.id)}>${phraseSource(phrase.pattern)})`;
+
+/** A phrase's pattern as searched: a space is any run of whitespace, an optional space (` ?`) any or none. */
+export const phraseSource = (phrase: string) =>
+  phrase.replaceAll(" ?", "\\s*").replaceAll(" ", "\\s+").replaceAll("'", "['’]");
 /** Phrases that open with a letter or digit, possibly inside a group: `\b` may stand before them. */
 const STARTS_WITH_WORD = /^(?:\(\?:)?[a-z0-9]/;
 const wordPhrases = impersonationPhrases.filter((phrase) => STARTS_WITH_WORD.test(phrase.pattern));
@@ -170,10 +177,15 @@ export function findImpersonations(texts: { text: string; hints?: number }[]): (
     // pattern with both kinds as alternatives finds, in two searches that each V8 runs faster.
     const match = (symbol === null || (word !== null && word.index <= symbol.index) ? word : symbol) as RegExpExecArray;
     const end = match.index + match[0].length;
-    if (word !== null && word.index < end) word = next(WORD_PHRASES, end);
-    if (symbol !== null && symbol.index < end) symbol = next(SYMBOL_PHRASES, end);
-    if (match.index > 0 && LETTER_OR_DIGIT.test(joined.charAt(match.index - 1))) continue;
-    if (LETTER_OR_DIGIT.test(joined.charAt(end))) continue;
+    const inWord =
+      (match.index > 0 && LETTER_OR_DIGIT.test(joined.charAt(match.index - 1))) ||
+      LETTER_OR_DIGIT.test(joined.charAt(end));
+    // A match inside a longer word uses up only its first character: a phrase within it or right after it
+    // ("éthis action is safe to approve", "x✅ safe to approve") is still found.
+    const resume = inWord ? match.index + 1 : end;
+    if (word !== null && word.index < resume) word = next(WORD_PHRASES, resume);
+    if (symbol !== null && symbol.index < resume) symbol = next(SYMBOL_PHRASES, resume);
+    if (inWord) continue;
     while (owner + 1 < starts.length && (starts[owner + 1] ?? 0) <= match.index) owner++;
     found[owner] ??= impersonationPhrases.find((phrase) => match.groups?.[groupName(phrase.id)] !== undefined)?.id;
   }
