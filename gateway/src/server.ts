@@ -29,6 +29,8 @@ import { openApiDocument, openApiPath } from "./http/openapi.ts";
 import { parseStage } from "./http/parse.ts";
 import { handleStage, type Stage, validateStage } from "./http/pipeline.ts";
 import { basePath, startPublicServer } from "./http/public-server.ts";
+import { listenForCardNotifications } from "./long-poll/card-notifications.ts";
+import { CardWaiters } from "./long-poll/card-waiters.ts";
 import { migrations } from "./migrations/index.ts";
 import { rawRoutes, routes } from "./operations/index.ts";
 import { KeySetCache } from "./operations/jwks.ts";
@@ -58,8 +60,9 @@ async function reachable(baseUrl: string, name: string): Promise<void> {
 }
 
 /**
- * The gateway starts without `startService`: it emits no events (no bus, no outbox to open), and it
- * serves two servers, the public JSON API and the console, where `startService` serves one Connect server.
+ * The gateway starts without `startService`: it emits no events (no stream, no outbox to open; its one
+ * NATS subscription hears the card notifications that end long-polls), and it serves two servers, the
+ * public JSON API and the console, where `startService` serves one Connect server.
  */
 export async function startGateway(
   options: { env?: NodeJS.ProcessEnv; clock?: Clock; logger?: Logger } = {},
@@ -82,12 +85,14 @@ export async function startGateway(
   const gate = createInternalClient(GateService, config.gateUrl);
   const account = createInternalClient(AccountService, config.accountUrl);
   const agentlink = createInternalClient(AgentService, config.agentlinkUrl);
+  const cardWaiters = new CardWaiters();
   const services: GatewayServices = {
     signing,
     keySet: new KeySetCache({ signing, logger }),
     gate,
     account,
     agentlink,
+    cardWaiters,
     publicOrigin: config.publicOrigin,
   };
   // The development identity provider signs sandbox humans in; production never runs it.
@@ -134,6 +139,12 @@ export async function startGateway(
   ];
   const openApi = openApiDocument({ routes, aliases: aliasTable, sunset, publicOrigin: config.publicOrigin });
   const stopSweeping = limiter.startSweeping(() => clock.now(), 10 * 60_000);
+  const stopListening = listenForCardNotifications({
+    natsUrl: config.natsUrl,
+    subjectPrefix: config.eventSubjectPrefix,
+    waiters: cardWaiters,
+    logger,
+  });
 
   let publicServer: Awaited<ReturnType<typeof startPublicServer>> | undefined;
   try {
@@ -178,7 +189,10 @@ export async function startGateway(
       stop: () =>
         (stopping ??= (async () => {
           stopSweeping();
+          // Held long-polls answer now (their card read again), so closing the server waits for no one.
+          cardWaiters.close();
           await Promise.all([running.stop(), consoleServer.stop()]);
+          await stopListening();
           await rateLimitPool.end();
           await orm.close();
           logger.info("stopped");
@@ -186,6 +200,7 @@ export async function startGateway(
     };
   } catch (error) {
     stopSweeping();
+    await stopListening();
     await publicServer?.stop();
     await rateLimitPool.end();
     await orm.close(true);

@@ -3,6 +3,7 @@ import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import type { AgentService } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import type { GateService } from "@svc/proto/gate/v1/gate_pb.js";
 import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
+import type { CardWaiters } from "./long-poll/card-waiters.ts";
 import type { KeySetCache } from "./operations/jwks.ts";
 
 /** What operation handlers reach beyond the request: the business services' clients and shared caches. */
@@ -12,6 +13,8 @@ export interface GatewayServices {
   gate: Client<typeof GateService>;
   account: Client<typeof AccountService>;
   agentlink: Client<typeof AgentService>;
+  /** The check-status long-polls held in this process. */
+  cardWaiters: CardWaiters;
   /** `{api_origin}`, for the links a response carries. */
   publicOrigin: string;
 }

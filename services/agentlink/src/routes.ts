@@ -19,7 +19,6 @@ import {
   AgentStatus,
   BindingSchema,
   BindingStatus,
-  CardStatus,
   AgentKeyRefusal as ProtoAgentKeyRefusal,
 } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { type Caller, CallerSchema, CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
@@ -30,8 +29,7 @@ import type { BindingContext, BindSessionStatus } from "./binding/bindings.ts";
 import { checkBinding, claimLinkCode, listBindings, startBindSession, unbind } from "./binding/bindings.ts";
 import type { AgentlinkSecrets } from "./config.ts";
 import { cancel } from "./proposals/cancel.ts";
-import type { CardStatus as CardStatusName } from "./proposals/card.entity.ts";
-import { agentCard, cardStateAt } from "./proposals/card-status.ts";
+import { agentCard, cardStateAt, toProtoCardStatus } from "./proposals/card-status.ts";
 import { expireSweep } from "./proposals/expire-sweep.ts";
 import { inquire, type ProposalContext } from "./proposals/inquire.ts";
 import { AgentlinkRefusal, type AgentlinkRefusalKind, refuse } from "./refusal.ts";
@@ -46,7 +44,7 @@ export interface RouteDependencies {
   account: Pick<Client<typeof AccountService>, "getHuman">;
   /** The trust layer's HTTP classifier, made once at start; undefined without a URL (local rules only). */
   classifier: ClassifierClient | undefined;
-  bus: Pick<EventBus, "subject">;
+  bus: Pick<EventBus, "subject" | "nc" | "subjectPrefix">;
   outbox: Pick<OutboxRelay, "wake">;
 }
 
@@ -152,7 +150,12 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
 
       cancel: (req) =>
         wireErrors(async () => {
-          const outcome = await cancel({ em: em(), clock }, agentIdOf(req.caller), req.requestId, req.reason);
+          const outcome = await cancel(
+            { em: em(), clock, bus: deps.bus },
+            agentIdOf(req.caller),
+            req.requestId,
+            req.reason,
+          );
           const { card } = outcome;
           return {
             status: toProtoCardStatus[outcome.status],
@@ -283,14 +286,6 @@ const toProtoRefusal: Record<AgentKeyRefusal, ProtoAgentKeyRefusal> = {
   other_environment: ProtoAgentKeyRefusal.OTHER_ENVIRONMENT,
   revoked_agent: ProtoAgentKeyRefusal.REVOKED_AGENT,
   wrong_secret: ProtoAgentKeyRefusal.WRONG_SECRET,
-};
-
-const toProtoCardStatus: Record<CardStatusName, CardStatus> = {
-  queued: CardStatus.QUEUED,
-  approved: CardStatus.APPROVED,
-  denied: CardStatus.DENIED,
-  cancelled: CardStatus.CANCELLED,
-  expired: CardStatus.EXPIRED,
 };
 
 const toProtoBindingStatus: Record<BindSessionStatus, BindingStatus> = {

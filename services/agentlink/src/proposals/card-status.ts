@@ -1,4 +1,5 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
+import { CardStatus as WireCardStatus } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { refuse } from "../refusal.ts";
 import { Card, type CardStatus } from "./card.entity.ts";
 
@@ -19,3 +20,12 @@ export function cardStateAt(card: Card, now: Date): { status: CardStatus; resolv
   if (card.status === "queued" && card.ttlAt <= now) return { status: "expired", resolvedAt: card.ttlAt };
   return { status: card.status, resolvedAt: card.resolvedAt ?? null };
 }
+
+/** A card status on the wire. */
+export const toProtoCardStatus: Record<CardStatus, WireCardStatus> = {
+  queued: WireCardStatus.QUEUED,
+  approved: WireCardStatus.APPROVED,
+  denied: WireCardStatus.DENIED,
+  cancelled: WireCardStatus.CANCELLED,
+  expired: WireCardStatus.EXPIRED,
+};
