@@ -56,7 +56,9 @@ describe("agents ask: the check-status long-poll", () => {
       ...["--category", "travel"],
     ]);
     agentKey = registered.agent_key as string;
-    const person = (await json(["human", "create", "--env", "development"])).svc_user_id as string;
+    // A silent sandbox human never answers a card, so only the test changes one.
+    const person = (await json(["human", "create", "--env", "development", "--behavior", "silent"]))
+      .svc_user_id as string;
     const code = result(await api.post("/agent/bind-session", {}, agentKey)).link_code;
     await json(["human", "claim", "--human", person, "--code", code]);
     opaqueId = result(await api.get("/agent/check-binding", { link_code: code }, agentKey)).opaque_id;
