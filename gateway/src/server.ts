@@ -11,7 +11,7 @@ import {
   serveConnect,
 } from "@svc/platform";
 import { AccountService } from "@svc/proto/account/v1/account_pb.js";
-import { AgentService } from "@svc/proto/agentlink/v1/agentlink_pb.js";
+import { AgentService, type CheckStatusResponse } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { GateConsoleService, GateService } from "@svc/proto/gate/v1/gate_pb.js";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { loadGatewayConfig } from "./config.ts";
@@ -85,7 +85,7 @@ export async function startGateway(
   const gate = createInternalClient(GateService, config.gateUrl);
   const account = createInternalClient(AccountService, config.accountUrl);
   const agentlink = createInternalClient(AgentService, config.agentlinkUrl);
-  const cardWaiters = new CardWaiters();
+  const cardWaiters = new CardWaiters<CheckStatusResponse>();
   const services: GatewayServices = {
     signing,
     keySet: new KeySetCache({ signing, logger }),

@@ -1,6 +1,6 @@
 import type { Client } from "@connectrpc/connect";
 import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
-import type { AgentService } from "@svc/proto/agentlink/v1/agentlink_pb.js";
+import type { AgentService, CheckStatusResponse } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import type { GateService } from "@svc/proto/gate/v1/gate_pb.js";
 import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import type { CardWaiters } from "./long-poll/card-waiters.ts";
@@ -14,7 +14,7 @@ export interface GatewayServices {
   account: Client<typeof AccountService>;
   agentlink: Client<typeof AgentService>;
   /** The check-status long-polls held in this process. */
-  cardWaiters: CardWaiters;
+  cardWaiters: CardWaiters<CheckStatusResponse>;
   /** `{api_origin}`, for the links a response carries. */
   publicOrigin: string;
 }

@@ -1,5 +1,6 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import { connectNats, type Logger, type NatsConnection, notificationSubject } from "@svc/platform";
+import type { CheckStatusResponse } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { CardLeftQueueSchema } from "@svc/proto/agentlink/v1/card_watch_pb.js";
 import type { CardWaiters } from "./card-waiters.ts";
 
@@ -8,14 +9,14 @@ const retryMs = 2000;
 
 /**
  * The one subscription of this gateway to agentlink's `CardLeftQueue` notifications (card_watch.proto),
- * each waking the long-polls held for its card. NATS is not needed to serve: while it cannot be reached
+ * each waking the long-polls held for its card with the answer it carries. NATS is not needed to serve: while it cannot be reached
  * (also at start, retried every 2 s), held long-polls run to the end of their `wait_seconds` and answer
  * the status read then, so the gateway stays ready. Returns the function that closes the connection.
  */
 export function listenForCardNotifications(options: {
   natsUrl: string;
   subjectPrefix: string;
-  waiters: CardWaiters;
+  waiters: CardWaiters<CheckStatusResponse>;
   logger: Logger;
 }): () => Promise<void> {
   const { logger } = options;
@@ -30,7 +31,7 @@ export function listenForCardNotifications(options: {
         if (error) return logger.warn("card notifications ended", { error });
         try {
           const card = fromBinary(CardLeftQueueSchema, message.data);
-          options.waiters.wake(card.agentId, card.requestId);
+          options.waiters.wake(card.agentId, card.requestId, card.answer);
         } catch (error) {
           logger.warn("unreadable card notification dropped", { error });
         }

@@ -114,8 +114,8 @@ export const inquireRoute = defineRoute({
 /**
  * `GET /agentlink/check-status`: the calling agent's card by `request_id`. With `wait_seconds` and the card
  * queued, a long-poll: held in this gateway (`CardWaiters`) until agentlink notifies that the card left
- * queued, until `wait_seconds` is up, or until `ttl_at` (when a queued card reads expired), then read
- * again. Nothing polls agentlink meanwhile.
+ * queued (answered with the notification's answer), or until `wait_seconds` is up or `ttl_at` comes (a
+ * queued card reads expired from then on), when the card is read again. Nothing polls agentlink meanwhile.
  */
 export const checkStatusRoute = defineRoute({
   operationId: "agentlinkCheckStatus",

@@ -29,7 +29,7 @@ import type { BindingContext, BindSessionStatus } from "./binding/bindings.ts";
 import { checkBinding, claimLinkCode, listBindings, startBindSession, unbind } from "./binding/bindings.ts";
 import type { AgentlinkSecrets } from "./config.ts";
 import { cancel } from "./proposals/cancel.ts";
-import { agentCard, cardStateAt, toProtoCardStatus } from "./proposals/card-status.ts";
+import { agentCard, cardStateAt, checkStatusAnswer, toProtoCardStatus } from "./proposals/card-status.ts";
 import { expireSweep } from "./proposals/expire-sweep.ts";
 import { inquire, type ProposalContext } from "./proposals/inquire.ts";
 import { AgentlinkRefusal, type AgentlinkRefusalKind, refuse } from "./refusal.ts";
@@ -137,15 +137,7 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
       checkStatus: (req) =>
         wireErrors(async () => {
           const card = await agentCard(em(), agentIdOf(req.caller), req.requestId);
-          const state = cardStateAt(card, clock.now());
-          // Confirmations, proofs and callbacks come later: nothing of them exists yet.
-          return {
-            status: toProtoCardStatus[state.status],
-            ttlAt: timestampFromDate(card.ttlAt),
-            ...(state.resolvedAt && { resolvedAt: timestampFromDate(state.resolvedAt) }),
-            delivered: false,
-            callbackAttempts: 0,
-          };
+          return checkStatusAnswer(card, cardStateAt(card, clock.now()));
         }),
 
       cancel: (req) =>

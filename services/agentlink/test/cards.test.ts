@@ -318,16 +318,22 @@ describe("the expire sweep", () => {
 
 describe("the card notifications (core NATS, for the gateway's long-polls)", () => {
   let nc: NatsConnection;
-  const heard: Pick<CardLeftQueue, "agentId" | "requestId" | "status">[] = [];
+  const heard: CardLeftQueue[] = [];
   const heardFor = (requestId: string) => heard.filter((n) => n.requestId === requestId);
+  /** What the notification of a card must be: its agent, its request_id and its CheckStatus answer. */
+  const notification = async (agent: BoundAgent, requestId: string) => ({
+    $typeName: "svc.agentlink.v1.CardLeftQueue",
+    agentId: agent.id,
+    requestId,
+    answer: await agentlink.client.checkStatus({ caller: agent.caller, requestId }),
+  });
 
   beforeAll(async () => {
     nc = await connectNats({ url: agentlink.env.SVC_NATS_URL!, name: "cards-test" });
     const subject = notificationSubject(agentlink.env.SVC_EVENT_SUBJECT_PREFIX!, "agentlink.card_left_queue");
     nc.subscribe(subject, {
       callback: (_error, message) => {
-        const { agentId, requestId, status } = fromBinary(CardLeftQueueSchema, message.data);
-        heard.push({ agentId, requestId, status });
+        heard.push(fromBinary(CardLeftQueueSchema, message.data));
       },
     });
     await nc.flush();
@@ -336,16 +342,16 @@ describe("the card notifications (core NATS, for the gateway's long-polls)", () 
     await nc?.close();
   });
 
-  it("tells of a cancelled card once: a cancel of a card no longer queued tells nothing", async () => {
+  it("tells of a cancelled card once, with its answer: a cancel of a card no longer queued tells nothing", async () => {
     clock.set(start);
     const agent = await boundAgent();
     const [first, second] = [uuid(), uuid()];
     await ask(agent, { requestId: first });
     await ask(agent, { requestId: second });
     await agentlink.client.cancel({ caller: agent.caller, requestId: first });
-    await expect
-      .poll(() => heardFor(first))
-      .toEqual([{ agentId: agent.id, requestId: first, status: CardStatus.CANCELLED }]);
+    await expect.poll(() => heardFor(first)).toHaveLength(1);
+    expect(heardFor(first)).toEqual([await notification(agent, first)]);
+    expect(heardFor(first)[0]?.answer?.status).toBe(CardStatus.CANCELLED);
     await agentlink.client.cancel({ caller: agent.caller, requestId: first });
     // One connection publishes in order: once the second card's is heard, a repeat for the first would have been.
     await agentlink.client.cancel({ caller: agent.caller, requestId: second });
@@ -361,7 +367,9 @@ describe("the card notifications (core NATS, for the gateway's long-polls)", () 
     await ask(agent, { requestId: notDue, ttlSeconds: 3600 });
     clock.set(new Date(start.getTime() + 60_000));
     await agentlink.console.expire({ limit: 1000 });
-    await expect.poll(() => heardFor(due)).toEqual([{ agentId: agent.id, requestId: due, status: CardStatus.EXPIRED }]);
+    await expect.poll(() => heardFor(due)).toHaveLength(1);
+    expect(heardFor(due)).toEqual([await notification(agent, due)]);
+    expect(heardFor(due)[0]?.answer?.status).toBe(CardStatus.EXPIRED);
     expect(heardFor(notDue)).toEqual([]);
     clock.set(start);
   });

@@ -1,5 +1,7 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { CardStatus as WireCardStatus } from "@svc/proto/agentlink/v1/agentlink_pb.js";
+import { type CheckStatusResponseSchema, CardStatus as WireCardStatus } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { refuse } from "../refusal.ts";
 import { Card, type CardStatus } from "./card.entity.ts";
 
@@ -29,3 +31,21 @@ export const toProtoCardStatus: Record<CardStatus, WireCardStatus> = {
   cancelled: WireCardStatus.CANCELLED,
   expired: WireCardStatus.EXPIRED,
 };
+
+/**
+ * What `CheckStatus` answers for a card in `state` (`cardStateAt`); also what a card's notification carries
+ * when it leaves queued, so both say the same.
+ */
+export function checkStatusAnswer(
+  card: Card,
+  state: ReturnType<typeof cardStateAt>,
+): MessageInitShape<typeof CheckStatusResponseSchema> {
+  // Confirmations, proofs and callbacks come later: nothing of them exists yet.
+  return {
+    status: toProtoCardStatus[state.status],
+    ttlAt: timestampFromDate(card.ttlAt),
+    ...(state.resolvedAt && { resolvedAt: timestampFromDate(state.resolvedAt) }),
+    delivered: false,
+    callbackAttempts: 0,
+  };
+}
