@@ -9,7 +9,6 @@ import {
   environmentName,
   environmentProto,
   type OutboxRelay,
-  type Queryable,
   refusalTranslator,
 } from "@svc/platform";
 import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
@@ -30,7 +29,7 @@ import type { BindingContext, BindSessionStatus } from "./binding/bindings.ts";
 import { checkBinding, claimLinkCode, listBindings, startBindSession, unbind } from "./binding/bindings.ts";
 import type { AgentlinkSecrets } from "./config.ts";
 import { cancel } from "./proposals/cancel.ts";
-import { checkStatus, toProtoCardStatus } from "./proposals/card-status.ts";
+import { agentCard, cardStateAt, checkStatusAnswer, toProtoCardStatus } from "./proposals/card-status.ts";
 import { expireSweep } from "./proposals/expire-sweep.ts";
 import { inquire, type ProposalContext } from "./proposals/inquire.ts";
 import { AgentlinkRefusal, type AgentlinkRefusalKind, refuse } from "./refusal.ts";
@@ -47,8 +46,6 @@ export interface RouteDependencies {
   classifier: ClassifierClient | undefined;
   bus: Pick<EventBus, "subject" | "nc" | "subjectPrefix">;
   outbox: Pick<OutboxRelay, "wake">;
-  /** The statement pool, for check-status (the long-polls' hot path). */
-  statements: Queryable;
 }
 
 /** Thin handlers: translate the wire to the domain operations and back, one unit of work (a fresh entity manager) each. */
@@ -139,7 +136,8 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
 
       checkStatus: (req) =>
         wireErrors(async () => {
-          return checkStatus(deps.statements, agentIdOf(req.caller), req.requestId, clock.now());
+          const card = await agentCard(em(), agentIdOf(req.caller), req.requestId);
+          return checkStatusAnswer(card, cardStateAt(card, clock.now()));
         }),
 
       cancel: (req) =>

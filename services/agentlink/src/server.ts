@@ -23,7 +23,7 @@ export const startAgentlink = (options: StartOptions = {}) =>
       schema: "agentlink",
       entities: [Agent, AgentKey, BindSession, Binding, Card, CardAudit],
       migrations,
-      build: ({ orm, statements, clock, config, bus, outbox }): RouteDependencies => ({
+      build: ({ orm, clock, config, bus, outbox }): RouteDependencies => ({
         orm,
         clock,
         secrets: {
@@ -37,7 +37,6 @@ export const startAgentlink = (options: StartOptions = {}) =>
         classifier: classifierFromEnvironment(options.env ?? process.env),
         bus,
         outbox,
-        statements,
       }),
       routes: agentlinkRoutes,
       // The expire sweep about every 60 seconds; replicas share the work through its row locks.
