@@ -78,9 +78,15 @@ export const settings = {
       "reverse proxies in front of the gateway whose X-Forwarded-For entries name the client (per-IP limits)",
   },
   inFlightLease: {
-    parse: parse.duration,
+    parse: (raw: string) => {
+      const ms = parse.duration(raw);
+      // The lease is taken once per request: it must outlast a request held the longest, a 25 s long-poll.
+      if (ms < 30_000) throw new Error(`must be at least 30s, longer than a long-poll's 25 s: ${raw}`);
+      return ms;
+    },
     default: 60_000,
-    description: "how long an in_flight slot of a replica that died stays taken",
+    description:
+      "how long an in_flight slot of a replica that died stays taken; at least 30s, since a held long-poll keeps its slot up to 25 s",
   },
   upgradeUrl: {
     parse: parse.url,

@@ -11,7 +11,7 @@ import {
   serveConnect,
 } from "@svc/platform";
 import { AccountService } from "@svc/proto/account/v1/account_pb.js";
-import { AgentService } from "@svc/proto/agentlink/v1/agentlink_pb.js";
+import { AgentService, type CheckStatusResponse } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { GateConsoleService, GateService } from "@svc/proto/gate/v1/gate_pb.js";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { WebhookCallbackService } from "@svc/proto/webhook/v1/webhook_pb.js";
@@ -30,6 +30,8 @@ import { openApiDocument, openApiPath } from "./http/openapi.ts";
 import { parseStage } from "./http/parse.ts";
 import { handleStage, type Stage, validateStage } from "./http/pipeline.ts";
 import { basePath, startPublicServer } from "./http/public-server.ts";
+import { listenForCardNotifications } from "./long-poll/card-notifications.ts";
+import { CardWaiters } from "./long-poll/card-waiters.ts";
 import { migrations } from "./migrations/index.ts";
 import { rawRoutes, routes } from "./operations/index.ts";
 import { KeySetCache } from "./operations/jwks.ts";
@@ -62,8 +64,9 @@ async function reachable(baseUrl: string, name: string): Promise<void> {
 }
 
 /**
- * The gateway starts without `startService`: it emits no events (no bus, no outbox to open), and it
- * serves two servers, the public JSON API and the console, where `startService` serves one Connect server.
+ * The gateway starts without `startService`: it emits no events (no stream, no outbox to open; its one
+ * NATS subscription hears the card notifications that end long-polls), and it serves two servers, the
+ * public JSON API and the console, where `startService` serves one Connect server.
  */
 export async function startGateway(
   options: { env?: NodeJS.ProcessEnv; clock?: Clock; logger?: Logger } = {},
@@ -86,6 +89,7 @@ export async function startGateway(
   const gate = createInternalClient(GateService, config.gateUrl);
   const account = createInternalClient(AccountService, config.accountUrl);
   const agentlink = createInternalClient(AgentService, config.agentlinkUrl);
+  const cardWaiters = new CardWaiters<CheckStatusResponse>();
   const services: GatewayServices = {
     signing,
     keySet: new KeySetCache({ signing, logger }),
@@ -95,6 +99,7 @@ export async function startGateway(
     webhookCallbacks: createInternalClient(WebhookCallbackService, config.webhookDispatchUrl, {
       timeoutMs: webhookCallbacksTimeoutMs,
     }),
+    cardWaiters,
     publicOrigin: config.publicOrigin,
   };
   // The development identity provider signs sandbox humans in; production never runs it.
@@ -141,6 +146,12 @@ export async function startGateway(
   ];
   const openApi = openApiDocument({ routes, aliases: aliasTable, sunset, publicOrigin: config.publicOrigin });
   const stopSweeping = limiter.startSweeping(() => clock.now(), 10 * 60_000);
+  const stopListening = listenForCardNotifications({
+    natsUrl: config.natsUrl,
+    subjectPrefix: config.eventSubjectPrefix,
+    waiters: cardWaiters,
+    logger,
+  });
 
   let publicServer: Awaited<ReturnType<typeof startPublicServer>> | undefined;
   try {
@@ -185,7 +196,10 @@ export async function startGateway(
       stop: () =>
         (stopping ??= (async () => {
           stopSweeping();
+          // Held long-polls answer now (their card read again), so closing the server waits for no one.
+          cardWaiters.close();
           await Promise.all([running.stop(), consoleServer.stop()]);
+          await stopListening();
           await rateLimitPool.end();
           await orm.close();
           logger.info("stopped");
@@ -193,6 +207,7 @@ export async function startGateway(
     };
   } catch (error) {
     stopSweeping();
+    await stopListening();
     await publicServer?.stop();
     await rateLimitPool.end();
     await orm.close(true);

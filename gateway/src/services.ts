@@ -1,9 +1,10 @@
 import type { Client } from "@connectrpc/connect";
 import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
-import type { AgentService } from "@svc/proto/agentlink/v1/agentlink_pb.js";
+import type { AgentService, CheckStatusResponse } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import type { GateService } from "@svc/proto/gate/v1/gate_pb.js";
 import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import type { WebhookCallbackService } from "@svc/proto/webhook/v1/webhook_pb.js";
+import type { CardWaiters } from "./long-poll/card-waiters.ts";
 import type { KeySetCache } from "./operations/jwks.ts";
 
 /** What operation handlers reach beyond the request: the business services' clients and shared caches. */
@@ -15,6 +16,8 @@ export interface GatewayServices {
   agentlink: Client<typeof AgentService>;
   /** webhook-dispatch's report of agents' callbacks (check-status); a short deadline, since the answer does without it. */
   webhookCallbacks: Client<typeof WebhookCallbackService>;
+  /** The check-status long-polls held in this process. */
+  cardWaiters: CardWaiters<CheckStatusResponse>;
   /** `{api_origin}`, for the links a response carries. */
   publicOrigin: string;
 }

@@ -28,3 +28,13 @@ describe("gateway key pepper", () => {
     expect(config.keyPepper.equals(pepper)).toBe(true);
   });
 });
+
+describe("in_flight lease", () => {
+  it("outlasts the longest long-poll (25 s): shorter than 30 s is refused", () => {
+    expect(() => loadGatewayConfig({ GATEWAY_IN_FLIGHT_LEASE: "20s" }, quiet)).toThrow(
+      "GATEWAY_IN_FLIGHT_LEASE: must be at least 30s",
+    );
+    expect(loadGatewayConfig({}, quiet).inFlightLease).toBe(60_000);
+    expect(loadGatewayConfig({ GATEWAY_IN_FLIGHT_LEASE: "30s" }, quiet).inFlightLease).toBe(30_000);
+  });
+});

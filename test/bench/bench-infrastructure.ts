@@ -32,6 +32,7 @@ export async function startBenchMesh(only: ServiceName[]) {
   return {
     ...mesh,
     databaseUrl: databaseUrl.toString(),
+    natsUrl: infrastructure.natsUrl,
     async stop() {
       await mesh.stop();
       await infrastructure.stop();

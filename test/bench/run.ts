@@ -44,6 +44,18 @@ const goals: Record<string, Goal[]> = {
   "agents-inquire": [
     { field: "ratio", atLeast: 0.4, says: "inquire at least 40% of a single-row INSERT at 16 clients" },
   ],
+  "long-poll-wake": [
+    {
+      field: "ratio",
+      atMost: 5,
+      says: "p99 from a card leaving queued to its held long-poll's answer at most 5x a bare JetStream publish-and-ack's p99",
+    },
+  ],
+  "long-poll-hold": [
+    { field: "rss_kib_per_held", atMost: 32, says: "one gateway's RSS per held long-poll at most 32 KiB" },
+    { field: "ratio", atLeast: 0.9, says: "verify-token throughput while they are held at least 90% of idle" },
+    { field: "failed", atMost: 0, says: "every held long-poll answered (queued, at its end)" },
+  ],
   "trust-layer-screening": [
     { field: "p99_ms", atMost: 2, says: "screening a 28 KB card of realistic content: p99 at most 2 ms" },
     { field: "ratio", atLeast: 0.1, says: "its throughput at least 10% of JSON.parse of the same bytes" },

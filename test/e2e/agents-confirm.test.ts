@@ -403,9 +403,29 @@ describe("agents ask: the person confirms, the service signs proofs", () => {
     // A partner's or agent's credential is not a person's session.
     expect(dataError(await api.get("/agentlink/cards", {}, agentKey)).statusCode).toBe(401);
 
+    // A long-poll held for the card answers as soon as the person decides: before a 1-second long-poll
+    // started after the confirm ends (without the wake it would answer only at its 25 s end).
+    const checkStatus = (query: Record<string, unknown>, headers?: Record<string, string>) =>
+      api.get("/agentlink/check-status", query, agentKey, headers);
+    const held = checkStatus({ request_id: requestId, wait_seconds: 25 });
+    await expect
+      .poll(async () => {
+        const reply = await checkStatus({ request_id: requestId }, { "x-svc-include-ratelimit": "true" });
+        const inFlight = reply.body._rateLimit.buckets.in_flight;
+        return inFlight.limit - inFlight.remaining - 1;
+      })
+      .toBe(1);
     const denied = result(await dave.decide([{ card_id: cardId, verdict: "denied" }]));
-    expect((await status(agentKey, requestId)).verdict).toBe("denied");
-    expect(denied.resolutions).toHaveLength(1);
+    const other = await inquire(agentKey, { svc_user_id: erin.svcUserId });
+    const later = checkStatus({ request_id: other.requestId, wait_seconds: 1 });
+    expect(await Promise.race([held.then(() => "held"), later.then(() => "later")])).toBe("held");
+    expect(result(await held)).toMatchObject({
+      status: "denied",
+      verdict: "denied",
+      resolution_jwt: denied.resolutions[0].token,
+      ceremony_id: denied.ceremony_id,
+    });
+    expect(result(await later).status).toBe("queued");
   });
 
   it("sandbox humans answer by their behaviour through the same path, with amr sandbox; the agent's callback gets the proof", async () => {

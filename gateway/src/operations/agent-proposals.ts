@@ -1,4 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Logger } from "@svc/platform";
 import { CardStatus } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { instant } from "../http/instant.ts";
@@ -113,15 +114,17 @@ export const inquireRoute = defineRoute({
 });
 
 /**
- * `GET /agentlink/check-status`: the calling agent's card by `request_id`. `wait_seconds` is accepted (0-25)
- * but not held yet: the answer is always immediate (the long-poll comes later).
+ * `GET /agentlink/check-status`: the calling agent's card by `request_id`. With `wait_seconds` and the card
+ * queued, a long-poll: held in this gateway (`CardWaiters`) until agentlink notifies that the card left
+ * queued (answered with the notification's answer), or until `wait_seconds` is up or `ttl_at` comes (a
+ * queued card reads expired from then on), when the card is read again. Nothing polls agentlink meanwhile.
  */
 export const checkStatusRoute = defineRoute({
   operationId: "agentlinkCheckStatus",
   method: "GET",
   path: "/agentlink/check-status",
   summary:
-    "The calling agent's card by request_id: status (a queued card past ttl_at reads expired), ttl_at, resolved_at, ceremony_id, resolution_jwt, verdict, delivered, callback_attempts. wait_seconds (0-25) is accepted but not held yet: the answer is immediate. No card with that request_id for this agent: data.error 404.",
+    "The calling agent's card by request_id: status (a queued card past ttl_at reads expired), ttl_at, resolved_at, ceremony_id, resolution_jwt, verdict, delivered, callback_attempts. With wait_seconds (0-25, default 0: at once) a long-poll: a queued card is answered as soon as it leaves queued (approved, denied, cancelled, expired), else when wait_seconds is up, with its status then (normally queued); a held wait counts as one in_flight request. No card with that request_id for this agent: data.error 404.",
   auth: agentKeyOnly,
   input: {
     type: "object",
@@ -131,7 +134,7 @@ export const checkStatusRoute = defineRoute({
         type: "integer",
         minimum: 0,
         maximum: 25,
-        description: "Accepted, not held yet: the answer is immediate whatever its value.",
+        description: "Default 0 (answer at once). Else the longest the answer waits for a queued card to leave queued.",
       },
     },
     required: ["request_id"],
@@ -158,8 +161,20 @@ export const checkStatusRoute = defineRoute({
       },
     },
   },
-  async handle(input, { caller, services, logger }) {
-    const state = await services.agentlink.checkStatus({ caller, requestId: input.request_id });
+  async handle(input, { caller, services, clock, logger }) {
+    const read = () => services.agentlink.checkStatus({ caller, requestId: input.request_id });
+    const waitMs = (input.wait_seconds ?? 0) * 1000;
+    const state =
+      waitMs === 0 || !caller
+        ? await read()
+        : await services.cardWaiters.hold(
+            { agentId: caller.credentialId, requestId: input.request_id },
+            read,
+            (first) =>
+              first.status === CardStatus.QUEUED && first.ttlAt
+                ? Math.min(waitMs, timestampDate(first.ttlAt).getTime() - clock.now().getTime())
+                : 0,
+          );
     const callback = await callbackOf(services, logger, caller?.credentialId ?? "", state);
     return ok({
       status: statusNames[state.status],

@@ -22,7 +22,6 @@ import {
   BindingSchema,
   BindingStatus,
   CardAuditEntrySchema,
-  CardStatus,
   PersonCardSchema,
   AgentKeyRefusal as ProtoAgentKeyRefusal,
 } from "@svc/proto/agentlink/v1/agentlink_pb.js";
@@ -40,9 +39,8 @@ import { type ConfirmationContext, confirm } from "./confirmations/confirm.ts";
 import { queuedCardsOf } from "./confirmations/person-cards.ts";
 import { SandboxAnswers } from "./confirmations/sandbox-answers.ts";
 import { cancel } from "./proposals/cancel.ts";
-import type { CardStatus as CardStatusName } from "./proposals/card.entity.ts";
 import { cardAudit } from "./proposals/card-audit.ts";
-import { agentCard, cardStateAt } from "./proposals/card-status.ts";
+import { agentCard, cardStateAt, checkStatusAnswer, toProtoCardStatus } from "./proposals/card-status.ts";
 import { expireSweep } from "./proposals/expire-sweep.ts";
 import { inquire, type ProposalContext } from "./proposals/inquire.ts";
 import { AgentlinkRefusal, type AgentlinkRefusalKind, refuse } from "./refusal.ts";
@@ -64,7 +62,7 @@ export interface RouteDependencies {
   logger: Logger;
   /** The trust layer's HTTP classifier, made once at start; undefined without a URL (local rules only). */
   classifier: ClassifierClient | undefined;
-  bus: Pick<EventBus, "subject">;
+  bus: Pick<EventBus, "subject" | "nc" | "subjectPrefix">;
   outbox: Pick<OutboxRelay, "wake">;
 }
 
@@ -176,24 +174,17 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
       checkStatus: (req) =>
         wireErrors(async () => {
           const card = await agentCard(em(), agentIdOf(req.caller), req.requestId);
-          const state = cardStateAt(card, clock.now());
-          // Callbacks are webhook-dispatch's: the gateway asks it by card_id.
-          return {
-            status: toProtoCardStatus[state.status],
-            cardId: card.id,
-            ttlAt: timestampFromDate(card.ttlAt),
-            ...(state.resolvedAt && { resolvedAt: timestampFromDate(state.resolvedAt) }),
-            ...(card.ceremonyId !== null && { ceremonyId: card.ceremonyId }),
-            ...(card.resolutionJwt !== null && { resolutionJwt: card.resolutionJwt }),
-            ...(card.verdict !== null && { verdict: card.verdict }),
-            delivered: false,
-            callbackAttempts: 0,
-          };
+          return checkStatusAnswer(card, cardStateAt(card, clock.now()));
         }),
 
       cancel: (req) =>
         wireErrors(async () => {
-          const outcome = await cancel({ em: em(), clock }, agentIdOf(req.caller), req.requestId, req.reason);
+          const outcome = await cancel(
+            { em: em(), clock, bus: deps.bus },
+            agentIdOf(req.caller),
+            req.requestId,
+            req.reason,
+          );
           const { card } = outcome;
           return {
             status: toProtoCardStatus[outcome.status],
@@ -394,14 +385,6 @@ const toProtoRefusal: Record<AgentKeyRefusal, ProtoAgentKeyRefusal> = {
   other_environment: ProtoAgentKeyRefusal.OTHER_ENVIRONMENT,
   revoked_agent: ProtoAgentKeyRefusal.REVOKED_AGENT,
   wrong_secret: ProtoAgentKeyRefusal.WRONG_SECRET,
-};
-
-const toProtoCardStatus: Record<CardStatusName, CardStatus> = {
-  queued: CardStatus.QUEUED,
-  approved: CardStatus.APPROVED,
-  denied: CardStatus.DENIED,
-  cancelled: CardStatus.CANCELLED,
-  expired: CardStatus.EXPIRED,
 };
 
 const toProtoBindingStatus: Record<BindSessionStatus, BindingStatus> = {

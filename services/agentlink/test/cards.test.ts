@@ -1,8 +1,9 @@
 import { fromBinary, toJson } from "@bufbuild/protobuf";
 import { StructSchema, timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code, type ConnectError } from "@connectrpc/connect";
-import { ManualClock, uuid } from "@svc/platform";
+import { connectNats, ManualClock, type NatsConnection, notificationSubject, uuid } from "@svc/platform";
 import { CardStatus, type InquireRequest } from "@svc/proto/agentlink/v1/agentlink_pb.js";
+import { type CardLeftQueue, CardLeftQueueSchema } from "@svc/proto/agentlink/v1/card_watch_pb.js";
 import { type Caller, Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { EventSchema } from "@svc/proto/events/v1/events_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -397,5 +398,64 @@ describe("a card's audit log (GetCardAudit)", () => {
   it("refuses a card id that is not a uuid, and finds no unknown card", async () => {
     expect((await refusal(agentlink.console.getCardAudit({ cardId: "card-1" }))).code).toBe(Code.InvalidArgument);
     expect((await refusal(agentlink.console.getCardAudit({ cardId: uuid() }))).code).toBe(Code.NotFound);
+  });
+});
+
+describe("the card notifications (core NATS, for the gateway's long-polls)", () => {
+  let nc: NatsConnection;
+  const heard: CardLeftQueue[] = [];
+  const heardFor = (requestId: string) => heard.filter((n) => n.requestId === requestId);
+  /** What the notification of a card must be: its agent, its request_id and its CheckStatus answer. */
+  const notification = async (agent: BoundAgent, requestId: string) => ({
+    $typeName: "svc.agentlink.v1.CardLeftQueue",
+    agentId: agent.id,
+    requestId,
+    answer: await agentlink.client.checkStatus({ caller: agent.caller, requestId }),
+  });
+
+  beforeAll(async () => {
+    nc = await connectNats({ url: agentlink.env.SVC_NATS_URL!, name: "cards-test" });
+    const subject = notificationSubject(agentlink.env.SVC_EVENT_SUBJECT_PREFIX!, "agentlink.card_left_queue");
+    nc.subscribe(subject, {
+      callback: (_error, message) => {
+        heard.push(fromBinary(CardLeftQueueSchema, message.data));
+      },
+    });
+    await nc.flush();
+  });
+  afterAll(async () => {
+    await nc?.close();
+  });
+
+  it("tells of a cancelled card once, with its answer: a cancel of a card no longer queued tells nothing", async () => {
+    clock.set(start);
+    const agent = await boundAgent();
+    const [first, second] = [uuid(), uuid()];
+    await ask(agent, { requestId: first });
+    await ask(agent, { requestId: second });
+    await agentlink.client.cancel({ caller: agent.caller, requestId: first });
+    await expect.poll(() => heardFor(first)).toHaveLength(1);
+    expect(heardFor(first)).toEqual([await notification(agent, first)]);
+    expect(heardFor(first)[0]?.answer?.status).toBe(CardStatus.CANCELLED);
+    await agentlink.client.cancel({ caller: agent.caller, requestId: first });
+    // One connection publishes in order: once the second card's is heard, a repeat for the first would have been.
+    await agentlink.client.cancel({ caller: agent.caller, requestId: second });
+    await expect.poll(() => heardFor(second)).toHaveLength(1);
+    expect(heardFor(first)).toHaveLength(1);
+  });
+
+  it("tells of every card the expire sweep expires, and of no card still queued", async () => {
+    clock.set(start);
+    const agent = await boundAgent();
+    const [due, notDue] = [uuid(), uuid()];
+    await ask(agent, { requestId: due, ttlSeconds: 60 });
+    await ask(agent, { requestId: notDue, ttlSeconds: 3600 });
+    clock.set(new Date(start.getTime() + 60_000));
+    await agentlink.console.expire({ limit: 1000 });
+    await expect.poll(() => heardFor(due)).toHaveLength(1);
+    expect(heardFor(due)).toEqual([await notification(agent, due)]);
+    expect(heardFor(due)[0]?.answer?.status).toBe(CardStatus.EXPIRED);
+    expect(heardFor(notDue)).toEqual([]);
+    clock.set(start);
   });
 });

@@ -1,5 +1,8 @@
 import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
+
+export type { NatsConnection };
+
 import { parse, type Settings } from "./config.ts";
 
 export interface EventBus {
@@ -86,6 +89,20 @@ async function ensureStream(
   }
   await jsm.streams.update(stream.name, limits);
 }
+
+/**
+ * The core NATS subject of a notification `name` (e.g. `agentlink.card_left_queue`): a wake-up between
+ * processes, published after a commit and delivered at most once. It lies beside the event subjects,
+ * never under `${subjectPrefix}.>`, so the event stream does not store it.
+ */
+export const notificationSubject = (subjectPrefix: string, name: string): string => `${subjectPrefix}_notify.${name}`;
+
+/**
+ * A plain NATS connection (no stream) for a process that only hears notifications, reconnecting for
+ * ever once connected; the first connection fails at once when no server answers.
+ */
+export const connectNats = (options: { url: string; name: string }): Promise<NatsConnection> =>
+  connect({ servers: options.url.split(","), name: options.name, maxReconnectAttempts: -1 });
 
 export async function natsReachable(bus: EventBus): Promise<void> {
   if (bus.nc.isClosed()) throw new Error("NATS connection closed");

@@ -10,6 +10,7 @@ import { Agent } from "../agents/agent.entity.ts";
 import { opaqueIdFor } from "../binding/opaque-id.ts";
 import { Card, CardAudit } from "../proposals/card.entity.ts";
 import { resolutionDecided } from "../proposals/card-events.ts";
+import { publishCardsLeftQueue } from "../proposals/card-watch.ts";
 import { AgentlinkRefusal, refuse } from "../refusal.ts";
 import { accountRefusal, assertionRefusal } from "./account-answers.ts";
 import { assertionBinding, checkedDecisions, type Decision, decisionsDocument } from "./decisions.ts";
@@ -23,7 +24,7 @@ export interface ConfirmationContext {
   account: Pick<Client<typeof AccountService>, "getHuman" | "finishPasskeyAssertion">;
   signing: Pick<Client<typeof SigningService>, "signProof">;
   deployment: "development" | "production";
-  bus: Pick<EventBus, "subject">;
+  bus: Pick<EventBus, "subject" | "nc" | "subjectPrefix">;
   outbox: Pick<OutboxRelay, "wake">;
 }
 
@@ -90,8 +91,9 @@ export async function confirm(ctx: ConfirmationContext, input: ConfirmInput): Pr
     }),
   );
 
+  let applied: Card[];
   try {
-    await ctx.em.transactional(async (em) => {
+    applied = await ctx.em.transactional(async (em) => {
       const locked = await em.find(
         Card,
         { id: { $in: decisions.map((d) => d.cardId) } },
@@ -119,6 +121,7 @@ export async function confirm(ctx: ConfirmationContext, input: ConfirmInput): Pr
         });
         enqueueEvent(em, ctx.clock, resolutionDecided(agent, card), ctx.bus);
       }
+      return locked;
     });
   } catch (error) {
     // A concurrent repeat of this very confirm committed first: its resolutions are the answer.
@@ -130,6 +133,7 @@ export async function confirm(ctx: ConfirmationContext, input: ConfirmInput): Pr
     throw error;
   }
   ctx.outbox.wake();
+  publishCardsLeftQueue(ctx.bus, applied);
   return {
     ceremonyId,
     signedAt,

@@ -1,4 +1,7 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { EntityManager } from "@mikro-orm/postgresql";
+import { type CheckStatusResponseSchema, CardStatus as WireCardStatus } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { refuse } from "../refusal.ts";
 import { Card, type CardStatus } from "./card.entity.ts";
 
@@ -18,4 +21,35 @@ export async function agentCard(em: EntityManager, agentId: string, requestId: s
 export function cardStateAt(card: Card, now: Date): { status: CardStatus; resolvedAt: Date | null } {
   if (card.status === "queued" && card.ttlAt <= now) return { status: "expired", resolvedAt: card.ttlAt };
   return { status: card.status, resolvedAt: card.resolvedAt ?? null };
+}
+
+/** A card status on the wire. */
+export const toProtoCardStatus: Record<CardStatus, WireCardStatus> = {
+  queued: WireCardStatus.QUEUED,
+  approved: WireCardStatus.APPROVED,
+  denied: WireCardStatus.DENIED,
+  cancelled: WireCardStatus.CANCELLED,
+  expired: WireCardStatus.EXPIRED,
+};
+
+/**
+ * What `CheckStatus` answers for a card in `state` (`cardStateAt`); also what a card's notification carries
+ * when it leaves queued, so both say the same.
+ */
+export function checkStatusAnswer(
+  card: Card,
+  state: ReturnType<typeof cardStateAt>,
+): MessageInitShape<typeof CheckStatusResponseSchema> {
+  // Callbacks are webhook-dispatch's: the gateway asks it by card_id.
+  return {
+    status: toProtoCardStatus[state.status],
+    cardId: card.id,
+    ttlAt: timestampFromDate(card.ttlAt),
+    ...(state.resolvedAt && { resolvedAt: timestampFromDate(state.resolvedAt) }),
+    ...(card.ceremonyId && { ceremonyId: card.ceremonyId }),
+    ...(card.resolutionJwt && { resolutionJwt: card.resolutionJwt }),
+    ...(card.verdict && { verdict: card.verdict }),
+    delivered: false,
+    callbackAttempts: 0,
+  };
 }

@@ -1,0 +1,31 @@
+import { create, toBinary } from "@bufbuild/protobuf";
+import { type EventBus, notificationSubject } from "@svc/platform";
+import { CardLeftQueueSchema } from "@svc/proto/agentlink/v1/card_watch_pb.js";
+import type { Card } from "./card.entity.ts";
+import { checkStatusAnswer } from "./card-status.ts";
+
+/** The notification's name; its subject and payload are documented in `card_watch.proto`. */
+const cardLeftQueue = "agentlink.card_left_queue";
+
+/**
+ * Tells the gateways that these cards left `queued`, with each one's check-status answer, so the long-polls
+ * held for them answer it now. Call it after the transaction that changed them has committed, with the
+ * cards as committed: the woken waits answer exactly what the cards carry, without reading them again. A core NATS publish, at most once and never throwing: one that is lost (NATS
+ * down, or this process killed before it) only makes a wait run to its end, when the status is read again.
+ */
+export function publishCardsLeftQueue(bus: Pick<EventBus, "nc" | "subjectPrefix">, cards: readonly Card[]): void {
+  const subject = notificationSubject(bus.subjectPrefix, cardLeftQueue);
+  for (const card of cards) {
+    const message = create(CardLeftQueueSchema, {
+      agentId: card.agentId,
+      requestId: card.requestId,
+      // A card out of queue reads as it is stored, whatever the time.
+      answer: checkStatusAnswer(card, { status: card.status, resolvedAt: card.resolvedAt ?? null }),
+    });
+    try {
+      bus.nc.publish(subject, toBinary(CardLeftQueueSchema, message));
+    } catch {
+      // The connection is closing or closed: see above, the waits end on their own.
+    }
+  }
+}
