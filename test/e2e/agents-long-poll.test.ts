@@ -157,7 +157,9 @@ describe("agents ask: the check-status long-poll", () => {
     await untilHeld(requestId, 1);
     await mesh.kill("agentlink");
     await mesh.kill("gateway", "SIGTERM");
-    expect(dataError(await held).statusCode).toBe(502);
+    // The release reads the card again: agentlink unreachable is 502; a read still under way when the
+    // gateway's own clients close is cancelled (500). Either way an answer in the envelope, not a hang.
+    expect([500, 502]).toContain(dataError(await held).statusCode);
     await mesh.restart("agentlink");
     await mesh.restart("gateway");
   });
