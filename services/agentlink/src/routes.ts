@@ -10,6 +10,7 @@ import {
   environmentProto,
   type Logger,
   type OutboxRelay,
+  type Queryable,
   refusalTranslator,
 } from "@svc/platform";
 import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
@@ -43,6 +44,7 @@ import { cancel } from "./proposals/cancel.ts";
 import type { CardStatus as CardStatusName } from "./proposals/card.entity.ts";
 import { cardAudit } from "./proposals/card-audit.ts";
 import { agentCard, cardStateAt } from "./proposals/card-status.ts";
+import type { CardWriter } from "./proposals/card-writer.ts";
 import { expireSweep } from "./proposals/expire-sweep.ts";
 import { inquire, type ProposalContext } from "./proposals/inquire.ts";
 import { AgentlinkRefusal, type AgentlinkRefusalKind, refuse } from "./refusal.ts";
@@ -50,6 +52,10 @@ import type { ClassifierClient } from "./trust-layer/classifier-client.ts";
 
 export interface RouteDependencies {
   orm: MikroORM;
+  /** The platform's statement pool, for inquire's read. */
+  statements: Queryable;
+  /** inquire's write (propose-cards.sql), one per process so that concurrent calls share batches. */
+  cards: CardWriter;
   clock: Clock;
   secrets: AgentlinkSecrets;
   keyOverlapMs: number;
@@ -83,7 +89,8 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
   });
   const bindings = (): BindingContext => ({ em: em(), clock, opaqueIdKey });
   const proposals = (): ProposalContext => ({
-    em: em(),
+    statements: deps.statements,
+    cards: deps.cards,
     clock,
     opaqueIdKey,
     account: deps.account,

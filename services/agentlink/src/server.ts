@@ -6,6 +6,7 @@ import { Binding, BindSession } from "./binding/binding.entity.ts";
 import { settings } from "./config.ts";
 import { migrations } from "./migrations/index.ts";
 import { Card, CardAudit } from "./proposals/card.entity.ts";
+import { CardWriter, proposeCards } from "./proposals/card-writer.ts";
 import { expireSweep, sweepEveryMs } from "./proposals/expire-sweep.ts";
 import { agentlinkRoutes, type RouteDependencies } from "./routes.ts";
 import { classifierFromEnvironment } from "./trust-layer/classifier-client.ts";
@@ -24,8 +25,11 @@ export const startAgentlink = (options: StartOptions = {}) =>
       schema: "agentlink",
       entities: [Agent, AgentKey, BindSession, Binding, Card, CardAudit],
       migrations,
-      build: ({ orm, clock, config, bus, outbox, logger }): RouteDependencies => ({
+      storedDefinitions: [proposeCards],
+      build: ({ orm, statements, clock, config, bus, outbox, logger }): RouteDependencies => ({
         orm,
+        statements,
+        cards: new CardWriter(statements),
         clock,
         secrets: {
           keyPepper: config.keyPepper,

@@ -19,11 +19,14 @@ interface OutboxMessage {
   payload: Uint8Array;
 }
 
+/** What an event says of the agent. */
+type AgentNaming = Pick<Agent, "id" | "name" | "organizationId" | "environment">;
+
 /** The spec's deduplication key is also the JetStream message id. */
 function envelope(
   type: string,
   dedupKey: string,
-  agent: Agent,
+  agent: AgentNaming,
   occurredAt: Date,
   payload: Event["payload"],
 ): OutboxMessage {
@@ -38,7 +41,10 @@ function envelope(
 }
 
 /** `agents_ask.card.proposed`: a card was accepted and queued for its person. */
-export const cardProposed = (agent: Agent, card: Card): OutboxMessage =>
+export const cardProposed = (
+  agent: AgentNaming,
+  card: Pick<Card, "id" | "requestId" | "category" | "summaryTitle" | "ttlAt" | "createdAt">,
+): OutboxMessage =>
   envelope("agents_ask.card.proposed", `agents_ask.card.proposed:${card.id}`, agent, card.createdAt, {
     case: "agentsAskCardProposed",
     value: create(AgentsAskCardProposedSchema, {

@@ -1,21 +1,23 @@
 import type { KeyObject } from "node:crypto";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { type Client, Code, ConnectError } from "@connectrpc/connect";
-import { type EntityManager, UniqueConstraintViolationException } from "@mikro-orm/postgresql";
-import { type Clock, type EventBus, enqueueEvent, type OutboxRelay, uuid } from "@svc/platform";
+import { type Clock, type EventBus, type OutboxRelay, outboxRow, type Queryable, uuid } from "@svc/platform";
 import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
-import { Agent } from "../agents/agent.entity.ts";
-import { Binding } from "../binding/binding.entity.ts";
 import { opaqueIdLookup } from "../binding/opaque-id.ts";
 import { refuse } from "../refusal.ts";
 import type { ClassifierClient } from "../trust-layer/classifier-client.ts";
 import { trustLayerError } from "../trust-layer/data-error.ts";
 import { screenProposal } from "../trust-layer/screen.ts";
-import { Card, CardAudit, type PersonIdentifier } from "./card.entity.ts";
+import type { PersonIdentifier } from "./card.entity.ts";
 import { cardProposed } from "./card-events.ts";
+import type { CardWriter } from "./card-writer.ts";
+import { inquiryFacts, type ProposedCard } from "./inquiry-facts.ts";
 
 export interface ProposalContext {
-  em: EntityManager;
+  /** The statement pool: inquire's read. */
+  statements: Queryable;
+  /** inquire's write: the card, its audit row and its event (propose-cards.sql). */
+  cards: Pick<CardWriter, "write">;
   clock: Clock;
   /** AGENTLINK_OPAQUE_ID_KEY: finds a binding from an agent's `opaque_id`. */
   opaqueIdKey: KeyObject;
@@ -42,17 +44,22 @@ const ttlSeconds = { default: 600, min: 60, max: 86_400 } as const;
  * `inquire`: a card for one person, queued until they answer, it is cancelled or its `ttl_at` passes.
  * Idempotent on (agent, request_id): a repeat answers the existing card with `replay`, whatever its body
  * (the first body is what the person sees; a changed body needs a new request_id). Checks in order: the
- * person's identifier, the ttl, the category, the person, the trust layer; then the card, its audit row
- * and `agents_ask.card.proposed` commit together.
+ * agent is active, the replay, the ttl, the category, the person (exactly one identifier, then whom it
+ * names), the trust layer; then the card, its audit row and `agents_ask.card.proposed` commit together.
+ *
+ * Two round trips: one read gives the agent, the card of this request_id and the binding of the
+ * `opaque_id` (looked up whenever one is given, used only once the identifier rule passes); the writer
+ * then stores the card, or answers the card a concurrent first call committed meanwhile (a replay).
+ * Like the read, a revocation is seen by the next inquire, not one already past its read.
  */
 export async function inquire(
   ctx: ProposalContext,
   agentId: string,
   input: InquireInput,
-): Promise<{ card: Card; replay: boolean }> {
-  const agent = await ctx.em.findOne(Agent, { id: agentId, status: "active" });
-  if (!agent) throw refuse("permission_denied", "the agent is not active");
-  const existing = await ctx.em.findOne(Card, { agentId, requestId: input.requestId });
+): Promise<{ card: ProposedCard; replay: boolean }> {
+  const lookup = input.opaqueId === undefined ? undefined : opaqueIdLookup(ctx.opaqueIdKey, input.opaqueId);
+  const { agent, existing, boundPerson } = await inquiryFacts(ctx.statements, agentId, input.requestId, lookup);
+  if (agent?.status !== "active") throw refuse("permission_denied", "the agent is not active");
   if (existing) return { card: existing, replay: true };
 
   const ttl = checkedTtl(input.ttlSeconds);
@@ -61,7 +68,7 @@ export async function inquire(
     throw refuse("permission_denied", `category ${JSON.stringify(category)} is not one of the agent's categories`, {
       code: "category_not_allowed",
     });
-  const { svcUserId, namedBy } = await personOf(ctx, agentId, input);
+  const { svcUserId, namedBy } = await personOf(ctx, input, boundPerson);
   const screened = await screenProposal(
     { request_id: input.requestId, ...input.proposal },
     { classifier: ctx.classifier },
@@ -76,48 +83,33 @@ export async function inquire(
 
   const now = ctx.clock.now();
   const canonical = JSON.parse(screened.canonicalCard) as { summary_title: string; category: string };
-  try {
-    const card = await ctx.em.transactional(async (em) => {
-      const created = em.create(Card, {
-        id: uuid(),
-        agentId,
-        requestId: input.requestId,
-        svcUserId,
-        summaryTitle: canonical.summary_title,
-        category: canonical.category,
-        canonicalCard: screened.canonicalCard,
-        cardDigest: screened.cardDigest,
-        status: "queued",
-        ttlAt: new Date(now.getTime() + ttl * 1000),
-        createdAt: now,
-        resolvedAt: null,
-        namedBy,
-        warnings: screened.warnings as unknown as JsonObject[],
-        verdict: null,
-        ceremonyId: null,
-        resolutionId: null,
-        resolutionJwt: null,
-      });
-      // The audit row references the card, which the unit of work knows nothing about: the card goes first.
-      await em.flush();
-      em.create(CardAudit, {
-        cardId: created.id,
-        action: "card.proposed",
-        actor: `agent:${agentId}`,
-        at: now,
-        detail: screened.warnings.length > 0 ? { warnings: screened.warnings as unknown as JsonValue[] } : null,
-      });
-      enqueueEvent(em, ctx.clock, cardProposed(agent, created), ctx.bus);
-      return created;
-    });
-    ctx.outbox.wake();
-    return { card, replay: false };
-  } catch (error) {
-    if (!(error instanceof UniqueConstraintViolationException)) throw error;
-    // The same (agent, request_id) committed concurrently: that card is the answer.
-    const winner = await ctx.em.fork().findOneOrFail(Card, { agentId, requestId: input.requestId });
-    return { card: winner, replay: true };
-  }
+  const card = {
+    id: uuid(),
+    agentId,
+    requestId: input.requestId,
+    svcUserId,
+    summaryTitle: canonical.summary_title,
+    category: canonical.category,
+    canonicalCard: screened.canonicalCard,
+    cardDigest: screened.cardDigest,
+    status: "queued" as const,
+    ttlAt: new Date(now.getTime() + ttl * 1000),
+    createdAt: now,
+    namedBy,
+    warnings: screened.warnings as unknown as JsonObject[],
+  };
+  const written = await ctx.cards.write({
+    card,
+    audit: {
+      action: "card.proposed",
+      actor: `agent:${agentId}`,
+      at: now,
+      detail: screened.warnings.length > 0 ? { warnings: screened.warnings as unknown as JsonValue[] } : null,
+    },
+    event: outboxRow(ctx.clock, cardProposed(agent, card), ctx.bus),
+  });
+  if (!written.replay) ctx.outbox.wake();
+  return written;
 }
 
 function checkedTtl(requested: number | undefined): number {
@@ -145,19 +137,15 @@ function categoryOf(proposal: JsonObject): string | undefined {
 /** The person the card is for: exactly one of the three identifiers names them. */
 async function personOf(
   ctx: ProposalContext,
-  agentId: string,
   input: InquireInput,
+  boundPerson: string | undefined,
 ): Promise<{ svcUserId: string; namedBy: PersonIdentifier }> {
   const given = [input.opaqueId, input.svcUserId, input.userEmail].filter((value) => value !== undefined);
   if (given.length !== 1) throw refuse("invalid_argument", "give exactly one of opaque_id, svc_user_id and user_email");
   if (input.opaqueId !== undefined) {
-    const binding = await ctx.em.findOne(Binding, {
-      agentId,
-      opaqueIdLookup: opaqueIdLookup(ctx.opaqueIdKey, input.opaqueId),
-      unboundAt: null,
-    });
-    if (!binding) throw refuse("not_found", "no active binding of this agent has that opaque_id");
-    return { svcUserId: binding.svcUserId, namedBy: "opaque_id" };
+    // The agent's active binding with this opaque_id, read with the agent (inquiryFacts).
+    if (boundPerson === undefined) throw refuse("not_found", "no active binding of this agent has that opaque_id");
+    return { svcUserId: boundPerson, namedBy: "opaque_id" };
   }
   if (input.svcUserId !== undefined)
     return { svcUserId: await knownHuman(ctx, input.svcUserId), namedBy: "svc_user_id" };
