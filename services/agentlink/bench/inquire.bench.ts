@@ -9,6 +9,7 @@ import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { ConsoleService } from "@svc/proto/console/v1/console_pb.js";
 import pg from "pg";
 import { measureThroughput, startBenchMesh } from "../../../test/bench/bench-infrastructure.ts";
+import { AgentNames } from "../src/agents/agent-naming.ts";
 import { settings } from "../src/config.ts";
 import { CardWriter } from "../src/proposals/card-writer.ts";
 import { inquire, type ProposalContext } from "../src/proposals/inquire.ts";
@@ -16,8 +17,9 @@ import { inquire, type ProposalContext } from "../src/proposals/inquire.ts";
 /**
  * inquire against a plain single-row INSERT on the same PostgreSQL, 16 clients each (goal: at least 40%).
  * Measured as agentlink's whole work for one call, in process against the real database and the modules
- * the service runs: the read of the agent, its card for the request_id and the binding, the trust layer,
- * and the write of the card, its audit row and its event in one transaction (batched under load). The person is named by opaque_id (the preferred identifier), so no
+ * the service runs: the trust layer, then one statement (batched under load) that reads the agent's status
+ * and categories, its card for the request_id and the binding, and writes the card, its audit row and its
+ * event in one transaction. The person is named by opaque_id (the preferred identifier), so no
  * account round trip is counted; the running agentlink's outbox relay publishes the events meanwhile.
  */
 const clients = 16;
@@ -55,11 +57,12 @@ try {
 
   const logger = createLogger("bench", {}, "warn");
   // As the service wires it (server.ts): the platform's statement pool (the running agentlink applied
-  // propose_cards at start) and one card writer shared by every call.
+  // propose_cards at start), and one agent-name lookup and one card writer shared by every call.
   const statements = openStatementPool({ url: mesh.databaseUrl, schema: "agentlink", max: clients, logger });
+  const agentNames = new AgentNames(statements);
   const cards = new CardWriter(statements);
   const context = (): ProposalContext => ({
-    statements,
+    agents: agentNames,
     cards,
     clock: systemClock,
     // The mesh runs with development secrets: the same key the service derives opaque_ids with.

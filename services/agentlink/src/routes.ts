@@ -10,7 +10,6 @@ import {
   environmentProto,
   type Logger,
   type OutboxRelay,
-  type Queryable,
   refusalTranslator,
 } from "@svc/platform";
 import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
@@ -30,6 +29,7 @@ import {
 import { type Caller, CallerSchema, CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
 import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { Agent } from "./agents/agent.entity.ts";
+import type { AgentNames } from "./agents/agent-naming.ts";
 import { type AgentContext, listAgents, registerAgent, revokeAgent, rotateAgentKey } from "./agents/agents.ts";
 import { type AgentKeyRefusal, authenticateAgentKey } from "./agents/authenticate.ts";
 import { callbackTarget } from "./agents/callback-target.ts";
@@ -52,9 +52,9 @@ import type { ClassifierClient } from "./trust-layer/classifier-client.ts";
 
 export interface RouteDependencies {
   orm: MikroORM;
-  /** The platform's statement pool, for inquire's read. */
-  statements: Queryable;
-  /** inquire's write (propose-cards.sql), one per process so that concurrent calls share batches. */
+  /** The agents' naming facts for inquire, remembered per process. */
+  agentNames: AgentNames;
+  /** inquire's statement (propose-cards.sql), one per process so that concurrent calls share batches. */
   cards: CardWriter;
   clock: Clock;
   secrets: AgentlinkSecrets;
@@ -89,7 +89,7 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
   });
   const bindings = (): BindingContext => ({ em: em(), clock, opaqueIdKey });
   const proposals = (): ProposalContext => ({
-    statements: deps.statements,
+    agents: deps.agentNames,
     cards: deps.cards,
     clock,
     opaqueIdKey,

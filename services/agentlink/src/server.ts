@@ -2,6 +2,7 @@ import { createInternalClient, runAsMain, type StartOptions, startService } from
 import { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { Agent, AgentKey } from "./agents/agent.entity.ts";
+import { AgentNames } from "./agents/agent-naming.ts";
 import { Binding, BindSession } from "./binding/binding.entity.ts";
 import { settings } from "./config.ts";
 import { migrations } from "./migrations/index.ts";
@@ -28,7 +29,7 @@ export const startAgentlink = (options: StartOptions = {}) =>
       storedDefinitions: [proposeCards],
       build: ({ orm, statements, clock, config, bus, outbox, logger }): RouteDependencies => ({
         orm,
-        statements,
+        agentNames: new AgentNames(statements),
         cards: new CardWriter(statements),
         clock,
         secrets: {

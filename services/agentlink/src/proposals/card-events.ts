@@ -11,6 +11,7 @@ import {
   ResolutionMetadataSchema,
 } from "@svc/proto/events/v1/events_pb.js";
 import type { Agent } from "../agents/agent.entity.ts";
+import type { AgentNaming } from "../agents/agent-naming.ts";
 import type { Card } from "./card.entity.ts";
 
 interface OutboxMessage {
@@ -18,9 +19,6 @@ interface OutboxMessage {
   messageId: string;
   payload: Uint8Array;
 }
-
-/** What an event says of the agent. */
-type AgentNaming = Pick<Agent, "id" | "name" | "organizationId" | "environment">;
 
 /** The spec's deduplication key is also the JetStream message id. */
 function envelope(

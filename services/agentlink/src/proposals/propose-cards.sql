@@ -1,44 +1,73 @@
--- inquire's write for a batch of calls (called by card-writer.ts; inquire.ts decides everything the
--- rows say). Each item's card, its audit row and its outbox row commit together, in this one
--- statement's transaction.
+-- inquire's one statement for a batch of calls (called by card-writer.ts). For each item it reads the
+-- facts inquire's checks need and, when the item carries a new card, writes it with its audit row and
+-- its outbox row, all committed together. The order of the checks and their refusals are inquire.ts's;
+-- here a card is written only when every fact it reads allows it:
+--   the agent is active, the category is one of its categories, the person is found (the agent's
+--   active binding with the opaque_id lookup, or the svc_user_id inquire was given), and the agent's
+--   request_id has no card yet (idempotency on (agent, request_id)).
 --
--- Idempotency on (agent, request_id): an item whose request_id already has a card writes nothing and
--- answers that card as a replay. The card may have been committed after inquire read it was missing
--- (the concurrent first call): the insert waits for that transaction and skips its item, and the
--- select at the end, a statement of its own with a fresh snapshot, finds the winner. The writer never
--- puts two items with the same (agent, request_id) in one batch.
+-- The facts are returned as this first statement saw them, so they are the ones the write obeyed. The
+-- card is looked up by a second statement with a fresh snapshot: a card a concurrent first call
+-- committed after the first statement began (its insert waited for that call and skipped) is found
+-- there, and answered as a replay. The writer never puts two items with the same (agent, request_id)
+-- in one batch.
 create or replace function propose_cards(p_items jsonb)
-returns table (ordinal integer, id uuid, status text, svc_user_id uuid, ttl_at timestamptz, replay boolean)
+returns table (ordinal integer, agent_active boolean, category_allowed boolean, person uuid,
+  card_id uuid, card_status text, card_svc_user_id uuid, card_ttl_at timestamptz, written boolean)
 language plpgsql as $$
 #variable_conflict use_column
+declare
+  v_facts jsonb;
 begin
   with items as (
     select * from jsonb_to_recordset(p_items) as i(
-      ordinal integer, id uuid, agent_id uuid, request_id uuid, svc_user_id uuid, summary_title text, category text,
-      canonical_card text, card_digest text, status text, ttl_at timestamptz, created_at timestamptz, named_by text,
-      warnings jsonb, audit_action text, audit_actor text, audit_at timestamptz, audit_detail jsonb,
+      ordinal integer, agent_id uuid, request_id uuid, opaque_id_lookup text, given_svc_user_id uuid, category text,
+      -- The new card, or nulls when inquire has already refused the call.
+      id uuid, summary_title text, card_category text, canonical_card text, card_digest text, status text,
+      ttl_at timestamptz, created_at timestamptz, named_by text, warnings jsonb,
+      audit_action text, audit_actor text, audit_at timestamptz, audit_detail jsonb,
       event_subject text, event_message_id text, event_payload bytea, event_created_at timestamptz)
   ),
+  facts as (
+    select i.*, coalesce(a.status = 'active', false) as agent_active,
+      coalesce(i.category is null or i.category = any(a.categories), false) as category_allowed,
+      case when i.opaque_id_lookup is null then i.given_svc_user_id else b.svc_user_id end as person
+    from items i
+    left join agent a on a.id = i.agent_id
+    left join lateral (
+      select svc_user_id from binding
+        where agent_id = i.agent_id and opaque_id_lookup = i.opaque_id_lookup and unbound_at is null limit 1) b on true
+  ),
   inserted as (
-    insert into card (id, agent_id, request_id, svc_user_id, summary_title, category, canonical_card, card_digest,
+    insert into card as c (id, agent_id, request_id, svc_user_id, summary_title, category, canonical_card, card_digest,
       status, ttl_at, created_at, named_by, warnings)
-    select i.id, i.agent_id, i.request_id, i.svc_user_id, i.summary_title, i.category, i.canonical_card, i.card_digest,
-      i.status, i.ttl_at, i.created_at, i.named_by, i.warnings
-    from items i order by i.ordinal
+    select f.id, f.agent_id, f.request_id, f.person, f.summary_title, f.card_category, f.canonical_card, f.card_digest,
+      f.status, f.ttl_at, f.created_at, f.named_by, f.warnings
+    from facts f
+    where f.id is not null and f.agent_active and f.category_allowed and f.person is not null
+    order by f.ordinal
     on conflict (agent_id, request_id) do nothing
-    returning card.id
+    returning c.id
   ),
   audited as (
     insert into card_audit (card_id, action, actor, at, detail)
-    select i.id, i.audit_action, i.audit_actor, i.audit_at, i.audit_detail
-    from items i join inserted on inserted.id = i.id order by i.ordinal
+    select f.id, f.audit_action, f.audit_actor, f.audit_at, f.audit_detail
+    from facts f join inserted on inserted.id = f.id order by f.ordinal
+  ),
+  announced as (
+    insert into outbox (subject, message_id, payload, created_at)
+    select f.event_subject, f.event_message_id, f.event_payload, f.event_created_at
+    from facts f join inserted on inserted.id = f.id order by f.ordinal
   )
-  insert into outbox (subject, message_id, payload, created_at)
-  select i.event_subject, i.event_message_id, i.event_payload, i.event_created_at
-  from items i join inserted on inserted.id = i.id order by i.ordinal;
+  select jsonb_agg(jsonb_build_object('ordinal', f.ordinal, 'agent_id', f.agent_id, 'request_id', f.request_id,
+      'id', f.id, 'agent_active', f.agent_active, 'category_allowed', f.category_allowed, 'person', f.person))
+    into v_facts
+    from facts f;
 
   return query
-  select i.ordinal, c.id, c.status, c.svc_user_id, c.ttl_at, c.id <> i.id
-  from jsonb_to_recordset(p_items) as i(ordinal integer, id uuid, agent_id uuid, request_id uuid)
-  join card c on c.agent_id = i.agent_id and c.request_id = i.request_id;
+  select f.ordinal, f.agent_active, f.category_allowed, f.person, c.id, c.status, c.svc_user_id, c.ttl_at,
+    coalesce(c.id = f.id, false)
+  from jsonb_to_recordset(v_facts) as f(ordinal integer, agent_id uuid, request_id uuid, id uuid,
+    agent_active boolean, category_allowed boolean, person uuid)
+  left join card c on c.agent_id = f.agent_id and c.request_id = f.request_id;
 end $$;
