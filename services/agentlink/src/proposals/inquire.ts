@@ -89,15 +89,17 @@ export async function inquire(
   const [person, screened] = await Promise.all([settle(() => personOf(ctx, input)), settle(() => screen(ctx, input))]);
 
   const category = categoryOf(input.proposal);
+  // The gateway lets only uuids through; another caller's other text is refused in the replay's turn.
+  const requestId = isUuid(input.requestId) ? input.requestId : null;
   let newCard: NewCard | undefined;
-  if ("value" in ttl && "value" in person && "value" in screened) {
+  if (requestId !== null && "value" in ttl && "value" in person && "value" in screened) {
     const now = ctx.clock.now();
     const accepted = screened.value;
     const canonical = JSON.parse(accepted.canonicalCard) as { summary_title: string; category: string };
     const card = {
       id: uuid(),
       agentId,
-      requestId: input.requestId,
+      requestId,
       summaryTitle: canonical.summary_title,
       category: canonical.category,
       canonicalCard: accepted.canonicalCard,
@@ -122,7 +124,7 @@ export async function inquire(
   const named = "value" in person ? person.value : undefined;
   const facts = await ctx.cards.propose({
     agentId,
-    requestId: isUuid(input.requestId) ? input.requestId : null,
+    requestId,
     opaqueIdLookup: named?.namedBy === "opaque_id" ? named.opaqueIdLookup : null,
     svcUserId: named?.namedBy === "svc_user_id" ? named.svcUserId : null,
     category: category ?? null,
@@ -131,6 +133,7 @@ export async function inquire(
 
   // The checks, in their order.
   if (!facts.agentActive) throw notActive();
+  if (requestId === null) throw refuse("invalid_argument", "request_id must be a uuid");
   if (facts.card && !facts.written) return { card: facts.card, replay: true };
   taken(ttl);
   if (!facts.categoryAllowed)
