@@ -33,7 +33,9 @@ begin
       coalesce(i.category is null or i.category = any(a.categories), false) as category_allowed,
       case when i.opaque_id_lookup is null then i.given_svc_user_id else b.svc_user_id end as person
     from items i
-    left join agent a on a.id = i.agent_id
+    -- Each look-up is a lateral one with "limit 1", so that it stays one index probe per item: joined
+    -- plainly, the planner (which takes jsonb_to_recordset for 100 rows) hashes a scan of the table.
+    left join lateral (select status, categories from agent where id = i.agent_id limit 1) a on true
     left join lateral (
       select svc_user_id from binding
         where agent_id = i.agent_id and opaque_id_lookup = i.opaque_id_lookup and unbound_at is null limit 1) b on true
@@ -69,5 +71,6 @@ begin
     coalesce(c.id = f.id, false)
   from jsonb_to_recordset(v_facts) as f(ordinal integer, agent_id uuid, request_id uuid, id uuid,
     agent_active boolean, category_allowed boolean, person uuid)
-  left join card c on c.agent_id = f.agent_id and c.request_id = f.request_id;
+  left join lateral (
+    select id, status, svc_user_id, ttl_at from card where agent_id = f.agent_id and request_id = f.request_id limit 1) c on true;
 end $$;
