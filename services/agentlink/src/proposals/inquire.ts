@@ -74,9 +74,9 @@ const notActive = () => refuse("permission_denied", "the agent is not active");
  * statement (propose-cards.sql) reads what can change (the agent's status and categories, the binding,
  * the request_id's card) and writes the card only when that allows it. The checks then take their turns
  * in order over both, so the answer is the one checking them one by one gives. What the early settling
- * costs: a call the database refuses or answers as a replay has been screened (and its svc_user_id
- * looked up) for nothing. A revocation committed before the statement is seen; a card the same
- * request_id got concurrently is answered as a replay.
+ * costs: a replay, or a call refused before the trust layer's turn, has been screened (the classifier
+ * asked, when there is one) and its svc_user_id looked up for nothing. A revocation committed before
+ * the statement is seen; a card the same request_id got concurrently is answered as a replay.
  */
 export async function inquire(
   ctx: ProposalContext,
