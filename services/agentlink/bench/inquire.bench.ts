@@ -2,25 +2,24 @@ import { createSecretKey, randomUUID } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import { createLogger, OutboxEvent, openDatabase, systemClock } from "@svc/platform";
+import { createLogger, openStatementPool, systemClock } from "@svc/platform";
 import { AccountConsoleService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import { AgentConsoleService } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { ConsoleService } from "@svc/proto/console/v1/console_pb.js";
 import pg from "pg";
 import { measureThroughput, startBenchMesh } from "../../../test/bench/bench-infrastructure.ts";
-import { Agent, AgentKey } from "../src/agents/agent.entity.ts";
-import { Binding, BindSession } from "../src/binding/binding.entity.ts";
+import { AgentNames } from "../src/agents/agent-naming.ts";
 import { settings } from "../src/config.ts";
-import { migrations } from "../src/migrations/index.ts";
-import { Card, CardAudit } from "../src/proposals/card.entity.ts";
+import { CardWriter } from "../src/proposals/card-writer.ts";
 import { inquire, type ProposalContext } from "../src/proposals/inquire.ts";
 
 /**
  * inquire against a plain single-row INSERT on the same PostgreSQL, 16 clients each (goal: at least 40%).
  * Measured as agentlink's whole work for one call, in process against the real database and the modules
- * the service runs: the agent, idempotency and binding look-ups, the trust layer, and the card, its audit
- * row and its event in one transaction. The person is named by opaque_id (the preferred identifier), so no
+ * the service runs: the trust layer, then one statement (batched under load) that reads the agent's status
+ * and categories, its card for the request_id and the binding, and writes the card, its audit row and its
+ * event in one transaction. The person is named by opaque_id (the preferred identifier), so no
  * account round trip is counted; the running agentlink's outbox relay publishes the events meanwhile.
  */
 const clients = 16;
@@ -57,16 +56,14 @@ try {
   if (!opaque_id) throw new Error("the bench person's binding has no opaque_id");
 
   const logger = createLogger("bench", {}, "warn");
-  const orm = await openDatabase({
-    url: mesh.databaseUrl,
-    schema: "agentlink",
-    entities: [Agent, AgentKey, BindSession, Binding, Card, CardAudit, OutboxEvent],
-    migrations,
-    logger,
-    poolSize: clients,
-  });
+  // As the service wires it (server.ts): the platform's statement pool (the running agentlink applied
+  // propose_cards at start), and one agent-name lookup and one card writer shared by every call.
+  const statements = openStatementPool({ url: mesh.databaseUrl, schema: "agentlink", max: clients, logger });
+  const agentNames = new AgentNames(statements);
+  const cards = new CardWriter(statements);
   const context = (): ProposalContext => ({
-    em: orm.em.fork(),
+    agents: agentNames,
+    cards,
     clock: systemClock,
     // The mesh runs with development secrets: the same key the service derives opaque_ids with.
     opaqueIdKey: createSecretKey(settings.opaqueIdKey.default as Buffer),
@@ -121,7 +118,7 @@ try {
   const inquireOps = await measureThroughput(clients, durationMs, propose);
 
   await db.end();
-  await orm.close();
+  await statements.end();
   console.log(
     JSON.stringify({
       name: "agents-inquire",

@@ -28,6 +28,7 @@ import {
 import { type Caller, CallerSchema, CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
 import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { Agent } from "./agents/agent.entity.ts";
+import type { AgentNames } from "./agents/agent-naming.ts";
 import { type AgentContext, listAgents, registerAgent, revokeAgent, rotateAgentKey } from "./agents/agents.ts";
 import { type AgentKeyRefusal, authenticateAgentKey } from "./agents/authenticate.ts";
 import { callbackTarget } from "./agents/callback-target.ts";
@@ -41,6 +42,7 @@ import { SandboxAnswers } from "./confirmations/sandbox-answers.ts";
 import { cancel } from "./proposals/cancel.ts";
 import { cardAudit } from "./proposals/card-audit.ts";
 import { agentCard, cardStateAt, checkStatusAnswer, toProtoCardStatus } from "./proposals/card-status.ts";
+import type { CardWriter } from "./proposals/card-writer.ts";
 import { expireSweep } from "./proposals/expire-sweep.ts";
 import { inquire, type ProposalContext } from "./proposals/inquire.ts";
 import { AgentlinkRefusal, type AgentlinkRefusalKind, refuse } from "./refusal.ts";
@@ -48,6 +50,10 @@ import type { ClassifierClient } from "./trust-layer/classifier-client.ts";
 
 export interface RouteDependencies {
   orm: MikroORM;
+  /** The agents' naming facts for inquire, remembered per process. */
+  agentNames: AgentNames;
+  /** inquire's statement (propose-cards.sql), one per process so that concurrent calls share batches. */
+  cards: CardWriter;
   clock: Clock;
   secrets: AgentlinkSecrets;
   keyOverlapMs: number;
@@ -81,7 +87,8 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
   });
   const bindings = (): BindingContext => ({ em: em(), clock, opaqueIdKey });
   const proposals = (): ProposalContext => ({
-    em: em(),
+    agents: deps.agentNames,
+    cards: deps.cards,
     clock,
     opaqueIdKey,
     account: deps.account,

@@ -2,10 +2,12 @@ import { createInternalClient, runAsMain, type StartOptions, startService } from
 import { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { Agent, AgentKey } from "./agents/agent.entity.ts";
+import { AgentNames } from "./agents/agent-naming.ts";
 import { Binding, BindSession } from "./binding/binding.entity.ts";
 import { settings } from "./config.ts";
 import { migrations } from "./migrations/index.ts";
 import { Card, CardAudit } from "./proposals/card.entity.ts";
+import { CardWriter, proposeCards } from "./proposals/card-writer.ts";
 import { expireSweep, sweepEveryMs } from "./proposals/expire-sweep.ts";
 import { agentlinkRoutes, type RouteDependencies } from "./routes.ts";
 import { classifierFromEnvironment } from "./trust-layer/classifier-client.ts";
@@ -24,8 +26,11 @@ export const startAgentlink = (options: StartOptions = {}) =>
       schema: "agentlink",
       entities: [Agent, AgentKey, BindSession, Binding, Card, CardAudit],
       migrations,
-      build: ({ orm, clock, config, bus, outbox, logger }): RouteDependencies => ({
+      storedDefinitions: [proposeCards],
+      build: ({ orm, statements, clock, config, bus, outbox, logger }): RouteDependencies => ({
         orm,
+        agentNames: new AgentNames(statements),
+        cards: new CardWriter(statements),
         clock,
         secrets: {
           keyPepper: config.keyPepper,

@@ -85,10 +85,14 @@ describe("inquire", () => {
     const audit = await agentlink.sql("select action, actor, at from card_audit where card_id = $1", [answer.cardId]);
     expect(audit).toEqual([{ action: "card.proposed", actor: `agent:${agent.id}`, at: start }]);
 
-    const [row] = await agentlink.sql<{ message_id: string; payload: Buffer }>(
-      "select message_id, payload from outbox where message_id = $1",
+    const [row] = await agentlink.sql<{ subject: string; message_id: string; payload: Buffer }>(
+      "select subject, message_id, payload, created_at, published_at from outbox where message_id = $1",
       [`agents_ask.card.proposed:${answer.cardId}`],
     );
+    expect(row).toMatchObject({
+      subject: `${agentlink.env.SVC_EVENT_SUBJECT_PREFIX}.agents_ask.card.proposed`,
+      created_at: start,
+    });
     const event = fromBinary(EventSchema, row!.payload);
     expect(event.payload.case).toBe("agentsAskCardProposed");
     expect(event.payload.value).toMatchObject({
@@ -113,6 +117,57 @@ describe("inquire", () => {
     expect([again.cardId, again.idempotentReplay, again.ttlAt]).toEqual([first.cardId, true, first.ttlAt]);
     const cards = await agentlink.sql("select id from card where request_id = $1", [requestId]);
     expect(cards).toHaveLength(1);
+  });
+
+  it("answers concurrent calls with one request_id with one card, written once", async () => {
+    const agent = await boundAgent();
+    const requestId = uuid();
+    const answers = await Promise.all(Array.from({ length: 6 }, () => ask(agent, { requestId })));
+    expect(new Set(answers.map((answer) => answer.cardId)).size).toBe(1);
+    expect(answers.filter((answer) => !answer.idempotentReplay)).toHaveLength(1);
+    const cardId = answers[0]!.cardId;
+    expect(await agentlink.sql("select id from card_audit where card_id = $1", [cardId])).toHaveLength(1);
+    expect(await agentlink.sql("select id from outbox where message_id like $1", [`%${cardId}`])).toHaveLength(1);
+  });
+
+  it("checks in order: the agent, the replay, the ttl, the category, the person, the trust layer", async () => {
+    const agent = await boundAgent();
+    const stranger = uuid();
+    const bad = {
+      ttlSeconds: 5,
+      opaqueId: "nobody-of-this-agent",
+      proposal: { action: { summary_title: "Pay\u202Eevil", category: "crypto" } },
+    };
+    const kindOf = async (overrides: Partial<InquireRequest>) => {
+      const error = await refusal(ask(agent, { ...bad, ...overrides }));
+      return [error.code, detailOf(error).code];
+    };
+    expect(await kindOf({})).toEqual([Code.InvalidArgument, "ttl_below_floor"]);
+    expect(await kindOf({ ttlSeconds: 60 })).toEqual([Code.PermissionDenied, "category_not_allowed"]);
+    const categoryAllowed = { summary_title: "Pay\u202Eevil", category: "payments" };
+    expect(await kindOf({ ttlSeconds: 60, proposal: { action: categoryAllowed } })).toEqual([Code.NotFound, undefined]);
+    expect(await kindOf({ ttlSeconds: 60, opaqueId: agent.opaqueId, proposal: { action: categoryAllowed } })).toEqual([
+      Code.InvalidArgument,
+      "trust_layer_rejected",
+    ]);
+
+    const requestId = uuid();
+    const first = await ask(agent, { requestId });
+    const replay = await ask(agent, { ...bad, requestId, svcUserId: stranger });
+    expect([replay.cardId, replay.idempotentReplay]).toEqual([first.cardId, true]);
+
+    await agentlink.console.revokeAgent({ agentId: agent.id });
+    const revoked = await refusal(ask(agent, { requestId }));
+    expect(revoked.code).toBe(Code.PermissionDenied);
+    expect(detailOf(revoked).code).toBeUndefined();
+  });
+
+  it("refuses a request_id that is not a uuid, storing nothing", async () => {
+    const agent = await boundAgent();
+    const error = await refusal(ask(agent, { requestId: "not-a-uuid" }));
+    expect(error.code).toBe(Code.InvalidArgument);
+    expect(error.rawMessage).toBe("request_id must be a uuid");
+    expect(await agentlink.sql("select id from card where agent_id = $1", [agent.id])).toEqual([]);
   });
 
   it("defaults the ttl to 600 seconds and refuses one outside 60-86400 with the bound", async () => {

@@ -49,3 +49,7 @@ export const keyedHash = (key: KeyObject, value: string): Buffer => createHmac("
 export function constantTimeEqual(a: Buffer, b: Buffer): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
+
+/** Whether `value` is a uuid in its textual form (any version), as a uuid column accepts it. */
+export const isUuid = (value: string): boolean =>
+  /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);

@@ -34,7 +34,7 @@ export class SandboxAnswers {
   }
 
   /** Answers in the background, after the card was committed and returned to the agent. */
-  answer(environment: EnvironmentName | undefined, card: Card): void {
+  answer(environment: EnvironmentName | undefined, card: Pick<Card, "id" | "svcUserId">): void {
     if (!this.#honoured || environment !== "development") return;
     const run = async () => {
       const human = await this.#account.getHuman({ svcUserId: card.svcUserId });

@@ -11,6 +11,7 @@ import {
   ResolutionMetadataSchema,
 } from "@svc/proto/events/v1/events_pb.js";
 import type { Agent } from "../agents/agent.entity.ts";
+import type { AgentNaming } from "../agents/agent-naming.ts";
 import type { Card } from "./card.entity.ts";
 
 interface OutboxMessage {
@@ -23,7 +24,7 @@ interface OutboxMessage {
 function envelope(
   type: string,
   dedupKey: string,
-  agent: Agent,
+  agent: AgentNaming,
   occurredAt: Date,
   payload: Event["payload"],
 ): OutboxMessage {
@@ -38,7 +39,10 @@ function envelope(
 }
 
 /** `agents_ask.card.proposed`: a card was accepted and queued for its person. */
-export const cardProposed = (agent: Agent, card: Card): OutboxMessage =>
+export const cardProposed = (
+  agent: AgentNaming,
+  card: Pick<Card, "id" | "requestId" | "category" | "summaryTitle" | "ttlAt" | "createdAt">,
+): OutboxMessage =>
   envelope("agents_ask.card.proposed", `agents_ask.card.proposed:${card.id}`, agent, card.createdAt, {
     case: "agentsAskCardProposed",
     value: create(AgentsAskCardProposedSchema, {

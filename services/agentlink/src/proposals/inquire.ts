@@ -1,21 +1,23 @@
 import type { KeyObject } from "node:crypto";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { type Client, Code, ConnectError } from "@connectrpc/connect";
-import { type EntityManager, UniqueConstraintViolationException } from "@mikro-orm/postgresql";
-import { type Clock, type EventBus, enqueueEvent, type OutboxRelay, uuid } from "@svc/platform";
+import { type Clock, type EventBus, isUuid, type OutboxRelay, outboxRow, uuid } from "@svc/platform";
 import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
-import { Agent } from "../agents/agent.entity.ts";
-import { Binding } from "../binding/binding.entity.ts";
+import type { AgentNames } from "../agents/agent-naming.ts";
 import { opaqueIdLookup } from "../binding/opaque-id.ts";
-import { refuse } from "../refusal.ts";
+import { AgentlinkRefusal, refuse } from "../refusal.ts";
 import type { ClassifierClient } from "../trust-layer/classifier-client.ts";
 import { trustLayerError } from "../trust-layer/data-error.ts";
 import { screenProposal } from "../trust-layer/screen.ts";
-import { Card, CardAudit, type PersonIdentifier } from "./card.entity.ts";
+import type { PersonIdentifier } from "./card.entity.ts";
 import { cardProposed } from "./card-events.ts";
+import type { CardWriter, NewCard, ProposedCard } from "./card-writer.ts";
 
 export interface ProposalContext {
-  em: EntityManager;
+  /** The agents' naming facts, which never change (their events carry them). */
+  agents: Pick<AgentNames, "of">;
+  /** inquire's statement (propose-cards.sql): the facts that can change, and the write. */
+  cards: Pick<CardWriter, "propose">;
   clock: Clock;
   /** AGENTLINK_OPAQUE_ID_KEY: finds a binding from an agent's `opaque_id`. */
   opaqueIdKey: KeyObject;
@@ -38,86 +40,113 @@ export interface InquireInput {
 /** The spec's `ttl_seconds`: default 600, 60-86400. */
 const ttlSeconds = { default: 600, min: 60, max: 86_400 } as const;
 
+/** The person as the call names them: by a binding the statement finds, or a svc_user_id account knows. */
+type NamedPerson = { namedBy: "opaque_id"; opaqueIdLookup: string } | { namedBy: "svc_user_id"; svcUserId: string };
+
+/** A check decided before its turn: its value, or the refusal it comes to when its turn comes. */
+type Settled<T> = { value: T } | { refusal: AgentlinkRefusal };
+
+async function settle<T>(check: () => T | Promise<T>): Promise<Settled<T>> {
+  try {
+    return { value: await check() };
+  } catch (error) {
+    if (error instanceof AgentlinkRefusal) return { refusal: error };
+    throw error;
+  }
+}
+
+const taken = <T>(settled: Settled<T>): T => {
+  if ("refusal" in settled) throw settled.refusal;
+  return settled.value;
+};
+
+const notActive = () => refuse("permission_denied", "the agent is not active");
+
 /**
  * `inquire`: a card for one person, queued until they answer, it is cancelled or its `ttl_at` passes.
  * Idempotent on (agent, request_id): a repeat answers the existing card with `replay`, whatever its body
  * (the first body is what the person sees; a changed body needs a new request_id). Checks in order: the
- * person's identifier, the ttl, the category, the person, the trust layer; then the card, its audit row
- * and `agents_ask.card.proposed` commit together.
+ * agent is active, the replay, the ttl, the category, the person (exactly one identifier, then whom it
+ * names), the trust layer; then the card, its audit row and `agents_ask.card.proposed` commit together.
+ *
+ * One round trip: what needs no database is settled first (the ttl, the person's identifier and a
+ * svc_user_id's lookup, the trust layer) and, when none refuses, the call carries its new card; the
+ * statement (propose-cards.sql) reads what can change (the agent's status and categories, the binding,
+ * the request_id's card) and writes the card only when that allows it. The checks then take their turns
+ * in order over both, so the answer is the one checking them one by one gives. What the early settling
+ * costs: a replay, or a call refused before the trust layer's turn, has been screened (the classifier
+ * asked, when there is one) and its svc_user_id looked up for nothing. A revocation committed before
+ * the statement is seen; a card the same request_id got concurrently is answered as a replay.
  */
 export async function inquire(
   ctx: ProposalContext,
   agentId: string,
   input: InquireInput,
-): Promise<{ card: Card; replay: boolean }> {
-  const agent = await ctx.em.findOne(Agent, { id: agentId, status: "active" });
-  if (!agent) throw refuse("permission_denied", "the agent is not active");
-  const existing = await ctx.em.findOne(Card, { agentId, requestId: input.requestId });
-  if (existing) return { card: existing, replay: true };
+): Promise<{ card: ProposedCard; replay: boolean }> {
+  const agent = await ctx.agents.of(agentId);
+  if (!agent) throw notActive();
+  const ttl = await settle(() => checkedTtl(input.ttlSeconds));
+  const [person, screened] = await Promise.all([settle(() => personOf(ctx, input)), settle(() => screen(ctx, input))]);
 
-  const ttl = checkedTtl(input.ttlSeconds);
   const category = categoryOf(input.proposal);
-  if (category !== undefined && !agent.categories.includes(category))
-    throw refuse("permission_denied", `category ${JSON.stringify(category)} is not one of the agent's categories`, {
-      code: "category_not_allowed",
-    });
-  const { svcUserId, namedBy } = await personOf(ctx, agentId, input);
-  const screened = await screenProposal(
-    { request_id: input.requestId, ...input.proposal },
-    { classifier: ctx.classifier },
-  );
-  if (screened.kind !== "accepted") {
-    const { statusCode, message, ...detail } = trustLayerError(screened);
-    throw refuse(statusCode === 422 ? "invalid_argument" : "unavailable", message, {
-      ...(detail as unknown as JsonObject),
-      status_code: statusCode,
-    });
-  }
-
-  const now = ctx.clock.now();
-  const canonical = JSON.parse(screened.canonicalCard) as { summary_title: string; category: string };
-  try {
-    const card = await ctx.em.transactional(async (em) => {
-      const created = em.create(Card, {
-        id: uuid(),
-        agentId,
-        requestId: input.requestId,
-        svcUserId,
-        summaryTitle: canonical.summary_title,
-        category: canonical.category,
-        canonicalCard: screened.canonicalCard,
-        cardDigest: screened.cardDigest,
-        status: "queued",
-        ttlAt: new Date(now.getTime() + ttl * 1000),
-        createdAt: now,
-        resolvedAt: null,
-        namedBy,
-        warnings: screened.warnings as unknown as JsonObject[],
-        verdict: null,
-        ceremonyId: null,
-        resolutionId: null,
-        resolutionJwt: null,
-      });
-      // The audit row references the card, which the unit of work knows nothing about: the card goes first.
-      await em.flush();
-      em.create(CardAudit, {
-        cardId: created.id,
+  // The gateway lets only uuids through; another caller's other text is refused in the replay's turn.
+  const requestId = isUuid(input.requestId) ? input.requestId : null;
+  let newCard: NewCard | undefined;
+  if (requestId !== null && "value" in ttl && "value" in person && "value" in screened) {
+    const now = ctx.clock.now();
+    const accepted = screened.value;
+    const canonical = JSON.parse(accepted.canonicalCard) as { summary_title: string; category: string };
+    const card = {
+      id: uuid(),
+      agentId,
+      requestId,
+      summaryTitle: canonical.summary_title,
+      category: canonical.category,
+      canonicalCard: accepted.canonicalCard,
+      cardDigest: accepted.cardDigest,
+      status: "queued" as const,
+      ttlAt: new Date(now.getTime() + ttl.value * 1000),
+      createdAt: now,
+      namedBy: person.value.namedBy satisfies PersonIdentifier,
+      warnings: accepted.warnings as unknown as JsonObject[],
+    };
+    newCard = {
+      card,
+      audit: {
         action: "card.proposed",
         actor: `agent:${agentId}`,
         at: now,
-        detail: screened.warnings.length > 0 ? { warnings: screened.warnings as unknown as JsonValue[] } : null,
-      });
-      enqueueEvent(em, ctx.clock, cardProposed(agent, created), ctx.bus);
-      return created;
-    });
-    ctx.outbox.wake();
-    return { card, replay: false };
-  } catch (error) {
-    if (!(error instanceof UniqueConstraintViolationException)) throw error;
-    // The same (agent, request_id) committed concurrently: that card is the answer.
-    const winner = await ctx.em.fork().findOneOrFail(Card, { agentId, requestId: input.requestId });
-    return { card: winner, replay: true };
+        detail: accepted.warnings.length > 0 ? { warnings: accepted.warnings as unknown as JsonValue[] } : null,
+      },
+      event: outboxRow(ctx.clock, cardProposed(agent, card), ctx.bus),
+    };
   }
+  const named = "value" in person ? person.value : undefined;
+  const facts = await ctx.cards.propose({
+    agentId,
+    requestId,
+    opaqueIdLookup: named?.namedBy === "opaque_id" ? named.opaqueIdLookup : null,
+    svcUserId: named?.namedBy === "svc_user_id" ? named.svcUserId : null,
+    category: category ?? null,
+    newCard,
+  });
+
+  // The checks, in their order.
+  if (!facts.agentActive) throw notActive();
+  if (requestId === null) throw refuse("invalid_argument", "request_id must be a uuid");
+  if (facts.card && !facts.written) return { card: facts.card, replay: true };
+  taken(ttl);
+  if (!facts.categoryAllowed)
+    throw refuse("permission_denied", `category ${JSON.stringify(category)} is not one of the agent's categories`, {
+      code: "category_not_allowed",
+    });
+  if (taken(person).namedBy === "opaque_id" && facts.person === null)
+    throw refuse("not_found", "no active binding of this agent has that opaque_id");
+  taken(screened);
+  if (!facts.written || !facts.card)
+    throw new Error(`every check passed, yet card ${newCard?.card.id} was not written`);
+  ctx.outbox.wake();
+  return { card: facts.card, replay: false };
 }
 
 function checkedTtl(requested: number | undefined): number {
@@ -142,32 +171,37 @@ function categoryOf(proposal: JsonObject): string | undefined {
   return typeof action.category === "string" ? action.category : undefined;
 }
 
-/** The person the card is for: exactly one of the three identifiers names them. */
-async function personOf(
-  ctx: ProposalContext,
-  agentId: string,
-  input: InquireInput,
-): Promise<{ svcUserId: string; namedBy: PersonIdentifier }> {
+/**
+ * The person the card is for: exactly one of the three identifiers names them. An opaque_id names
+ * whoever the agent's active binding with it is bound to, which the statement finds.
+ */
+async function personOf(ctx: ProposalContext, input: InquireInput): Promise<NamedPerson> {
   const given = [input.opaqueId, input.svcUserId, input.userEmail].filter((value) => value !== undefined);
   if (given.length !== 1) throw refuse("invalid_argument", "give exactly one of opaque_id, svc_user_id and user_email");
-  if (input.opaqueId !== undefined) {
-    const binding = await ctx.em.findOne(Binding, {
-      agentId,
-      opaqueIdLookup: opaqueIdLookup(ctx.opaqueIdKey, input.opaqueId),
-      unboundAt: null,
-    });
-    if (!binding) throw refuse("not_found", "no active binding of this agent has that opaque_id");
-    return { svcUserId: binding.svcUserId, namedBy: "opaque_id" };
-  }
+  if (input.opaqueId !== undefined)
+    return { namedBy: "opaque_id", opaqueIdLookup: opaqueIdLookup(ctx.opaqueIdKey, input.opaqueId) };
   if (input.svcUserId !== undefined)
-    return { svcUserId: await knownHuman(ctx, input.svcUserId), namedBy: "svc_user_id" };
+    return { namedBy: "svc_user_id", svcUserId: await knownHuman(ctx, input.svcUserId) };
   // Nobody can register an address yet (the app's address registration comes with issue 15).
   throw refuse("not_found", "no person has registered that user_email");
 }
 
+/** The trust layer's verdict on the body: the accepted card, or its refusal (422, or 502 for the classifier). */
+async function screen(ctx: ProposalContext, input: InquireInput) {
+  const screened = await screenProposal(
+    { request_id: input.requestId, ...input.proposal },
+    { classifier: ctx.classifier },
+  );
+  if (screened.kind === "accepted") return screened;
+  const { statusCode, message, ...detail } = trustLayerError(screened);
+  throw refuse(statusCode === 422 ? "invalid_argument" : "unavailable", message, {
+    ...(detail as unknown as JsonObject),
+    status_code: statusCode,
+  });
+}
+
 async function knownHuman(ctx: ProposalContext, svcUserId: string): Promise<string> {
-  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(svcUserId))
-    throw refuse("not_found", "no person has that svc_user_id");
+  if (!isUuid(svcUserId)) throw refuse("not_found", "no person has that svc_user_id");
   try {
     return (await ctx.account.getHuman({ svcUserId })).svcUserId;
   } catch (error) {

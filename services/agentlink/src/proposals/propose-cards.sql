@@ -1,0 +1,76 @@
+-- inquire's one statement for a batch of calls (called by card-writer.ts). For each item it reads the
+-- facts inquire's checks need and, when the item carries a new card, writes it with its audit row and
+-- its outbox row, all committed together. The order of the checks and their refusals are inquire.ts's;
+-- here a card is written only when every fact it reads allows it:
+--   the agent is active, the category is one of its categories, the person is found (the agent's
+--   active binding with the opaque_id lookup, or the svc_user_id inquire was given), and the agent's
+--   request_id has no card yet (idempotency on (agent, request_id)).
+--
+-- The facts are returned as this first statement saw them, so they are the ones the write obeyed. The
+-- card is looked up by a second statement with a fresh snapshot: a card a concurrent first call
+-- committed after the first statement began (its insert waited for that call and skipped) is found
+-- there, and answered as a replay. The writer never puts two items with the same (agent, request_id)
+-- in one batch.
+create or replace function propose_cards(p_items jsonb)
+returns table (ordinal integer, agent_active boolean, category_allowed boolean, person uuid,
+  card_id uuid, card_status text, card_svc_user_id uuid, card_ttl_at timestamptz, written boolean)
+language plpgsql as $$
+#variable_conflict use_column
+declare
+  v_facts jsonb;
+begin
+  with items as (
+    select * from jsonb_to_recordset(p_items) as i(
+      ordinal integer, agent_id uuid, request_id uuid, opaque_id_lookup text, given_svc_user_id uuid, category text,
+      -- The new card, or nulls when inquire has already refused the call.
+      id uuid, summary_title text, card_category text, canonical_card text, card_digest text, status text,
+      ttl_at timestamptz, created_at timestamptz, named_by text, warnings jsonb,
+      audit_action text, audit_actor text, audit_at timestamptz, audit_detail jsonb,
+      event_subject text, event_message_id text, event_payload bytea, event_created_at timestamptz)
+  ),
+  facts as (
+    select i.*, coalesce(a.status = 'active', false) as agent_active,
+      coalesce(i.category is null or i.category = any(a.categories), false) as category_allowed,
+      case when i.opaque_id_lookup is null then i.given_svc_user_id else b.svc_user_id end as person
+    from items i
+    -- Each look-up is a lateral one with "limit 1", so that it stays one index probe per item: joined
+    -- plainly, the planner (which takes jsonb_to_recordset for 100 rows) hashes a scan of the table.
+    left join lateral (select status, categories from agent where id = i.agent_id limit 1) a on true
+    left join lateral (
+      select svc_user_id from binding
+        where agent_id = i.agent_id and opaque_id_lookup = i.opaque_id_lookup and unbound_at is null limit 1) b on true
+  ),
+  inserted as (
+    insert into card as c (id, agent_id, request_id, svc_user_id, summary_title, category, canonical_card, card_digest,
+      status, ttl_at, created_at, named_by, warnings)
+    select f.id, f.agent_id, f.request_id, f.person, f.summary_title, f.card_category, f.canonical_card, f.card_digest,
+      f.status, f.ttl_at, f.created_at, f.named_by, f.warnings
+    from facts f
+    where f.id is not null and f.agent_active and f.category_allowed and f.person is not null
+    order by f.ordinal
+    on conflict (agent_id, request_id) do nothing
+    returning c.id
+  ),
+  audited as (
+    insert into card_audit (card_id, action, actor, at, detail)
+    select f.id, f.audit_action, f.audit_actor, f.audit_at, f.audit_detail
+    from facts f join inserted on inserted.id = f.id order by f.ordinal
+  ),
+  announced as (
+    insert into outbox (subject, message_id, payload, created_at)
+    select f.event_subject, f.event_message_id, f.event_payload, f.event_created_at
+    from facts f join inserted on inserted.id = f.id order by f.ordinal
+  )
+  select jsonb_agg(jsonb_build_object('ordinal', f.ordinal, 'agent_id', f.agent_id, 'request_id', f.request_id,
+      'id', f.id, 'agent_active', f.agent_active, 'category_allowed', f.category_allowed, 'person', f.person))
+    into v_facts
+    from facts f;
+
+  return query
+  select f.ordinal, f.agent_active, f.category_allowed, f.person, c.id, c.status, c.svc_user_id, c.ttl_at,
+    coalesce(c.id = f.id, false)
+  from jsonb_to_recordset(v_facts) as f(ordinal integer, agent_id uuid, request_id uuid, id uuid,
+    agent_active boolean, category_allowed boolean, person uuid)
+  left join lateral (
+    select id, status, svc_user_id, ttl_at from card where agent_id = f.agent_id and request_id = f.request_id limit 1) c on true;
+end $$;
