@@ -2,8 +2,8 @@ import { randomUUID } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runSvcctl } from "../harness/svcctl.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
+import { agentBoundToSilentHuman } from "./agent-support.ts";
 import { dataError, partnerApi, result } from "./gate-support.ts";
 
 /**
@@ -25,11 +25,6 @@ describe("agents ask: inquire when what is behind agentlink fails", () => {
   let classifierCalls = 0;
   let classifier: Server;
 
-  const json = async (args: string[]): Promise<Record<string, string>> => {
-    const { code, stdout, stderr } = await runSvcctl(mesh.consoleUrl, args);
-    if (code !== 0) throw new Error(stderr);
-    return JSON.parse(stdout);
-  };
   const action = { summary_title: "Pay invoice 2231 to Acme", category: "payments" };
   const inquire = (body: Record<string, unknown>) =>
     api.post("/agentlink/inquire", { request_id: randomUUID(), opaque_id: opaqueId, action, ...body }, agentKey);
@@ -54,17 +49,11 @@ describe("agents ask: inquire when what is behind agentlink fails", () => {
       env: { AGENTLINK_CLASSIFIER_URL: `http://127.0.0.1:${port}/classify` },
     });
     api = partnerApi(mesh);
-    const { organizationId } = await mesh.console.createOrganization({ name: "Failing inquirers" });
-    const registered = await json([
-      ...["agent", "register", "--org", organizationId, "--env", "development", "--name", "Pay_Bot"],
-      ...["--category", "payments"],
-    ]);
-    agentKey = registered.agent_key as string;
-    // A silent sandbox human never answers, so its cards stay queued until cancelled or expired.
-    person = (await json(["human", "create", "--env", "development", "--behavior", "silent"])).svc_user_id as string;
-    const code = result(await api.post("/agent/bind-session", {}, agentKey)).link_code;
-    await json(["human", "claim", "--human", person, "--code", code]);
-    opaqueId = result(await api.get("/agent/check-binding", { link_code: code }, agentKey)).opaque_id;
+    ({ agentKey, person, opaqueId } = await agentBoundToSilentHuman(mesh, api, {
+      organization: "Failing inquirers",
+      name: "Pay_Bot",
+      categories: ["payments"],
+    }));
   });
   afterAll(async () => {
     await mesh?.stop();

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runSvcctl } from "../harness/svcctl.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
+import { agentBoundToSilentHuman, svcctlJson } from "./agent-support.ts";
 import { dataError, partnerApi, result } from "./gate-support.ts";
 
 /**
@@ -21,11 +22,7 @@ describe("agents ask: inquire, check-status, cancel, the expire sweep", () => {
   let opaqueId: string;
   let person: string;
 
-  const json = async (args: string[]): Promise<Record<string, unknown>> => {
-    const { code, stdout, stderr } = await runSvcctl(mesh.consoleUrl, args);
-    if (code !== 0) throw new Error(stderr);
-    return JSON.parse(stdout);
-  };
+  const json = (args: string[]) => svcctlJson(mesh)(args);
   const action = { summary_title: "Pay invoice 2231 to Acme", category: "payments" };
   const inquire = (body: Record<string, unknown>, key = agentKey) =>
     api.post("/agentlink/inquire", { request_id: randomUUID(), opaque_id: opaqueId, action, ...body }, key);
@@ -33,18 +30,11 @@ describe("agents ask: inquire, check-status, cancel, the expire sweep", () => {
   beforeAll(async () => {
     mesh = await startTestMesh("agents_inquire", { only: ["signing", "account", "agentlink"], clockAt: start });
     api = partnerApi(mesh);
-    const { organizationId } = await mesh.console.createOrganization({ name: "Inquirers" });
-    const registered = await json([
-      ...["agent", "register", "--org", organizationId, "--env", "development", "--name", "Pay_Bot"],
-      ...["--category", "payments", "--category", "travel"],
-    ]);
-    agentKey = registered.agent_key as string;
-    agentId = registered.agent_id as string;
-    // A silent sandbox human never answers, so its cards stay queued until cancelled or expired.
-    person = (await json(["human", "create", "--env", "development", "--behavior", "silent"])).svc_user_id as string;
-    const code = result(await api.post("/agent/bind-session", {}, agentKey)).link_code;
-    await json(["human", "claim", "--human", person, "--code", code]);
-    opaqueId = result(await api.get("/agent/check-binding", { link_code: code }, agentKey)).opaque_id;
+    ({ agentKey, agentId, person, opaqueId } = await agentBoundToSilentHuman(mesh, api, {
+      organization: "Inquirers",
+      name: "Pay_Bot",
+      categories: ["payments", "travel"],
+    }));
   });
   afterAll(async () => {
     await mesh?.stop();

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runSvcctl } from "../harness/svcctl.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
+import { agentBoundToSilentHuman, svcctlJson } from "./agent-support.ts";
 import { dataError, partnerApi, type Reply, result } from "./gate-support.ts";
 
 /**
@@ -18,11 +18,7 @@ describe("agents ask: the check-status long-poll", () => {
   let agentKey: string;
   let opaqueId: string;
 
-  const json = async (args: string[]): Promise<Record<string, string>> => {
-    const { code, stdout, stderr } = await runSvcctl(mesh.consoleUrl, args);
-    if (code !== 0) throw new Error(stderr);
-    return JSON.parse(stdout);
-  };
+  const json = (args: string[]) => svcctlJson(mesh)(args);
   const inquire = async (ttlSeconds = 600): Promise<string> => {
     const requestId = randomUUID();
     const action = { summary_title: "Book a table for two", category: "travel" };
@@ -50,18 +46,11 @@ describe("agents ask: the check-status long-poll", () => {
   beforeAll(async () => {
     mesh = await startTestMesh("agents_long_poll", { only: ["signing", "account", "agentlink"], clockAt: start });
     api = partnerApi(mesh);
-    const { organizationId } = await mesh.console.createOrganization({ name: "Waiters" });
-    const registered = await json([
-      ...["agent", "register", "--org", organizationId, "--env", "development", "--name", "Wait_Bot"],
-      ...["--category", "travel"],
-    ]);
-    agentKey = registered.agent_key as string;
-    // A silent sandbox human never answers a card, so only the test changes one.
-    const person = (await json(["human", "create", "--env", "development", "--behavior", "silent"]))
-      .svc_user_id as string;
-    const code = result(await api.post("/agent/bind-session", {}, agentKey)).link_code;
-    await json(["human", "claim", "--human", person, "--code", code]);
-    opaqueId = result(await api.get("/agent/check-binding", { link_code: code }, agentKey)).opaque_id;
+    ({ agentKey, opaqueId } = await agentBoundToSilentHuman(mesh, api, {
+      organization: "Waiters",
+      name: "Wait_Bot",
+      categories: ["travel"],
+    }));
   });
   afterAll(async () => {
     await mesh?.stop();
