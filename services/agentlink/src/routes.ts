@@ -8,6 +8,7 @@ import {
   type EventBus,
   environmentName,
   environmentProto,
+  isUuid,
   type Logger,
   type OutboxRelay,
   refusalTranslator,
@@ -358,7 +359,7 @@ function agentIdOf(caller: Caller | undefined): string {
 }
 
 function requireHuman(svcUserId: string): string {
-  if (!/^[0-9a-f-]{36}$/i.test(svcUserId)) throw refuse("invalid_argument", "svc_user_id must be a uuid");
+  if (!isUuid(svcUserId)) throw refuse("invalid_argument", "svc_user_id must be a uuid");
   return svcUserId;
 }
 

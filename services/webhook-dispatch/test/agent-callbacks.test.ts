@@ -1,35 +1,16 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { epochSeconds, ManualClock } from "@svc/platform";
-import type { Event } from "@svc/proto/events/v1/events_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { uniqueName } from "../../../test/harness/index.ts";
 import { generateEndpointSecret } from "../src/endpoints/endpoint-secret.ts";
 import { startTestDispatcher, type TestDispatcher } from "./support/dispatcher.ts";
-import { at, envelope } from "./support/events.ts";
+import { at, envelope, resolution } from "./support/events.ts";
 import { type Receiver, startReceiver, verifyDelivery } from "./support/receiver.ts";
 
 /** An agent's card and the events agentlink emits for it, keyed as the spec's deduplication table says. */
 function agentCard(organizationId: string, agentId: string) {
   const cardId = randomUUID();
   const requestId = randomUUID();
-  const metadata = { cardId, ceremonyId: randomUUID(), agentId, agentName: "Billing Bot" };
-  const resolution = (kind: "agentsAskResolutionConfirmed" | "agentsAskResolutionDenied"): Event => {
-    const resolutionId = randomUUID();
-    return envelope(
-      organizationId,
-      {
-        case: kind,
-        value: {
-          requestId,
-          resolutionId,
-          outcome: kind === "agentsAskResolutionConfirmed" ? "confirmed" : "denied",
-          proofToken: "eyJhbGciOiJFUzI1NiJ9.e30.c2ln",
-          metadata,
-        },
-      },
-      { dedupKey: resolutionId },
-    );
-  };
   return {
     cardId,
     proposed: envelope(
@@ -48,8 +29,8 @@ function agentCard(organizationId: string, agentId: string) {
       },
       { dedupKey: `agents_ask.card.proposed:${cardId}` },
     ),
-    confirmed: () => resolution("agentsAskResolutionConfirmed"),
-    denied: () => resolution("agentsAskResolutionDenied"),
+    confirmed: () => resolution(organizationId, "agentsAskResolutionConfirmed", requestId, cardId, agentId),
+    denied: () => resolution(organizationId, "agentsAskResolutionDenied", requestId, cardId, agentId),
     expired: envelope(
       organizationId,
       {

@@ -1,6 +1,6 @@
 import type { KeyObject } from "node:crypto";
 import { type EntityManager, UniqueConstraintViolationException } from "@mikro-orm/postgresql";
-import { type Clock, type EnvironmentName, keyedHash, uuid } from "@svc/platform";
+import { type Clock, type EnvironmentName, isUuid, keyedHash, uuid } from "@svc/platform";
 import { refuse } from "../refusal.ts";
 import { Agent, AgentKey } from "./agent.entity.ts";
 import { agentFields } from "./agent-fields.ts";
@@ -81,7 +81,7 @@ export const listAgents = (em: EntityManager, organizationId: string): Promise<A
   em.find(Agent, { organizationId }, { orderBy: { createdAt: "asc", name: "asc", id: "asc" } });
 
 async function findAgent(em: EntityManager, agentId: string): Promise<Agent> {
-  const agent = /^[0-9a-f-]{36}$/i.test(agentId) ? await em.findOne(Agent, { id: agentId }) : null;
+  const agent = isUuid(agentId) ? await em.findOne(Agent, { id: agentId }) : null;
   if (!agent) throw refuse("not_found", `no agent ${agentId}`);
   return agent;
 }

@@ -1,4 +1,5 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
+import { isUuid } from "@svc/platform";
 import { Agent } from "./agent.entity.ts";
 import { openCallbackSecret } from "./callback-secret.ts";
 
@@ -9,8 +10,6 @@ export interface CallbackTarget {
   secret: string;
 }
 
-const uuidForm = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /**
  * Where an agent's callbacks go. None for an agent without a callback URL, a revoked one (it is retired:
  * its resolutions are not pushed to it any more), or an id that is no agent.
@@ -20,7 +19,7 @@ export async function callbackTarget(
   callbackSecretKey: Buffer,
   agentId: string,
 ): Promise<CallbackTarget | null> {
-  if (!uuidForm.test(agentId)) return null;
+  if (!isUuid(agentId)) return null;
   const agent = await em.findOne(Agent, { id: agentId });
   if (agent?.status !== "active" || !agent.callbackUrl || !agent.callbackSecretSealed) return null;
   return {

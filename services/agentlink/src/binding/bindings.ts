@@ -1,6 +1,6 @@
 import type { KeyObject } from "node:crypto";
 import { type EntityManager, LockMode, UniqueConstraintViolationException } from "@mikro-orm/postgresql";
-import { type Clock, uuid } from "@svc/platform";
+import { type Clock, isUuid, uuid } from "@svc/platform";
 import { Agent } from "../agents/agent.entity.ts";
 import { refuse } from "../refusal.ts";
 import { Binding, BindSession } from "./binding.entity.ts";
@@ -115,9 +115,7 @@ export async function listBindings(ctx: BindingContext, svcUserId: string): Prom
 
 /** Ends the person's binding to the agent: its `opaque_id` then names nobody to the agent. */
 export async function unbind(ctx: BindingContext, svcUserId: string, agentId: string): Promise<Date> {
-  const binding = /^[0-9a-f-]{36}$/i.test(agentId)
-    ? await ctx.em.findOne(Binding, { agentId, svcUserId, unboundAt: null })
-    : null;
+  const binding = isUuid(agentId) ? await ctx.em.findOne(Binding, { agentId, svcUserId, unboundAt: null }) : null;
   if (!binding) throw refuse("not_found", `no active binding to agent ${agentId}`);
   binding.unboundAt = ctx.clock.now();
   await ctx.em.flush();

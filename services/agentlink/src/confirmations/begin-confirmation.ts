@@ -4,10 +4,9 @@ import type { Client } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { Clock } from "@svc/platform";
 import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
-import { Card } from "../proposals/card.entity.ts";
 import { accountRefusal } from "./account-answers.ts";
-import { assertionBinding, checkedDecisions, confirmChallenge, decisionsDocument } from "./decisions.ts";
-import { requireDecidable } from "./person-cards.ts";
+import { assertionBinding, checkedDecisions, confirmChallenge } from "./decisions.ts";
+import { decidedCards } from "./person-cards.ts";
 
 export interface BegunConfirmation {
   challengeId: string;
@@ -27,9 +26,7 @@ export async function beginConfirmation(
   input: { svcUserId: string; decisions: readonly { cardId: string; verdict: string }[]; rpId: string; origin: string },
 ): Promise<BegunConfirmation> {
   const decisions = checkedDecisions(input.decisions);
-  const cards = await ctx.em.find(Card, { id: { $in: decisions.map((d) => d.cardId) } });
-  const byId = requireDecidable(cards, input.svcUserId, decisions, ctx.clock.now());
-  const document = decisionsDocument(decisions, (cardId) => byId.get(cardId)?.cardDigest ?? "");
+  const { document } = await decidedCards(ctx.em, input.svcUserId, decisions, ctx.clock.now());
   const nonce = randomBytes(32);
   const begun = await ctx.account
     .beginPasskeyAssertion({

@@ -13,8 +13,8 @@ import { resolutionDecided } from "../proposals/card-events.ts";
 import { publishCardsLeftQueue } from "../proposals/card-watch.ts";
 import { AgentlinkRefusal, refuse } from "../refusal.ts";
 import { accountRefusal, assertionRefusal } from "./account-answers.ts";
-import { assertionBinding, checkedDecisions, type Decision, decisionsDocument } from "./decisions.ts";
-import { requireDecidable } from "./person-cards.ts";
+import { assertionBinding, checkedDecisions, type Decision } from "./decisions.ts";
+import { decidedCards, requireDecidable } from "./person-cards.ts";
 
 export interface ConfirmationContext {
   em: EntityManager;
@@ -56,16 +56,18 @@ export async function confirm(ctx: ConfirmationContext, input: ConfirmInput): Pr
   if (input.ceremonyId !== undefined && !UUID_V4.test(input.ceremonyId))
     throw refuse("invalid_argument", "ceremony_id must be a uuid v4");
   const ceremonyId = input.ceremonyId?.toLowerCase() ?? uuid();
-  const earlier = await earlierConfirm(ctx.em, input.svcUserId, ceremonyId, decisions);
+  // Only a ceremony_id the caller chose can have been used before.
+  const earlier =
+    input.ceremonyId === undefined ? undefined : await earlierConfirm(ctx.em, input.svcUserId, ceremonyId, decisions);
   if (earlier) return earlier;
 
-  const cards = await ctx.em.find(Card, { id: { $in: decisions.map((d) => d.cardId) } });
-  const byId = requireDecidable(cards, input.svcUserId, decisions, ctx.clock.now());
-  const document = decisionsDocument(decisions, (cardId) => byId.get(cardId)?.cardDigest ?? "");
+  const { byId, document } = await decidedCards(ctx.em, input.svcUserId, decisions, ctx.clock.now());
   const amr = await approvalMethod(ctx, input, assertionBinding(document));
 
   const agents = new Map(
-    (await ctx.em.find(Agent, { id: { $in: [...new Set(cards.map((card) => card.agentId))] } })).map((a) => [a.id, a]),
+    (await ctx.em.find(Agent, { id: { $in: [...new Set([...byId.values()].map((card) => card.agentId))] } })).map(
+      (a) => [a.id, a],
+    ),
   );
   // One `iat` for every proof of this call, and the same instant as `signed_at` and `resolved_at`.
   const signedAt = new Date(Math.floor(ctx.clock.now().getTime() / 1000) * 1000);

@@ -1,12 +1,11 @@
 import { createHash } from "node:crypto";
+import { isUuid } from "@svc/platform";
 import type { Verdict } from "../proposals/card.entity.ts";
 import { refuse } from "../refusal.ts";
 import { canonicalJson } from "../trust-layer/canonical-json.ts";
 
 /** The spec's decisions per confirm. */
 const decisionsPerCall = { min: 1, max: 20 } as const;
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface Decision {
   cardId: string;
@@ -19,7 +18,7 @@ export function checkedDecisions(decisions: readonly { cardId: string; verdict: 
     throw refuse("invalid_argument", `decisions must hold ${decisionsPerCall.min}-${decisionsPerCall.max} items`);
   const seen = new Set<string>();
   return decisions.map(({ cardId, verdict }, index) => {
-    if (!UUID.test(cardId)) throw refuse("invalid_argument", `decisions[${index}].card_id must be a uuid`);
+    if (!isUuid(cardId)) throw refuse("invalid_argument", `decisions[${index}].card_id must be a uuid`);
     if (verdict !== "approve" && verdict !== "denied")
       throw refuse("invalid_argument", `decisions[${index}].verdict must be approve or denied`);
     const id = cardId.toLowerCase();

@@ -2,7 +2,7 @@ import type { EntityManager } from "@mikro-orm/postgresql";
 import { Card } from "../proposals/card.entity.ts";
 import { cardStateAt } from "../proposals/card-status.ts";
 import { refuse } from "../refusal.ts";
-import type { Decision } from "./decisions.ts";
+import { type Decision, decisionsDocument } from "./decisions.ts";
 
 /** The person's queued cards, oldest first (the order they arrived in); never another person's. */
 export const queuedCardsOf = (em: EntityManager, svcUserId: string, now: Date): Promise<Card[]> =>
@@ -31,4 +31,19 @@ export function requireDecidable(
     if (status !== "queued") throw refuse("failed_precondition", `card ${cardId} is no longer queued: ${status}`);
   }
   return byId;
+}
+
+/**
+ * The decided cards, read and checked as `requireDecidable` says, with the decisions document their digests
+ * make: what confirm-challenge's passkey signs and what confirm checks the assertion against.
+ */
+export async function decidedCards(
+  em: EntityManager,
+  svcUserId: string,
+  decisions: readonly Decision[],
+  now: Date,
+): Promise<{ byId: Map<string, Card>; document: string }> {
+  const cards = await em.find(Card, { id: { $in: decisions.map((d) => d.cardId) } });
+  const byId = requireDecidable(cards, svcUserId, decisions, now);
+  return { byId, document: decisionsDocument(decisions, (cardId) => byId.get(cardId)?.cardDigest ?? "") };
 }

@@ -1,15 +1,14 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { EntityManager } from "@mikro-orm/postgresql";
+import { isUuid } from "@svc/platform";
 import { type CheckStatusResponseSchema, CardStatus as WireCardStatus } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { refuse } from "../refusal.ts";
 import { Card, type CardStatus } from "./card.entity.ts";
 
-export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** The calling agent's card by its request_id; another agent's or none: not_found. */
 export async function agentCard(em: EntityManager, agentId: string, requestId: string): Promise<Card> {
-  const card = UUID.test(requestId) ? await em.findOne(Card, { agentId, requestId }) : null;
+  const card = isUuid(requestId) ? await em.findOne(Card, { agentId, requestId }) : null;
   if (!card) throw refuse("not_found", "no proposal with that request_id for this agent");
   return card;
 }

@@ -128,11 +128,13 @@ export function oneOfEachType(organizationId: string): Event[] {
   ];
 }
 
-function resolution(
+/** An agents_ask resolution of a card, keyed by its own resolution_id as the spec's deduplication table says. */
+export function resolution(
   organizationId: string,
   kind: "agentsAskResolutionConfirmed" | "agentsAskResolutionDenied",
   requestId: string,
   cardId: string,
+  agentId = "agent-1",
 ): Event {
   const resolutionId = randomUUID();
   return envelope(
@@ -144,7 +146,7 @@ function resolution(
         resolutionId,
         outcome: kind === "agentsAskResolutionConfirmed" ? "confirmed" : "denied",
         proofToken: "eyJhbGciOiJFUzI1NiJ9.e30.c2ln",
-        metadata: { cardId, ceremonyId: randomUUID(), agentId: "agent-1", agentName: "Billing Bot" },
+        metadata: { cardId, ceremonyId: randomUUID(), agentId, agentName: "Billing Bot" },
       },
     },
     { dedupKey: resolutionId },
