@@ -3,13 +3,24 @@ import { create } from "@bufbuild/protobuf";
 import { type Timestamp, timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, type ConnectRouter } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { type Clock, type EventBus, environmentName, type OutboxRelay, refusalTranslator } from "@svc/platform";
+import {
+  type Clock,
+  type EventBus,
+  environmentName,
+  environmentProto,
+  type OutboxRelay,
+  refusalTranslator,
+} from "@svc/platform";
 import {
   AccountConsoleService,
   AccountService,
   DeviceSchema,
+  NoticeSchema,
+  OwnAccountSchema,
+  PasskeySummarySchema,
   AgeVerdict as ProtoAgeVerdict,
   LinkConflict as ProtoLinkConflict,
+  NoticeKind as ProtoNoticeKind,
   SandboxBehavior as ProtoSandboxBehavior,
   SecuredAccountStatus as ProtoSecuredAccountStatus,
   SecuredAccountSchema,
@@ -20,15 +31,21 @@ import { evaluateAge } from "./age/age-evidence.ts";
 import type { AccountSecrets } from "./config.ts";
 import { listDevices, registerDevice } from "./devices/devices.ts";
 import { describeHuman, devSignInSubject, resolveSignedInHuman } from "./humans/humans.ts";
+import type { AccountLink } from "./links/account-link.entity.ts";
 import {
   accountLinkState,
+  deleteHuman,
   type LinkConflict,
   type LinkContext,
+  listOwnAccounts,
   secureAccount,
   unlinkAccount,
+  unlinkOwnAccount,
 } from "./links/account-links.ts";
+import { dismissNotice, listNotices, type NoticeKind } from "./links/notices.ts";
 import { listSecuredAccounts, type SecuredAccountRow } from "./links/secured-accounts.ts";
 import { beginAssertion, finishAssertion } from "./passkeys/assertion.ts";
+import { listPasskeys, removePasskey } from "./passkeys/passkey-list.ts";
 import { beginRegistration, finishRegistration, type PasskeyContext } from "./passkeys/registration.ts";
 import { type AccountRefusalKind, invalidArgument } from "./refusal.ts";
 import {
@@ -180,6 +197,59 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
         }),
 
       sandboxAssert: (req) => wireErrors(async () => ({ responseJson: await sandboxAssert(sandbox(), req) })),
+
+      listOwnAccounts: (req) =>
+        wireErrors(async () => ({ accounts: (await listOwnAccounts(em(), req.svcUserId)).map(toProtoOwnAccount) })),
+
+      unlinkOwnAccount: (req) =>
+        wireErrors(async () => {
+          const outcome = await unlinkOwnAccount(links(), { svcUserId: req.svcUserId, handle: req.handle });
+          return {
+            handle: outcome.handle,
+            unlinkedAt: timestampFromDate(outcome.unlinkedAt),
+            alreadyUnlinked: outcome.alreadyUnlinked,
+          };
+        }),
+
+      deleteHuman: (req) => wireErrors(() => deleteHuman(links(), req.svcUserId)),
+
+      listNotices: (req) =>
+        wireErrors(async () => ({
+          notices: (await listNotices(em(), req.svcUserId)).map((notice) =>
+            create(NoticeSchema, {
+              noticeId: notice.id,
+              kind: toProtoNoticeKind[notice.kind],
+              organizationId: notice.organization_id,
+              environment: environmentProto(notice.environment),
+              handle: notice.handle,
+              at: timestampFromDate(notice.at),
+            }),
+          ),
+        })),
+
+      dismissNotice: (req) =>
+        wireErrors(async () => {
+          await dismissNotice(em(), { svcUserId: req.svcUserId, noticeId: req.noticeId });
+          return {};
+        }),
+
+      listPasskeys: (req) =>
+        wireErrors(async () => ({
+          passkeys: (await listPasskeys(em(), req.svcUserId)).map((passkey) =>
+            create(PasskeySummarySchema, {
+              passkeyId: passkey.credentialId,
+              createdAt: timestampFromDate(passkey.createdAt),
+              ...(passkey.lastUsedAt != null && { lastUsedAt: timestampFromDate(passkey.lastUsedAt) }),
+              transports: passkey.transports,
+            }),
+          ),
+        })),
+
+      removePasskey: (req) =>
+        wireErrors(async () => {
+          await removePasskey(em(), { svcUserId: req.svcUserId, passkeyId: req.passkeyId });
+          return {};
+        }),
     });
 
     router.service(AccountConsoleService, {
@@ -277,3 +347,20 @@ const toProtoSecuredAccount = (row: SecuredAccountRow) =>
     unlinkReason: row.unlinkReason ?? "",
     surfaceId: row.surfaceId ?? "",
   });
+
+const toProtoOwnAccount = (link: AccountLink) =>
+  create(OwnAccountSchema, {
+    organizationId: link.organizationId,
+    environment: environmentProto(link.environment),
+    handle: link.handle,
+    status: toProtoStatus[link.status],
+    securedAt: timestampFromDate(link.securedAt),
+    ...(link.unlinkedAt != null && { unlinkedAt: timestampFromDate(link.unlinkedAt) }),
+    unlinkedBy: link.unlinkedBy ?? "",
+    unlinkReason: link.unlinkReason ?? "",
+  });
+
+const toProtoNoticeKind: Record<NoticeKind, ProtoNoticeKind> = {
+  account_revoked: ProtoNoticeKind.ACCOUNT_REVOKED,
+  relink_offer: ProtoNoticeKind.RELINK_OFFER,
+};
