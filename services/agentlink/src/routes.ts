@@ -34,7 +34,7 @@ import { type AgentContext, listAgents, registerAgent, revokeAgent, rotateAgentK
 import { type AgentKeyRefusal, authenticateAgentKey } from "./agents/authenticate.ts";
 import { callbackTarget } from "./agents/callback-target.ts";
 import type { BindingContext, BindSessionStatus } from "./binding/bindings.ts";
-import { checkBinding, claimLinkCode, listBindings, startBindSession, unbind } from "./binding/bindings.ts";
+import { checkBinding, claimLinkCode, eraseHuman, listBindings, startBindSession, unbind } from "./binding/bindings.ts";
 import type { AgentlinkSecrets } from "./config.ts";
 import { beginConfirmation } from "./confirmations/begin-confirmation.ts";
 import { type ConfirmationContext, confirm } from "./confirmations/confirm.ts";
@@ -159,6 +159,9 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
           const unboundAt = await unbind(bindings(), requireHuman(req.svcUserId), req.agentId);
           return { agentId: req.agentId, unboundAt: timestampFromDate(unboundAt) };
         }),
+
+      eraseHuman: (req) =>
+        wireErrors(async () => ({ bindingsErased: await eraseHuman(bindings(), requireHuman(req.svcUserId)) })),
 
       inquire: (req) =>
         wireErrors(async () => {
