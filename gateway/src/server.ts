@@ -100,6 +100,7 @@ export async function startGateway(
       timeoutMs: webhookCallbacksTimeoutMs,
     }),
     cardWaiters,
+    organizations: directory,
     publicOrigin: config.publicOrigin,
   };
   // The development identity provider signs sandbox humans in; production never runs it.

@@ -4,6 +4,7 @@ import type { AgentService, CheckStatusResponse } from "@svc/proto/agentlink/v1/
 import type { GateService } from "@svc/proto/gate/v1/gate_pb.js";
 import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import type { WebhookCallbackService } from "@svc/proto/webhook/v1/webhook_pb.js";
+import type { CredentialDirectory } from "./credentials/directory.ts";
 import type { CardWaiters } from "./long-poll/card-waiters.ts";
 import type { KeySetCache } from "./operations/jwks.ts";
 
@@ -18,6 +19,8 @@ export interface GatewayServices {
   webhookCallbacks: Client<typeof WebhookCallbackService>;
   /** The check-status long-polls held in this process. */
   cardWaiters: CardWaiters<CheckStatusResponse>;
+  /** Organizations are the gateway's: the app names a partner by its organization's name. */
+  organizations: Pick<CredentialDirectory, "organizationNames">;
   /** `{api_origin}`, for the links a response carries. */
   publicOrigin: string;
 }

@@ -66,6 +66,14 @@ export class CredentialDirectory {
     return organization;
   }
 
+  /** The names of these organizations by id (for the app, which shows a partner by its name); unknown ids are absent. */
+  async organizationNames(ids: readonly string[]): Promise<Map<string, string>> {
+    const wanted = [...new Set(ids)].filter((id) => uuidText.test(id));
+    if (wanted.length === 0) return new Map();
+    const found = await this.#orm.em.fork().find(Organization, { id: { $in: wanted } });
+    return new Map(found.map((organization) => [organization.id, organization.name]));
+  }
+
   /** Issues a key; the returned `key` is the only time the secret exists outside the caller's hands. */
   async createKey(request: NewKey): Promise<{ key: string; record: ApiKey }> {
     requireUuid(request.organizationId, "organization_id");

@@ -1,13 +1,17 @@
 import { agentBindingRoutes } from "../app/agent-bindings.ts";
 import { agentCardRoutes } from "../app/agent-cards.ts";
+import { deleteAccountRoute } from "../app/delete-account.ts";
 import { flowBeginPasskeyRegistrationRoute, flowFinishPasskeyRegistrationRoute } from "../app/flow-passkeys.ts";
 import {
   appMeRoute,
   beginPasskeyRegistrationRoute,
   finishPasskeyRegistrationRoute,
+  listPasskeysRoute,
   registerDeviceRoute,
+  removePasskeyRoute,
 } from "../app/passkeys.ts";
 import { appRequestRoutes, flowRequestRoutes } from "../app/requests.ts";
+import { securedAccountRoutes } from "../app/secured-accounts.ts";
 import { webFlowRoutes } from "../app/web-flow.ts";
 import type { DevIdentityProvider } from "../dev-idp/dev-identity-provider.ts";
 import { openApiRoute } from "../http/openapi.ts";
@@ -46,6 +50,10 @@ export const routes: readonly Route[] = [
   beginPasskeyRegistrationRoute,
   finishPasskeyRegistrationRoute,
   registerDeviceRoute,
+  listPasskeysRoute,
+  removePasskeyRoute,
+  ...securedAccountRoutes,
+  deleteAccountRoute,
   ...appRequestRoutes,
   ...agentBindingRoutes,
   ...agentCardRoutes,

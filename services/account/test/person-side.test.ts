@@ -1,12 +1,7 @@
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
 import { ManualClock, uuid } from "@svc/platform";
-import {
-  NoticeKind,
-  SandboxBehavior,
-  SecuredAccountStatus,
-  type UnlinkAccountRequest,
-} from "@svc/proto/account/v1/account_pb.js";
+import { NoticeKind, SandboxBehavior, SecuredAccountStatus } from "@svc/proto/account/v1/account_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { uniqueName } from "../../../test/harness/index.ts";
@@ -41,7 +36,7 @@ function platform() {
         surfaceId: "",
         at: timestampFromDate(clock.now()),
       }),
-    revoke: (partnerUserRef: string, extra: Partial<UnlinkAccountRequest> = {}) =>
+    revoke: (partnerUserRef: string, extra: { credentialChanged?: boolean } = {}) =>
       account.console.unlinkAccount({ organizationId, environment, partnerUserRef, ...extra }),
     rows: () =>
       account.sql<{ handle: string; status: string; unlinked_by: string | null; unlink_reason: string | null }>(
