@@ -35,6 +35,7 @@ import { CardWaiters } from "./long-poll/card-waiters.ts";
 import { migrations } from "./migrations/index.ts";
 import { rawRoutes, routes } from "./operations/index.ts";
 import { KeySetCache } from "./operations/jwks.ts";
+import { loadWidgetScript } from "./operations/widget-script.ts";
 import { KeyLimits } from "./rate-limits/key-limits.ts";
 import { rateLimitStage } from "./rate-limits/rate-limit-stage.ts";
 import { decideRateLimits, RateLimiter } from "./rate-limits/rate-limiter.ts";
@@ -101,6 +102,7 @@ export async function startGateway(
     }),
     cardWaiters,
     publicOrigin: config.publicOrigin,
+    widget: loadWidgetScript(logger),
   };
   // The development identity provider signs sandbox humans in; production never runs it.
   const devIdp =
@@ -164,7 +166,7 @@ export async function startGateway(
       clock,
       logger,
       ready,
-      rawRoutes: rawRoutes({ keySet: services.keySet, openApi, devIdp }),
+      rawRoutes: rawRoutes({ keySet: services.keySet, openApi, devIdp, widget: services.widget }),
     });
     const consoleServer = await serveConnect({
       name: "gateway-console",

@@ -6,6 +6,7 @@ import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import type { WebhookCallbackService } from "@svc/proto/webhook/v1/webhook_pb.js";
 import type { CardWaiters } from "./long-poll/card-waiters.ts";
 import type { KeySetCache } from "./operations/jwks.ts";
+import type { WidgetScript } from "./operations/widget-script.ts";
 
 /** What operation handlers reach beyond the request: the business services' clients and shared caches. */
 export interface GatewayServices {
@@ -20,4 +21,6 @@ export interface GatewayServices {
   cardWaiters: CardWaiters<CheckStatusResponse>;
   /** `{api_origin}`, for the links a response carries. */
   publicOrigin: string;
+  /** The built `<svc-verify>` (partner-config publishes it); undefined when the build has not run. */
+  widget: WidgetScript | undefined;
 }
