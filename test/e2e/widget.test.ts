@@ -422,7 +422,7 @@ describe("the svc-verify widget", () => {
     await german.until("pending");
     await german.tab.locator("svc-verify").getByRole("link", { name: "In diesem Browser fortfahren" }).waitFor();
     await german.context.close();
-  });
+  }, 120_000);
 
   it("the status long-poll answers as soon as the ceremony completes, and pending when a short wait ends", async () => {
     const api = partnerApi(mesh);

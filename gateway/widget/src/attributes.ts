@@ -1,5 +1,5 @@
 /** The element's attributes (decisions.md, "The widget"), and the one warning for any other. */
-export const knownAttributes = [
+const knownAttributes = [
   "sitekey",
   "gate",
   "scope",

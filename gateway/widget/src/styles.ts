@@ -19,6 +19,7 @@ a,button{display:inline-block;margin:.35rem .5rem 0 0;font:inherit;border-radius
 .secondary{color:var(--accent);text-decoration:underline;padding:.5rem 0}
 a:focus-visible,button:focus-visible{outline:3px solid var(--accent);outline-offset:2px}
 [hidden]{display:none}
+.sr{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}
 `;
 
 let sheet: CSSStyleSheet | undefined;

@@ -34,7 +34,8 @@ class SvcVerify extends HTMLElement {
   metadata: Record<string, unknown> | undefined;
 
   readonly #root = this.attachShadow({ mode: "open" });
-  readonly #live = el("div", { role: "status" });
+  /** Announces each status to screen readers; the visible text says the same. */
+  readonly #live = el("div", { role: "status", className: "sr" });
   readonly #body = el("div");
   #run = 0;
   #text: Text = textFor("");
