@@ -103,33 +103,18 @@ const scriptResponse = (description: string) => ({
   content: { "text/javascript": { schema: { type: "string" } } },
 });
 
-/** The two addresses in the OpenAPI document. */
+/** The OpenAPI document's entry: the versioned addresses are published by partner-config, not built by clients. */
 export const widgetScriptPaths = {
   "/widget.js": {
     get: {
       operationId: "widgetScript",
       summary:
-        "The <svc-verify> element, current version: Cache-Control public, max-age=300 with an ETag (If-None-Match answers 304). For Subresource Integrity load the versioned address partner-config publishes (widget.url, widget.integrity).",
+        "The <svc-verify> element, current version: Cache-Control public, max-age=300 with an ETag (If-None-Match answers 304). Each built version is also served at its own address, widget.<16 hex of its SHA-256>.js, with Cache-Control public, max-age=31536000, immutable (404 for a version this server does not have); partner-config publishes the current one with its Subresource Integrity hash (widget.url, widget.integrity), for <script src integrity crossorigin=anonymous>.",
       security: [],
       responses: {
         "200": scriptResponse("The script; any origin may load it (CORS *)."),
         "304": { description: "Unchanged since the ETag sent." },
         "503": { description: "The widget is not built on this server." },
-      },
-    },
-  },
-  "/widget.{version}.js": {
-    get: {
-      operationId: "widgetScriptVersion",
-      summary:
-        "One version of the <svc-verify> element, named by its content: Cache-Control public, max-age=31536000, immutable.",
-      security: [],
-      parameters: [
-        { name: "version", in: "path", required: true, schema: { type: "string", pattern: "^[0-9a-f]{16}$" } },
-      ],
-      responses: {
-        "200": scriptResponse("The script; any origin may load it (CORS *)."),
-        "404": { description: "No such version on this server." },
       },
     },
   },
