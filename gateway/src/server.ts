@@ -12,7 +12,7 @@ import {
 } from "@svc/platform";
 import { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import { AgentService, type CheckStatusResponse } from "@svc/proto/agentlink/v1/agentlink_pb.js";
-import { GateConsoleService, GateService } from "@svc/proto/gate/v1/gate_pb.js";
+import { GateConsoleService, GateService, type GetVerificationStatusResponse } from "@svc/proto/gate/v1/gate_pb.js";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { WebhookCallbackService } from "@svc/proto/webhook/v1/webhook_pb.js";
 import { loadGatewayConfig } from "./config.ts";
@@ -30,11 +30,12 @@ import { openApiDocument, openApiPath } from "./http/openapi.ts";
 import { parseStage } from "./http/parse.ts";
 import { handleStage, type Stage, validateStage } from "./http/pipeline.ts";
 import { basePath, startPublicServer } from "./http/public-server.ts";
-import { listenForCardNotifications } from "./long-poll/card-notifications.ts";
-import { CardWaiters } from "./long-poll/card-waiters.ts";
+import { cardNotifications, listenForNotifications, requestNotifications } from "./long-poll/notifications.ts";
+import { Waiters } from "./long-poll/waiters.ts";
 import { migrations } from "./migrations/index.ts";
 import { rawRoutes, routes } from "./operations/index.ts";
 import { KeySetCache } from "./operations/jwks.ts";
+import { loadWidgetScript } from "./operations/widget-script.ts";
 import { KeyLimits } from "./rate-limits/key-limits.ts";
 import { rateLimitStage } from "./rate-limits/rate-limit-stage.ts";
 import { decideRateLimits, RateLimiter } from "./rate-limits/rate-limiter.ts";
@@ -89,7 +90,8 @@ export async function startGateway(
   const gate = createInternalClient(GateService, config.gateUrl);
   const account = createInternalClient(AccountService, config.accountUrl);
   const agentlink = createInternalClient(AgentService, config.agentlinkUrl);
-  const cardWaiters = new CardWaiters<CheckStatusResponse>();
+  const cardWaiters = new Waiters<CheckStatusResponse>();
+  const requestWaiters = new Waiters<GetVerificationStatusResponse>();
   const services: GatewayServices = {
     signing,
     keySet: new KeySetCache({ signing, logger }),
@@ -101,7 +103,9 @@ export async function startGateway(
     }),
     cardWaiters,
     organizations: directory,
+    requestWaiters,
     publicOrigin: config.publicOrigin,
+    widget: loadWidgetScript(logger),
   };
   // The development identity provider signs sandbox humans in; production never runs it.
   const devIdp =
@@ -147,10 +151,12 @@ export async function startGateway(
   ];
   const openApi = openApiDocument({ routes, aliases: aliasTable, sunset, publicOrigin: config.publicOrigin });
   const stopSweeping = limiter.startSweeping(() => clock.now(), 10 * 60_000);
-  const stopListening = listenForCardNotifications({
+  const stopListening = listenForNotifications({
     natsUrl: config.natsUrl,
-    subjectPrefix: config.eventSubjectPrefix,
-    waiters: cardWaiters,
+    subscriptions: [
+      cardNotifications(config.eventSubjectPrefix, cardWaiters),
+      requestNotifications(config.eventSubjectPrefix, requestWaiters),
+    ],
     logger,
   });
 
@@ -165,7 +171,7 @@ export async function startGateway(
       clock,
       logger,
       ready,
-      rawRoutes: rawRoutes({ keySet: services.keySet, openApi, devIdp }),
+      rawRoutes: rawRoutes({ keySet: services.keySet, openApi, devIdp, widget: services.widget }),
     });
     const consoleServer = await serveConnect({
       name: "gateway-console",
@@ -197,8 +203,9 @@ export async function startGateway(
       stop: () =>
         (stopping ??= (async () => {
           stopSweeping();
-          // Held long-polls answer now (their card read again), so closing the server waits for no one.
+          // Held long-polls answer now (read again), so closing the server waits for no one.
           cardWaiters.close();
+          requestWaiters.close();
           await Promise.all([running.stop(), consoleServer.stop()]);
           await stopListening();
           await rateLimitPool.end();

@@ -30,6 +30,7 @@ import { qrCodeRoute } from "./qr-code.ts";
 import { revokeVerificationRoute } from "./revoke-verification.ts";
 import { verificationStatusRoute } from "./verification-status.ts";
 import { verifyTokenRoute } from "./verify-token.ts";
+import { type WidgetScript, widgetScriptRoutes } from "./widget-script.ts";
 
 /** Every public operation under `{base_url}`, one file each in this folder. */
 export const routes: readonly Route[] = [
@@ -67,12 +68,14 @@ export function rawRoutes(options: {
   keySet: KeySetCache;
   openApi: Record<string, unknown>;
   devIdp: DevIdentityProvider | undefined;
+  widget: WidgetScript | undefined;
 }): RawRoute[] {
   return [
     keySetRoute(options.keySet),
     openApiRoute(options.openApi),
     qrCodeRoute,
     upgradePageRoute,
+    ...widgetScriptRoutes(options.widget),
     ...webFlowRoutes(options),
   ];
 }

@@ -1,10 +1,10 @@
 /**
- * The check-status long-polls this gateway holds, keyed by agent and request_id: one map for the whole
- * process, woken by the one subscription to agentlink's card notifications (`card-notifications.ts`).
+ * The long-polls this gateway holds for one kind of thing, by key: one map per kind for the whole
+ * process, woken by the one subscription to its notifications (`notifications.ts`): check-status by
+ * agent and card (`cardKey`, `T` a card's check-status answer), the verification status by request id.
  * A held wait costs a map entry, a promise and a timer; no connection, subscription or query of its own.
- * `T` is a card's check-status answer.
  */
-export class CardWaiters<T> {
+export class Waiters<T> {
   readonly #held = new Map<string, Set<(answer?: T) => void>>();
   #closed = false;
 
@@ -16,19 +16,14 @@ export class CardWaiters<T> {
   }
 
   /**
-   * The long-poll of one card: `read` it; while `holdMs` of what was read is above 0, wait that long or
-   * until the card is said to have left queued, and answer what the notification carries; when the time
-   * is up, or the gateway stops, `read` it again. The waiter is registered before the first read, so a
-   * change committed between that read and the wait still wakes it. A notification that never comes (lost
-   * between agentlink's commit and its publish) only makes the wait run to its end, and the second read
-   * answers what the card is by then.
+   * The long-poll of one thing: `read` it; while `holdMs` of what was read is above 0, wait that long or
+   * until it is said to have changed, and answer what the notification carries (or, without an answer,
+   * `read` it again); when the time is up, or the gateway stops, `read` it again. The waiter is
+   * registered before the first read, so a change committed between that read and the wait still wakes
+   * it. A notification that never comes (lost between the owner's commit and its publish) only makes the
+   * wait run to its end, and the second read answers what it is by then.
    */
-  async hold(
-    card: { agentId: string; requestId: string },
-    read: () => Promise<T>,
-    holdMs: (first: T) => number,
-  ): Promise<T> {
-    const key = keyOf(card.agentId, card.requestId);
+  async hold(key: string, read: () => Promise<T>, holdMs: (first: T) => number): Promise<T> {
     let wake!: (answer?: T) => void;
     const woken = new Promise<T | undefined>((resolve) => {
       wake = resolve;
@@ -48,13 +43,13 @@ export class CardWaiters<T> {
     }
   }
 
-  /** The card left queued: its held waits answer `answer` now (or, without one, read the card again). */
-  wake(agentId: string, requestId: string, answer?: T): void {
-    const wakers = this.#held.get(keyOf(agentId, requestId));
+  /** It changed: its held waits answer `answer` now (or, without one, read it again). */
+  wake(key: string, answer?: T): void {
+    const wakers = this.#held.get(key);
     if (wakers) for (const wake of wakers) wake(answer);
   }
 
-  /** The gateway stops: every held wait reads its card again now, and a later one does not wait. */
+  /** The gateway stops: every held wait reads again now, and a later one does not wait. */
   close(): void {
     this.#closed = true;
     for (const wakers of this.#held.values()) for (const wake of wakers) wake();
@@ -75,4 +70,4 @@ export class CardWaiters<T> {
 }
 
 // request_id is a UUID, which agentlink stores (and notifies) in lower case whatever case the agent sent.
-const keyOf = (agentId: string, requestId: string) => `${agentId}/${requestId.toLowerCase()}`;
+export const cardKey = (agentId: string, requestId: string) => `${agentId}/${requestId.toLowerCase()}`;
