@@ -63,18 +63,16 @@ export class AuthorizationCodes {
     redirectUri: string;
     codeVerifier: string;
   }): Promise<CodeGrant | undefined> {
-    const [row] = await this.#orm.em
-      .fork()
-      .execute<
-        {
-          subject: string;
-          client_id: string;
-          redirect_uri: string;
-          code_challenge: string;
-          nonce: string | null;
-          expires_at: Date;
-        }[]
-      >(`delete from dev_idp_codes where code_hash = ? returning *`, [digest(request.code)]);
+    const [row] = await this.#orm.em.fork().execute<
+      {
+        subject: string;
+        client_id: string;
+        redirect_uri: string;
+        code_challenge: string;
+        nonce: string | null;
+        expires_at: Date;
+      }[]
+    >(`delete from dev_idp_codes where code_hash = ? returning *`, [digest(request.code)]);
     if (!row) return undefined;
     if (new Date(row.expires_at).getTime() <= this.#clock.now().getTime()) return undefined;
     if (row.client_id !== request.clientId || row.redirect_uri !== request.redirectUri) return undefined;

@@ -1,4 +1,4 @@
-import { pickLanguage, format as fill, languages } from "../../web-app/src/messages.ts";
+import { format as fill, languages, pickLanguage } from "../../web-app/src/messages.ts";
 import { escapeHtml, pageHeaders } from "../app/page-headers.ts";
 import { jsonReply, type RawReply, type RawRoute } from "../http/raw-route.ts";
 import type { AuthorizationCodes } from "./authorization-codes.ts";
@@ -13,7 +13,15 @@ const pkceChallengeForm = /^[A-Za-z0-9_-]{43}$/;
 const pkceVerifierForm = /^[A-Za-z0-9._~-]{43,128}$/;
 
 /** What an authorization request must carry; the form posts the same fields back with the subject. */
-const requestFields = ["response_type", "client_id", "redirect_uri", "state", "code_challenge", "code_challenge_method", "nonce"];
+const requestFields = [
+  "response_type",
+  "client_id",
+  "redirect_uri",
+  "state",
+  "code_challenge",
+  "code_challenge_method",
+  "nonce",
+];
 
 type AuthorizationRequest = {
   clientId: string;
@@ -127,7 +135,12 @@ ${body}
       method: "GET",
       serve: ({ url, headers }) => {
         const checked = checkRequest(url.searchParams);
-        return authorizePage(typeof checked === "string" ? 400 : 200, headers, url.searchParams, typeof checked === "string" ? checked : undefined);
+        return authorizePage(
+          typeof checked === "string" ? 400 : 200,
+          headers,
+          url.searchParams,
+          typeof checked === "string" ? checked : undefined,
+        );
       },
     },
     {
@@ -145,7 +158,11 @@ ${body}
         back.searchParams.set("code", code);
         back.searchParams.set("state", checked.state);
         back.searchParams.set("iss", devIdp.issuer);
-        return { status: 303, headers: { location: back.toString(), "cache-control": "no-store", "referrer-policy": "no-referrer" }, body: "" };
+        return {
+          status: 303,
+          headers: { location: back.toString(), "cache-control": "no-store", "referrer-policy": "no-referrer" },
+          body: "",
+        };
       },
     },
     {
@@ -156,14 +173,19 @@ ${body}
         if (fields.get("grant_type") !== "authorization_code")
           return tokenError("unsupported_grant_type", "grant_type must be authorization_code");
         const verifier = fields.get("code_verifier") ?? "";
-        if (!pkceVerifierForm.test(verifier)) return tokenError("invalid_request", "code_verifier is missing or malformed");
+        if (!pkceVerifierForm.test(verifier))
+          return tokenError("invalid_request", "code_verifier is missing or malformed");
         const grant = await codes.redeem({
           code: fields.get("code") ?? "",
           clientId: fields.get("client_id") ?? "",
           redirectUri: fields.get("redirect_uri") ?? "",
           codeVerifier: verifier,
         });
-        if (!grant) return tokenError("invalid_grant", "the code is unknown, used, expired, or not for this client, redirect and verifier");
+        if (!grant)
+          return tokenError(
+            "invalid_grant",
+            "the code is unknown, used, expired, or not for this client, redirect and verifier",
+          );
         const session = await devIdp.mint(grant.subject, grant.nonce);
         // The ID token is the app API's user session: the access token is the same JWT.
         return jsonReply(

@@ -53,7 +53,9 @@ function adaptiveElements(elements: unknown): HTMLElement[] {
           return el(
             "div",
             { class: "ac-columns" },
-            ...list(element.columns).map((column) => el("div", { class: "ac-column" }, ...adaptiveElements(column.items))),
+            ...list(element.columns).map((column) =>
+              el("div", { class: "ac-column" }, ...adaptiveElements(column.items)),
+            ),
           );
         case "Table":
           return el(
@@ -129,7 +131,12 @@ export function cardView(card: Card, verdict: Verdict, choose: (verdict: Verdict
     ),
     cautions,
     payload,
-    el("details", { class: "signed" }, el("summary", {}, t("cardSigned")), el("pre", { "data-signed": "" }, signedText(card))),
+    el(
+      "details",
+      { class: "signed" },
+      el("summary", {}, t("cardSigned")),
+      el("pre", { "data-signed": "" }, signedText(card)),
+    ),
     el("p", { class: "hint" }, t("expires", { date: when(card.ttl_at) })),
     el(
       "fieldset",

@@ -16,7 +16,8 @@ export function guard(say: (text: string, kind?: "ok" | "problem") => void, work
     work().catch((error: unknown) => {
       if (error instanceof SignedOut) return onSignedOut();
       if (error instanceof NotOnThisServer) return say(t("notYetAvailable"), "problem");
-      if (error instanceof DOMException && error.name === "NotAllowedError") return say(t("passkeyDismissed"), "problem");
+      if (error instanceof DOMException && error.name === "NotAllowedError")
+        return say(t("passkeyDismissed"), "problem");
       say(t("failed", { message: error instanceof Error ? error.message : String(error) }), "problem");
     });
   };

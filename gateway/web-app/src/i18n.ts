@@ -1,5 +1,4 @@
-import { type Language, languages, type MessageKey } from "./messages.ts";
-import { format } from "./messages.ts";
+import { format, type Language, languages, type MessageKey } from "./messages.ts";
 
 /** The language the server chose (it set `<html lang>` from Accept-Language). */
 const language: Language = document.documentElement.lang === "de" ? "de" : "en";

@@ -210,8 +210,7 @@ const de: Messages = {
 
   noticesTitle: "Hinweise",
   noticeRevoked: "{platform} hat Ihr gesichertes Konto am {date} beendet.",
-  noticeRelink:
-    "{platform} meldet geänderte Anmeldedaten. Ihre nächste Bestätigung dort verknüpft das Konto erneut.",
+  noticeRelink: "{platform} meldet geänderte Anmeldedaten. Ihre nächste Bestätigung dort verknüpft das Konto erneut.",
   noticeAgentBound: "{agent} ist jetzt an Sie gebunden.",
   noticeDismiss: "Ausblenden",
 

@@ -71,7 +71,12 @@ export const accountsScreen: Screen = (main) => {
     return row;
   };
 
-  main.append(el("h1", { tabindex: "-1" }, t("accountsTitle")), el("p", {}, t("accountsIntro")), status.element, listed);
+  main.append(
+    el("h1", { tabindex: "-1" }, t("accountsTitle")),
+    el("p", {}, t("accountsIntro")),
+    status.element,
+    listed,
+  );
   guard(status.say, load)();
   return undefined;
 };

@@ -62,7 +62,13 @@ export const agentsScreen: Screen = (main) => {
     })();
   });
 
-  main.append(el("h1", { tabindex: "-1" }, t("agentsTitle")), el("p", {}, t("agentsIntro")), claim, status.element, listed);
+  main.append(
+    el("h1", { tabindex: "-1" }, t("agentsTitle")),
+    el("p", {}, t("agentsIntro")),
+    claim,
+    status.element,
+    listed,
+  );
   guard(status.say, load)();
   return undefined;
 };

@@ -155,12 +155,7 @@ export const inboxScreen: Screen = (main, navigate) => {
     requestsSection,
     cardsSection,
     refresh,
-    el(
-      "section",
-      { "aria-labelledby": "open-title" },
-      el("h2", { id: "open-title" }, t("openLinkTitle")),
-      openForm,
-    ),
+    el("section", { "aria-labelledby": "open-title" }, el("h2", { id: "open-title" }, t("openLinkTitle")), openForm),
   );
 
   let streaming = false;

@@ -14,7 +14,9 @@ interface Passkey {
 /** The person's passkeys: create one (WebAuthn registration), list them, remove one. */
 export const passkeysScreen: Screen = (main) => {
   const status = statusLine();
-  const listed = el("ul", { class: "items", "aria-labelledby": "passkeys-list" });
+  // The list says its own problems, so a created passkey's message stays when the list cannot load.
+  const listStatus = statusLine();
+  const listed = el("ul", { class: "items" });
 
   const load = async () => {
     const { passkeys } = await api<{ passkeys: Passkey[] }>("GET", "/app/passkeys");
@@ -30,7 +32,9 @@ export const passkeysScreen: Screen = (main) => {
               el(
                 "p",
                 { class: "hint" },
-                passkey.last_used_at ? t("passkeyLastUsed", { date: when(passkey.last_used_at) }) : t("passkeyNeverUsed"),
+                passkey.last_used_at
+                  ? t("passkeyLastUsed", { date: when(passkey.last_used_at) })
+                  : t("passkeyNeverUsed"),
               ),
               button(
                 t("passkeyRemove"),
@@ -55,7 +59,7 @@ export const passkeysScreen: Screen = (main) => {
     const response = await createPasskey(begun.options);
     await api("POST", "/app/passkeys/finish-registration", { ceremony_id: begun.ceremony_id, response });
     status.say(t("passkeyCreated"));
-    await load();
+    guard(listStatus.say, load)();
   });
 
   main.append(
@@ -63,9 +67,9 @@ export const passkeysScreen: Screen = (main) => {
     el("p", {}, t("passkeysIntro")),
     button(t("passkeyCreate"), create, { class: "primary" }),
     status.element,
-    el("h2", { id: "passkeys-list", class: "visually-hidden" }, t("passkeysTitle")),
+    listStatus.element,
     listed,
   );
-  guard(status.say, load)();
+  guard(listStatus.say, load)();
   return undefined;
 };

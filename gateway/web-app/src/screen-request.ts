@@ -62,9 +62,7 @@ export const requestScreen: Screen = (main) => {
   guard(status.say, async () => {
     const opened = await open();
     title.textContent =
-      opened.gate_type === "age"
-        ? t("requestTitleAge", { age: opened.age_threshold ?? "" })
-        : t("requestTitleHuman");
+      opened.gate_type === "age" ? t("requestTitleAge", { age: opened.age_threshold ?? "" }) : t("requestTitleHuman");
     if (opened.status !== "pending") return showStatus(opened.status);
     intro.textContent = t("requestIntro");
     actions.hidden = false;

@@ -8,7 +8,10 @@ export function signInScreen(main: HTMLElement, notice?: string): void {
   const status = statusLine();
   if (notice) status.say(notice, "problem");
   main.append(el("h1", { tabindex: "-1" }, t("signInTitle")), el("p", {}, t("signInIntro")), status.element);
-  if (!signInSettings()) return status.say(t("signInUnavailable"), "problem");
+  if (!signInSettings()) {
+    status.say(t("signInUnavailable"), "problem");
+    return;
+  }
   main.append(
     button(
       t("signInButton"),
