@@ -34,7 +34,7 @@ export function canonical(value: unknown): string {
  * axe-core run in the page (its source evaluated through DevTools, which the page's CSP does not govern):
  * no serious or critical violation.
  */
-export async function expectAccessible(page: Page, screen: string): Promise<void> {
+async function expectAccessible(page: Page, screen: string): Promise<void> {
   await page.evaluate(axe.source);
   const violations = await page.evaluate(async () => {
     const found = await (window as unknown as { axe: typeof axe }).axe.run(document, {

@@ -285,23 +285,27 @@ describe("the web app", () => {
     const refundCard = page.locator(`article[data-card-id="${refund}"]`);
     await invoiceCard.waitFor();
     await refundCard.waitFor();
-    await expect(invoiceCard.locator(".adaptive").innerText()).resolves.toContain("Invoice 2231 from Acme Supplies");
+    await expect(invoiceCard.locator(".adaptive").textContent()).resolves.toContain("Invoice 2231 from Acme Supplies");
     await expect(invoiceCard.locator(".caution").count()).resolves.toBe(0);
-    await expect(refundCard.getByRole("region", { name: "Caution" }).innerText()).resolves.toContain(
+    await expect(refundCard.getByRole("region", { name: "Caution" }).textContent()).resolves.toContain(
       "A domain name in the text could be mistaken for where the action goes.",
     );
-    // What each card shows under "exactly what your passkey signs", read as the page rendered it.
+    // What each card shows under "exactly what your passkey signs", read from the page's text.
     const shown = async (card: typeof invoiceCard) => {
       await card.getByText("Exactly what your passkey signs for this card").click();
-      const signed = await card.locator("pre[data-signed]").innerText();
+      const signed = (await card.locator("pre[data-signed]").textContent()) ?? "";
       const fields = JSON.parse(signed);
       // It is canonical, and the visible fields are its fields.
       expect(canonical(fields)).toBe(signed);
-      expect(await card.locator('[data-field="summary_title"]').innerText()).toBe(fields.summary_title);
-      expect(await card.locator('[data-field="category"]').innerText()).toBe(fields.category);
+      expect(await card.locator('[data-field="summary_title"]').textContent()).toBe(fields.summary_title);
+      expect(await card.locator('[data-field="category"]').textContent()).toBe(fields.category);
       if (fields.summary_detail) {
-        expect(await card.locator('[data-field="summary_detail.label"]').innerText()).toBe(fields.summary_detail.label);
-        expect(await card.locator('[data-field="summary_detail.value"]').innerText()).toBe(fields.summary_detail.value);
+        expect(await card.locator('[data-field="summary_detail.label"]').textContent()).toBe(
+          fields.summary_detail.label,
+        );
+        expect(await card.locator('[data-field="summary_detail.value"]').textContent()).toBe(
+          fields.summary_detail.value,
+        );
       }
       return { signed, fields };
     };

@@ -1,7 +1,7 @@
 import { sessionToken, signOut } from "./session.ts";
 
 /** The app API refused: `data.error` (its statusCode and message), or an HTTP failure. */
-export class ApiError extends Error {
+class ApiError extends Error {
   readonly status: number;
   constructor(status: number, message: string) {
     super(message);

@@ -26,7 +26,7 @@ export type Verdict = "approve" | "denied" | "later";
  * summary_detail, trusted_account_id as given) and the screened Adaptive Card. The page shows exactly this
  * text under "what your passkey signs", and everything it shows of the card comes from the same fields.
  */
-export const signedText = (card: Card): string =>
+const signedText = (card: Card): string =>
   canonicalJson({ ...card.action, adaptive_card_payload: card.adaptive_card_payload ?? undefined });
 
 type Json = Record<string, unknown>;

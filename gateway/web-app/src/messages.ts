@@ -123,7 +123,7 @@ const en = {
   deleteDone: "Your account is deleted.",
 };
 
-export type Messages = typeof en;
+type Messages = typeof en;
 export type MessageKey = keyof Messages;
 
 const de: Messages = {

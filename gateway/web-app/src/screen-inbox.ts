@@ -8,7 +8,7 @@ import { assertPasskey } from "./passkey.ts";
 import type { Screen } from "./screen.ts";
 
 /** A deep link (`svc://verify/<request_id>?t=…`), a web_url (`…/flow/<request_id>#t=…`) or a bare request id. */
-export function requestTarget(input: string): { requestId: string; secret: string | undefined } | undefined {
+function requestTarget(input: string): { requestId: string; secret: string | undefined } | undefined {
   const found = /(req_[0-9a-f]{32})(?:[?#]t=([0-9A-Za-z%]+))?/.exec(input.trim());
   if (!found?.[1]) return undefined;
   return { requestId: found[1], secret: found[2] ? decodeURIComponent(found[2]) : undefined };
