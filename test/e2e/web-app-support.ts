@@ -85,3 +85,13 @@ export async function pageWithAuthenticator(context: BrowserContext) {
   });
   return { page, credentials, policyViolations };
 }
+
+/** Signs in through the development identity provider's page as a new person; ends on the inbox. */
+export async function signInAsNewPerson(page: Page, origin: string): Promise<string> {
+  await page.goto(`${origin}/app`);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByLabel("Sign in as").fill(`web-${crypto.randomUUID()}`);
+  await page.getByRole("button", { name: "Continue" }).click();
+  await page.getByRole("heading", { name: "Inbox", level: 1 }).waitFor();
+  return (await page.evaluate(() => sessionStorage.getItem("svc.id_token"))) ?? "";
+}
