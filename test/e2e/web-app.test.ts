@@ -199,7 +199,7 @@ describe("the web app", () => {
     });
   });
 
-  it("signs in, creates a passkey, binds an agent, decides two cards in one ceremony and confirms a request", async () => {
+  it("signs in, creates a passkey, binds an agent, decides two cards in one ceremony, confirms a request, unbinds", async () => {
     const svcctl = svcctlJson(mesh);
     const context = await browser.newContext({ locale: "en-US", viewport: phoneViewport });
     const { page, credentials, policyViolations } = await pageWithAuthenticator(context);
@@ -375,6 +375,12 @@ describe("the web app", () => {
       true,
     );
     expect(record).toMatchObject({ status: "completed" });
+
+    // The agent is unbound again: its opaque_id names nobody from now on.
+    await page.getByRole("link", { name: "Agents" }).click();
+    await page.getByRole("button", { name: "Unbind Pay_Bot" }).click();
+    await page.getByText("Pay_Bot is no longer bound to you.").waitFor();
+    await page.getByText("No agent is bound to you.").waitFor();
 
     // The screens whose operations arrive with the accounts work render and are accessible already.
     for (const [link, name, heading] of [
