@@ -25,7 +25,8 @@ import { CredentialDirectory } from "./credentials/directory.ts";
 import { entities } from "./credentials/entities.ts";
 import { grantTokenResolver } from "./credentials/grant-token.ts";
 import { loadOidcConfig, userSessionResolver } from "./credentials/user-session.ts";
-import { DevIdentityProvider } from "./dev-idp/dev-identity-provider.ts";
+import { AuthorizationCodes } from "./dev-idp/authorization-codes.ts";
+import { DevIdentityProvider, devClientId } from "./dev-idp/dev-identity-provider.ts";
 import { openApiDocument, openApiPath } from "./http/openapi.ts";
 import { parseStage } from "./http/parse.ts";
 import { handleStage, type Stage, validateStage } from "./http/pipeline.ts";
@@ -112,7 +113,13 @@ export async function startGateway(
     config.deployment === "production"
       ? undefined
       : await DevIdentityProvider.open({ orm, clock, publicOrigin: config.publicOrigin });
-  const userSessions = userSessionResolver({ oidc: loadOidcConfig(env), devIdp, account, clock });
+  const oidc = loadOidcConfig(env);
+  const userSessions = userSessionResolver({ oidc, devIdp, account, clock });
+  // The web app signs in with the configured issuer once it has a client id there, else with the development one.
+  const signIn =
+    oidc.oidcIssuer !== "" && oidc.oidcClientId !== ""
+      ? { issuer: oidc.oidcIssuer, clientId: oidc.oidcClientId }
+      : devIdp && { issuer: devIdp.issuer, clientId: devClientId };
   const ready = async () => {
     await databaseReachable(orm);
     await reachable(config.signingUrl, "signing");
@@ -171,7 +178,14 @@ export async function startGateway(
       clock,
       logger,
       ready,
-      rawRoutes: rawRoutes({ keySet: services.keySet, openApi, devIdp, widget: services.widget }),
+      rawRoutes: rawRoutes({
+        keySet: services.keySet,
+        openApi,
+        devIdp: devIdp && { provider: devIdp, codes: new AuthorizationCodes({ orm, clock }) },
+        signIn,
+        publicOrigin: config.publicOrigin,
+        widget: services.widget,
+      }),
     });
     const consoleServer = await serveConnect({
       name: "gateway-console",

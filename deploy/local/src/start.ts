@@ -47,6 +47,7 @@ function banner(addresses: Addresses, demo: DemoCredentials): string {
 The mesh is running. Data lives in ${dataDir} and survives a restart; Ctrl-C stops everything.
 
   public API      ${base}   (described at ${base}/openapi.json)
+  web app         ${gatewayUrl}/app   (the person's side: sign in, passkeys, inbox, agents)
   key set         ${gatewayUrl}/.well-known/jwks.json
   console (ops)   ${consoleUrl}   (npx svcctl --help)
   PostgreSQL      ${databaseUrl}
@@ -73,6 +74,9 @@ ${agentWalkThrough({ baseUrl: base, jwksUrl: `${gatewayUrl}/.well-known/jwks.jso
 ${rule}
 
 Or open the web flow: the web_url of a request created without svc_user_id, in a browser with a passkey.
+Or open the web app at ${gatewayUrl}/app and sign in through the development identity provider with any
+identifier. Passkeys need a host name, not an IP address: start with
+GATEWAY_PUBLIC_ORIGIN=http://localhost:8080 and open http://localhost:8080/app.
 
 The widget: a demo partner page with <svc-verify> in a checkout form, answered by a sandbox human:
   ${demoPageOrigin}/

@@ -6,7 +6,7 @@ import { corsResponseHeaders, preflightHeaders, servesBrowsers } from "./cors.ts
 import { envelope } from "./envelope.ts";
 import { InputValidationError, unhandledBody } from "./errors.ts";
 import { type RequestContext, runPipeline, type Stage } from "./pipeline.ts";
-import type { RawReply, RawRoute } from "./raw-route.ts";
+import { type RawReply, type RawRoute, rawBodyLimit } from "./raw-route.ts";
 import { basePath, type Route } from "./route.ts";
 
 export { basePath };
@@ -50,6 +50,20 @@ function sendRaw(res: ServerResponse, reply: RawReply): void {
 const badRequest = (message: string) =>
   new InputValidationError({}, [{ propertyPath: "", invalidValue: null, message }]).toBody();
 
+/**
+ * A raw POST route's body as text, or `undefined` when it is larger than `rawBodyLimit` (read to its
+ * end but not kept, so the connection stays usable for the 413).
+ */
+async function readRawBody(req: IncomingMessage): Promise<string | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size <= rawBodyLimit) chunks.push(chunk);
+  }
+  return size > rawBodyLimit ? undefined : Buffer.concat(chunks).toString("utf8");
+}
+
 /** What answers one method at one path: an operation, through the pipeline, or a raw reply. */
 type Target = { kind: "operation"; route: Route } | { kind: "raw"; route: RawRoute };
 
@@ -70,18 +84,13 @@ function routeTable(routes: readonly Route[], rawRoutes: readonly RawRoute[]) {
   for (const route of routes) add(`${basePath}${route.path}`, route.method, { kind: "operation", route });
   for (const route of rawRoutes) {
     const target: Target = { kind: "raw", route };
-    if (route.path instanceof RegExp)
-      patterns.push({
-        pattern: route.path,
-        methods: new Map([
-          [route.method, target],
-          ["HEAD", target],
-        ]),
-      });
-    else {
-      add(route.path, route.method, target);
-      add(route.path, "HEAD", target);
-    }
+    const methods: [string, Target][] = [[route.method, target]];
+    if (route.method === "GET") methods.push(["HEAD", target]);
+    if (route.path instanceof RegExp) {
+      const family = patterns.find((p) => p.pattern.source === (route.path as RegExp).source);
+      if (family) for (const [method, t] of methods) family.methods.set(method, t);
+      else patterns.push({ pattern: route.path, methods: new Map(methods) });
+    } else for (const [method, t] of methods) add(route.path, method, t);
   }
   return (path: string): Map<string, Target> | undefined =>
     exact.get(path) ?? patterns.find((p) => p.pattern.test(path))?.methods;
@@ -153,7 +162,11 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
       });
     const target = methods.get(method);
     if (target?.kind === "operation") return runOperation(req, res, url, target.route);
-    if (target?.kind === "raw") return sendRaw(res, await target.route.serve({ url, headers: req.headers }));
+    if (target?.kind === "raw") {
+      const body = method === "POST" ? await readRawBody(req) : "";
+      if (body === undefined) return send(res, 413, badRequest(`the body is larger than ${rawBodyLimit} bytes`));
+      return sendRaw(res, await target.route.serve({ url, headers: req.headers, body }));
+    }
     // A preflight runs no stage: it carries no credential, is not counted and calls no service.
     const browserMethods = [...methods.values()]
       .filter((t) => t.kind === "operation" && servesBrowsers(t.route))

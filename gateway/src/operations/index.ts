@@ -12,8 +12,11 @@ import {
 } from "../app/passkeys.ts";
 import { appRequestRoutes, flowRequestRoutes } from "../app/requests.ts";
 import { securedAccountRoutes } from "../app/secured-accounts.ts";
+import { type SignInSettings, signedInPath, webAppRoutes } from "../app/web-app.ts";
 import { webFlowRoutes } from "../app/web-flow.ts";
+import type { AuthorizationCodes } from "../dev-idp/authorization-codes.ts";
 import type { DevIdentityProvider } from "../dev-idp/dev-identity-provider.ts";
+import { devIdpRoutes } from "../dev-idp/oidc-routes.ts";
 import { openApiRoute } from "../http/openapi.ts";
 import type { RawRoute } from "../http/raw-route.ts";
 import type { Route } from "../http/route.ts";
@@ -67,15 +70,23 @@ export const routes: readonly Route[] = [
 export function rawRoutes(options: {
   keySet: KeySetCache;
   openApi: Record<string, unknown>;
-  devIdp: DevIdentityProvider | undefined;
+  /** The development identity provider and its codes; absent in production. */
+  devIdp: { provider: DevIdentityProvider; codes: AuthorizationCodes } | undefined;
+  signIn: SignInSettings | undefined;
+  publicOrigin: string;
   widget: WidgetScript | undefined;
 }): RawRoute[] {
+  const { devIdp, publicOrigin } = options;
   return [
     keySetRoute(options.keySet),
     openApiRoute(options.openApi),
     qrCodeRoute,
     upgradePageRoute,
     ...widgetScriptRoutes(options.widget),
-    ...webFlowRoutes(options),
+    ...webFlowRoutes,
+    ...webAppRoutes({ signIn: options.signIn, publicOrigin }),
+    ...(devIdp
+      ? devIdpRoutes({ devIdp: devIdp.provider, codes: devIdp.codes, redirectUris: [`${publicOrigin}${signedInPath}`] })
+      : []),
   ];
 }
