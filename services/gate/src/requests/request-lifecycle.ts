@@ -1,5 +1,5 @@
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { type Clock, type EventBus, enqueueEvent, type OutboxRelay } from "@svc/platform";
+import { type Clock, type EventBus, enqueueEvent, type OutboxRelay, publishInboxChanged } from "@svc/platform";
 import {
   type FailureReason,
   humanVerified,
@@ -40,6 +40,7 @@ export interface Failure {
  * `confirmationHoldMs` past its start): the request may still complete or fail, and neither the sweep
  * nor a late open expires it meanwhile, so a person who confirmed in time never leaves an
  * `account.secured` without its `gate.human_verified`. A confirmation that dies lets it expire then.
+ * Every move out of pending wakes the inbox of the person it names, after the commit.
  */
 /** A pending request may still move at the instant bound to both `?`: inside its window, or held by a confirmation under way. */
 const stillOpen = "status = 'pending' and (expires_at > ? or confirming_until > ?)";
@@ -161,7 +162,7 @@ export class RequestLifecycle {
    */
   async sweep(limit: number): Promise<number> {
     const now = this.#clock.now();
-    let count = 0;
+    let ended: RequestRow[] = [];
     await this.#orm.em.fork().transactional(async (em) => {
       const rows = await em.execute<RequestRow[]>(
         `with due as (select id from requests where ${timeUp} order by expires_at limit ? for update skip locked)
@@ -169,13 +170,14 @@ export class RequestLifecycle {
          from due where r.id = due.id returning r.*`,
         [now, now, limit],
       );
-      count = rows.length;
+      ended = rows;
       for (const row of rows)
         if (row.opened_at !== null)
           this.#enqueue(em, unavailableExpired(eventSubject(row), new Date(row.expires_at), now));
     });
-    if (count > 0) this.#outbox.wake();
-    return count;
+    if (ended.length > 0) this.#outbox.wake();
+    publishInboxChanged(this.#bus, ended.map((row) => row.svc_user_id));
+    return ended.length;
   }
 
   async #transition(
@@ -188,7 +190,10 @@ export class RequestLifecycle {
       if (rows[0]) for (const event of events(rows[0])) this.#enqueue(em, event);
       return rows[0];
     });
-    if (row) this.#outbox.wake();
+    if (row) {
+      this.#outbox.wake();
+      publishInboxChanged(this.#bus, [row.svc_user_id]);
+    }
     return row;
   }
 
