@@ -30,8 +30,11 @@ import { openApiDocument, openApiPath } from "./http/openapi.ts";
 import { parseStage } from "./http/parse.ts";
 import { handleStage, type Stage, validateStage } from "./http/pipeline.ts";
 import { basePath, startPublicServer } from "./http/public-server.ts";
-import { listenForCardNotifications } from "./long-poll/card-notifications.ts";
-import { CardWaiters } from "./long-poll/card-waiters.ts";
+import { cardNotifications } from "./long-poll/card-notifications.ts";
+import { inboxNotifications } from "./long-poll/inbox-notifications.ts";
+import { InboxPresence } from "./long-poll/inbox-presence.ts";
+import { listenForNotifications } from "./long-poll/notifications.ts";
+import { Waiters } from "./long-poll/waiters.ts";
 import { migrations } from "./migrations/index.ts";
 import { rawRoutes, routes } from "./operations/index.ts";
 import { KeySetCache } from "./operations/jwks.ts";
@@ -65,7 +68,7 @@ async function reachable(baseUrl: string, name: string): Promise<void> {
 
 /**
  * The gateway starts without `startService`: it emits no events (no stream, no outbox to open; its one
- * NATS subscription hears the card notifications that end long-polls), and it serves two servers, the
+ * NATS connection hears the notifications that wake long-polls and event streams), and it serves two servers, the
  * public JSON API and the console, where `startService` serves one Connect server.
  */
 export async function startGateway(
@@ -89,7 +92,9 @@ export async function startGateway(
   const gate = createInternalClient(GateService, config.gateUrl);
   const account = createInternalClient(AccountService, config.accountUrl);
   const agentlink = createInternalClient(AgentService, config.agentlinkUrl);
-  const cardWaiters = new CardWaiters<CheckStatusResponse>();
+  const cardWaiters = new Waiters<CheckStatusResponse>();
+  const inboxWaiters = new Waiters();
+  const inboxPresence = new InboxPresence({ subjectPrefix: config.eventSubjectPrefix, logger });
   const services: GatewayServices = {
     signing,
     keySet: new KeySetCache({ signing, logger }),
@@ -100,6 +105,9 @@ export async function startGateway(
       timeoutMs: webhookCallbacksTimeoutMs,
     }),
     cardWaiters,
+    inboxWaiters,
+    inboxPresence,
+    organizations: directory,
     publicOrigin: config.publicOrigin,
   };
   // The development identity provider signs sandbox humans in; production never runs it.
@@ -146,10 +154,13 @@ export async function startGateway(
   ];
   const openApi = openApiDocument({ routes, aliases: aliasTable, sunset, publicOrigin: config.publicOrigin });
   const stopSweeping = limiter.startSweeping(() => clock.now(), 10 * 60_000);
-  const stopListening = listenForCardNotifications({
+  const stopListening = listenForNotifications({
     natsUrl: config.natsUrl,
-    subjectPrefix: config.eventSubjectPrefix,
-    waiters: cardWaiters,
+    handlers: [
+      cardNotifications(config.eventSubjectPrefix, cardWaiters),
+      inboxNotifications(config.eventSubjectPrefix, inboxWaiters),
+    ],
+    connected: (nc) => inboxPresence.attach(nc),
     logger,
   });
 
@@ -196,8 +207,9 @@ export async function startGateway(
       stop: () =>
         (stopping ??= (async () => {
           stopSweeping();
-          // Held long-polls answer now (their card read again), so closing the server waits for no one.
+          // Held long-polls answer now (read again) and event streams end, so closing the server waits for no one.
           cardWaiters.close();
+          inboxWaiters.close();
           await Promise.all([running.stop(), consoleServer.stop()]);
           await stopListening();
           await rateLimitPool.end();

@@ -145,6 +145,14 @@ export class CredentialDirectory {
     return em.find(ApiKey, { organizationId }, { orderBy: { createdAt: "asc", id: "asc" } });
   }
 
+  /** The names of these organizations (the person sees a partner by its organization's name), by id. */
+  async organizationNames(ids: readonly string[]): Promise<Map<string, string>> {
+    const unique = [...new Set(ids)];
+    if (unique.length === 0) return new Map();
+    const organizations = await this.#orm.em.fork().find(Organization, { id: { $in: unique } });
+    return new Map(organizations.map((organization) => [organization.id, organization.name]));
+  }
+
   /** The key a presented credential names (revoked and expired included: the caller decides), if any. */
   async findKey(credential: string): Promise<ApiKey | undefined> {
     const parsed = parseKey(credential);

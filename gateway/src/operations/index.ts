@@ -1,6 +1,7 @@
 import { agentBindingRoutes } from "../app/agent-bindings.ts";
 import { agentCardRoutes } from "../app/agent-cards.ts";
 import { flowBeginPasskeyRegistrationRoute, flowFinishPasskeyRegistrationRoute } from "../app/flow-passkeys.ts";
+import { inboxRoutes } from "../app/inbox.ts";
 import {
   appMeRoute,
   beginPasskeyRegistrationRoute,
@@ -49,6 +50,7 @@ export const routes: readonly Route[] = [
   ...appRequestRoutes,
   ...agentBindingRoutes,
   ...agentCardRoutes,
+  ...inboxRoutes,
   ...flowRequestRoutes,
   flowBeginPasskeyRegistrationRoute,
   flowFinishPasskeyRegistrationRoute,

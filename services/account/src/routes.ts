@@ -3,7 +3,14 @@ import { create } from "@bufbuild/protobuf";
 import { type Timestamp, timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, type ConnectRouter } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { type Clock, type EventBus, environmentName, type OutboxRelay, refusalTranslator } from "@svc/platform";
+import {
+  type Clock,
+  type EventBus,
+  environmentName,
+  type Logger,
+  type OutboxRelay,
+  refusalTranslator,
+} from "@svc/platform";
 import {
   AccountConsoleService,
   AccountService,
@@ -12,6 +19,7 @@ import {
   LinkConflict as ProtoLinkConflict,
   SandboxBehavior as ProtoSandboxBehavior,
   SecuredAccountStatus as ProtoSecuredAccountStatus,
+  PushKind,
   SecuredAccountSchema,
 } from "@svc/proto/account/v1/account_pb.js";
 import { CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
@@ -30,6 +38,8 @@ import {
 import { listSecuredAccounts, type SecuredAccountRow } from "./links/secured-accounts.ts";
 import { beginAssertion, finishAssertion } from "./passkeys/assertion.ts";
 import { beginRegistration, finishRegistration, type PasskeyContext } from "./passkeys/registration.ts";
+import type { PushProviders } from "./push/configured-providers.ts";
+import { pushToHuman } from "./push/push-to-human.ts";
 import { type AccountRefusalKind, invalidArgument } from "./refusal.ts";
 import {
   createSandboxHuman,
@@ -46,6 +56,9 @@ export interface RouteDependencies {
   secrets: AccountSecrets;
   devIssuer: string;
   rpName: string;
+  /** The configured push providers by device platform; none in development and tests. */
+  pushProviders: PushProviders;
+  logger: Logger;
 }
 
 /** Thin handlers: translate the wire to the domain operations and back, one unit of work (a fresh entity manager) each. */
@@ -105,6 +118,14 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
         }),
 
       finishPasskeyAssertion: (req) => wireErrors(() => finishAssertion(passkeys(), req)),
+
+      pushToHuman: (req) =>
+        wireErrors(async () =>
+          pushToHuman({ em: em(), providers: deps.pushProviders, logger: deps.logger }, req.svcUserId, {
+            kind: req.kind === PushKind.AGENT_CARD ? "agent_card" : "gate_request",
+            title: req.title.slice(0, 200),
+          }),
+        ),
 
       registerDevice: (req) => wireErrors(async () => ({ deviceId: await registerDevice(em(), clock, req) })),
 

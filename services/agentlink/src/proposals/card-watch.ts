@@ -29,5 +29,8 @@ export function publishCardsLeftQueue(bus: Pick<EventBus, "nc" | "subjectPrefix"
       // The connection is closing or closed: see above, the waits end on their own.
     }
   }
-  publishInboxChanged(bus, cards.map((card) => card.svcUserId));
+  publishInboxChanged(
+    bus,
+    cards.map((card) => card.svcUserId),
+  );
 }

@@ -1,7 +1,15 @@
 import type { KeyObject } from "node:crypto";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { type Client, Code, ConnectError } from "@connectrpc/connect";
-import { type Clock, type EventBus, isUuid, type OutboxRelay, outboxRow, publishInboxChanged, uuid } from "@svc/platform";
+import {
+  type Clock,
+  type EventBus,
+  isUuid,
+  type OutboxRelay,
+  outboxRow,
+  publishInboxChanged,
+  uuid,
+} from "@svc/platform";
 import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import type { AgentNames } from "../agents/agent-naming.ts";
 import { opaqueIdLookup } from "../binding/opaque-id.ts";

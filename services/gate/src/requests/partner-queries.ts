@@ -17,7 +17,12 @@ export class PartnerQueries {
   readonly #refs: PartnerRefs;
   readonly #bus: Pick<EventBus, "nc" | "subjectPrefix">;
 
-  constructor(options: { orm: MikroORM; clock: Clock; refs: PartnerRefs; bus: Pick<EventBus, "nc" | "subjectPrefix"> }) {
+  constructor(options: {
+    orm: MikroORM;
+    clock: Clock;
+    refs: PartnerRefs;
+    bus: Pick<EventBus, "nc" | "subjectPrefix">;
+  }) {
     this.#orm = options.orm;
     this.#bus = options.bus;
     this.#clock = options.clock;
@@ -59,7 +64,10 @@ export class PartnerQueries {
         where organization_id = ? and environment = ? and gate_key = ? and blocking_user_hash = ? and status = 'pending' and expires_at > ? returning svc_user_id`,
       [now, caller.organizationId, caller.environment, gate.key, this.#refs.hash(caller.organizationId, user), now],
     );
-    publishInboxChanged(this.#bus, rows.map((row) => row.svc_user_id));
+    publishInboxChanged(
+      this.#bus,
+      rows.map((row) => row.svc_user_id),
+    );
     return rows.length;
   }
 

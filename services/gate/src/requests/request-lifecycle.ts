@@ -176,7 +176,10 @@ export class RequestLifecycle {
           this.#enqueue(em, unavailableExpired(eventSubject(row), new Date(row.expires_at), now));
     });
     if (ended.length > 0) this.#outbox.wake();
-    publishInboxChanged(this.#bus, ended.map((row) => row.svc_user_id));
+    publishInboxChanged(
+      this.#bus,
+      ended.map((row) => row.svc_user_id),
+    );
     return ended.length;
   }
 
