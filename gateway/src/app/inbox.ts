@@ -104,7 +104,11 @@ function listenForChanges(services: GatewayServices, svcUserId: string) {
         pending = false;
         waiting = undefined;
       }),
-    interrupt: () => waiting?.(),
+    /** Ends the current or the next wait (the client went away, perhaps while the inbox was being read). */
+    interrupt: () => {
+      pending = true;
+      waiting?.();
+    },
     stop: () => {
       if (stopped) return;
       stopped = true;
