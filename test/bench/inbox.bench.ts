@@ -9,7 +9,7 @@ import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { InboxChangedSchema } from "@svc/proto/common/v1/inbox_watch_pb.js";
 import { ConsoleService, KeyType } from "@svc/proto/console/v1/console_pb.js";
 import { GateConsoleService, GateType } from "@svc/proto/gate/v1/gate_pb.js";
-import { startBenchMesh } from "./bench-infrastructure.ts";
+import { median, startBenchMesh } from "./bench-infrastructure.ts";
 
 /**
  * The person's inbox through the real gateway, gate and NATS. One result line, `inbox-wake`: one person's
@@ -132,6 +132,7 @@ try {
     JSON.stringify({
       name: "inbox-wake",
       wake_p99_ms: p99(wakes),
+      wake_median_ms: median(wakes),
       jetstream_ack_p99_ms: p99(acks),
       ratio: p99(wakes) / p99(acks),
       from_create_p99_ms: p99(fromCreate),
