@@ -30,14 +30,18 @@ import { openApiDocument, openApiPath } from "./http/openapi.ts";
 import { parseStage } from "./http/parse.ts";
 import { handleStage, type Stage, validateStage } from "./http/pipeline.ts";
 import { basePath, startPublicServer } from "./http/public-server.ts";
-import { cardNotifications } from "./long-poll/card-notifications.ts";
-import { inboxNotifications } from "./long-poll/inbox-notifications.ts";
 import { InboxPresence } from "./long-poll/inbox-presence.ts";
-import { listenForNotifications } from "./long-poll/notifications.ts";
+import {
+  cardNotifications,
+  inboxNotifications,
+  listenForNotifications,
+  requestNotifications,
+} from "./long-poll/notifications.ts";
 import { Waiters } from "./long-poll/waiters.ts";
 import { migrations } from "./migrations/index.ts";
 import { rawRoutes, routes } from "./operations/index.ts";
 import { KeySetCache } from "./operations/jwks.ts";
+import { loadWidgetScript } from "./operations/widget-script.ts";
 import { KeyLimits } from "./rate-limits/key-limits.ts";
 import { rateLimitStage } from "./rate-limits/rate-limit-stage.ts";
 import { decideRateLimits, RateLimiter } from "./rate-limits/rate-limiter.ts";
@@ -93,6 +97,7 @@ export async function startGateway(
   const account = createInternalClient(AccountService, config.accountUrl);
   const agentlink = createInternalClient(AgentService, config.agentlinkUrl);
   const cardWaiters = new Waiters<CheckStatusResponse>();
+  const requestWaiters = new Waiters();
   const inboxWaiters = new Waiters();
   const inboxPresence = new InboxPresence({ subjectPrefix: config.eventSubjectPrefix, logger });
   const services: GatewayServices = {
@@ -105,10 +110,12 @@ export async function startGateway(
       timeoutMs: webhookCallbacksTimeoutMs,
     }),
     cardWaiters,
+    requestWaiters,
     inboxWaiters,
     inboxPresence,
     organizations: directory,
     publicOrigin: config.publicOrigin,
+    widget: loadWidgetScript(logger),
   };
   // The development identity provider signs sandbox humans in; production never runs it.
   const devIdp =
@@ -156,8 +163,9 @@ export async function startGateway(
   const stopSweeping = limiter.startSweeping(() => clock.now(), 10 * 60_000);
   const stopListening = listenForNotifications({
     natsUrl: config.natsUrl,
-    handlers: [
+    subscriptions: [
       cardNotifications(config.eventSubjectPrefix, cardWaiters),
+      requestNotifications(config.eventSubjectPrefix, requestWaiters),
       inboxNotifications(config.eventSubjectPrefix, inboxWaiters),
     ],
     connected: (nc) => inboxPresence.attach(nc),
@@ -175,7 +183,7 @@ export async function startGateway(
       clock,
       logger,
       ready,
-      rawRoutes: rawRoutes({ keySet: services.keySet, openApi, devIdp }),
+      rawRoutes: rawRoutes({ keySet: services.keySet, openApi, devIdp, widget: services.widget }),
     });
     const consoleServer = await serveConnect({
       name: "gateway-console",
@@ -209,6 +217,7 @@ export async function startGateway(
           stopSweeping();
           // Held long-polls answer now (read again) and event streams end, so closing the server waits for no one.
           cardWaiters.close();
+          requestWaiters.close();
           inboxWaiters.close();
           await Promise.all([running.stop(), consoleServer.stop()]);
           await stopListening();

@@ -1,6 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { cardKey } from "../src/long-poll/card-notifications.ts";
-import { Waiters } from "../src/long-poll/waiters.ts";
+import { cardKey, Waiters } from "../src/long-poll/waiters.ts";
 
 const card = { agentId: "agent-1", requestId: "6f1c0a52-3b7e-4d2f-9a61-0c8e5b7d4a10" };
 const key = cardKey(card.agentId, card.requestId);

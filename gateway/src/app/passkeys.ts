@@ -1,3 +1,4 @@
+import { instant } from "../http/instant.ts";
 import { defineRoute, ok } from "../http/route.ts";
 import { ceremonyAnswerFields, pageOriginField } from "./person-fields.ts";
 import { relyingParty } from "./relying-party.ts";
@@ -79,5 +80,62 @@ export const appMeRoute = defineRoute({
   envelope: "nested",
   async handle(_input, { caller }) {
     return ok({ svc_user_id: sessionUserId(caller) });
+  },
+});
+
+export const listPasskeysRoute = defineRoute({
+  operationId: "appListPasskeys",
+  method: "GET",
+  path: "/app/passkeys",
+  summary: "The signed-in person's passkeys, newest first.",
+  auth: { accepts: ["user_session"] },
+  input: { type: "object", properties: {} },
+  envelope: "nested",
+  output: {
+    type: "object",
+    properties: {
+      passkeys: {
+        type: "array",
+        items: {
+          type: "object",
+          properties: {
+            passkey_id: { type: "string" },
+            created_at: { type: "string", format: "date-time" },
+            last_used_at: { type: "string", format: "date-time", nullable: true },
+            transports: { type: "array", items: { type: "string" } },
+          },
+        },
+      },
+    },
+  },
+  async handle(_input, { caller, services }) {
+    const { passkeys } = await services.account.listPasskeys({ svcUserId: sessionUserId(caller) });
+    return ok({
+      passkeys: passkeys.map((passkey) => ({
+        passkey_id: passkey.passkeyId,
+        created_at: instant(passkey.createdAt),
+        last_used_at: instant(passkey.lastUsedAt),
+        transports: passkey.transports,
+      })),
+    });
+  },
+});
+
+export const removePasskeyRoute = defineRoute({
+  operationId: "appRemovePasskey",
+  method: "POST",
+  path: "/app/passkeys/remove",
+  summary: "Remove one of the signed-in person's passkeys. Not the person's: 404.",
+  auth: { accepts: ["user_session"] },
+  input: {
+    type: "object",
+    properties: { passkey_id: { type: "string", minLength: 1, maxLength: 1024, description: "As listed." } },
+    required: ["passkey_id"],
+  },
+  envelope: "nested",
+  output: { type: "object", properties: { removed: { type: "boolean" } } },
+  async handle(input, { caller, services }) {
+    await services.account.removePasskey({ svcUserId: sessionUserId(caller), passkeyId: input.passkey_id });
+    return ok({ removed: true });
   },
 });

@@ -66,6 +66,14 @@ export class CredentialDirectory {
     return organization;
   }
 
+  /** The names of these organizations by id (for the app, which shows a partner by its name); unknown ids are absent. */
+  async organizationNames(ids: readonly string[]): Promise<Map<string, string>> {
+    const wanted = [...new Set(ids)].filter((id) => uuidText.test(id));
+    if (wanted.length === 0) return new Map();
+    const found = await this.#orm.em.fork().find(Organization, { id: { $in: wanted } });
+    return new Map(found.map((organization) => [organization.id, organization.name]));
+  }
+
   /** Issues a key; the returned `key` is the only time the secret exists outside the caller's hands. */
   async createKey(request: NewKey): Promise<{ key: string; record: ApiKey }> {
     requireUuid(request.organizationId, "organization_id");
@@ -143,14 +151,6 @@ export class CredentialDirectory {
     if (!(await em.findOne(Organization, { id: organizationId })))
       throw new CredentialError("not_found", `no organization ${organizationId}`);
     return em.find(ApiKey, { organizationId }, { orderBy: { createdAt: "asc", id: "asc" } });
-  }
-
-  /** The names of these organizations (the person sees a partner by its organization's name), by id. */
-  async organizationNames(ids: readonly string[]): Promise<Map<string, string>> {
-    const unique = [...new Set(ids)];
-    if (unique.length === 0) return new Map();
-    const organizations = await this.#orm.em.fork().find(Organization, { id: { $in: unique } });
-    return new Map(organizations.map((organization) => [organization.id, organization.name]));
   }
 
   /** The key a presented credential names (revoked and expired included: the caller decides), if any. */

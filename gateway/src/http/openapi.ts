@@ -1,5 +1,6 @@
 import { flowSecretForm, qrCodePrefix, qrCodeSuffix, requestIdForm } from "../operations/gate-links.ts";
 import { jwksPath } from "../operations/jwks.ts";
+import { widgetScriptPaths } from "../operations/widget-script.ts";
 import { developmentInFlight, tiers } from "../rate-limits/rate-tiers.ts";
 import type { AliasRow } from "../rename-window/aliases.ts";
 import { corsAllowedHeaders, corsExposedHeaders, preflightMaxAgeSeconds, servesBrowsers } from "./cors.ts";
@@ -526,6 +527,7 @@ export function openApiDocument(options: OpenApiOptions): Json {
     paths[path] = { ...paths[path], options: preflightOf(browserRoutes) };
   }
   paths[`${qrCodePrefix}{request_id}${qrCodeSuffix}`] = qrCodeItem;
+  Object.assign(paths, widgetScriptPaths);
   paths[openApiPath] = {
     get: {
       operationId: "openApiDocument",

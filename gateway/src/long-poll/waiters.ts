@@ -1,9 +1,10 @@
 /**
- * The waits this gateway holds, by key (a card's `agent/request_id`, a person's `svc_user_id`): one map per
- * kind for the whole process, woken by the one NATS subscription that hears that kind's notifications
- * (`notifications.ts`). A held wait costs a map entry, a promise and a timer; no connection, subscription
- * or query of its own. `T` is what a notification may carry for the woken waits to answer without
- * reading again (a card's check-status answer); a wake without one (every inbox wake) makes them read again.
+ * The waits this gateway holds for one kind of thing, by key: one map per kind for the whole process,
+ * woken by the one subscription to its notifications (`notifications.ts`): check-status by agent and
+ * card (`cardKey`), the verification status by request id, the person's inbox by `svc_user_id`. A held
+ * wait costs a map entry, a promise and a timer; no connection, subscription or query of its own. `T` is
+ * what a notification may carry for the woken waits to answer without reading again (a card's
+ * check-status answer); a wake without one (every status and inbox wake) makes them read again.
  */
 export class Waiters<T = never> {
   readonly #held = new Map<string, Set<(answer?: T) => void>>();
@@ -43,12 +44,13 @@ export class Waiters<T = never> {
   }
 
   /**
-   * One long-poll: `read`; while `holdMs` of what was read is above 0, wait that long or until `key` is
-   * woken, and answer what the notification carries (or, without it, `read` again). When the time is up, or
-   * the gateway stops, `read` again. The waiter is registered before the first read, so a change committed
-   * between that read and the wait still wakes it. A notification that never comes (lost between the
-   * commit and its publish) only makes the wait run to its end. When `signal` aborts (the client went
-   * away) the waiter is freed at once and nothing is read again: the answer goes nowhere.
+   * The long-poll of one thing: `read` it; while `holdMs` of what was read is above 0, wait that long or
+   * until `key` is woken, and answer what the notification carries (or, without it, `read` again). When
+   * the time is up, or the gateway stops, `read` again. The waiter is registered before the first read, so
+   * a change committed between that read and the wait still wakes it. A notification that never comes
+   * (lost between the owner's commit and its publish) only makes the wait run to its end, and the second
+   * read answers what it is by then. When `signal` aborts (the client went away) the waiter is freed at
+   * once and nothing is read again: the answer goes nowhere.
    */
   async hold<R = T>(
     key: string,
@@ -91,3 +93,6 @@ export class Waiters<T = never> {
     for (const wakers of this.#held.values()) for (const wake of [...wakers]) wake();
   }
 }
+
+/** The key of a card's check-status long-polls. request_id is a UUID, which agentlink stores (and notifies) in lower case whatever case the agent sent. */
+export const cardKey = (agentId: string, requestId: string): string => `${agentId}/${requestId.toLowerCase()}`;

@@ -1,14 +1,18 @@
 import { agentBindingRoutes } from "../app/agent-bindings.ts";
 import { agentCardRoutes } from "../app/agent-cards.ts";
+import { deleteAccountRoute } from "../app/delete-account.ts";
 import { flowBeginPasskeyRegistrationRoute, flowFinishPasskeyRegistrationRoute } from "../app/flow-passkeys.ts";
 import { inboxRoutes } from "../app/inbox.ts";
 import {
   appMeRoute,
   beginPasskeyRegistrationRoute,
   finishPasskeyRegistrationRoute,
+  listPasskeysRoute,
   registerDeviceRoute,
+  removePasskeyRoute,
 } from "../app/passkeys.ts";
 import { appRequestRoutes, flowRequestRoutes } from "../app/requests.ts";
+import { securedAccountRoutes } from "../app/secured-accounts.ts";
 import { webFlowRoutes } from "../app/web-flow.ts";
 import type { DevIdentityProvider } from "../dev-idp/dev-identity-provider.ts";
 import { openApiRoute } from "../http/openapi.ts";
@@ -27,6 +31,7 @@ import { qrCodeRoute } from "./qr-code.ts";
 import { revokeVerificationRoute } from "./revoke-verification.ts";
 import { verificationStatusRoute } from "./verification-status.ts";
 import { verifyTokenRoute } from "./verify-token.ts";
+import { type WidgetScript, widgetScriptRoutes } from "./widget-script.ts";
 
 /** Every public operation under `{base_url}`, one file each in this folder. */
 export const routes: readonly Route[] = [
@@ -47,6 +52,10 @@ export const routes: readonly Route[] = [
   beginPasskeyRegistrationRoute,
   finishPasskeyRegistrationRoute,
   registerDeviceRoute,
+  listPasskeysRoute,
+  removePasskeyRoute,
+  ...securedAccountRoutes,
+  deleteAccountRoute,
   ...appRequestRoutes,
   ...agentBindingRoutes,
   ...agentCardRoutes,
@@ -61,12 +70,14 @@ export function rawRoutes(options: {
   keySet: KeySetCache;
   openApi: Record<string, unknown>;
   devIdp: DevIdentityProvider | undefined;
+  widget: WidgetScript | undefined;
 }): RawRoute[] {
   return [
     keySetRoute(options.keySet),
     openApiRoute(options.openApi),
     qrCodeRoute,
     upgradePageRoute,
+    ...widgetScriptRoutes(options.widget),
     ...webFlowRoutes(options),
   ];
 }

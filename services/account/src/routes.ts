@@ -7,6 +7,7 @@ import {
   type Clock,
   type EventBus,
   environmentName,
+  environmentProto,
   type Logger,
   type OutboxRelay,
   refusalTranslator,
@@ -15,8 +16,12 @@ import {
   AccountConsoleService,
   AccountService,
   DeviceSchema,
+  NoticeSchema,
+  OwnAccountSchema,
+  PasskeySummarySchema,
   AgeVerdict as ProtoAgeVerdict,
   LinkConflict as ProtoLinkConflict,
+  NoticeKind as ProtoNoticeKind,
   SandboxBehavior as ProtoSandboxBehavior,
   SecuredAccountStatus as ProtoSecuredAccountStatus,
   PushKind,
@@ -28,15 +33,21 @@ import { evaluateAge } from "./age/age-evidence.ts";
 import type { AccountSecrets } from "./config.ts";
 import { listDevices, registerDevice } from "./devices/devices.ts";
 import { describeHuman, devSignInSubject, resolveSignedInHuman } from "./humans/humans.ts";
+import type { AccountLink } from "./links/account-link.entity.ts";
 import {
   accountLinkState,
+  deleteHuman,
   type LinkConflict,
   type LinkContext,
+  listOwnAccounts,
   secureAccount,
   unlinkAccount,
+  unlinkOwnAccount,
 } from "./links/account-links.ts";
+import { dismissNotice, listNotices, type NoticeKind } from "./links/notices.ts";
 import { listSecuredAccounts, type SecuredAccountRow } from "./links/secured-accounts.ts";
 import { beginAssertion, finishAssertion } from "./passkeys/assertion.ts";
+import { listPasskeys, removePasskey } from "./passkeys/passkey-list.ts";
 import { beginRegistration, finishRegistration, type PasskeyContext } from "./passkeys/registration.ts";
 import type { PushProviders } from "./push/configured-providers.ts";
 import { pushToHuman } from "./push/push-to-human.ts";
@@ -201,6 +212,59 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
         }),
 
       sandboxAssert: (req) => wireErrors(async () => ({ responseJson: await sandboxAssert(sandbox(), req) })),
+
+      listOwnAccounts: (req) =>
+        wireErrors(async () => ({ accounts: (await listOwnAccounts(em(), req.svcUserId)).map(toProtoOwnAccount) })),
+
+      unlinkOwnAccount: (req) =>
+        wireErrors(async () => {
+          const outcome = await unlinkOwnAccount(links(), { svcUserId: req.svcUserId, handle: req.handle });
+          return {
+            handle: outcome.handle,
+            unlinkedAt: timestampFromDate(outcome.unlinkedAt),
+            alreadyUnlinked: outcome.alreadyUnlinked,
+          };
+        }),
+
+      deleteHuman: (req) => wireErrors(() => deleteHuman(links(), req.svcUserId)),
+
+      listNotices: (req) =>
+        wireErrors(async () => ({
+          notices: (await listNotices(em(), req.svcUserId)).map((notice) =>
+            create(NoticeSchema, {
+              noticeId: notice.id,
+              kind: toProtoNoticeKind[notice.kind],
+              organizationId: notice.organization_id,
+              environment: environmentProto(notice.environment),
+              handle: notice.handle,
+              at: timestampFromDate(notice.at),
+            }),
+          ),
+        })),
+
+      dismissNotice: (req) =>
+        wireErrors(async () => {
+          await dismissNotice(em(), { svcUserId: req.svcUserId, noticeId: req.noticeId });
+          return {};
+        }),
+
+      listPasskeys: (req) =>
+        wireErrors(async () => ({
+          passkeys: (await listPasskeys(em(), req.svcUserId)).map((passkey) =>
+            create(PasskeySummarySchema, {
+              passkeyId: passkey.credentialId,
+              createdAt: timestampFromDate(passkey.createdAt),
+              ...(passkey.lastUsedAt != null && { lastUsedAt: timestampFromDate(passkey.lastUsedAt) }),
+              transports: passkey.transports,
+            }),
+          ),
+        })),
+
+      removePasskey: (req) =>
+        wireErrors(async () => {
+          await removePasskey(em(), { svcUserId: req.svcUserId, passkeyId: req.passkeyId });
+          return {};
+        }),
     });
 
     router.service(AccountConsoleService, {
@@ -298,3 +362,20 @@ const toProtoSecuredAccount = (row: SecuredAccountRow) =>
     unlinkReason: row.unlinkReason ?? "",
     surfaceId: row.surfaceId ?? "",
   });
+
+const toProtoOwnAccount = (link: AccountLink) =>
+  create(OwnAccountSchema, {
+    organizationId: link.organizationId,
+    environment: environmentProto(link.environment),
+    handle: link.handle,
+    status: toProtoStatus[link.status],
+    securedAt: timestampFromDate(link.securedAt),
+    ...(link.unlinkedAt != null && { unlinkedAt: timestampFromDate(link.unlinkedAt) }),
+    unlinkedBy: link.unlinkedBy ?? "",
+    unlinkReason: link.unlinkReason ?? "",
+  });
+
+const toProtoNoticeKind: Record<NoticeKind, ProtoNoticeKind> = {
+  account_revoked: ProtoNoticeKind.ACCOUNT_REVOKED,
+  relink_offer: ProtoNoticeKind.RELINK_OFFER,
+};

@@ -135,7 +135,7 @@ describe("SecureAccount", () => {
     expect(development.firstTime).toBe(true);
   });
 
-  it("relinking after an unlink is a new link: first time again, with a new handle", async () => {
+  it("relinking after an unlink is a new link: first time again, with the same handle", async () => {
     const shop = platform();
     const human = await newHuman();
     const first = await shop.secure("user-relink", human);
@@ -163,7 +163,7 @@ describe("SecureAccount", () => {
     clock.advance(60_000);
     const relinked = await shop.secure("user-relink", human);
     expect(relinked.firstTime).toBe(true);
-    expect(relinked.handle).not.toBe(first.handle);
+    expect(relinked.handle).toBe(first.handle);
     expect(timestampDate(relinked.trustedSince!)).toEqual(clock.now());
     const rows = await account.sql<{
       handle: string;
@@ -176,11 +176,11 @@ describe("SecureAccount", () => {
     );
     expect(rows).toEqual([
       { handle: first.handle, status: "unlinked", unlinked_by: "platform", unlink_reason: "credential_changed" },
-      { handle: relinked.handle, status: "active", unlinked_by: null, unlink_reason: null },
+      { handle: first.handle, status: "active", unlinked_by: null, unlink_reason: null },
     ]);
     await expect
       .poll(() => eventsFor(first.handle).map(({ event }) => event.payload.case), { timeout: 10_000 })
-      .toEqual(["accountSecured", "accountUnlinked"]);
+      .toEqual(["accountSecured", "accountUnlinked", "accountSecured"]);
     const unlinkedEvent = eventsFor(first.handle)[1]!.event;
     expect(unlinkedEvent.payload.case === "accountUnlinked" && unlinkedEvent.payload.value).toMatchObject({
       handle: first.handle,

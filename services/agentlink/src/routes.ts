@@ -36,7 +36,7 @@ import { type AgentKeyRefusal, authenticateAgentKey } from "./agents/authenticat
 import { callbackTarget } from "./agents/callback-target.ts";
 import { dismissBindingNotice, listBindingNotices } from "./binding/binding-notices.ts";
 import type { BindingContext, BindSessionStatus } from "./binding/bindings.ts";
-import { checkBinding, claimLinkCode, listBindings, startBindSession, unbind } from "./binding/bindings.ts";
+import { checkBinding, claimLinkCode, eraseHuman, listBindings, startBindSession, unbind } from "./binding/bindings.ts";
 import type { AgentlinkSecrets } from "./config.ts";
 import { beginConfirmation } from "./confirmations/begin-confirmation.ts";
 import { type ConfirmationContext, confirm } from "./confirmations/confirm.ts";
@@ -167,6 +167,9 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
           const unboundAt = await unbind(bindings(), requireHuman(req.svcUserId), req.agentId);
           return { agentId: req.agentId, unboundAt: timestampFromDate(unboundAt) };
         }),
+
+      eraseHuman: (req) =>
+        wireErrors(async () => ({ bindingsErased: await eraseHuman(bindings(), requireHuman(req.svcUserId)) })),
 
       inquire: (req) =>
         wireErrors(async () => {

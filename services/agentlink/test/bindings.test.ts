@@ -111,6 +111,32 @@ describe("binding a person to an agent", () => {
     expect(rows).toHaveLength(3);
   });
 
+  it("erases a deleted person: bindings and claimed codes go, other people's stay; a repeat erases nothing", async () => {
+    clock.set(start);
+    const [agent, other] = [await newAgent(), await newAgent()];
+    const [person, bystander] = [uuid(), uuid()];
+    const code = await bindSession(agent);
+    await agentlink.client.claimLinkCode({ svcUserId: person, linkCode: code });
+    await agentlink.client.claimLinkCode({ svcUserId: person, linkCode: await bindSession(other) });
+    await agentlink.client.unbind({ svcUserId: person, agentId: other.id });
+    await agentlink.client.claimLinkCode({ svcUserId: bystander, linkCode: await bindSession(agent) });
+
+    expect(await agentlink.client.eraseHuman({ svcUserId: person })).toMatchObject({ bindingsErased: 2 });
+    const left = async (svcUserId: string) =>
+      (
+        await agentlink.sql<{ n: string }>(
+          `select (select count(*) from binding where svc_user_id = $1) + (select count(*) from bind_session where svc_user_id = $1) as n`,
+          [svcUserId],
+        )
+      )[0]!.n;
+    expect(await left(person)).toBe("0");
+    expect(await left(bystander)).toBe("2");
+    expect((await agentlink.client.listBindings({ svcUserId: person })).bindings).toEqual([]);
+    expect((await refusal(check(agent, code))).code).toBe(Code.NotFound);
+    expect(await agentlink.client.eraseHuman({ svcUserId: person })).toMatchObject({ bindingsErased: 0 });
+    expect((await refusal(agentlink.client.eraseHuman({ svcUserId: "me" }))).code).toBe(Code.InvalidArgument);
+  });
+
   it("refuses agent operations without an agent-key caller", async () => {
     const agent = await newAgent();
     const asSecretKey = { ...agent.caller, credentialKind: 1 };

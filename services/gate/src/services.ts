@@ -1,6 +1,6 @@
 import { type Client, Code, ConnectError } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { type Clock, type EventBus, type Logger, type OutboxRelay, publishInboxChanged } from "@svc/platform";
+import type { Clock, EventBus, Logger, OutboxRelay } from "@svc/platform";
 import { type AccountService, PushKind } from "@svc/proto/account/v1/account_pb.js";
 import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import type pg from "pg";
@@ -15,6 +15,7 @@ import { PartnerQueries } from "./requests/partner-queries.ts";
 import { type PendingRequest, pendingRequestsOf } from "./requests/person-inbox.ts";
 import { reachableDevices } from "./requests/reachable-devices.ts";
 import { RequestLifecycle } from "./requests/request-lifecycle.ts";
+import { publishRequestCreated } from "./requests/request-watch.ts";
 import { RequestWriter } from "./requests/request-writer.ts";
 import { SessionFactsLookup } from "./sessions/session-facts.ts";
 import { SessionStore } from "./sessions/session-store.ts";
@@ -94,7 +95,7 @@ export function gateServices(deps: GateDependencies): GateServices {
       );
       if (input.svcUserId !== "") {
         // A new request, or a pass that superseded the person's pending one: their inbox changed.
-        publishInboxChanged(deps.bus, [input.svcUserId]);
+        publishRequestCreated(deps.bus, input.svcUserId);
         if (link.status === "pending") pushRequest(input.svcUserId);
       }
       if (link.status === "pending" && behavior !== undefined)

@@ -10,7 +10,8 @@ export const AccountLink = defineEntity({
     environment: p.enum(["development", "production"] as const),
     /** Keyed hash of the partner's reference (see partner-reference.ts); the reference itself is never stored. */
     refHash: p.blob(),
-    svcUserId: p.uuid(),
+    /** Null once the person deleted their account (the link row stays, unlinked, for the partner's list). */
+    svcUserId: p.uuid().nullable(),
     /** What the partner holds instead of anything about the person: `OP_` and 12 base62 characters. */
     handle: p.text(),
     surfaceId: p.uuid().nullable(),

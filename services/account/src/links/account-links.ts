@@ -5,8 +5,9 @@ import { requireHuman } from "../humans/humans.ts";
 import { optionalUuid, requireInstant, requireText, requireUuid } from "../input.ts";
 import { invalidArgument, refuse } from "../refusal.ts";
 import { AccountLink } from "./account-link.entity.ts";
-import { newHandle } from "./handle.ts";
+import { handleFor } from "./handle.ts";
 import { enqueueAccountSecured, enqueueAccountUnlinked } from "./link-events.ts";
+import { addNotice, withdrawRelinkOffers } from "./notices.ts";
 import { partnerReferenceHash } from "./partner-reference.ts";
 
 export interface LinkContext {
@@ -60,7 +61,8 @@ const activeByReference = (em: EntityManager, account: Account): Promise<Account
  * 1. the account is already secured by this human: secured, not first time (a later pass);
  * 2. the account is secured by another human: rebind_requires_prior_id (that link must end first);
  * 3. this human already secures another account of the platform: already_trusted (one each);
- * 4. otherwise a new active link with a new handle: first time, and account.secured is sent.
+ * 4. otherwise a new active link with the person's handle at the platform: first time, and
+ *    account.secured is sent. A relink after any unlink is this rule again (same handle).
  */
 async function decide(em: EntityManager, account: Account, svcUserId: string): Promise<SecureOutcome | undefined> {
   // One query, so both rules read the same snapshot even while concurrent calls commit.
@@ -95,15 +97,16 @@ export async function secureAccount(
     const outcome = await ctx.em.transactional(async (tx): Promise<SecureOutcome | undefined> => {
       const decided = await decide(tx, account, human.id);
       if (decided !== undefined) return decided;
-      const handle = newHandle();
-      // The unique keys (one active link per account, one per human and platform, unique handles)
-      // decide between concurrent calls: the loser inserts nothing and decides again.
+      const handle = handleFor(ctx.pepper, { ...account, svcUserId: human.id });
+      // The unique keys (one active link per account, one per human and platform, unique active
+      // handles) decide between concurrent calls: the loser inserts nothing and decides again.
       const inserted = await tx.execute(
         `insert into account_link (id, organization_id, environment, ref_hash, svc_user_id, handle, surface_id, secured_at, status)
          values (?, ?, ?, ?, ?, ?, ?, ?, 'active') on conflict do nothing returning id`,
         [uuid(), account.organizationId, account.environment, account.refHash, human.id, handle, surfaceId, securedAt],
       );
       if (inserted.length === 0) return undefined;
+      await withdrawRelinkOffers(tx, { ...account, svcUserId: human.id });
       enqueueAccountSecured(tx, ctx.clock, ctx.bus, {
         organizationId: account.organizationId,
         environment: account.environment,
@@ -134,37 +137,155 @@ export async function accountLinkState(
   return { trusted: true, handle: link.handle, trustedSince: link.securedAt };
 }
 
+type UnlinkBy = NonNullable<AccountLink["unlinkedBy"]>;
+type UnlinkReason = NonNullable<AccountLink["unlinkReason"]>;
+
+interface LinkEnd {
+  by: UnlinkBy;
+  reason: UnlinkReason;
+  at: Date;
+}
+
+interface EndedLink {
+  id: string;
+  organization_id: string;
+  environment: EnvironmentName;
+  handle: string;
+  surface_id: string | null;
+  svc_user_id: string;
+}
+
 /**
- * Ends the active link of an account and sends account.unlinked in the same transaction. The
- * partner's revoke (`AccountConsoleService.UnlinkAccount`, by platform) calls it; the person's own
- * unlink (by human) has no operation yet.
+ * The one place a link ends (the state table's three unlink rows): the active links the condition
+ * selects become unlinked, each sends account.unlinked, and a partner's revoke leaves the person a
+ * notice, all in the caller's transaction. Links already ended are not selected, so a repeat sends
+ * nothing. The caller wakes the outbox after commit.
+ */
+async function endLinks(
+  tx: EntityManager,
+  ctx: Pick<LinkContext, "clock" | "bus">,
+  which: { condition: string; params: unknown[] },
+  end: LinkEnd,
+): Promise<EndedLink[]> {
+  const ended = await tx.execute<EndedLink[]>(
+    `update account_link set status = 'unlinked', unlinked_at = ?, unlinked_by = ?, unlink_reason = ?
+      where status = 'active' and ${which.condition}
+      returning id, organization_id, environment, handle, surface_id, svc_user_id`,
+    [end.at, end.by, end.reason, ...which.params],
+  );
+  for (const link of ended) {
+    enqueueAccountUnlinked(tx, ctx.clock, ctx.bus, {
+      organizationId: link.organization_id,
+      environment: link.environment,
+      handle: link.handle,
+      surfaceId: link.surface_id,
+      unlinkedAt: end.at,
+      by: end.by,
+      reason: end.reason,
+    });
+    if (end.by === "platform")
+      await addNotice(tx, { svcUserId: link.svc_user_id, linkId: link.id, reason: end.reason, at: end.at });
+  }
+  return ended;
+}
+
+/**
+ * The partner revokes a secured account (`AccountConsoleService.UnlinkAccount`, by platform): its
+ * active link ends. NotFound without one.
  */
 export async function unlinkAccount(
   ctx: LinkContext,
-  input: PartnerAccountInput & {
-    by: "human" | "platform";
-    reason: "human" | "platform" | "credential_changed";
-    at: Date;
-  },
+  input: PartnerAccountInput & { by: UnlinkBy; reason: UnlinkReason; at: Date },
 ): Promise<{ handle: string }> {
   const account = partnerAccount(ctx.pepper, input);
   const handle = await ctx.em.transactional(async (tx) => {
-    const [ended] = await tx.execute<{ handle: string; surface_id: string | null }[]>(
-      `update account_link set status = 'unlinked', unlinked_at = ?, unlinked_by = ?, unlink_reason = ?
-       where organization_id = ? and environment = ? and ref_hash = ? and status = 'active' returning handle, surface_id`,
-      [input.at, input.by, input.reason, account.organizationId, account.environment, account.refHash],
+    const [ended] = await endLinks(
+      tx,
+      ctx,
+      {
+        condition: "organization_id = ? and environment = ? and ref_hash = ?",
+        params: [account.organizationId, account.environment, account.refHash],
+      },
+      input,
     );
     if (ended === undefined) throw refuse("not_found", "no active link for this account");
-    enqueueAccountUnlinked(tx, ctx.clock, ctx.bus, {
-      ...account,
-      handle: ended.handle,
-      surfaceId: ended.surface_id,
-      unlinkedAt: input.at,
-      by: input.by,
-      reason: input.reason,
-    });
     return ended.handle;
   });
   ctx.outbox.wake();
   return { handle };
+}
+
+/**
+ * The person ends one of their links in the app: by human, reason human. A link of theirs that has
+ * already ended answers `alreadyUnlinked` with its end, and sends nothing. NotFound when none of the
+ * person's links has the handle (another person's handle included).
+ */
+export async function unlinkOwnAccount(
+  ctx: LinkContext,
+  input: { svcUserId: string; handle: string },
+): Promise<{ handle: string; unlinkedAt: Date; alreadyUnlinked: boolean }> {
+  const svcUserId = requireUuid(input.svcUserId, "svc_user_id");
+  const handle = requireText(input.handle, "handle", 64);
+  const at = ctx.clock.now();
+  const outcome = await ctx.em.transactional(async (tx) => {
+    const ended = await endLinks(
+      tx,
+      ctx,
+      { condition: "svc_user_id = ? and handle = ?", params: [svcUserId, handle] },
+      { by: "human", reason: "human", at },
+    );
+    if (ended.length > 0) return { handle, unlinkedAt: at, alreadyUnlinked: false };
+    const earlier = await tx.findOne(AccountLink, { svcUserId, handle }, { orderBy: { unlinkedAt: "desc" } });
+    if (earlier?.unlinkedAt == null) throw refuse("not_found", "none of your secured accounts has this handle");
+    return { handle, unlinkedAt: earlier.unlinkedAt, alreadyUnlinked: true };
+  });
+  if (!outcome.alreadyUnlinked) ctx.outbox.wake();
+  return outcome;
+}
+
+/**
+ * The person's own links, active and unlinked, newest first. Unlike the partner's list they name the
+ * partner (organization and environment), since the person needs to know where each one is.
+ */
+export async function listOwnAccounts(em: EntityManager, svcUserId: string): Promise<AccountLink[]> {
+  const human = await requireHuman(em, svcUserId);
+  return em.find(AccountLink, { svcUserId: human.id }, { orderBy: { securedAt: "desc", id: "desc" } });
+}
+
+/**
+ * Deletes the person (the app's "delete my account"), in one transaction: every active link ends by
+ * human, reason human; the link rows stay, since the partner's list must still show them unlinked, but
+ * their svc_user_id is erased; then the human row goes, and with it (foreign keys, on delete cascade)
+ * sign-in identities, passkeys and sandbox passkeys, devices, age evidence and notices. Ceremonies
+ * (no foreign key: a private-mode registration names a human not yet created) are deleted by id.
+ *
+ * Kept on the link rows: the handle (derived from the erased id, so nothing recomputes it, and the
+ * partner already holds it) and ref_hash (the keyed hash of the partner's own user reference: it names
+ * the partner's user, not the person, and lets the partner's platform_user_ref filter find its row).
+ *
+ * A repeat, or an unknown id, changes nothing and answers `alreadyDeleted`.
+ */
+export async function deleteHuman(
+  ctx: LinkContext,
+  svcUserId: string,
+): Promise<{ linksUnlinked: number; alreadyDeleted: boolean }> {
+  const id = requireUuid(svcUserId, "svc_user_id");
+  const at = ctx.clock.now();
+  const outcome = await ctx.em.transactional(async (tx) => {
+    // Locking the human first makes a concurrent SecureAccount (whose insert refers to it) wait, then fail.
+    const found = await tx.execute(`select id from human where id = ? for update`, [id]);
+    if (found.length === 0) return { linksUnlinked: 0, alreadyDeleted: true };
+    const ended = await endLinks(
+      tx,
+      ctx,
+      { condition: "svc_user_id = ?", params: [id] },
+      { by: "human", reason: "human", at },
+    );
+    await tx.execute(`update account_link set svc_user_id = null where svc_user_id = ?`, [id]);
+    await tx.execute(`delete from passkey_ceremony where svc_user_id = ?`, [id]);
+    await tx.execute(`delete from human where id = ?`, [id]);
+    return { linksUnlinked: ended.length, alreadyDeleted: false };
+  });
+  if (outcome.linksUnlinked > 0) ctx.outbox.wake();
+  return outcome;
 }

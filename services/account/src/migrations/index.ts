@@ -4,6 +4,7 @@ import { createDevices } from "./0003-devices.ts";
 import { createAgeEvidence } from "./0004-age-evidence.ts";
 import { createAccountLinks } from "./0005-account-links.ts";
 import { indexAccountLinkListing } from "./0006-account-link-listing.ts";
+import { addPersonSide } from "./0007-person-side.ts";
 
 /** Applied in order at start; a migration, once released, is never edited (add a new one). */
 export const migrations = [
@@ -13,4 +14,5 @@ export const migrations = [
   createAgeEvidence,
   createAccountLinks,
   indexAccountLinkListing,
+  addPersonSide,
 ];

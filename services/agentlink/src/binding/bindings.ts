@@ -127,3 +127,18 @@ export async function unbind(ctx: BindingContext, svcUserId: string, agentId: st
   publishInboxChanged(ctx.bus, [svcUserId]);
   return binding.unboundAt;
 }
+
+/**
+ * The person deleted their account: their bindings (active and ended) and the bind sessions they
+ * claimed are deleted, so no agent's opaque_id finds them and check-binding no longer answers for
+ * those codes. Their queued cards are left to expire at ttl_at (the agent then learns "no answer in
+ * time", which is true: a deleted person can confirm nothing, since confirming needs their passkey).
+ * Idempotent: a repeat deletes nothing.
+ */
+export async function eraseHuman(ctx: Pick<BindingContext, "em">, svcUserId: string): Promise<number> {
+  return ctx.em.transactional(async (tx) => {
+    await tx.execute(`delete from bind_session where svc_user_id = ?`, [svcUserId]);
+    const deleted = await tx.execute(`delete from binding where svc_user_id = ? returning id`, [svcUserId]);
+    return deleted.length;
+  });
+}

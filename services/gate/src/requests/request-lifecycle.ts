@@ -1,5 +1,5 @@
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { type Clock, type EventBus, enqueueEvent, type OutboxRelay, publishInboxChanged } from "@svc/platform";
+import { type Clock, type EventBus, enqueueEvent, type OutboxRelay } from "@svc/platform";
 import {
   type FailureReason,
   humanVerified,
@@ -10,6 +10,7 @@ import {
 } from "../events/gate-events.ts";
 import { confirmationHoldMs } from "./lifetimes.ts";
 import { eventSubject, type RequestRow } from "./request-row.ts";
+import { publishRequestsChanged } from "./request-watch.ts";
 
 type Em = Parameters<Parameters<MikroORM["em"]["transactional"]>[0]>[0];
 
@@ -40,7 +41,8 @@ export interface Failure {
  * `confirmationHoldMs` past its start): the request may still complete or fail, and neither the sweep
  * nor a late open expires it meanwhile, so a person who confirmed in time never leaves an
  * `account.secured` without its `gate.human_verified`. A confirmation that dies lets it expire then.
- * Every move out of pending wakes the inbox of the person it names, after the commit.
+ * Every move out of pending wakes, after the commit, its status long-polls and the inbox of the person it
+ * names (`request-watch.ts`).
  */
 /** A pending request may still move at the instant bound to both `?`: inside its window, or held by a confirmation under way. */
 const stillOpen = "status = 'pending' and (expires_at > ? or confirming_until > ?)";
@@ -162,7 +164,7 @@ export class RequestLifecycle {
    */
   async sweep(limit: number): Promise<number> {
     const now = this.#clock.now();
-    let ended: RequestRow[] = [];
+    let expired: RequestRow[] = [];
     await this.#orm.em.fork().transactional(async (em) => {
       const rows = await em.execute<RequestRow[]>(
         `with due as (select id from requests where ${timeUp} order by expires_at limit ? for update skip locked)
@@ -170,17 +172,14 @@ export class RequestLifecycle {
          from due where r.id = due.id returning r.*`,
         [now, now, limit],
       );
-      ended = rows;
+      expired = rows;
       for (const row of rows)
         if (row.opened_at !== null)
           this.#enqueue(em, unavailableExpired(eventSubject(row), new Date(row.expires_at), now));
     });
-    if (ended.length > 0) this.#outbox.wake();
-    publishInboxChanged(
-      this.#bus,
-      ended.map((row) => row.svc_user_id),
-    );
-    return ended.length;
+    if (expired.length > 0) this.#outbox.wake();
+    publishRequestsChanged(this.#bus, expired);
+    return expired.length;
   }
 
   async #transition(
@@ -195,7 +194,7 @@ export class RequestLifecycle {
     });
     if (row) {
       this.#outbox.wake();
-      publishInboxChanged(this.#bus, [row.svc_user_id]);
+      publishRequestsChanged(this.#bus, [row]);
     }
     return row;
   }
