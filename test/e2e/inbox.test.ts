@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { connectNats, countOpenInboxes, type NatsConnection } from "@svc/platform";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SoftwareAuthenticator } from "../harness/software-passkey.ts";
+import { runSvcctl } from "../harness/svcctl.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 import { svcctlJson } from "./agent-support.ts";
 import { dataError, issuer, newGate, newPartner, partnerApi, result } from "./gate-support.ts";
@@ -8,8 +10,9 @@ import { dataError, issuer, newGate, newPartner, partnerApi, result } from "./ga
 /**
  * The person's live inbox through the gateway against the real mesh: `GET /app/inbox` as a long-poll and
  * `GET /app/inbox/events` as Server-Sent Events, both woken by the services' InboxChanged notifications; an
- * open inbox counted in create-verification-link's `pushed_to_devices`; its waiters freed when the client
- * goes away and when the gateway stops.
+ * open inbox counted in create-verification-link's `pushed_to_devices`; account's notices of a partner's
+ * revoke and agentlink's of a new binding, each dismissed through `/app/notices/dismiss`; its waiters freed
+ * when the client goes away and when the gateway stops.
  */
 const start = new Date("2026-11-24T09:00:00Z");
 
@@ -27,6 +30,7 @@ describe("the person's inbox", () => {
     api = partnerApi(mesh);
     partner = await newPartner(mesh, "Inbox Shop");
     await newGate(mesh, partner.organizationId, { key: "plain" });
+    await newGate(mesh, partner.organizationId, { key: "login", notarizeOffer: true });
     nc = await connectNats({ url: mesh.env.SVC_NATS_URL as string, name: "inbox-test" });
   });
   afterAll(async () => {
@@ -49,6 +53,49 @@ describe("the person's inbox", () => {
   };
   const inbox = (sessionToken: string, query: Record<string, unknown> = {}) =>
     api.get("/app/inbox", query, sessionToken);
+  const dismiss = (sessionToken: string, noticeId: string) =>
+    api.post("/app/notices/dismiss", { notice_id: noticeId }, sessionToken);
+
+  /** The person secures their account `reference` at the partner (notarize, confirmed with their passkey); its handle. */
+  async function secure(who: { svcUserId: string; sessionToken: string }, reference: string) {
+    const authenticator = SoftwareAuthenticator.create();
+    const app = (path: string, body: Record<string, unknown> = {}) => api.post(`/app${path}`, body, who.sessionToken);
+    const begun = result(await app("/passkeys/begin-registration"));
+    result(
+      await app("/passkeys/finish-registration", {
+        ceremony_id: begun.ceremony_id,
+        response: authenticator.register(begun.options, issuer),
+      }),
+    );
+    const grant = result(await api.post("/sdk/create-session", {}, partner.devSecret)).anchor_grant_token;
+    const link = result(
+      await api.post(
+        "/sdk/create-verification-link",
+        { gate: "login", svc_user_id: who.svcUserId, partner_user_ref: reference, notarize: true },
+        grant,
+      ),
+    );
+    const opened = result(await app("/requests/open", { request_id: link.request_id }));
+    result(
+      await app("/requests/confirm", {
+        request_id: link.request_id,
+        ceremony_id: opened.ceremony_id,
+        response: authenticator.assert(opened.options, issuer),
+      }),
+    );
+    const { accounts } = result(await api.get("/app/secured-accounts", {}, who.sessionToken));
+    expect(accounts).toHaveLength(1);
+    return accounts[0].handle as string;
+  }
+  /** An agent of the partner bound to the person: their inbox holds its agent_bound notice. */
+  async function bindAgent(sessionToken: string, name: string) {
+    const registered = await svcctlJson(mesh)([
+      ...["agent", "register", "--org", partner.organizationId, "--env", "development"],
+      ...["--name", name, "--category", "travel"],
+    ]);
+    const code = result(await api.post("/agent/bind-session", {}, registered.agent_key as string)).link_code;
+    result(await api.post("/app/agent-bindings/claim", { link_code: code }, sessionToken));
+  }
   /** The open inbox connections of the person, as gate asks the gateways for them. */
   const openInboxes = (svcUserId: string) =>
     countOpenInboxes(nc, mesh.env.SVC_EVENT_SUBJECT_PREFIX as string, svcUserId, { stallMs: 20, maxWaitMs: 500 });
@@ -158,6 +205,61 @@ describe("the person's inbox", () => {
     const { cards } = result(await api.get("/agentlink/cards", {}, carol.sessionToken));
     expect(stream.events.at(-1).cards).toEqual(cards);
     stream.close();
+  });
+
+  it("shows a partner's revoke live as an account_revoked notice, and dismissing it takes it away", async () => {
+    const hana = await person();
+    const handle = await secure(hana, "acct-hana");
+    const stream = await openEvents(hana.sessionToken);
+    await stream.until((event) => event.notices.length === 0);
+    const revoked = await runSvcctl(mesh.consoleUrl, [
+      ...["account", "unlink", "--org", partner.organizationId, "--env", "development", "--ref", "acct-hana"],
+    ]);
+    expect(revoked.code).toBe(0);
+    await stream.until((event) => event.notices.length === 1);
+    const [notice] = stream.events.at(-1).notices;
+    expect(notice).toEqual({
+      notice_id: expect.any(String),
+      kind: "account_revoked",
+      platform: { name: "Inbox Shop" },
+      at: expect.any(String),
+      handle,
+    });
+    // The same inbox as a long-poll, then the dismissal answers it.
+    const now = result(await inbox(hana.sessionToken));
+    expect(now.notices).toEqual([notice]);
+    const held = inbox(hana.sessionToken, { wait_seconds: 25, cursor: now.cursor });
+    expect(result(await dismiss(hana.sessionToken, notice.notice_id))).toEqual({ dismissed: true });
+    expect(result(await held).notices).toEqual([]);
+    await stream.until((event) => event.notices.length === 0);
+    expect(dataError(await dismiss(hana.sessionToken, notice.notice_id)).statusCode).toBe(404);
+    stream.close();
+  });
+
+  it("removes an agent_bound notice when the person dismisses it (through the same route), and only theirs", async () => {
+    const ivan = await person();
+    await bindAgent(ivan.sessionToken, "Dismissed_Bot");
+    const now = result(await inbox(ivan.sessionToken));
+    expect(now.notices).toEqual([
+      {
+        notice_id: expect.any(String),
+        kind: "agent_bound",
+        agent: { display_name: "Dismissed_Bot" },
+        at: expect.any(String),
+      },
+    ]);
+    const [notice] = now.notices;
+    const other = await person();
+    expect(dataError(await dismiss(other.sessionToken, notice.notice_id)).statusCode).toBe(404);
+    expect(dataError(await dismiss(ivan.sessionToken, randomUUID())).statusCode).toBe(404);
+    expect(result(await inbox(ivan.sessionToken)).notices).toEqual([notice]);
+    const held = inbox(ivan.sessionToken, { wait_seconds: 25, cursor: now.cursor });
+    expect(result(await dismiss(ivan.sessionToken, notice.notice_id))).toEqual({ dismissed: true });
+    const answered = result(await held);
+    expect(answered.notices).toEqual([]);
+    // agentlink's dismissal is idempotent: again it answers the same, and the inbox stays as it is.
+    expect(result(await dismiss(ivan.sessionToken, notice.notice_id))).toEqual({ dismissed: true });
+    expect(result(await inbox(ivan.sessionToken))).toEqual(answered);
   });
 
   it("counts an open inbox in pushed_to_devices, and frees it when the client goes away", async () => {

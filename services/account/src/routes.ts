@@ -10,6 +10,7 @@ import {
   environmentProto,
   type Logger,
   type OutboxRelay,
+  publishInboxChanged,
   refusalTranslator,
 } from "@svc/platform";
 import {
@@ -62,7 +63,7 @@ import {
 export interface RouteDependencies {
   orm: MikroORM;
   clock: Clock;
-  bus: Pick<EventBus, "subject">;
+  bus: Pick<EventBus, "subject" | "nc" | "subjectPrefix">;
   outbox: Pick<OutboxRelay, "wake">;
   secrets: AccountSecrets;
   devIssuer: string;
@@ -78,7 +79,8 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
   const em = () => deps.orm.em.fork();
   const pepper = createSecretKey(deps.secrets.refPepper);
   const passkeys = (): PasskeyContext => ({ em: em(), clock });
-  const links = (): LinkContext => ({ em: em(), clock, pepper, bus: deps.bus, outbox: deps.outbox });
+  const inboxes = { changed: (svcUserIds: Iterable<string | null>) => publishInboxChanged(deps.bus, svcUserIds) };
+  const links = (): LinkContext => ({ em: em(), clock, pepper, bus: deps.bus, outbox: deps.outbox, inboxes });
   const sandbox = (): SandboxContext => ({
     em: em(),
     clock,
@@ -245,6 +247,7 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
       dismissNotice: (req) =>
         wireErrors(async () => {
           await dismissNotice(em(), { svcUserId: req.svcUserId, noticeId: req.noticeId });
+          inboxes.changed([req.svcUserId]);
           return {};
         }),
 
