@@ -12,7 +12,7 @@ import {
 } from "@svc/platform";
 import { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import { AgentService, type CheckStatusResponse } from "@svc/proto/agentlink/v1/agentlink_pb.js";
-import { GateConsoleService, GateService, type GetVerificationStatusResponse } from "@svc/proto/gate/v1/gate_pb.js";
+import { GateConsoleService, GateService } from "@svc/proto/gate/v1/gate_pb.js";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { WebhookCallbackService } from "@svc/proto/webhook/v1/webhook_pb.js";
 import { loadGatewayConfig } from "./config.ts";
@@ -31,7 +31,13 @@ import { openApiDocument, openApiPath } from "./http/openapi.ts";
 import { parseStage } from "./http/parse.ts";
 import { handleStage, type Stage, validateStage } from "./http/pipeline.ts";
 import { basePath, startPublicServer } from "./http/public-server.ts";
-import { cardNotifications, listenForNotifications, requestNotifications } from "./long-poll/notifications.ts";
+import { InboxPresence } from "./long-poll/inbox-presence.ts";
+import {
+  cardNotifications,
+  inboxNotifications,
+  listenForNotifications,
+  requestNotifications,
+} from "./long-poll/notifications.ts";
 import { Waiters } from "./long-poll/waiters.ts";
 import { migrations } from "./migrations/index.ts";
 import { rawRoutes, routes } from "./operations/index.ts";
@@ -67,7 +73,7 @@ async function reachable(baseUrl: string, name: string): Promise<void> {
 
 /**
  * The gateway starts without `startService`: it emits no events (no stream, no outbox to open; its one
- * NATS subscription hears the card notifications that end long-polls), and it serves two servers, the
+ * NATS connection hears the notifications that wake long-polls and event streams), and it serves two servers, the
  * public JSON API and the console, where `startService` serves one Connect server.
  */
 export async function startGateway(
@@ -92,7 +98,9 @@ export async function startGateway(
   const account = createInternalClient(AccountService, config.accountUrl);
   const agentlink = createInternalClient(AgentService, config.agentlinkUrl);
   const cardWaiters = new Waiters<CheckStatusResponse>();
-  const requestWaiters = new Waiters<GetVerificationStatusResponse>();
+  const requestWaiters = new Waiters();
+  const inboxWaiters = new Waiters();
+  const inboxPresence = new InboxPresence({ subjectPrefix: config.eventSubjectPrefix, logger });
   const services: GatewayServices = {
     signing,
     keySet: new KeySetCache({ signing, logger }),
@@ -103,8 +111,10 @@ export async function startGateway(
       timeoutMs: webhookCallbacksTimeoutMs,
     }),
     cardWaiters,
-    organizations: directory,
     requestWaiters,
+    inboxWaiters,
+    inboxPresence,
+    organizations: directory,
     publicOrigin: config.publicOrigin,
     widget: loadWidgetScript(logger),
   };
@@ -163,7 +173,9 @@ export async function startGateway(
     subscriptions: [
       cardNotifications(config.eventSubjectPrefix, cardWaiters),
       requestNotifications(config.eventSubjectPrefix, requestWaiters),
+      inboxNotifications(config.eventSubjectPrefix, inboxWaiters),
     ],
+    connected: (nc) => inboxPresence.attach(nc),
     logger,
   });
 
@@ -217,9 +229,10 @@ export async function startGateway(
       stop: () =>
         (stopping ??= (async () => {
           stopSweeping();
-          // Held long-polls answer now (read again), so closing the server waits for no one.
+          // Held long-polls answer now (read again) and event streams end, so closing the server waits for no one.
           cardWaiters.close();
           requestWaiters.close();
+          inboxWaiters.close();
           await Promise.all([running.stop(), consoleServer.stop()]);
           await stopListening();
           await rateLimitPool.end();

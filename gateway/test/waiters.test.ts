@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { cardKey, Waiters } from "../src/long-poll/waiters.ts";
 
 const card = { agentId: "agent-1", requestId: "6f1c0a52-3b7e-4d2f-9a61-0c8e5b7d4a10" };
-const key = (c: typeof card) => cardKey(c.agentId, c.requestId);
+const key = cardKey(card.agentId, card.requestId);
 const hour = 3_600_000;
 
 /** A card's reads, one status each, in turn; the last repeats. */
@@ -34,7 +34,7 @@ describe("the long-poll registry", () => {
   it("answers a card not queued from the first read, holding nothing", async () => {
     const waiters = new Waiters<string>();
     const read = reads("cancelled");
-    expect(await waiters.hold(key(card), read, whileQueued(hour))).toBe("cancelled");
+    expect(await waiters.hold(key, read, whileQueued(hour))).toBe("cancelled");
     expect(read).toHaveBeenCalledTimes(1);
     expect(waiters.size).toBe(0);
   });
@@ -42,7 +42,7 @@ describe("the long-poll registry", () => {
   it("holds a queued card until it is woken, and answers what the notification carries", async () => {
     const waiters = new Waiters<string>();
     const read = reads("queued");
-    const held = waiters.hold(key(card), read, whileQueued(hour));
+    const held = waiters.hold(key, read, whileQueued(hour));
     expect(await settled(held)).toBe(false);
     expect(waiters.size).toBe(1);
     waiters.wake(cardKey(card.agentId, card.requestId.toUpperCase()), "approved");
@@ -54,7 +54,7 @@ describe("the long-poll registry", () => {
   it("reads the card again when woken without an answer", async () => {
     const waiters = new Waiters<string>();
     const read = reads("queued", "denied");
-    const held = waiters.hold(key(card), read, whileQueued(hour));
+    const held = waiters.hold(key, read, whileQueued(hour));
     await vi.advanceTimersByTimeAsync(0);
     waiters.wake(cardKey(card.agentId, card.requestId));
     expect(await held).toBe("denied");
@@ -67,13 +67,13 @@ describe("the long-poll registry", () => {
       waiters.wake(cardKey(card.agentId, card.requestId), "cancelled"); // committed and notified before this read answers
       return "queued";
     };
-    expect(await waiters.hold(key(card), read, whileQueued(hour))).toBe("cancelled");
+    expect(await waiters.hold(key, read, whileQueued(hour))).toBe("cancelled");
   });
 
   it("reads again when its time is up, and is not woken by another card", async () => {
     const waiters = new Waiters<string>();
     const read = reads("queued");
-    const held = waiters.hold(key(card), read, whileQueued(1000));
+    const held = waiters.hold(key, read, whileQueued(1000));
     await vi.advanceTimersByTimeAsync(0);
     waiters.wake(cardKey(card.agentId, "0b3a2c1d-9e8f-4a7b-8c6d-5e4f3a2b1c0d"), "approved");
     waiters.wake(cardKey("agent-2", card.requestId), "approved");
@@ -86,7 +86,7 @@ describe("the long-poll registry", () => {
 
   it("wakes every wait of one card together", async () => {
     const waiters = new Waiters<string>();
-    const held = [1, 2, 3].map(() => waiters.hold(key(card), reads("queued"), whileQueued(hour)));
+    const held = [1, 2, 3].map(() => waiters.hold(key, reads("queued"), whileQueued(hour)));
     await vi.advanceTimersByTimeAsync(0);
     expect(waiters.size).toBe(3);
     waiters.wake(cardKey(card.agentId, card.requestId), "denied");
@@ -97,12 +97,12 @@ describe("the long-poll registry", () => {
     const waiters = new Waiters<string>();
     const other = { agentId: "agent-2", requestId: card.requestId };
     const held = [card, other].map((c) =>
-      waiters.hold(key(c), reads("queued", "queued at the stop"), whileQueued(hour)),
+      waiters.hold(cardKey(c.agentId, c.requestId), reads("queued", "queued at the stop"), whileQueued(hour)),
     );
     await vi.advanceTimersByTimeAsync(0);
     waiters.close();
     expect(await Promise.all(held)).toEqual(["queued at the stop", "queued at the stop"]);
-    expect(await waiters.hold(key(card), reads("queued"), whileQueued(hour))).toBe("queued");
+    expect(await waiters.hold(key, reads("queued"), whileQueued(hour))).toBe("queued");
     expect(waiters.size).toBe(0);
   });
 
@@ -111,7 +111,39 @@ describe("the long-poll registry", () => {
     const failing = async () => {
       throw new Error("agentlink unreachable");
     };
-    await expect(waiters.hold(key(card), failing, whileQueued(hour))).rejects.toThrow("agentlink unreachable");
+    await expect(waiters.hold(key, failing, whileQueued(hour))).rejects.toThrow("agentlink unreachable");
     expect(waiters.size).toBe(0);
+  });
+
+  it("frees the wait at once when its client goes away, reading nothing again", async () => {
+    const waiters = new Waiters<string>();
+    const read = reads("queued");
+    const gone = new AbortController();
+    const held = waiters.hold(key, read, whileQueued(hour), gone.signal);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(waiters.size).toBe(1);
+    gone.abort();
+    expect(await held).toBe("queued");
+    expect(read).toHaveBeenCalledTimes(1);
+    expect(waiters.size).toBe(0);
+  });
+
+  it("calls a listener at every wake until it stops listening, and once more when closed", () => {
+    const waiters = new Waiters<string>();
+    const heard = vi.fn();
+    const stop = waiters.listen("person-1", heard);
+    waiters.wake("person-1");
+    waiters.wake("person-2");
+    waiters.wake("person-1");
+    expect(heard).toHaveBeenCalledTimes(2);
+    stop();
+    waiters.wake("person-1");
+    expect(heard).toHaveBeenCalledTimes(2);
+    expect(waiters.size).toBe(0);
+    const other = vi.fn();
+    waiters.listen("person-3", other);
+    waiters.close();
+    expect(other).toHaveBeenCalledTimes(1);
+    expect(waiters.closed).toBe(true);
   });
 });

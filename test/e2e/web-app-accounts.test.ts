@@ -6,9 +6,8 @@ import { newGate, newPartner, partnerApi, result } from "./gate-support.ts";
 import { pageWithAuthenticator, phoneViewport, reviewScreen, signInAsNewPerson } from "./web-app-support.ts";
 
 /**
- * The web app's screens over the operations of the accounts and inbox work of issue 15 (the passkey list
- * and removal, secured accounts and unlinking, deleting the account, the live inbox), written against
- * their shared contract. Skipped until those operations are merged: the lead enables this file then.
+ * The web app's screens over the person's accounts and inbox operations: the passkey list and removal,
+ * secured accounts and unlinking, deleting the account, the live inbox.
  */
 describe("the web app over the accounts and inbox operations", () => {
   let mesh: TestMesh;
@@ -63,7 +62,7 @@ describe("the web app over the accounts and inbox operations", () => {
     await context.close();
   });
 
-  it.skip("receives a request in the inbox without reloading, and confirms it", async () => {
+  it("receives a request in the inbox without reloading, and confirms it", async () => {
     const { context, page, svcUserId } = await person();
     await page.getByRole("link", { name: "Inbox" }).click();
     await page.getByText("New items appear here by themselves.").waitFor();

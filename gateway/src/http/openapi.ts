@@ -475,6 +475,15 @@ function operationOf(route: Route, aliases: readonly AliasRow[], sunset: Date): 
               },
             },
           },
+          ...(route.produces === "text/event-stream" && {
+            "text/event-stream": {
+              schema: {
+                type: "string",
+                description: `Server-Sent Events once authenticated: each \`data:\` line is one JSON object shaped as this schema's \`x-event-data\`; a refusal comes as application/json instead.`,
+                "x-event-data": result,
+              },
+            },
+          }),
         },
       },
       "400": ref("responses", "InputValidationError"),

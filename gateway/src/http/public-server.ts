@@ -5,6 +5,7 @@ import type { GatewayServices } from "../services.ts";
 import { corsResponseHeaders, preflightHeaders, servesBrowsers } from "./cors.ts";
 import { envelope } from "./envelope.ts";
 import { InputValidationError, unhandledBody } from "./errors.ts";
+import { writeEventStream } from "./event-stream.ts";
 import { type RequestContext, runPipeline, type Stage } from "./pipeline.ts";
 import { type RawReply, type RawRoute, rawBodyLimit } from "./raw-route.ts";
 import { basePath, type Route } from "./route.ts";
@@ -107,6 +108,9 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
 
   const runOperation = async (req: IncomingMessage, res: ServerResponse, url: URL, route: Route): Promise<void> => {
     const started = performance.now();
+    // The client went away before the answer (a response finished normally closes too, harmlessly).
+    const gone = new AbortController();
+    res.once("close", () => gone.abort());
     const ctx: RequestContext = {
       route,
       request: req,
@@ -121,8 +125,20 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
       services: options.services,
       clock: options.clock,
       logger,
+      signal: gone.signal,
     };
     const outcome = await runPipeline(options.stages, ctx);
+    if (outcome.kind === "stream") {
+      logger.info("event stream", { operation: route.operationId, credential_id: ctx.credential?.caller.credentialId });
+      await writeEventStream(res, outcome.stream, gone.signal, {
+        ...ctx.responseHeaders,
+        ...corsResponseHeaders(ctx.credential, req.headers),
+      });
+      return logger.info("event stream ended", {
+        operation: route.operationId,
+        duration_ms: Math.round(performance.now() - started),
+      });
+    }
     const reply = envelope(outcome, route.envelope, ctx.extras);
     const log = {
       operation: route.operationId,

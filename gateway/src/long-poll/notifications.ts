@@ -1,7 +1,8 @@
 import { fromBinary } from "@bufbuild/protobuf";
-import { connectNats, type Logger, type NatsConnection, notificationSubject } from "@svc/platform";
+import { connectNats, inboxChangedSubject, type Logger, type NatsConnection, notificationSubject } from "@svc/platform";
 import type { CheckStatusResponse } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { CardLeftQueueSchema } from "@svc/proto/agentlink/v1/card_watch_pb.js";
+import { InboxChangedSchema } from "@svc/proto/common/v1/inbox_watch_pb.js";
 import { RequestChangedSchema } from "@svc/proto/gate/v1/request_watch_pb.js";
 import { cardKey, type Waiters } from "./waiters.ts";
 
@@ -24,22 +25,32 @@ export const cardNotifications = (subjectPrefix: string, waiters: Waiters<CheckS
 });
 
 /** gate's `RequestChanged` (request_watch.proto) wakes the status long-polls of that request, which read it again. */
-export const requestNotifications = (subjectPrefix: string, waiters: Pick<Waiters<unknown>, "wake">): Subscription => ({
+export const requestNotifications = (subjectPrefix: string, waiters: Pick<Waiters, "wake">): Subscription => ({
   subject: notificationSubject(subjectPrefix, "gate.request_changed"),
   hear(data) {
     waiters.wake(fromBinary(RequestChangedSchema, data).requestId);
   },
 });
 
+/** `InboxChanged` (inbox_watch.proto), from gate, agentlink and account: the person's held inboxes read again. */
+export const inboxNotifications = (subjectPrefix: string, waiters: Pick<Waiters, "wake">): Subscription => ({
+  subject: inboxChangedSubject(subjectPrefix),
+  hear(data) {
+    waiters.wake(fromBinary(InboxChangedSchema, data).svcUserId);
+  },
+});
+
 /**
- * The one NATS connection of this gateway, subscribed to the notifications that wake its long-polls.
- * NATS is not needed to serve: while it cannot be reached (also at start, retried every 2 s), held
- * long-polls run to the end of their `wait_seconds` and answer the status read then, so the gateway
- * stays ready. Returns the function that closes the connection.
+ * The one NATS connection of this gateway, subscribed to the notifications that wake its long-polls and
+ * event streams. NATS is not needed to serve: while it cannot be reached (also at start, retried every
+ * 2 s), held waits run to their end and read again then, so the gateway stays ready. `connected` is told
+ * the connection once it is open (the inbox presence answers on it). Returns the function that closes
+ * the connection.
  */
 export function listenForNotifications(options: {
   natsUrl: string;
   subscriptions: readonly Subscription[];
+  connected?: (nc: NatsConnection) => void;
   logger: Logger;
 }): () => Promise<void> {
   const { logger } = options;
@@ -65,11 +76,12 @@ export function listenForNotifications(options: {
       if (stopped) return void (await nc.close());
       connection = nc;
       for (const subscription of options.subscriptions) hear(nc, subscription);
-      if (failures > 0) logger.info("NATS reached: long-polls wake on notifications again");
+      options.connected?.(nc);
+      if (failures > 0) logger.info("NATS reached: held waits wake on notifications again");
     } catch (error) {
       if (stopped) return;
       if (failures === 0)
-        logger.warn("NATS unreachable: long-polls run to their end until it answers; retrying", { error });
+        logger.warn("NATS unreachable: held waits run to their end until it answers; retrying", { error });
       retry = setTimeout(() => void open(failures + 1), retryMs);
     }
   };

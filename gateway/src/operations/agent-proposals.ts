@@ -162,16 +162,20 @@ export const checkStatusRoute = defineRoute({
       },
     },
   },
-  async handle(input, { caller, services, clock, logger }) {
+  async handle(input, { caller, services, clock, logger, signal }) {
     const read = () => services.agentlink.checkStatus({ caller, requestId: input.request_id });
     const waitMs = (input.wait_seconds ?? 0) * 1000;
     const state =
       waitMs === 0 || !caller
         ? await read()
-        : await services.cardWaiters.hold(cardKey(caller.credentialId, input.request_id), read, (first) =>
-            first.status === CardStatus.QUEUED && first.ttlAt
-              ? Math.min(waitMs, timestampDate(first.ttlAt).getTime() - clock.now().getTime())
-              : 0,
+        : await services.cardWaiters.hold(
+            cardKey(caller.credentialId, input.request_id),
+            read,
+            (first) =>
+              first.status === CardStatus.QUEUED && first.ttlAt
+                ? Math.min(waitMs, timestampDate(first.ttlAt).getTime() - clock.now().getTime())
+                : 0,
+            signal,
           );
     const callback = await callbackOf(services, logger, caller?.credentialId ?? "", state);
     return ok({

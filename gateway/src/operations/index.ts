@@ -2,6 +2,7 @@ import { agentBindingRoutes } from "../app/agent-bindings.ts";
 import { agentCardRoutes } from "../app/agent-cards.ts";
 import { deleteAccountRoute } from "../app/delete-account.ts";
 import { flowBeginPasskeyRegistrationRoute, flowFinishPasskeyRegistrationRoute } from "../app/flow-passkeys.ts";
+import { inboxRoutes } from "../app/inbox.ts";
 import {
   appMeRoute,
   beginPasskeyRegistrationRoute,
@@ -61,6 +62,7 @@ export const routes: readonly Route[] = [
   ...appRequestRoutes,
   ...agentBindingRoutes,
   ...agentCardRoutes,
+  ...inboxRoutes,
   ...flowRequestRoutes,
   flowBeginPasskeyRegistrationRoute,
   flowFinishPasskeyRegistrationRoute,

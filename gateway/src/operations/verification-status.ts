@@ -45,7 +45,7 @@ export const verificationStatusRoute = defineRoute({
       token: { type: "string", nullable: true },
     },
   },
-  async handle(input, { caller, services, clock, logger }) {
+  async handle(input, { caller, services, clock, logger, signal }) {
     const read = () => services.gate.getVerificationStatus({ caller, requestId: input.request_id });
     const waitMs = (input.wait_seconds ?? 0) * 1000;
     let record: GetVerificationStatusResponse;
@@ -53,7 +53,12 @@ export const verificationStatusRoute = defineRoute({
       record =
         waitMs === 0
           ? await read()
-          : await services.requestWaiters.hold(input.request_id, read, (first) => holdMs(first, waitMs, clock.now()));
+          : await services.requestWaiters.hold(
+              input.request_id,
+              read,
+              (first) => holdMs(first, waitMs, clock.now()),
+              signal,
+            );
     } catch (error) {
       logger.warn("status lookup failed", { error });
       return ok({ found: false, status: "error", message: "the status could not be read; retry" });

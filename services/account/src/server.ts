@@ -7,6 +7,7 @@ import { AccountLink } from "./links/account-link.entity.ts";
 import { migrations } from "./migrations/index.ts";
 import { startCeremonySweep } from "./passkeys/ceremony-sweep.ts";
 import { Passkey, PasskeyCeremony } from "./passkeys/passkey.entity.ts";
+import { configuredProviders } from "./push/configured-providers.ts";
 import { accountRoutes, type RouteDependencies } from "./routes.ts";
 import { SandboxPasskey } from "./sandbox/sandbox-passkey.entity.ts";
 
@@ -24,7 +25,7 @@ export const startAccount = (options: StartOptions = {}) =>
       schema: "account",
       entities: [Human, SignInIdentity, Passkey, PasskeyCeremony, SandboxPasskey, Device, AgeEvidence, AccountLink],
       migrations,
-      build: ({ orm, clock, bus, outbox, config }): RouteDependencies => ({
+      build: ({ orm, clock, bus, outbox, config, logger }): RouteDependencies => ({
         orm,
         clock,
         bus,
@@ -32,6 +33,8 @@ export const startAccount = (options: StartOptions = {}) =>
         secrets: { sandboxKey: config.sandboxKey, refPepper: config.refPepper },
         devIssuer: config.devIssuer,
         rpName: config.rpName,
+        pushProviders: configuredProviders(config),
+        logger,
       }),
       routes: accountRoutes,
       background: async ({ orm, clock }, { logger }) => startCeremonySweep({ orm, clock, logger }),

@@ -41,6 +41,8 @@ export interface Failure {
  * `confirmationHoldMs` past its start): the request may still complete or fail, and neither the sweep
  * nor a late open expires it meanwhile, so a person who confirmed in time never leaves an
  * `account.secured` without its `gate.human_verified`. A confirmation that dies lets it expire then.
+ * Every move out of pending wakes, after the commit, its status long-polls and the inbox of the person it
+ * names (`request-watch.ts`).
  */
 /** A pending request may still move at the instant bound to both `?`: inside its window, or held by a confirmation under way. */
 const stillOpen = "status = 'pending' and (expires_at > ? or confirming_until > ?)";
