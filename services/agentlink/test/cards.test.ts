@@ -261,6 +261,49 @@ describe("check-status", () => {
     const unknown = await refusal(agentlink.client.checkStatus({ caller: agent.caller, requestId: uuid() }));
     expect(unknown.code).toBe(Code.NotFound);
   });
+
+  it("answers each read of a concurrent burst as it would alone, also when reads share a statement", async () => {
+    clock.set(start);
+    const agent = await boundAgent();
+    const other = await boundAgent();
+    const cards = await Promise.all(
+      Array.from({ length: 6 }, async () => {
+        const requestId = uuid();
+        return { requestId, cardId: (await ask(agent, { requestId })).cardId };
+      }),
+    );
+    const cancelled = cards[0]!;
+    await agentlink.client.cancel({ caller: agent.caller, requestId: cancelled.requestId });
+
+    const reads = [
+      ...cards.flatMap((card) => [card.requestId, card.requestId.toUpperCase()]).map((requestId) => ({ requestId })),
+      { requestId: uuid(), missing: true },
+      { requestId: "not-a-uuid", missing: true },
+      { requestId: cards[1]!.requestId, caller: other.caller, missing: true },
+    ];
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () => reads)
+        .flat()
+        .map(async (read) => {
+          const asked = agentlink.client.checkStatus({
+            caller: read.caller ?? agent.caller,
+            requestId: read.requestId,
+          });
+          return { read, answer: "missing" in read ? (await refusal(asked)).code : await asked };
+        }),
+    );
+    for (const { read, answer } of answers) {
+      if ("missing" in read) {
+        expect(answer).toBe(Code.NotFound);
+        continue;
+      }
+      const card = cards.find((c) => c.requestId === read.requestId.toLowerCase())!;
+      expect(answer).toMatchObject({
+        cardId: card.cardId,
+        status: card === cancelled ? CardStatus.CANCELLED : CardStatus.QUEUED,
+      });
+    }
+  });
 });
 
 describe("cancel", () => {
