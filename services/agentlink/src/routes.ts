@@ -44,7 +44,7 @@ import { queuedCardsOf } from "./confirmations/person-cards.ts";
 import { SandboxAnswers } from "./confirmations/sandbox-answers.ts";
 import { cancel } from "./proposals/cancel.ts";
 import { cardAudit } from "./proposals/card-audit.ts";
-import type { CardReader } from "./proposals/card-reader.ts";
+import { type CardReader, noCardMessage } from "./proposals/card-reader.ts";
 import { cardStateAt, checkStatusAnswer, toProtoCardStatus } from "./proposals/card-status.ts";
 import type { CardWriter } from "./proposals/card-writer.ts";
 import { expireSweep } from "./proposals/expire-sweep.ts";
@@ -199,6 +199,20 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
         wireErrors(async () => {
           const card = await deps.cardReader.agentCard(agentIdOf(req.caller), req.requestId);
           return checkStatusAnswer(card, cardStateAt(card, clock.now()));
+        }),
+
+      checkStatuses: (req) =>
+        wireErrors(async () => {
+          const now = clock.now();
+          const reads = req.reads.map((read) => ({ agentId: agentIdOf(read.caller), requestId: read.requestId }));
+          const cards = await deps.cardReader.agentCards(reads);
+          return {
+            results: cards.map((card) =>
+              card
+                ? { outcome: { case: "answer" as const, value: checkStatusAnswer(card, cardStateAt(card, now)) } }
+                : { outcome: { case: "notFound" as const, value: noCardMessage } },
+            ),
+          };
         }),
 
       cancel: (req) =>

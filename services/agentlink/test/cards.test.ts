@@ -275,7 +275,7 @@ describe("check-status", () => {
     const cancelled = cards[0]!;
     await agentlink.client.cancel({ caller: agent.caller, requestId: cancelled.requestId });
 
-    const reads = [
+    const reads: { requestId: string; caller?: Caller; missing?: true }[] = [
       ...cards.flatMap((card) => [card.requestId, card.requestId.toUpperCase()]).map((requestId) => ({ requestId })),
       { requestId: uuid(), missing: true },
       { requestId: "not-a-uuid", missing: true },
@@ -289,11 +289,11 @@ describe("check-status", () => {
             caller: read.caller ?? agent.caller,
             requestId: read.requestId,
           });
-          return { read, answer: "missing" in read ? (await refusal(asked)).code : await asked };
+          return { read, answer: read.missing ? (await refusal(asked)).code : await asked };
         }),
     );
     for (const { read, answer } of answers) {
-      if ("missing" in read) {
+      if (read.missing) {
         expect(answer).toBe(Code.NotFound);
         continue;
       }
