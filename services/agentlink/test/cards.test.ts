@@ -306,6 +306,38 @@ describe("check-status", () => {
   });
 });
 
+describe("CheckStatuses (the gateway's batched reads)", () => {
+  it("answers each read in order as CheckStatus would, a missing card as not_found", async () => {
+    clock.set(start);
+    const agent = await boundAgent();
+    const other = await boundAgent();
+    const requestId = uuid();
+    await ask(agent, { requestId });
+    const reads = [
+      { caller: agent.caller, requestId },
+      { caller: other.caller, requestId },
+      { caller: agent.caller, requestId: "not-a-uuid" },
+      { caller: agent.caller, requestId: requestId.toUpperCase() },
+    ];
+    const { results } = await agentlink.client.checkStatuses({ reads });
+    const single = await agentlink.client.checkStatus({ caller: agent.caller, requestId });
+    expect(results.map((result) => result.outcome)).toEqual([
+      { case: "answer", value: single },
+      { case: "notFound", value: "no proposal with that request_id for this agent" },
+      { case: "notFound", value: "no proposal with that request_id for this agent" },
+      { case: "answer", value: single },
+    ]);
+  });
+
+  it("takes at most 1000 reads per call", async () => {
+    const agent = await boundAgent();
+    const reads = Array.from({ length: 1001 }, () => ({ caller: agent.caller, requestId: uuid() }));
+    expect((await refusal(agentlink.client.checkStatuses({ reads }))).code).toBe(Code.InvalidArgument);
+    const { results } = await agentlink.client.checkStatuses({ reads: reads.slice(0, 1000) });
+    expect(results.filter((result) => result.outcome.case === "notFound")).toHaveLength(1000);
+  });
+});
+
 describe("cancel", () => {
   it("cancels a queued card once, with its reason in the audit log, and answers later cancels as resolved", async () => {
     clock.set(start);
