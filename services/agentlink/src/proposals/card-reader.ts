@@ -39,7 +39,7 @@ const statement = {
 export const noCardMessage = "no proposal with that request_id for this agent";
 
 /** Reads one CheckStatuses call may carry. */
-export const maxReadsPerCall = 1000;
+const maxReadsPerCall = 1000;
 
 /**
  * Check-status reads, many in one statement: a burst of long-polls (thousands of agents asking at
