@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { KeyType } from "@svc/proto/console/v1/console_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -438,10 +439,23 @@ describe("gate partner operations through the gateway", () => {
         notarize_offered: true,
         organization: { id: partner.organizationId },
         request_lifetime_seconds: 300,
+        widget: { url: expect.stringMatching(/\/v1\/widget\.[0-9a-f]{16}\.js$/), integrity: expect.any(String) },
         // Added by the alias stage during the rename window.
         scope: "adults",
         status_legacy: "approved",
       });
+      // The published hash is the script's own: a page loading it with `integrity` runs it.
+      const script = await fetch(new URL(new URL(data.widget.url).pathname, mesh.gatewayUrl));
+      expect(script.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
+      const code = Buffer.from(await script.arrayBuffer());
+      expect(data.widget.integrity).toBe(`sha384-${createHash("sha384").update(code).digest("base64")}`);
+      const current = await fetch(new URL("/v1/widget.js", mesh.gatewayUrl));
+      expect(current.headers.get("cache-control")).toBe("public, max-age=300");
+      expect(Buffer.from(await current.arrayBuffer()).equals(code)).toBe(true);
+      const again = await fetch(new URL("/v1/widget.js", mesh.gatewayUrl), {
+        headers: { "if-none-match": current.headers.get("etag") ?? "" },
+      });
+      expect(again.status).toBe(304);
       expect(result(await api.get("/sdk/partner-config", { gate: "drafted" }, partner.devSecret))).toMatchObject({
         status: "draft",
         gate_type: "human",
