@@ -108,6 +108,7 @@ describe("VerifyTokenBatcher", () => {
     expect(outcomeOf(failing[0]!.error)).toEqual({
       kind: "error",
       error: { statusCode: 502, message: "a service behind the gateway did not answer; retry with backoff" },
+      cause: unavailable,
     });
 
     expect(tokensOf(sent[2]!)).toEqual(["t4"]);
