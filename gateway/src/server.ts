@@ -165,7 +165,13 @@ export async function startGateway(
       clock,
       logger,
       ready,
-      rawRoutes: rawRoutes({ keySet: services.keySet, openApi, devIdp }),
+      rawRoutes: rawRoutes({
+        keySet: services.keySet,
+        openApi,
+        devIdp,
+        account: services.account,
+        publicOrigin: config.publicOrigin,
+      }),
     });
     const consoleServer = await serveConnect({
       name: "gateway-console",

@@ -5,6 +5,7 @@ import type { GatewayServices } from "../services.ts";
 import { corsResponseHeaders, preflightHeaders, servesBrowsers } from "./cors.ts";
 import { envelope } from "./envelope.ts";
 import { InputValidationError, unhandledBody } from "./errors.ts";
+import { bodyLimitBytes, readText } from "./parse.ts";
 import { type RequestContext, runPipeline, type Stage } from "./pipeline.ts";
 import type { RawReply, RawRoute } from "./raw-route.ts";
 import { basePath, type Route } from "./route.ts";
@@ -47,6 +48,23 @@ function sendRaw(res: ServerResponse, reply: RawReply): void {
   res.writeHead(reply.status, { ...reply.headers, "content-length": Buffer.byteLength(reply.body) }).end(reply.body);
 }
 
+/** A raw route's reply; a POST body over the limit is refused unread, and the connection closed. */
+async function serveRaw(req: IncomingMessage, res: ServerResponse, url: URL, route: RawRoute): Promise<void> {
+  let body = "";
+  if (req.method === "POST") {
+    try {
+      body = await readText(req, bodyLimitBytes);
+    } catch {
+      res.setHeader("connection", "close");
+      return send(res, 413, {
+        error: "invalid_request",
+        error_description: `the body is over ${bodyLimitBytes} bytes`,
+      });
+    }
+  }
+  sendRaw(res, await route.serve({ url, headers: req.headers, body }));
+}
+
 const badRequest = (message: string) =>
   new InputValidationError({}, [{ propertyPath: "", invalidValue: null, message }]).toBody();
 
@@ -70,18 +88,12 @@ function routeTable(routes: readonly Route[], rawRoutes: readonly RawRoute[]) {
   for (const route of routes) add(`${basePath}${route.path}`, route.method, { kind: "operation", route });
   for (const route of rawRoutes) {
     const target: Target = { kind: "raw", route };
-    if (route.path instanceof RegExp)
-      patterns.push({
-        pattern: route.path,
-        methods: new Map([
-          [route.method, target],
-          ["HEAD", target],
-        ]),
-      });
-    else {
-      add(route.path, route.method, target);
-      add(route.path, "HEAD", target);
-    }
+    const methods = route.method === "GET" ? ["GET", "HEAD"] : [route.method];
+    if (route.path instanceof RegExp) {
+      const existing = patterns.find((p) => p.pattern.source === (route.path as RegExp).source);
+      if (existing) for (const method of methods) existing.methods.set(method, target);
+      else patterns.push({ pattern: route.path, methods: new Map(methods.map((method) => [method, target])) });
+    } else for (const method of methods) add(route.path, method, target);
   }
   return (path: string): Map<string, Target> | undefined =>
     exact.get(path) ?? patterns.find((p) => p.pattern.test(path))?.methods;
@@ -153,7 +165,7 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
       });
     const target = methods.get(method);
     if (target?.kind === "operation") return runOperation(req, res, url, target.route);
-    if (target?.kind === "raw") return sendRaw(res, await target.route.serve({ url, headers: req.headers }));
+    if (target?.kind === "raw") return serveRaw(req, res, url, target.route);
     // A preflight runs no stage: it carries no credential, is not counted and calls no service.
     const browserMethods = [...methods.values()]
       .filter((t) => t.kind === "operation" && servesBrowsers(t.route))

@@ -19,9 +19,12 @@ export interface RawReply {
 export interface RawRoute {
   /** Where it answers on the public origin: a path, or a pattern for a family of addresses. */
   path: `/${string}` | RegExp;
-  /** Raw replies are read-only; a GET route answers HEAD too (the same headers, no body). */
-  method: "GET";
-  serve(request: { url: URL; headers: IncomingHttpHeaders }): RawReply | Promise<RawReply>;
+  /**
+   * A GET route answers HEAD too (the same headers, no body). A POST route is for what must be posted
+   * outside the envelope (a wallet's `direct_post`): it gets the body as text, at most `bodyLimitBytes`.
+   */
+  method: "GET" | "POST";
+  serve(request: { url: URL; headers: IncomingHttpHeaders; body?: string }): RawReply | Promise<RawReply>;
 }
 
 /** `value` as a JSON reply. */

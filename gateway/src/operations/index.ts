@@ -1,3 +1,6 @@
+import type { Client } from "@connectrpc/connect";
+import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
+import { proveAgeRoute } from "../app/age-presentation.ts";
 import { agentBindingRoutes } from "../app/agent-bindings.ts";
 import { agentCardRoutes } from "../app/agent-cards.ts";
 import { deleteAccountRoute } from "../app/delete-account.ts";
@@ -12,6 +15,7 @@ import {
 } from "../app/passkeys.ts";
 import { appRequestRoutes, flowRequestRoutes } from "../app/requests.ts";
 import { securedAccountRoutes } from "../app/secured-accounts.ts";
+import { walletRoutes } from "../app/wallet.ts";
 import { webFlowRoutes } from "../app/web-flow.ts";
 import type { DevIdentityProvider } from "../dev-idp/dev-identity-provider.ts";
 import { openApiRoute } from "../http/openapi.ts";
@@ -55,6 +59,7 @@ export const routes: readonly Route[] = [
   ...securedAccountRoutes,
   deleteAccountRoute,
   ...appRequestRoutes,
+  proveAgeRoute,
   ...agentBindingRoutes,
   ...agentCardRoutes,
   ...flowRequestRoutes,
@@ -67,6 +72,8 @@ export function rawRoutes(options: {
   keySet: KeySetCache;
   openApi: Record<string, unknown>;
   devIdp: DevIdentityProvider | undefined;
+  account: Client<typeof AccountService>;
+  publicOrigin: string;
 }): RawRoute[] {
   return [
     keySetRoute(options.keySet),
@@ -74,5 +81,6 @@ export function rawRoutes(options: {
     qrCodeRoute,
     upgradePageRoute,
     ...webFlowRoutes(options),
+    ...walletRoutes(options.account, options.publicOrigin),
   ];
 }
