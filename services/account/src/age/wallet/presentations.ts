@@ -41,10 +41,14 @@ interface PresentationRow {
 const newPresentationId = () => `apr_${randomBytes(16).toString("hex")}`;
 const presentationIdPattern = /^apr_[0-9a-f]{32}$/;
 
+/** Raw rows carry times as the driver returns them (text); the rest of this module reads Dates. */
+const withDates = (row: PresentationRow | undefined): PresentationRow | undefined =>
+  row && { ...row, created_at: new Date(row.created_at), expires_at: new Date(row.expires_at) };
+
 async function load(em: EntityManager, id: string): Promise<PresentationRow | undefined> {
   if (!presentationIdPattern.test(id)) return undefined;
   const [row] = await em.execute<PresentationRow[]>(`select * from age_presentation where id = ?`, [id]);
-  return row;
+  return withDates(row);
 }
 
 const started = (row: PresentationRow) => ({
@@ -81,8 +85,9 @@ export async function startPresentation(
       [input.requestId, now],
     );
     if (existing?.state === "accepted") return { covered: true };
-    if (existing && existing.thresholds[0] === input.threshold && existing.client_id === input.clientId)
-      return started(existing);
+    const reusable = withDates(existing);
+    if (reusable && reusable.thresholds[0] === input.threshold && reusable.client_id === input.clientId)
+      return started(reusable);
   }
   const [row] = await em.execute<PresentationRow[]>(
     `insert into age_presentation (id, svc_user_id, request_id, thresholds, nonce, client_id, state, created_at, expires_at)
@@ -98,7 +103,7 @@ export async function startPresentation(
       new Date(now.getTime() + presentationLifetimeMs),
     ],
   );
-  return started(row as PresentationRow);
+  return started(withDates(row) as PresentationRow);
 }
 
 export async function presentationRequestObject(ctx: PresentationContext, id: string): Promise<string> {
@@ -210,8 +215,8 @@ export async function claimRequestPresentation(em: EntityManager, svcUserId: str
         issuer: row.issuer,
         threshold: row.threshold,
         result: row.result,
-        verifiedAt: row.verified_at,
-        validUntil: row.valid_until,
+        verifiedAt: new Date(row.verified_at),
+        validUntil: new Date(row.valid_until),
       })),
     );
   });

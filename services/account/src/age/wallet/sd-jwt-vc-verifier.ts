@@ -90,14 +90,15 @@ function presentationOf(vpToken: string): string {
 
 /** Every digest the issuer signed, in the payload and inside disclosed values (nested `_sd`). */
 function signedDigests(value: unknown, into: Set<string>): Set<string> {
-  if (Array.isArray(value)) for (const item of value) signedDigests(item, into);
-  else if (typeof value === "object" && value !== null)
-    for (const [key, inner] of Object.entries(value)) {
-      if (key === "_sd" && Array.isArray(inner))
-        for (const d of inner)
-          if (typeof d === "string") into.add(d);
-          else signedDigests(inner, into);
-    }
+  if (Array.isArray(value)) {
+    for (const item of value) signedDigests(item, into);
+    return into;
+  }
+  if (typeof value !== "object" || value === null) return into;
+  for (const [key, inner] of Object.entries(value)) {
+    if (key !== "_sd") signedDigests(inner, into);
+    else if (Array.isArray(inner)) for (const d of inner) if (typeof d === "string") into.add(d);
+  }
   return into;
 }
 
