@@ -38,7 +38,7 @@ export const proveAgeRoute = defineRoute({
   summary:
     "Start a wallet presentation of one's age outside any request: a request_uri for the wallet (OpenID4VP, direct_post).",
   auth: { accepts: ["user_session"] },
-  input: { type: "object", properties: {}, required: [] } as { type: "object"; properties: {}; required: [] },
+  input: { type: "object", properties: {} },
   envelope: "nested",
   async handle(_input, { caller, services }) {
     const step = await services.account.startAgePresentation({

@@ -8,11 +8,11 @@ import { type Es256KeyPair, es256, keyPairFromSeed, signEs256, signJws } from ".
 import { euPidThresholds } from "./presentation-request.ts";
 import type { TrustedIssuer } from "./trust-list.ts";
 
-export const developmentIssuerId = "https://wallet-issuer.development.invalid";
+const developmentIssuerId = "https://wallet-issuer.development.invalid";
 const untrustedIssuerId = "https://untrusted-issuer.development.invalid";
 /** The development issuer's one status list: index 0 is valid, index 1 revoked. */
 export const developmentStatusListUri = `${developmentIssuerId}/status/1`;
-export const ageCredentialType = "urn:eudi:pid:1";
+const ageCredentialType = "urn:eudi:pid:1";
 const credentialLifetimeMs = 365 * 86_400_000;
 
 /**

@@ -15,7 +15,7 @@ import {
 /** How long a wallet has to answer one presentation request. */
 const presentationLifetimeMs = 10 * 60_000;
 /** A vp_token above this is not an age credential; refused unread. */
-export const maxVpTokenBytes = 32 * 1024;
+const maxVpTokenBytes = 32 * 1024;
 
 export interface PresentationContext {
   em: EntityManager;
@@ -108,7 +108,7 @@ export async function startPresentation(
 
 export async function presentationRequestObject(ctx: PresentationContext, id: string): Promise<string> {
   const row = await load(ctx.em, id);
-  if (!row || row.state !== "pending" || row.expires_at <= ctx.clock.now())
+  if (row?.state !== "pending" || row.expires_at <= ctx.clock.now())
     throw refuse("not_found", "no such pending presentation request");
   return requestObject(
     {
