@@ -25,16 +25,24 @@ import { CredentialDirectory } from "./credentials/directory.ts";
 import { entities } from "./credentials/entities.ts";
 import { grantTokenResolver } from "./credentials/grant-token.ts";
 import { loadOidcConfig, userSessionResolver } from "./credentials/user-session.ts";
-import { DevIdentityProvider } from "./dev-idp/dev-identity-provider.ts";
+import { AuthorizationCodes } from "./dev-idp/authorization-codes.ts";
+import { DevIdentityProvider, devClientId } from "./dev-idp/dev-identity-provider.ts";
 import { openApiDocument, openApiPath } from "./http/openapi.ts";
 import { parseStage } from "./http/parse.ts";
 import { handleStage, type Stage, validateStage } from "./http/pipeline.ts";
 import { basePath, startPublicServer } from "./http/public-server.ts";
-import { listenForCardNotifications } from "./long-poll/card-notifications.ts";
-import { CardWaiters } from "./long-poll/card-waiters.ts";
+import { InboxPresence } from "./long-poll/inbox-presence.ts";
+import {
+  cardNotifications,
+  inboxNotifications,
+  listenForNotifications,
+  requestNotifications,
+} from "./long-poll/notifications.ts";
+import { Waiters } from "./long-poll/waiters.ts";
 import { migrations } from "./migrations/index.ts";
 import { rawRoutes, routes } from "./operations/index.ts";
 import { KeySetCache } from "./operations/jwks.ts";
+import { loadWidgetScript } from "./operations/widget-script.ts";
 import { KeyLimits } from "./rate-limits/key-limits.ts";
 import { rateLimitStage } from "./rate-limits/rate-limit-stage.ts";
 import { decideRateLimits, RateLimiter } from "./rate-limits/rate-limiter.ts";
@@ -65,7 +73,7 @@ async function reachable(baseUrl: string, name: string): Promise<void> {
 
 /**
  * The gateway starts without `startService`: it emits no events (no stream, no outbox to open; its one
- * NATS subscription hears the card notifications that end long-polls), and it serves two servers, the
+ * NATS connection hears the notifications that wake long-polls and event streams), and it serves two servers, the
  * public JSON API and the console, where `startService` serves one Connect server.
  */
 export async function startGateway(
@@ -89,7 +97,10 @@ export async function startGateway(
   const gate = createInternalClient(GateService, config.gateUrl);
   const account = createInternalClient(AccountService, config.accountUrl);
   const agentlink = createInternalClient(AgentService, config.agentlinkUrl);
-  const cardWaiters = new CardWaiters<CheckStatusResponse>();
+  const cardWaiters = new Waiters<CheckStatusResponse>();
+  const requestWaiters = new Waiters();
+  const inboxWaiters = new Waiters();
+  const inboxPresence = new InboxPresence({ subjectPrefix: config.eventSubjectPrefix, logger });
   const services: GatewayServices = {
     signing,
     keySet: new KeySetCache({ signing, logger }),
@@ -100,15 +111,25 @@ export async function startGateway(
       timeoutMs: webhookCallbacksTimeoutMs,
     }),
     cardWaiters,
+    requestWaiters,
+    inboxWaiters,
+    inboxPresence,
     organizations: directory,
     publicOrigin: config.publicOrigin,
+    widget: loadWidgetScript(logger),
   };
   // The development identity provider signs sandbox humans in; production never runs it.
   const devIdp =
     config.deployment === "production"
       ? undefined
       : await DevIdentityProvider.open({ orm, clock, publicOrigin: config.publicOrigin });
-  const userSessions = userSessionResolver({ oidc: loadOidcConfig(env), devIdp, account, clock });
+  const oidc = loadOidcConfig(env);
+  const userSessions = userSessionResolver({ oidc, devIdp, account, clock });
+  // The web app signs in with the configured issuer once it has a client id there, else with the development one.
+  const signIn =
+    oidc.oidcIssuer !== "" && oidc.oidcClientId !== ""
+      ? { issuer: oidc.oidcIssuer, clientId: oidc.oidcClientId }
+      : devIdp && { issuer: devIdp.issuer, clientId: devClientId };
   const ready = async () => {
     await databaseReachable(orm);
     await reachable(config.signingUrl, "signing");
@@ -147,10 +168,14 @@ export async function startGateway(
   ];
   const openApi = openApiDocument({ routes, aliases: aliasTable, sunset, publicOrigin: config.publicOrigin });
   const stopSweeping = limiter.startSweeping(() => clock.now(), 10 * 60_000);
-  const stopListening = listenForCardNotifications({
+  const stopListening = listenForNotifications({
     natsUrl: config.natsUrl,
-    subjectPrefix: config.eventSubjectPrefix,
-    waiters: cardWaiters,
+    subscriptions: [
+      cardNotifications(config.eventSubjectPrefix, cardWaiters),
+      requestNotifications(config.eventSubjectPrefix, requestWaiters),
+      inboxNotifications(config.eventSubjectPrefix, inboxWaiters),
+    ],
+    connected: (nc) => inboxPresence.attach(nc),
     logger,
   });
 
@@ -168,9 +193,11 @@ export async function startGateway(
       rawRoutes: rawRoutes({
         keySet: services.keySet,
         openApi,
-        devIdp,
+        devIdp: devIdp && { provider: devIdp, codes: new AuthorizationCodes({ orm, clock }) },
+        signIn,
         account: services.account,
         publicOrigin: config.publicOrigin,
+        widget: services.widget,
       }),
     });
     const consoleServer = await serveConnect({
@@ -203,8 +230,10 @@ export async function startGateway(
       stop: () =>
         (stopping ??= (async () => {
           stopSweeping();
-          // Held long-polls answer now (their card read again), so closing the server waits for no one.
+          // Held long-polls answer now (read again) and event streams end, so closing the server waits for no one.
           cardWaiters.close();
+          requestWaiters.close();
+          inboxWaiters.close();
           await Promise.all([running.stop(), consoleServer.stop()]);
           await stopListening();
           await rateLimitPool.end();

@@ -5,8 +5,10 @@ import type { GateService } from "@svc/proto/gate/v1/gate_pb.js";
 import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import type { WebhookCallbackService } from "@svc/proto/webhook/v1/webhook_pb.js";
 import type { CredentialDirectory } from "./credentials/directory.ts";
-import type { CardWaiters } from "./long-poll/card-waiters.ts";
+import type { InboxPresence } from "./long-poll/inbox-presence.ts";
+import type { Waiters } from "./long-poll/waiters.ts";
 import type { KeySetCache } from "./operations/jwks.ts";
+import type { WidgetScript } from "./operations/widget-script.ts";
 
 /** What operation handlers reach beyond the request: the business services' clients and shared caches. */
 export interface GatewayServices {
@@ -17,10 +19,18 @@ export interface GatewayServices {
   agentlink: Client<typeof AgentService>;
   /** webhook-dispatch's report of agents' callbacks (check-status); a short deadline, since the answer does without it. */
   webhookCallbacks: Client<typeof WebhookCallbackService>;
-  /** The check-status long-polls held in this process. */
-  cardWaiters: CardWaiters<CheckStatusResponse>;
+  /** The check-status long-polls held in this process, by card. */
+  cardWaiters: Waiters<CheckStatusResponse>;
+  /** The verification-status long-polls held in this process, by request id (woken to read again). */
+  requestWaiters: Waiters;
+  /** The inbox long-polls and event streams held in this process, by svc_user_id (woken to read again). */
+  inboxWaiters: Waiters;
+  /** The people whose inbox this process holds open, answering gate's presence requests. */
+  inboxPresence: InboxPresence;
   /** Organizations are the gateway's: the app names a partner by its organization's name. */
   organizations: Pick<CredentialDirectory, "organizationNames">;
   /** `{api_origin}`, for the links a response carries. */
   publicOrigin: string;
+  /** The built `<svc-verify>` (partner-config publishes it); undefined when the build has not run. */
+  widget: WidgetScript | undefined;
 }

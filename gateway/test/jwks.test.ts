@@ -23,7 +23,11 @@ function fakeSigning() {
 
 /** What `GET {jwks_url}` answers, its body parsed. */
 async function keySetReply(cache: KeySetCache) {
-  const reply = await keySetRoute(cache).serve({ url: new URL(`https://api.svc.test${jwksPath}`), headers: {} });
+  const reply = await keySetRoute(cache).serve({
+    url: new URL(`https://api.svc.test${jwksPath}`),
+    headers: {},
+    body: "",
+  });
   return { ...reply, body: JSON.parse(reply.body) };
 }
 

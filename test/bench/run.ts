@@ -56,6 +56,13 @@ const goals: Record<string, Goal[]> = {
     { field: "ratio", atLeast: 0.9, says: "verify-token throughput while they are held at least 90% of idle" },
     { field: "failed", atMost: 0, says: "every held long-poll answered (queued, at its end)" },
   ],
+  "inbox-wake": [
+    {
+      field: "ratio",
+      atMost: 5,
+      says: "p99 from a gate request's commit to the held inbox long-poll's answer at most 5x a bare JetStream publish-and-ack's p99",
+    },
+  ],
   "trust-layer-screening": [
     { field: "p99_ms", atMost: 2, says: "screening a 28 KB card of realistic content: p99 at most 2 ms" },
     { field: "ratio", atLeast: 0.1, says: "its throughput at least 10% of JSON.parse of the same bytes" },

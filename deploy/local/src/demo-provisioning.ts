@@ -5,6 +5,7 @@ import { AgentConsoleService } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { ConsoleService, KeyType } from "@svc/proto/console/v1/console_pb.js";
 import { GateConsoleService, GateType } from "@svc/proto/gate/v1/gate_pb.js";
+import { demoPageOrigin } from "./demo-page.ts";
 
 export interface DemoCredentials {
   organization_id: string;
@@ -18,6 +19,8 @@ export interface DemoCredentials {
   /** A development agent allowed the category `payments`, for the Agents Ask walk-through. */
   agent_name: string;
   agent_key: string;
+  /** A development site key for the widget's demo page (`demo-page.ts`), on its own origin. */
+  widget_site_key: string;
 }
 
 const demoAgent = { name: "Demo_Agent", displayName: "Demo agent", categories: ["payments"] } as const;
@@ -41,15 +44,29 @@ export async function provisionDemo(consoleUrl: string, file: string): Promise<D
         categories: [...demoAgent.categories],
       })
     ).agentKey;
+  const widgetSiteKey = async (organizationId: string) =>
+    (
+      await client.createKey({
+        organizationId,
+        environment: Environment.DEVELOPMENT,
+        type: KeyType.SITE,
+        allowedOrigins: [demoPageOrigin],
+      })
+    ).key;
   if (existsSync(file)) {
     const saved = JSON.parse(readFileSync(file, "utf8")) as Partial<DemoCredentials> & { organization_id: string };
     const { keys } = await client.listKeys({ organizationId: saved.organization_id });
     if (keys.length > 0) {
-      if (saved.agent_key !== undefined && saved.agent_name !== undefined) return saved as DemoCredentials;
+      let upgraded = saved;
       // A data folder from before the demo agent: add one, under a name no earlier start has taken.
-      const name = `${demoAgent.name}_${Date.now().toString(36)}`;
-      const upgraded = { ...saved, agent_name: name, agent_key: await registerAgent(saved.organization_id, name) };
-      writeFileSync(file, `${JSON.stringify(upgraded, null, 2)}\n`, { mode: 0o600 });
+      if (saved.agent_key === undefined || saved.agent_name === undefined) {
+        const name = `${demoAgent.name}_${Date.now().toString(36)}`;
+        upgraded = { ...upgraded, agent_name: name, agent_key: await registerAgent(saved.organization_id, name) };
+      }
+      // …or from before the widget's demo page.
+      if (upgraded.widget_site_key === undefined)
+        upgraded = { ...upgraded, widget_site_key: await widgetSiteKey(saved.organization_id) };
+      if (upgraded !== saved) writeFileSync(file, `${JSON.stringify(upgraded, null, 2)}\n`, { mode: 0o600 });
       return upgraded as DemoCredentials;
     }
   }
@@ -87,6 +104,7 @@ export async function provisionDemo(consoleUrl: string, file: string): Promise<D
     age_gate: await gate("demo-age", GateType.AGE, 18),
     agent_name: demoAgent.name,
     agent_key: await registerAgent(organizationId, demoAgent.name),
+    widget_site_key: await widgetSiteKey(organizationId),
   };
   writeFileSync(file, `${JSON.stringify(demo, null, 2)}\n`, { mode: 0o600 });
   return demo;

@@ -1,7 +1,12 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { AccountConsoleService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
+import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import pg from "pg";
+import { demoPageOrigin, serveDemoPage } from "./demo-page.ts";
 import { type DemoCredentials, provisionDemo } from "./demo-provisioning.ts";
 import { startInfrastructure } from "./infrastructure.ts";
 import { startMesh } from "./mesh.ts";
@@ -42,6 +47,7 @@ function banner(addresses: Addresses, demo: DemoCredentials): string {
 The mesh is running. Data lives in ${dataDir} and survives a restart; Ctrl-C stops everything.
 
   public API      ${base}   (described at ${base}/openapi.json)
+  web app         ${gatewayUrl}/app   (the person's side: sign in, passkeys, inbox, agents)
   key set         ${gatewayUrl}/.well-known/jwks.json
   console (ops)   ${consoleUrl}   (npx svcctl --help)
   PostgreSQL      ${databaseUrl}
@@ -68,6 +74,12 @@ ${agentWalkThrough({ baseUrl: base, jwksUrl: `${gatewayUrl}/.well-known/jwks.jso
 ${rule}
 
 Or open the web flow: the web_url of a request created without svc_user_id, in a browser with a passkey.
+Or open the web app at ${gatewayUrl}/app and sign in through the development identity provider with any
+identifier. Passkeys need a host name, not an IP address: start with
+GATEWAY_PUBLIC_ORIGIN=http://localhost:8080 and open http://localhost:8080/app.
+
+The widget: a demo partner page with <svc-verify> in a checkout form, answered by a sandbox human:
+  ${demoPageOrigin}/
 `;
 }
 
@@ -75,11 +87,13 @@ async function main(): Promise<void> {
   mkdirSync(dataDir, { recursive: true });
   const infrastructure = await startInfrastructure({ dir: dataDir, durable: true, log });
   let mesh: Awaited<ReturnType<typeof startMesh>> | undefined;
+  let demoPage: Awaited<ReturnType<typeof serveDemoPage>> | undefined;
   let stopping = false;
   const stop = async (code: number) => {
     if (stopping) return;
     stopping = true;
     log("stopping the mesh");
+    demoPage?.close();
     await mesh?.stop();
     await infrastructure.stop();
     process.exit(code);
@@ -94,6 +108,20 @@ async function main(): Promise<void> {
       log,
     });
     const demo = await provisionDemo(mesh.consoleUrl, join(dataDir, "demo.json"));
+    const accounts = createClient(
+      AccountConsoleService,
+      createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "1.1" }),
+    );
+    const { svcUserId } = await accounts.createSandboxHuman({
+      environment: Environment.DEVELOPMENT,
+      behavior: SandboxBehavior.CONFIRM,
+    });
+    demoPage = await serveDemoPage({
+      gatewayUrl: mesh.gatewayUrl,
+      siteKey: demo.widget_site_key,
+      gate: demo.human_gate,
+      svcUserId,
+    });
     log(
       banner(
         {

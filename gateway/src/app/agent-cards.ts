@@ -1,3 +1,4 @@
+import type { PersonCard } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { instant } from "../http/instant.ts";
 import { defineRoute, ok } from "../http/route.ts";
 import type { Schema } from "../http/schema.ts";
@@ -30,7 +31,8 @@ const decisionsField = {
 const decisionsOf = (decisions: readonly { card_id: string; verdict: string }[]) =>
   decisions.map((d) => ({ cardId: d.card_id, verdict: d.verdict }));
 
-const cardSchema: Schema = {
+/** One queued card as the person's side shows it (`GET /agentlink/cards`, the inbox's cards). */
+export const cardSchema: Schema = {
   type: "object",
   properties: {
     id: { type: "string", format: "uuid" },
@@ -53,6 +55,22 @@ const cardSchema: Schema = {
   },
 };
 
+/** A card as `cardSchema` says: the action from the canonical card, its Adaptive Card apart. */
+export function personCardItem(card: PersonCard) {
+  const { adaptive_card_payload, ...action } = card.card ?? {};
+  return {
+    id: card.cardId,
+    request_id: card.requestId,
+    agent: agentSummary(card.agent),
+    action,
+    adaptive_card_payload: adaptive_card_payload ?? null,
+    card_digest: card.cardDigest,
+    warnings: card.warnings,
+    ttl_at: instant(card.ttlAt),
+    proposed_at: instant(card.proposedAt),
+  };
+}
+
 const listCardsRoute = defineRoute({
   operationId: "agentlinkListCards",
   method: "GET",
@@ -65,22 +83,7 @@ const listCardsRoute = defineRoute({
   output: { type: "object", properties: { cards: { type: "array", items: cardSchema } } },
   async handle(_input, { caller, services }) {
     const { cards } = await services.agentlink.listCards({ svcUserId: sessionUserId(caller) });
-    return ok({
-      cards: cards.map((card) => {
-        const { adaptive_card_payload, ...action } = card.card ?? {};
-        return {
-          id: card.cardId,
-          request_id: card.requestId,
-          agent: agentSummary(card.agent),
-          action,
-          adaptive_card_payload: adaptive_card_payload ?? null,
-          card_digest: card.cardDigest,
-          warnings: card.warnings,
-          ttl_at: instant(card.ttlAt),
-          proposed_at: instant(card.proposedAt),
-        };
-      }),
-    });
+    return ok({ cards: cards.map(personCardItem) });
   },
 });
 

@@ -1,3 +1,4 @@
+import { Code, ConnectError } from "@connectrpc/connect";
 import { SecuredAccountStatus } from "@svc/proto/account/v1/account_pb.js";
 import { instant } from "../http/instant.ts";
 import { defineRoute, ok } from "../http/route.ts";
@@ -92,17 +93,29 @@ const unlinkSecuredAccountRoute = defineRoute({
   },
 });
 
+/**
+ * The inbox's notices have two owners, and a notice_id (a UUID either way) does not say which: account's
+ * (`account_revoked`, `relink_offer`) are tried first, and one account does not know is agentlink's
+ * (`agent_bound`, whose id is the binding's). Not found by either: 404.
+ */
 const dismissNoticeRoute = defineRoute({
   operationId: "appDismissNotice",
   method: "POST",
   path: "/app/notices/dismiss",
-  summary: "Dismiss one of the signed-in person's notices (a revoked link, a re-link offer). Not the person's: 404.",
+  summary:
+    "Dismiss one of the signed-in person's inbox notices (a revoked link, a re-link offer, a new agent binding). Not the person's: 404.",
   auth: signedIn,
   input: { type: "object", properties: { notice_id: { type: "string", format: "uuid" } }, required: ["notice_id"] },
   envelope: "nested",
   output: { type: "object", properties: { dismissed: { type: "boolean" } } },
   async handle(input, { caller, services }) {
-    await services.account.dismissNotice({ svcUserId: sessionUserId(caller), noticeId: input.notice_id });
+    const notice = { svcUserId: sessionUserId(caller), noticeId: input.notice_id };
+    try {
+      await services.account.dismissNotice(notice);
+    } catch (error) {
+      if (ConnectError.from(error).code !== Code.NotFound) throw error;
+      await services.agentlink.dismissBindingNotice(notice);
+    }
     return ok({ dismissed: true });
   },
 });

@@ -5,6 +5,8 @@ import { qrCodeSvg } from "../operations/qr-code.ts";
 
 const presentationPath = (kind: string, tail = "") => new RegExp(`^/wallet/${kind}/(apr_[0-9a-f]{32})${tail}$`);
 const presentationId = (url: URL) => url.pathname.split("/")[3] ?? "";
+/** A presentation with its disclosures and KB-JWT is larger than a sign-in form post. */
+const presentationBodyLimit = 64 * 1024;
 const noStore = { "cache-control": "no-store" };
 const refusal = (status: number, error: string, description: string): RawReply =>
   jsonReply(status, { error, error_description: description }, noStore);
@@ -47,10 +49,11 @@ export function walletRoutes(account: Client<typeof AccountService>, publicOrigi
     {
       path: presentationPath("responses"),
       method: "POST",
+      bodyLimit: presentationBodyLimit,
       serve: async ({ url, headers, body }) => {
         if (!(headers["content-type"] ?? "").startsWith("application/x-www-form-urlencoded"))
           return refusal(400, "invalid_request", "the response is posted as application/x-www-form-urlencoded");
-        const form = new URLSearchParams(body ?? "");
+        const form = new URLSearchParams(body);
         const vpToken = form.getAll("vp_token");
         const state = form.getAll("state");
         if (vpToken.length !== 1 || state.length !== 1)

@@ -1,26 +1,14 @@
-import { type DevIdentityProvider, devIdpJwksPath } from "../dev-idp/dev-identity-provider.ts";
 import type { RawReply, RawRoute } from "../http/raw-route.ts";
 
 /**
- * Pages the gateway serves outside `{base_url}`: the web flow at `web_url` (`/flow/<request_id>`), its
- * script, and the development identity provider's key set. The page is static: it reads the request id
+ * The web flow at `web_url` (`/flow/<request_id>`) and its script, served outside `{base_url}`. The page is static: it reads the request id
  * from its path and the flow secret from the URL fragment, and talks to the `/v1/flow/…` operations.
  * It asks for nothing personal.
  */
-export function webFlowRoutes(options: { devIdp: DevIdentityProvider | undefined }): RawRoute[] {
-  const { devIdp } = options;
-  const routes: RawRoute[] = [
-    { path: /^\/flow\/req_[0-9a-f]{32}$/, method: "GET", serve: () => page("text/html; charset=utf-8", pageHtml) },
-    { path: "/flow/flow.js", method: "GET", serve: () => page("text/javascript; charset=utf-8", pageScript) },
-  ];
-  if (devIdp)
-    routes.push({
-      path: devIdpJwksPath,
-      method: "GET",
-      serve: () => page("application/json", JSON.stringify(devIdp.jwks())),
-    });
-  return routes;
-}
+export const webFlowRoutes: RawRoute[] = [
+  { path: /^\/flow\/req_[0-9a-f]{32}$/, method: "GET", serve: () => page("text/html; charset=utf-8", pageHtml) },
+  { path: "/flow/flow.js", method: "GET", serve: () => page("text/javascript; charset=utf-8", pageScript) },
+];
 
 function page(contentType: string, body: string): RawReply {
   return {

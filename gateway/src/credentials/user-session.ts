@@ -18,7 +18,13 @@ const oidcSettings = {
   oidcAudience: {
     parse: parse.string,
     default: "",
-    description: "audience (aud) the provider's tokens must carry; empty skips the check",
+    description: "audience (aud) the provider's tokens must carry; empty skips the check (unless a client id is set)",
+  },
+  oidcClientId: {
+    parse: parse.string,
+    default: "",
+    description:
+      "the web app's client id at that provider (public client, authorization code with PKCE); its ID tokens carry it as aud and are accepted beside GATEWAY_OIDC_AUDIENCE",
   },
 };
 
@@ -42,6 +48,8 @@ export function userSessionResolver(options: {
   const { oidc, devIdp, account, clock } = options;
   const remote =
     oidc.oidcIssuer !== "" && oidc.oidcJwksUrl !== "" ? createRemoteJWKSet(new URL(oidc.oidcJwksUrl)) : undefined;
+  // The phone app's tokens carry the configured audience, the web app's ID tokens its client id.
+  const audiences = [oidc.oidcAudience, oidc.oidcClientId].filter((audience) => audience !== "");
   const refused = { ok: false as const, failure: "invalid_key" as const, message: "the user session is not valid" };
 
   const verify = async (token: string): Promise<JWTPayload | undefined> => {
@@ -50,7 +58,7 @@ export function userSessionResolver(options: {
     if (remote && issuer === oidc.oidcIssuer) {
       const { payload } = await jwtVerify(token, remote, {
         issuer: oidc.oidcIssuer,
-        ...(oidc.oidcAudience !== "" ? { audience: oidc.oidcAudience } : {}),
+        ...(audiences.length > 0 ? { audience: audiences } : {}),
         currentDate: clock.now(),
       });
       return payload;

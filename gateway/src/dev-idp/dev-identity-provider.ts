@@ -13,17 +13,22 @@ import {
 } from "jose";
 
 /** Where the development identity provider lives below `{api_origin}`; also its issuer's path. */
-const devIdpPath = "/dev-idp";
+export const devIdpPath = "/dev-idp";
 export const devIdpJwksPath = `${devIdpPath}/.well-known/jwks.json`;
-/** The audience of the user sessions it mints: the app API. */
-const appAudience = "svc-app";
+/**
+ * The audience of the user sessions it mints: the app API. It is also the one client the provider
+ * knows, the web app, whose ID tokens are those sessions.
+ */
+export const devClientId = "svc-app";
+const appAudience = devClientId;
 
 const sessionLifetimeSeconds = 3600;
 
 /**
  * A development stand-in for the OpenID Connect issuer the app signs in with: it mints user-session
  * JWTs (ES256) for a sign-in identity (issuer, subject), so a whole ceremony runs without a phone or an
- * outside identity provider. Its key is kept in the gateway schema so every replica and restart signs
+ * outside identity provider. The web app reaches it through its OpenID Connect endpoints
+ * (`oidc-routes.ts`); the console's MintDevSession through `mint` directly. Its key is kept in the gateway schema so every replica and restart signs
  * with the same one. Production never starts it.
  */
 export class DevIdentityProvider {
@@ -70,10 +75,10 @@ export class DevIdentityProvider {
     });
   }
 
-  /** A user session for a sign-in identity of this provider. */
-  async mint(subject: string): Promise<{ token: string; expiresAt: Date }> {
+  /** A user session for a sign-in identity of this provider; as an ID token, with the client's `nonce`. */
+  async mint(subject: string, nonce?: string): Promise<{ token: string; expiresAt: Date; lifetimeSeconds: number }> {
     const now = Math.floor(this.#clock.now().getTime() / 1000);
-    const token = await new SignJWT({})
+    const token = await new SignJWT(nonce === undefined ? {} : { nonce, auth_time: now })
       .setProtectedHeader({ alg: "ES256", kid: this.#kid, typ: "JWT" })
       .setIssuer(this.issuer)
       .setSubject(subject)
@@ -81,7 +86,11 @@ export class DevIdentityProvider {
       .setIssuedAt(now)
       .setExpirationTime(now + sessionLifetimeSeconds)
       .sign(this.#privateKey);
-    return { token, expiresAt: new Date((now + sessionLifetimeSeconds) * 1000) };
+    return {
+      token,
+      expiresAt: new Date((now + sessionLifetimeSeconds) * 1000),
+      lifetimeSeconds: sessionLifetimeSeconds,
+    };
   }
 
   /** Verifies a session it minted (signature, issuer, audience, expiry at the injected clock). */

@@ -1,5 +1,5 @@
 import { unhandledBody } from "./errors.ts";
-import type { Outcome } from "./pipeline.ts";
+import type { EnvelopedOutcome } from "./pipeline.ts";
 import type { EnvelopeStyle } from "./route.ts";
 
 export interface HttpReply {
@@ -13,7 +13,11 @@ export interface HttpReply {
  * the rate limiter's own response and the unhandled (500) leave the envelope. `extras` (`_rateLimit`,
  * `_deprecation`) sit beside `data` or the 400 body; a 500 says nothing.
  */
-export function envelope(outcome: Outcome, style: EnvelopeStyle, extras: Record<string, unknown> = {}): HttpReply {
+export function envelope(
+  outcome: EnvelopedOutcome,
+  style: EnvelopeStyle,
+  extras: Record<string, unknown> = {},
+): HttpReply {
   switch (outcome.kind) {
     case "ok":
       return { status: 200, body: { data: style === "nested" ? { data: outcome.data } : outcome.data, ...extras } };

@@ -1,5 +1,6 @@
 import { flowSecretForm, qrCodePrefix, qrCodeSuffix, requestIdForm } from "../operations/gate-links.ts";
 import { jwksPath } from "../operations/jwks.ts";
+import { widgetScriptPaths } from "../operations/widget-script.ts";
 import { developmentInFlight, tiers } from "../rate-limits/rate-tiers.ts";
 import type { AliasRow } from "../rename-window/aliases.ts";
 import { corsAllowedHeaders, corsExposedHeaders, preflightMaxAgeSeconds, servesBrowsers } from "./cors.ts";
@@ -474,6 +475,15 @@ function operationOf(route: Route, aliases: readonly AliasRow[], sunset: Date): 
               },
             },
           },
+          ...(route.produces === "text/event-stream" && {
+            "text/event-stream": {
+              schema: {
+                type: "string",
+                description: `Server-Sent Events once authenticated: each \`data:\` line is one JSON object shaped as this schema's \`x-event-data\`; a refusal comes as application/json instead.`,
+                "x-event-data": result,
+              },
+            },
+          }),
         },
       },
       "400": ref("responses", "InputValidationError"),
@@ -517,6 +527,7 @@ export function openApiDocument(options: OpenApiOptions): Json {
     paths[path] = { ...paths[path], options: preflightOf(browserRoutes) };
   }
   paths[`${qrCodePrefix}{request_id}${qrCodeSuffix}`] = qrCodeItem;
+  Object.assign(paths, widgetScriptPaths);
   paths[openApiPath] = {
     get: {
       operationId: "openApiDocument",

@@ -114,7 +114,7 @@ function nestedDeeperThan(value: unknown, levels: number): boolean {
   return Object.values(value).some((item) => nestedDeeperThan(item, levels - 1));
 }
 
-export function readText(request: IncomingMessage, limit: number): Promise<string> {
+function readText(request: IncomingMessage, limit: number): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

@@ -9,7 +9,7 @@ import {
   InputValidationError,
   OperationError,
 } from "./errors.ts";
-import type { Route } from "./route.ts";
+import type { EventStream, Route } from "./route.ts";
 import { validate } from "./schema.ts";
 
 /**
@@ -37,7 +37,9 @@ export type Outcome =
   /** A response outside the envelope, for example the rate limiter's HTTP 403. */
   | { kind: "http"; status: number; body: unknown }
   /** Nothing handled it: HTTP 500, logged. */
-  | { kind: "unhandled"; error: unknown };
+  | { kind: "unhandled"; error: unknown }
+  /** Server-Sent Events, written by the server outside the envelope. */
+  | { kind: "stream"; stream: EventStream };
 
 export interface RequestContext {
   route: Route;
@@ -57,9 +59,14 @@ export interface RequestContext {
   services: GatewayServices;
   clock: Clock;
   logger: Logger;
+  /** Aborts when the client goes away. */
+  signal: AbortSignal;
 }
 
-export function outcomeOf(error: unknown): Outcome {
+/** Every outcome but a stream: what the envelope renders. */
+export type EnvelopedOutcome = Exclude<Outcome, { kind: "stream" }>;
+
+export function outcomeOf(error: unknown): EnvelopedOutcome {
   if (error instanceof InputValidationError) return { kind: "invalid", body: error.toBody() };
   const envelopeError = envelopeErrorOf(error);
   return envelopeError ? { kind: "error", error: envelopeError } : { kind: "unhandled", error };
@@ -105,6 +112,7 @@ export const handleStage: Stage = {
       services: ctx.services,
       clock: ctx.clock,
       logger: ctx.logger,
+      signal: ctx.signal,
     });
   },
 };

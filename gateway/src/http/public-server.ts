@@ -5,9 +5,9 @@ import type { GatewayServices } from "../services.ts";
 import { corsResponseHeaders, preflightHeaders, servesBrowsers } from "./cors.ts";
 import { envelope } from "./envelope.ts";
 import { InputValidationError, unhandledBody } from "./errors.ts";
-import { bodyLimitBytes, readText } from "./parse.ts";
+import { writeEventStream } from "./event-stream.ts";
 import { type RequestContext, runPipeline, type Stage } from "./pipeline.ts";
-import type { RawReply, RawRoute } from "./raw-route.ts";
+import { type RawReply, type RawRoute, rawBodyLimit } from "./raw-route.ts";
 import { basePath, type Route } from "./route.ts";
 
 export { basePath };
@@ -48,25 +48,22 @@ function sendRaw(res: ServerResponse, reply: RawReply): void {
   res.writeHead(reply.status, { ...reply.headers, "content-length": Buffer.byteLength(reply.body) }).end(reply.body);
 }
 
-/** A raw route's reply; a POST body over the limit is refused unread, and the connection closed. */
-async function serveRaw(req: IncomingMessage, res: ServerResponse, url: URL, route: RawRoute): Promise<void> {
-  let body = "";
-  if (req.method === "POST") {
-    try {
-      body = await readText(req, bodyLimitBytes);
-    } catch {
-      res.setHeader("connection", "close");
-      return send(res, 413, {
-        error: "invalid_request",
-        error_description: `the body is over ${bodyLimitBytes} bytes`,
-      });
-    }
-  }
-  sendRaw(res, await route.serve({ url, headers: req.headers, body }));
-}
-
 const badRequest = (message: string) =>
   new InputValidationError({}, [{ propertyPath: "", invalidValue: null, message }]).toBody();
+
+/**
+ * A raw POST route's body as text, or `undefined` when it is larger than `limit` (read to its
+ * end but not kept, so the connection stays usable for the 413).
+ */
+async function readRawBody(req: IncomingMessage, limit: number): Promise<string | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size <= limit) chunks.push(chunk);
+  }
+  return size > limit ? undefined : Buffer.concat(chunks).toString("utf8");
+}
 
 /** What answers one method at one path: an operation, through the pipeline, or a raw reply. */
 type Target = { kind: "operation"; route: Route } | { kind: "raw"; route: RawRoute };
@@ -88,12 +85,13 @@ function routeTable(routes: readonly Route[], rawRoutes: readonly RawRoute[]) {
   for (const route of routes) add(`${basePath}${route.path}`, route.method, { kind: "operation", route });
   for (const route of rawRoutes) {
     const target: Target = { kind: "raw", route };
-    const methods = route.method === "GET" ? ["GET", "HEAD"] : [route.method];
+    const methods: [string, Target][] = [[route.method, target]];
+    if (route.method === "GET") methods.push(["HEAD", target]);
     if (route.path instanceof RegExp) {
-      const existing = patterns.find((p) => p.pattern.source === (route.path as RegExp).source);
-      if (existing) for (const method of methods) existing.methods.set(method, target);
-      else patterns.push({ pattern: route.path, methods: new Map(methods.map((method) => [method, target])) });
-    } else for (const method of methods) add(route.path, method, target);
+      const family = patterns.find((p) => p.pattern.source === (route.path as RegExp).source);
+      if (family) for (const [method, t] of methods) family.methods.set(method, t);
+      else patterns.push({ pattern: route.path, methods: new Map(methods) });
+    } else for (const [method, t] of methods) add(route.path, method, t);
   }
   return (path: string): Map<string, Target> | undefined =>
     exact.get(path) ?? patterns.find((p) => p.pattern.test(path))?.methods;
@@ -110,6 +108,9 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
 
   const runOperation = async (req: IncomingMessage, res: ServerResponse, url: URL, route: Route): Promise<void> => {
     const started = performance.now();
+    // The client went away before the answer (a response finished normally closes too, harmlessly).
+    const gone = new AbortController();
+    res.once("close", () => gone.abort());
     const ctx: RequestContext = {
       route,
       request: req,
@@ -124,8 +125,20 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
       services: options.services,
       clock: options.clock,
       logger,
+      signal: gone.signal,
     };
     const outcome = await runPipeline(options.stages, ctx);
+    if (outcome.kind === "stream") {
+      logger.info("event stream", { operation: route.operationId, credential_id: ctx.credential?.caller.credentialId });
+      await writeEventStream(res, outcome.stream, gone.signal, {
+        ...ctx.responseHeaders,
+        ...corsResponseHeaders(ctx.credential, req.headers),
+      });
+      return logger.info("event stream ended", {
+        operation: route.operationId,
+        duration_ms: Math.round(performance.now() - started),
+      });
+    }
     const reply = envelope(outcome, route.envelope, ctx.extras);
     const log = {
       operation: route.operationId,
@@ -165,7 +178,12 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
       });
     const target = methods.get(method);
     if (target?.kind === "operation") return runOperation(req, res, url, target.route);
-    if (target?.kind === "raw") return serveRaw(req, res, url, target.route);
+    if (target?.kind === "raw") {
+      const limit = target.route.bodyLimit ?? rawBodyLimit;
+      const body = method === "POST" ? await readRawBody(req, limit) : "";
+      if (body === undefined) return send(res, 413, badRequest(`the body is larger than ${limit} bytes`));
+      return sendRaw(res, await target.route.serve({ url, headers: req.headers, body }));
+    }
     // A preflight runs no stage: it carries no credential, is not counted and calls no service.
     const browserMethods = [...methods.values()]
       .filter((t) => t.kind === "operation" && servesBrowsers(t.route))

@@ -2,8 +2,9 @@ import type { IncomingHttpHeaders } from "node:http";
 
 /**
  * A reply outside the envelope, for what is not an operation: the key set, the OpenAPI document, a QR
- * code image, the web flow's page. No stage runs for it (no credential, no rate limit, no rename
- * window); it answers from its address alone.
+ * code image, the web pages, the development identity provider's OpenID Connect endpoints. No stage
+ * runs for it (no credential, no rate limit, no rename window); it answers from its address (and, for
+ * a form post, its body) alone.
  */
 export interface RawReply {
   status: number;
@@ -20,12 +21,17 @@ export interface RawRoute {
   /** Where it answers on the public origin: a path, or a pattern for a family of addresses. */
   path: `/${string}` | RegExp;
   /**
-   * A GET route answers HEAD too (the same headers, no body). A POST route is for what must be posted
-   * outside the envelope (a wallet's `direct_post`): it gets the body as text, at most `bodyLimitBytes`.
+   * A GET route answers HEAD too (the same headers, no body). POST is for form posts
+   * (`application/x-www-form-urlencoded`, at most `bodyLimit` bytes): the body arrives as text.
    */
   method: "GET" | "POST";
-  serve(request: { url: URL; headers: IncomingHttpHeaders; body?: string }): RawReply | Promise<RawReply>;
+  /** The largest POST body it reads (`rawBodyLimit` unless set); a larger one is answered 413 unread. */
+  bodyLimit?: number;
+  serve(request: { url: URL; headers: IncomingHttpHeaders; body: string }): RawReply | Promise<RawReply>;
 }
+
+/** The largest body a raw POST route reads unless it sets its own `bodyLimit`. */
+export const rawBodyLimit = 16 * 1024;
 
 /** `value` as a JSON reply. */
 export function jsonReply(status: number, value: unknown, headers: Record<string, string> = {}): RawReply {

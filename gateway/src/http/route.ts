@@ -24,7 +24,23 @@ export interface AuthPolicy {
 /** `nested`: the result is `data.data` (nearly every operation); `flat`: directly `data` (status, logout). */
 export type EnvelopeStyle = "nested" | "flat";
 
-export type HandlerResult = { kind: "ok"; data: unknown } | { kind: "error"; error: EnvelopeError };
+/** Writes a Server-Sent Events response: named events with a JSON `data`, and comments (heartbeats). */
+export interface EventSink {
+  send(event: string, data: unknown): void;
+  comment(text: string): void;
+}
+
+/**
+ * The body of a `text/event-stream` response, run once the headers are sent; the response ends when it
+ * returns. `signal` aborts when the client goes away.
+ */
+export type EventStream = (sink: EventSink, signal: AbortSignal) => Promise<void>;
+
+export type HandlerResult =
+  | { kind: "ok"; data: unknown }
+  | { kind: "error"; error: EnvelopeError }
+  /** Server-Sent Events instead of the envelope (routes with `produces: "text/event-stream"`). */
+  | { kind: "stream"; stream: EventStream };
 
 export const ok = (data: unknown): HandlerResult => ({ kind: "ok", data });
 
@@ -45,6 +61,8 @@ interface HandlerContext {
   services: GatewayServices;
   clock: Clock;
   logger: Logger;
+  /** Aborts when the client goes away before the answer is sent (a long-poll frees its wait then). */
+  signal: AbortSignal;
 }
 
 /**
@@ -70,6 +88,11 @@ export interface RouteDefinition<S extends ObjectSchema> {
   envelope: EnvelopeStyle;
   /** The result (`data.data`, or `data` when flat), for the OpenAPI document; undescribed when absent. */
   output?: Schema;
+  /**
+   * `text/event-stream`: a successful answer is a stream of Server-Sent Events (the handler returns
+   * `kind: "stream"`), each event's data shaped as `output`; refusals still come in the envelope.
+   */
+  produces?: "text/event-stream";
   /** `exempt`: not counted by the rate limiter (the default counts every request). */
   rateLimit?: "exempt";
   handle(input: Infer<S>, ctx: HandlerContext): Promise<HandlerResult>;

@@ -3,6 +3,7 @@ import { CreateRateLimitTables } from "./0002-rate-limits.ts";
 import { CreateDevIdentityProviderKeys } from "./0003-dev-idp.ts";
 import { CreateRateDecisionFunction } from "./0004-rate-decisions.ts";
 import { DropTakeRateLimits } from "./0005-drop-take-rate-limits.ts";
+import { CreateDevIdentityProviderCodes } from "./0006-dev-idp-codes.ts";
 
 /** Applied in order at start; a migration, once released, is never edited (add a new one). */
 export const migrations = [
@@ -11,4 +12,5 @@ export const migrations = [
   { name: "0003_dev_idp", class: CreateDevIdentityProviderKeys },
   { name: "0004_rate_decisions", class: CreateRateDecisionFunction },
   { name: "0005_drop_take_rate_limits", class: DropTakeRateLimits },
+  { name: "0006_dev_idp_codes", class: CreateDevIdentityProviderCodes },
 ];

@@ -4,6 +4,7 @@ import type { Logger } from "@svc/platform";
 import { CardStatus } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { instant } from "../http/instant.ts";
 import { defineRoute, ok } from "../http/route.ts";
+import { cardKey } from "../long-poll/waiters.ts";
 import type { GatewayServices } from "../services.ts";
 
 const agentKeyOnly = { accepts: ["agent_key"] } as const;
@@ -115,7 +116,7 @@ export const inquireRoute = defineRoute({
 
 /**
  * `GET /agentlink/check-status`: the calling agent's card by `request_id`. With `wait_seconds` and the card
- * queued, a long-poll: held in this gateway (`CardWaiters`) until agentlink notifies that the card left
+ * queued, a long-poll: held in this gateway (`Waiters`) until agentlink notifies that the card left
  * queued (answered with the notification's answer), or until `wait_seconds` is up or `ttl_at` comes (a
  * queued card reads expired from then on), when the card is read again. Nothing polls agentlink meanwhile.
  */
@@ -161,19 +162,20 @@ export const checkStatusRoute = defineRoute({
       },
     },
   },
-  async handle(input, { caller, services, clock, logger }) {
+  async handle(input, { caller, services, clock, logger, signal }) {
     const read = () => services.agentlink.checkStatus({ caller, requestId: input.request_id });
     const waitMs = (input.wait_seconds ?? 0) * 1000;
     const state =
       waitMs === 0 || !caller
         ? await read()
         : await services.cardWaiters.hold(
-            { agentId: caller.credentialId, requestId: input.request_id },
+            cardKey(caller.credentialId, input.request_id),
             read,
             (first) =>
               first.status === CardStatus.QUEUED && first.ttlAt
                 ? Math.min(waitMs, timestampDate(first.ttlAt).getTime() - clock.now().getTime())
                 : 0,
+            signal,
           );
     const callback = await callbackOf(services, logger, caller?.credentialId ?? "", state);
     return ok({

@@ -5,6 +5,7 @@ import { agentBindingRoutes } from "../app/agent-bindings.ts";
 import { agentCardRoutes } from "../app/agent-cards.ts";
 import { deleteAccountRoute } from "../app/delete-account.ts";
 import { flowBeginPasskeyRegistrationRoute, flowFinishPasskeyRegistrationRoute } from "../app/flow-passkeys.ts";
+import { inboxRoutes } from "../app/inbox.ts";
 import {
   appMeRoute,
   beginPasskeyRegistrationRoute,
@@ -16,8 +17,11 @@ import {
 import { appRequestRoutes, flowRequestRoutes } from "../app/requests.ts";
 import { securedAccountRoutes } from "../app/secured-accounts.ts";
 import { walletRoutes } from "../app/wallet.ts";
+import { type SignInSettings, signedInPath, webAppRoutes } from "../app/web-app.ts";
 import { webFlowRoutes } from "../app/web-flow.ts";
+import type { AuthorizationCodes } from "../dev-idp/authorization-codes.ts";
 import type { DevIdentityProvider } from "../dev-idp/dev-identity-provider.ts";
+import { devIdpRoutes } from "../dev-idp/oidc-routes.ts";
 import { openApiRoute } from "../http/openapi.ts";
 import type { RawRoute } from "../http/raw-route.ts";
 import type { Route } from "../http/route.ts";
@@ -34,6 +38,7 @@ import { qrCodeRoute } from "./qr-code.ts";
 import { revokeVerificationRoute } from "./revoke-verification.ts";
 import { verificationStatusRoute } from "./verification-status.ts";
 import { verifyTokenRoute } from "./verify-token.ts";
+import { type WidgetScript, widgetScriptRoutes } from "./widget-script.ts";
 
 /** Every public operation under `{base_url}`, one file each in this folder. */
 export const routes: readonly Route[] = [
@@ -62,6 +67,7 @@ export const routes: readonly Route[] = [
   proveAgeRoute,
   ...agentBindingRoutes,
   ...agentCardRoutes,
+  ...inboxRoutes,
   ...flowRequestRoutes,
   flowBeginPasskeyRegistrationRoute,
   flowFinishPasskeyRegistrationRoute,
@@ -71,16 +77,25 @@ export const routes: readonly Route[] = [
 export function rawRoutes(options: {
   keySet: KeySetCache;
   openApi: Record<string, unknown>;
-  devIdp: DevIdentityProvider | undefined;
+  /** The development identity provider and its codes; absent in production. */
+  devIdp: { provider: DevIdentityProvider; codes: AuthorizationCodes } | undefined;
+  signIn: SignInSettings | undefined;
   account: Client<typeof AccountService>;
   publicOrigin: string;
+  widget: WidgetScript | undefined;
 }): RawRoute[] {
+  const { devIdp, publicOrigin } = options;
   return [
     keySetRoute(options.keySet),
     openApiRoute(options.openApi),
     qrCodeRoute,
     upgradePageRoute,
-    ...webFlowRoutes(options),
-    ...walletRoutes(options.account, options.publicOrigin),
+    ...widgetScriptRoutes(options.widget),
+    ...webFlowRoutes,
+    ...walletRoutes(options.account, publicOrigin),
+    ...webAppRoutes({ signIn: options.signIn, publicOrigin }),
+    ...(devIdp
+      ? devIdpRoutes({ devIdp: devIdp.provider, codes: devIdp.codes, redirectUris: [`${publicOrigin}${signedInPath}`] })
+      : []),
   ];
 }

@@ -1,6 +1,7 @@
 import { defineRoute, ok } from "../http/route.ts";
 import { gateTypeName } from "./create-verification-link.ts";
 import { gateKeyField, gateRequired } from "./gate-key.ts";
+import { widgetPublication } from "./widget-script.ts";
 
 /**
  * `GET /sdk/partner-config`: what the widget needs to render a gate. Any status is returned (the
@@ -32,9 +33,16 @@ export const partnerConfigRoute = defineRoute({
       notarize_offered: { type: "boolean" },
       organization: { type: "object", properties: { id: { type: "string" } } },
       request_lifetime_seconds: { type: "integer" },
+      widget: {
+        type: "object",
+        description:
+          "The current <svc-verify> script: its versioned address (cached for ever) and Subresource Integrity hash, for <script src=url integrity=integrity crossorigin=anonymous>. Absent when this server has no built widget.",
+        properties: { url: { type: "string", format: "uri" }, integrity: { type: "string" } },
+      },
     },
   },
   async handle(input, { caller, credential, services }) {
+    const widget = widgetPublication(services.widget, services.publicOrigin);
     const config = await services.gate.getPartnerConfig({
       caller,
       gate: input.gate,
@@ -48,6 +56,7 @@ export const partnerConfigRoute = defineRoute({
       notarize_offered: config.notarizeOffered,
       organization: { id: config.organizationId },
       request_lifetime_seconds: config.requestLifetimeSeconds,
+      ...(widget && { widget }),
     });
   },
 });

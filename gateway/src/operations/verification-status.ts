@@ -5,7 +5,10 @@ import { defineRoute, ok } from "../http/route.ts";
 /**
  * `GET /verification/status`: the status record, flat under `data`. decisions.md: a secret key or a
  * site key of the creating organization; another organization's id reads `found: false`. A lookup
- * failure is the normal payload with status `error`, not an error.
+ * failure is the normal payload with status `error`, not an error. With `wait_seconds` (beyond the
+ * spec) and the request pending, a long-poll: held in this gateway (`Waiters`, by request id) until gate
+ * notifies that the request changed (`request_watch.proto`), or until `wait_seconds` is up or the
+ * request's window ends, when the record is read again. Nothing polls gate meanwhile.
  */
 export const verificationStatusRoute = defineRoute({
   operationId: "getVerificationStatus",
@@ -17,6 +20,13 @@ export const verificationStatusRoute = defineRoute({
     type: "object",
     properties: {
       request_id: { type: "string", minLength: 1, maxLength: 64, description: "req_ followed by 32 hex characters." },
+      wait_seconds: {
+        type: "integer",
+        minimum: 0,
+        maximum: 25,
+        description:
+          "Beyond the spec. Default 0 (answer at once). Else a long-poll: a pending request is answered as soon as its status changes, else when wait_seconds is up or its window ends, with its status then (normally pending).",
+      },
     },
     required: ["request_id"],
   },
@@ -35,10 +45,20 @@ export const verificationStatusRoute = defineRoute({
       token: { type: "string", nullable: true },
     },
   },
-  async handle(input, { caller, services, logger }) {
+  async handle(input, { caller, services, clock, logger, signal }) {
+    const read = () => services.gate.getVerificationStatus({ caller, requestId: input.request_id });
+    const waitMs = (input.wait_seconds ?? 0) * 1000;
     let record: GetVerificationStatusResponse;
     try {
-      record = await services.gate.getVerificationStatus({ caller, requestId: input.request_id });
+      record =
+        waitMs === 0
+          ? await read()
+          : await services.requestWaiters.hold(
+              input.request_id,
+              read,
+              (first) => holdMs(first, waitMs, clock.now()),
+              signal,
+            );
     } catch (error) {
       logger.warn("status lookup failed", { error });
       return ok({ found: false, status: "error", message: "the status could not be read; retry" });
@@ -57,3 +77,14 @@ export const verificationStatusRoute = defineRoute({
     });
   },
 });
+
+/**
+ * How long a pending request's answer waits: `waitMs`, cut at the end of its window. Past its window a
+ * request still reads pending only while a confirmation holds it, and that confirmation ends with a
+ * notification, so the wait takes its whole time then.
+ */
+function holdMs(first: GetVerificationStatusResponse, waitMs: number, now: Date): number {
+  if (first.status !== "pending") return 0;
+  const left = first.expiresAt ? timestampDate(first.expiresAt).getTime() - now.getTime() : waitMs;
+  return left > 0 ? Math.min(waitMs, left) : waitMs;
+}

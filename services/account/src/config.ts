@@ -50,6 +50,29 @@ export const settings = {
     default: "svc",
     description: "relying-party name shown by the person's passkey manager at registration",
   },
+  apnsTeamId: {
+    parse: parse.string,
+    default: "",
+    description: "Apple developer team id; set with the other ACCOUNT_APNS_* to push to iOS devices (none by default)",
+  },
+  apnsKeyId: { parse: parse.string, default: "", description: "id of the APNs auth key (.p8)" },
+  apnsPrivateKey: {
+    parse: (raw: string) => raw.replaceAll("\\n", "\n"),
+    default: "",
+    description: "the APNs auth key, PKCS #8 PEM (line breaks may be written \\n)",
+  },
+  apnsTopic: { parse: parse.string, default: "", description: "the iOS app's bundle id (apns-topic)" },
+  apnsOrigin: {
+    parse: parse.url,
+    default: "https://api.push.apple.com",
+    description: "APNs endpoint: https://api.sandbox.push.apple.com for development builds of the app",
+  },
+  fcmServiceAccount: {
+    parse: parse.string,
+    default: "",
+    description:
+      "Google service-account key file (JSON) of the Firebase project, to push to Android and web devices (none by default)",
+  },
 } satisfies Settings;
 
 /** The keys the routes seal and hash with, from the settings above. */

@@ -8,7 +8,9 @@ import {
   type EventBus,
   environmentName,
   environmentProto,
+  type Logger,
   type OutboxRelay,
+  publishInboxChanged,
   refusalTranslator,
 } from "@svc/platform";
 import {
@@ -23,6 +25,7 @@ import {
   NoticeKind as ProtoNoticeKind,
   SandboxBehavior as ProtoSandboxBehavior,
   SecuredAccountStatus as ProtoSecuredAccountStatus,
+  PushKind,
   SecuredAccountSchema,
 } from "@svc/proto/account/v1/account_pb.js";
 import { CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
@@ -56,6 +59,8 @@ import { listSecuredAccounts, type SecuredAccountRow } from "./links/secured-acc
 import { beginAssertion, finishAssertion } from "./passkeys/assertion.ts";
 import { listPasskeys, removePasskey } from "./passkeys/passkey-list.ts";
 import { beginRegistration, finishRegistration, type PasskeyContext } from "./passkeys/registration.ts";
+import type { PushProviders } from "./push/configured-providers.ts";
+import { pushToHuman } from "./push/push-to-human.ts";
 import { type AccountRefusalKind, invalidArgument } from "./refusal.ts";
 import {
   createSandboxHuman,
@@ -68,11 +73,14 @@ export interface RouteDependencies {
   wallet: WalletDependencies;
   orm: MikroORM;
   clock: Clock;
-  bus: Pick<EventBus, "subject">;
+  bus: Pick<EventBus, "subject" | "nc" | "subjectPrefix">;
   outbox: Pick<OutboxRelay, "wake">;
   secrets: AccountSecrets;
   devIssuer: string;
   rpName: string;
+  /** The configured push providers by device platform; none in development and tests. */
+  pushProviders: PushProviders;
+  logger: Logger;
 }
 
 /** Thin handlers: translate the wire to the domain operations and back, one unit of work (a fresh entity manager) each. */
@@ -81,7 +89,8 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
   const em = () => deps.orm.em.fork();
   const pepper = createSecretKey(deps.secrets.refPepper);
   const passkeys = (): PasskeyContext => ({ em: em(), clock });
-  const links = (): LinkContext => ({ em: em(), clock, pepper, bus: deps.bus, outbox: deps.outbox });
+  const inboxes = { changed: (svcUserIds: Iterable<string | null>) => publishInboxChanged(deps.bus, svcUserIds) };
+  const links = (): LinkContext => ({ em: em(), clock, pepper, bus: deps.bus, outbox: deps.outbox, inboxes });
   const sandbox = (): SandboxContext => ({
     em: em(),
     clock,
@@ -163,6 +172,14 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
         }),
 
       finishPasskeyAssertion: (req) => wireErrors(() => finishAssertion(passkeys(), req)),
+
+      pushToHuman: (req) =>
+        wireErrors(async () =>
+          pushToHuman({ em: em(), providers: deps.pushProviders, logger: deps.logger }, req.svcUserId, {
+            kind: req.kind === PushKind.AGENT_CARD ? "agent_card" : "gate_request",
+            title: req.title.slice(0, 200),
+          }),
+        ),
 
       registerDevice: (req) => wireErrors(async () => ({ deviceId: await registerDevice(em(), clock, req) })),
 
@@ -272,6 +289,7 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
       dismissNotice: (req) =>
         wireErrors(async () => {
           await dismissNotice(em(), { svcUserId: req.svcUserId, noticeId: req.noticeId });
+          inboxes.changed([req.svcUserId]);
           return {};
         }),
 

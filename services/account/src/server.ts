@@ -8,6 +8,7 @@ import { AccountLink } from "./links/account-link.entity.ts";
 import { migrations } from "./migrations/index.ts";
 import { startCeremonySweep } from "./passkeys/ceremony-sweep.ts";
 import { Passkey, PasskeyCeremony } from "./passkeys/passkey.entity.ts";
+import { configuredProviders } from "./push/configured-providers.ts";
 import { accountRoutes, type RouteDependencies } from "./routes.ts";
 import { SandboxPasskey } from "./sandbox/sandbox-passkey.entity.ts";
 
@@ -25,7 +26,7 @@ export const startAccount = (options: StartOptions = {}) =>
       schema: "account",
       entities: [Human, SignInIdentity, Passkey, PasskeyCeremony, SandboxPasskey, Device, AgeEvidence, AccountLink],
       migrations,
-      build: ({ orm, clock, bus, outbox, config }): RouteDependencies => {
+      build: ({ orm, clock, bus, outbox, config, logger }): RouteDependencies => {
         if (config.deployment === "production" && config.devWalletIssuerKey !== null)
           throw new ConfigError(
             'ACCOUNT_DEV_WALLET_ISSUER_KEY must be "off" in production: the development issuer signs anything',
@@ -38,6 +39,8 @@ export const startAccount = (options: StartOptions = {}) =>
           secrets: { sandboxKey: config.sandboxKey, refPepper: config.refPepper },
           devIssuer: config.devIssuer,
           rpName: config.rpName,
+          pushProviders: configuredProviders(config),
+          logger,
           wallet: walletDependencies({ ...config, clock }),
         };
       },

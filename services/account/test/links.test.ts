@@ -147,6 +147,7 @@ describe("SecureAccount", () => {
         pepper: createSecretKey(Buffer.from(refPepper, "base64")),
         bus: { subject: (type) => `${account.env.SVC_EVENT_SUBJECT_PREFIX}.${type}` },
         outbox: { wake() {} },
+        inboxes: { changed() {} },
       },
       {
         organizationId: shop.organizationId,

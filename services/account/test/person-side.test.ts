@@ -1,19 +1,32 @@
+import { fromBinary } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
-import { ManualClock, uuid } from "@svc/platform";
+import { connectNats, inboxChangedSubject, ManualClock, type NatsConnection, uuid } from "@svc/platform";
 import { NoticeKind, SandboxBehavior, SecuredAccountStatus } from "@svc/proto/account/v1/account_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
+import { InboxChangedSchema } from "@svc/proto/common/v1/inbox_watch_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { uniqueName } from "../../../test/harness/index.ts";
+import { natsUrl, uniqueName } from "../../../test/harness/index.ts";
 import { refusal, startTestAccount, type TestAccount } from "./support/account.ts";
 
 const clock = new ManualClock("2026-11-22T10:00:00Z");
 let account: TestAccount;
+let nc: NatsConnection;
+/** The svc_user_ids of the InboxChanged wake-ups account published, in order. */
+const inboxWakes: string[] = [];
 
 beforeAll(async () => {
   account = await startTestAccount("account_person_side", { clock });
+  nc = await connectNats({ url: natsUrl(), name: "account-person-side-test" });
+  nc.subscribe(inboxChangedSubject(account.env.SVC_EVENT_SUBJECT_PREFIX as string), {
+    callback: (error, message) => {
+      if (!error) inboxWakes.push(fromBinary(InboxChangedSchema, message.data).svcUserId);
+    },
+  });
+  await nc.flush();
 });
 afterAll(async () => {
+  await nc?.close();
   await account?.stop();
 });
 
@@ -146,6 +159,37 @@ describe("notices", () => {
     expect((await account.client.listNotices({ svcUserId: human })).notices).toEqual([]);
     const repeat = await refusal(account.client.dismissNotice({ svcUserId: human, noticeId: notice!.noticeId }));
     expect(repeat.code).toBe(Code.NotFound);
+  });
+});
+
+describe("the person's inbox", () => {
+  /** How many wake-ups of `svcUserId` account published. */
+  const wakes = (svcUserId: string) => inboxWakes.filter((id) => id === svcUserId).length;
+  /** Lets any wake-up published so far arrive (a round trip to the NATS server after it). */
+  const settled = () => nc.flush();
+
+  it("is woken after each commit that changes the person's links or notices, and not by a refusal", async () => {
+    const [human, other] = [await newHuman(), await newHuman()];
+    const shop = platform();
+    await shop.secure("user-1", human);
+    await expect.poll(() => wakes(human)).toBe(1);
+    await shop.secure("user-1", human); // a later pass changes nothing
+    await settled();
+    expect(wakes(human)).toBe(1);
+    await shop.revoke("user-1"); // a notice
+    await expect.poll(() => wakes(human)).toBe(2);
+    const [notice] = (await account.client.listNotices({ svcUserId: human })).notices;
+    await refusal(account.client.dismissNotice({ svcUserId: other, noticeId: notice!.noticeId }));
+    await account.client.dismissNotice({ svcUserId: human, noticeId: notice!.noticeId });
+    await expect.poll(() => wakes(human)).toBe(3);
+    const { handle } = await shop.secure("user-1", human);
+    await expect.poll(() => wakes(human)).toBe(4);
+    await account.client.unlinkOwnAccount({ svcUserId: human, handle });
+    await expect.poll(() => wakes(human)).toBe(5);
+    await account.client.unlinkOwnAccount({ svcUserId: human, handle }); // already unlinked
+    await settled();
+    expect(wakes(human)).toBe(5);
+    expect(wakes(other)).toBe(0);
   });
 });
 

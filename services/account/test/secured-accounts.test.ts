@@ -72,6 +72,7 @@ function platform(environment: EnvironmentName = "production", organizationId = 
           pepper: createSecretKey(Buffer.from(refPepper, "base64")),
           bus: { subject: (type) => `${account.env.SVC_EVENT_SUBJECT_PREFIX}.${type}` },
           outbox: { wake() {} },
+          inboxes: { changed() {} },
         },
         { organizationId, environment, partnerUserRef, by, reason, at },
       ),

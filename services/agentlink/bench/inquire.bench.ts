@@ -2,7 +2,7 @@ import { createSecretKey, randomUUID } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import { createLogger, openStatementPool, systemClock } from "@svc/platform";
+import { connectNats, createLogger, openStatementPool, systemClock } from "@svc/platform";
 import { AccountConsoleService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import { AgentConsoleService } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
@@ -61,6 +61,8 @@ try {
   const statements = openStatementPool({ url: mesh.databaseUrl, schema: "agentlink", max: clients, logger });
   const agentNames = new AgentNames(statements);
   const cards = new CardWriter(statements);
+  // Each written card wakes its person's inbox, as in the service.
+  const nc = await connectNats({ url: mesh.natsUrl, name: "inquire-bench" });
   const context = (): ProposalContext => ({
     agents: agentNames,
     cards,
@@ -69,7 +71,7 @@ try {
     opaqueIdKey: createSecretKey(settings.opaqueIdKey.default as Buffer),
     account: { getHuman: () => Promise.reject(new Error("the bench names its person by opaque_id")) },
     classifier: undefined,
-    bus: { subject: (type) => `events.${type}` },
+    bus: { subject: (type) => `events.${type}`, nc, subjectPrefix: "events" },
     outbox: { wake: () => undefined },
   });
   const proposal: JsonObject = {
@@ -119,6 +121,7 @@ try {
 
   await db.end();
   await statements.end();
+  await nc.close();
   console.log(
     JSON.stringify({
       name: "agents-inquire",

@@ -13,13 +13,14 @@ import {
   type OutboxRelay,
   refusalTranslator,
 } from "@svc/platform";
-import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
+import { type AccountService, PushKind } from "@svc/proto/account/v1/account_pb.js";
 import {
   AgentCallbackService,
   AgentConsoleService,
   AgentSchema,
   AgentService,
   AgentStatus,
+  BindingNoticeSchema,
   BindingSchema,
   BindingStatus,
   CardAuditEntrySchema,
@@ -33,6 +34,7 @@ import type { AgentNames } from "./agents/agent-naming.ts";
 import { type AgentContext, listAgents, registerAgent, revokeAgent, rotateAgentKey } from "./agents/agents.ts";
 import { type AgentKeyRefusal, authenticateAgentKey } from "./agents/authenticate.ts";
 import { callbackTarget } from "./agents/callback-target.ts";
+import { dismissBindingNotice, listBindingNotices } from "./binding/binding-notices.ts";
 import type { BindingContext, BindSessionStatus } from "./binding/bindings.ts";
 import { checkBinding, claimLinkCode, eraseHuman, listBindings, startBindSession, unbind } from "./binding/bindings.ts";
 import type { AgentlinkSecrets } from "./config.ts";
@@ -61,7 +63,7 @@ export interface RouteDependencies {
   deployment: "development" | "production";
   account: Pick<
     Client<typeof AccountService>,
-    "getHuman" | "beginPasskeyAssertion" | "finishPasskeyAssertion" | "sandboxAssert"
+    "getHuman" | "beginPasskeyAssertion" | "finishPasskeyAssertion" | "sandboxAssert" | "pushToHuman"
   >;
   signing: Pick<Client<typeof SigningService>, "signProof">;
   /** The gateway's public origin: the relying party sandbox humans answer cards with. */
@@ -86,7 +88,7 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
     callbackSecretKey: deps.secrets.callbackSecretKey,
     keyOverlapMs: deps.keyOverlapMs,
   });
-  const bindings = (): BindingContext => ({ em: em(), clock, opaqueIdKey });
+  const bindings = (): BindingContext => ({ em: em(), clock, opaqueIdKey, bus: deps.bus });
   const proposals = (): ProposalContext => ({
     agents: deps.agentNames,
     cards: deps.cards,
@@ -115,6 +117,12 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
     logger: deps.logger,
     deployment: deps.deployment,
   });
+  /** After the commit and best effort: the person's phones are told of the new card; a failure is only logged. */
+  const pushCard = (svcUserId: string) => {
+    deps.account
+      .pushToHuman({ svcUserId, kind: PushKind.AGENT_CARD, title: "An agent asks for your approval" })
+      .catch((error: unknown) => deps.logger.warn("push to the person's devices failed", { error }));
+  };
 
   return (router) => {
     router.service(AgentService, {
@@ -173,7 +181,10 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
             ttlSeconds: req.ttlSeconds,
             proposal: req.proposal ?? {},
           });
-          if (!replay) sandbox.answer(environmentName(req.caller?.environment ?? Environment.UNSPECIFIED), card);
+          if (!replay) {
+            sandbox.answer(environmentName(req.caller?.environment ?? Environment.UNSPECIFIED), card);
+            pushCard(card.svcUserId);
+          }
           return {
             status: toProtoCardStatus[card.status],
             cardId: card.id,
@@ -225,6 +236,24 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
             ),
           };
         }),
+
+      listBindingNotices: (req) =>
+        wireErrors(async () => ({
+          notices: (await listBindingNotices(bindings(), requireHuman(req.svcUserId))).map((n) =>
+            create(BindingNoticeSchema, {
+              noticeId: n.noticeId,
+              agent: toProtoAgent(n.agent),
+              boundAt: timestampFromDate(n.boundAt),
+            }),
+          ),
+        })),
+
+      dismissBindingNotice: (req) =>
+        wireErrors(async () => ({
+          dismissedAt: timestampFromDate(
+            await dismissBindingNotice(bindings(), requireHuman(req.svcUserId), req.noticeId),
+          ),
+        })),
 
       beginConfirmation: (req) =>
         wireErrors(async () => {

@@ -12,6 +12,7 @@ import {
   GateService,
   GetPartnerConfigResponseSchema,
   GetVerificationStatusResponseSchema,
+  ListPendingRequestsResponseSchema,
   LogoutResponseSchema,
   OpenRequestResponseSchema,
   GateType as ProtoGateType,
@@ -189,6 +190,22 @@ export function gateRoutes(services: GateServices): (router: ConnectRouter) => v
         refusalsAsConnectErrors(async () =>
           create(DeclineRequestResponseSchema, await ceremony.decline(request.requestId, access(request.access))),
         ),
+
+      listPendingRequests: (request) =>
+        refusalsAsConnectErrors(async () => {
+          const rows = await services.pendingRequestsOf(request.svcUserId);
+          return create(ListPendingRequestsResponseSchema, {
+            requests: rows.map((row) => ({
+              requestId: row.id,
+              organizationId: row.organization_id,
+              gateType: gateTypeProto(row.gate_type),
+              ...(row.age_threshold !== null ? { ageThreshold: row.age_threshold } : {}),
+              notarizeOffered: row.notarize_offered,
+              expiresAt: timestampFromDate(new Date(row.expires_at)),
+              createdAt: timestampFromDate(new Date(row.created_at)),
+            })),
+          });
+        }),
 
       reportFailure: (request) =>
         refusalsAsConnectErrors(async () =>

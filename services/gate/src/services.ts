@@ -1,7 +1,7 @@
 import { type Client, Code, ConnectError } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type { Clock, EventBus, Logger, OutboxRelay } from "@svc/platform";
-import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
+import { type AccountService, PushKind } from "@svc/proto/account/v1/account_pb.js";
 import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import type pg from "pg";
 import type { PartnerCaller } from "./caller.ts";
@@ -12,7 +12,10 @@ import { GateStore } from "./gates/gate-store.ts";
 import { partnerRefs } from "./partner-refs.ts";
 import { type CreatedLink, createLink, type LinkInput } from "./requests/create-link.ts";
 import { PartnerQueries } from "./requests/partner-queries.ts";
+import { type PendingRequest, pendingRequestsOf } from "./requests/person-inbox.ts";
+import { reachableDevices } from "./requests/reachable-devices.ts";
 import { RequestLifecycle } from "./requests/request-lifecycle.ts";
+import { publishRequestCreated } from "./requests/request-watch.ts";
 import { RequestWriter } from "./requests/request-writer.ts";
 import { SessionFactsLookup } from "./sessions/session-facts.ts";
 import { SessionStore } from "./sessions/session-store.ts";
@@ -24,6 +27,7 @@ export interface GateServices {
   lifecycle: RequestLifecycle;
   ceremony: Ceremony;
   createVerificationLink(caller: PartnerCaller, input: LinkInput): Promise<CreatedLink>;
+  pendingRequestsOf(svcUserId: string): Promise<PendingRequest[]>;
 }
 
 export interface GateDependencies {
@@ -59,10 +63,17 @@ export function gateServices(deps: GateDependencies): GateServices {
     deployment: deps.deployment,
   });
 
+  /** After the commit and best effort: the person's phones are told; a failure is logged, the request stands. */
+  const pushRequest = (svcUserId: string) => {
+    account
+      .pushToHuman({ svcUserId, kind: PushKind.GATE_REQUEST, title: "A verification request is waiting for you" })
+      .catch((error: unknown) => logger.warn("push to the person's devices failed", { error }));
+  };
+
   return {
     gates: new GateStore({ orm, clock }),
     sessions: new SessionStore({ db, clock, refs, facts: sessionFacts }),
-    queries: new PartnerQueries({ orm, clock, refs }),
+    queries: new PartnerQueries({ orm, clock, refs, bus: deps.bus }),
     lifecycle,
     ceremony,
     async createVerificationLink(caller, input) {
@@ -73,7 +84,7 @@ export function gateServices(deps: GateDependencies): GateServices {
         input.svcUserId === ""
           ? [0, undefined]
           : await Promise.all([
-              account.listDevices({ svcUserId: input.svcUserId }).then((r) => r.devices.length, unknownHumanAs(0)),
+              reachableDevices({ account, bus: deps.bus }, input.svcUserId).catch(unknownHumanAs(0)),
               sandbox.behaviorOf(input.svcUserId, caller.environment).catch(unknownHumanAs(undefined)),
             ]);
       const link = await createLink(
@@ -82,10 +93,16 @@ export function gateServices(deps: GateDependencies): GateServices {
         input,
         { devices },
       );
+      if (input.svcUserId !== "") {
+        // A new request, or a pass that superseded the person's pending one: their inbox changed.
+        publishRequestCreated(deps.bus, input.svcUserId);
+        if (link.status === "pending") pushRequest(input.svcUserId);
+      }
       if (link.status === "pending" && behavior !== undefined)
         sandbox.answer(link.requestId, input.svcUserId, behavior);
       return link;
     },
+    pendingRequestsOf: (svcUserId) => pendingRequestsOf(orm, clock, svcUserId),
   };
 }
 

@@ -1,7 +1,9 @@
 import type { MikroORM } from "@mikro-orm/postgresql";
 import {
+  connectNats,
   createLogger,
   ManualClock,
+  type NatsConnection,
   OutboxEvent,
   openDatabase,
   openStatementPool,
@@ -9,7 +11,7 @@ import {
 } from "@svc/platform";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, type TestDatabase } from "../../../test/harness/index.ts";
+import { createTestDatabase, natsUrl, type TestDatabase, uniqueName } from "../../../test/harness/index.ts";
 import type { PartnerCaller } from "../src/caller.ts";
 import { GateFactsLookup } from "../src/gates/gate-facts.ts";
 import { GateStore } from "../src/gates/gate-store.ts";
@@ -42,6 +44,7 @@ const refs = partnerRefs(Buffer.alloc(32, 9));
 let database: TestDatabase;
 let orm: MikroORM;
 let statements: pg.Pool;
+let nc: NatsConnection;
 let sessions: SessionStore;
 let partner: PartnerQueries;
 let link: (sessionId: string, input: Partial<LinkInput>) => ReturnType<typeof createLink>;
@@ -83,7 +86,8 @@ beforeAll(async () => {
   statements = openStatementPool({ url: database.url, schema: "gate", max: 4, logger });
   const sessionFacts = new SessionFactsLookup(statements);
   sessions = new SessionStore({ db: statements, clock, refs, facts: sessionFacts });
-  partner = new PartnerQueries({ orm, clock, refs });
+  nc = await connectNats({ url: natsUrl(), name: "gate-blocking-rule-test" });
+  partner = new PartnerQueries({ orm, clock, refs, bus: { nc, subjectPrefix: uniqueName("blocking") } });
   const deps = {
     writer: new RequestWriter(statements),
     sessions: sessionFacts,
@@ -127,6 +131,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await nc?.close();
   await statements?.end();
   await orm?.close();
   await database?.drop();

@@ -4,6 +4,7 @@ export * from "./config.ts";
 export * from "./database.ts";
 export * from "./environment.ts";
 export * from "./ids.ts";
+export * from "./inbox-watch.ts";
 export * from "./logger.ts";
 export * from "./nats.ts";
 export * from "./natural-batcher.ts";

@@ -1,7 +1,7 @@
 import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 
-export type { NatsConnection };
+export type { NatsConnection, Subscription };
 
 import { parse, type Settings } from "./config.ts";
 

@@ -16,6 +16,8 @@ export interface LinkContext {
   pepper: KeyObject;
   bus: Pick<EventBus, "subject">;
   outbox: Pick<OutboxRelay, "wake">;
+  /** After a commit that changed these people's links or notices: their open inboxes read again (`InboxChanged`). */
+  inboxes: { changed(svcUserIds: Iterable<string | null>): void };
 }
 
 /** A partner's account as a caller names it: organization, environment and the partner's reference. */
@@ -117,7 +119,11 @@ export async function secureAccount(
       return { kind: "secured", handle, trustedSince: securedAt, firstTime: true };
     });
     if (outcome === undefined) continue;
-    if (outcome.kind === "secured" && outcome.firstTime) ctx.outbox.wake();
+    if (outcome.kind === "secured" && outcome.firstTime) {
+      ctx.outbox.wake();
+      // A new link, which may have withdrawn an offer to re-link.
+      ctx.inboxes.changed([human.id]);
+    }
     return outcome;
   }
   throw new Error(`securing an account lost ${maxRounds} rounds to concurrent changes in a row`);
@@ -159,7 +165,7 @@ interface EndedLink {
  * The one place a link ends (the state table's three unlink rows): the active links the condition
  * selects become unlinked, each sends account.unlinked, and a partner's revoke leaves the person a
  * notice, all in the caller's transaction. Links already ended are not selected, so a repeat sends
- * nothing. The caller wakes the outbox after commit.
+ * nothing. The caller wakes the outbox and the people's inboxes after commit.
  */
 async function endLinks(
   tx: EntityManager,
@@ -198,7 +204,7 @@ export async function unlinkAccount(
   input: PartnerAccountInput & { by: UnlinkBy; reason: UnlinkReason; at: Date },
 ): Promise<{ handle: string }> {
   const account = partnerAccount(ctx.pepper, input);
-  const handle = await ctx.em.transactional(async (tx) => {
+  const ended = await ctx.em.transactional(async (tx) => {
     const [ended] = await endLinks(
       tx,
       ctx,
@@ -209,10 +215,11 @@ export async function unlinkAccount(
       input,
     );
     if (ended === undefined) throw refuse("not_found", "no active link for this account");
-    return ended.handle;
+    return ended;
   });
   ctx.outbox.wake();
-  return { handle };
+  ctx.inboxes.changed([ended.svc_user_id]);
+  return { handle: ended.handle };
 }
 
 /**
@@ -239,7 +246,10 @@ export async function unlinkOwnAccount(
     if (earlier?.unlinkedAt == null) throw refuse("not_found", "none of your secured accounts has this handle");
     return { handle, unlinkedAt: earlier.unlinkedAt, alreadyUnlinked: true };
   });
-  if (!outcome.alreadyUnlinked) ctx.outbox.wake();
+  if (!outcome.alreadyUnlinked) {
+    ctx.outbox.wake();
+    ctx.inboxes.changed([svcUserId]);
+  }
   return outcome;
 }
 
@@ -286,6 +296,9 @@ export async function deleteHuman(
     await tx.execute(`delete from human where id = ?`, [id]);
     return { linksUnlinked: ended.length, alreadyDeleted: false };
   });
-  if (outcome.linksUnlinked > 0) ctx.outbox.wake();
+  if (outcome.linksUnlinked > 0) {
+    ctx.outbox.wake();
+    ctx.inboxes.changed([id]);
+  }
   return outcome;
 }

@@ -31,6 +31,8 @@ export const Binding = defineEntity({
     opaqueIdLookup: p.text(),
     boundAt: p.datetime(),
     unboundAt: p.datetime().nullable(),
+    /** When the person dismissed the inbox notice of this binding; until then the inbox shows it. */
+    noticeDismissedAt: p.datetime().nullable(),
   },
 });
 export type Binding = InferEntity<typeof Binding>;

@@ -1,6 +1,6 @@
 import type { KeyObject } from "node:crypto";
 import { type EntityManager, LockMode, UniqueConstraintViolationException } from "@mikro-orm/postgresql";
-import { type Clock, isUuid, uuid } from "@svc/platform";
+import { type Clock, type EventBus, isUuid, publishInboxChanged, uuid } from "@svc/platform";
 import { Agent } from "../agents/agent.entity.ts";
 import { refuse } from "../refusal.ts";
 import { Binding, BindSession } from "./binding.entity.ts";
@@ -12,6 +12,8 @@ export interface BindingContext {
   clock: Clock;
   /** AGENTLINK_OPAQUE_ID_KEY. */
   opaqueIdKey: KeyObject;
+  /** Where the person's inbox is woken after a binding of theirs changed. */
+  bus: Pick<EventBus, "nc" | "subjectPrefix">;
 }
 
 export type BindSessionStatus = "pending" | "claimed" | "expired";
@@ -72,7 +74,7 @@ export async function claimLinkCode(
 ): Promise<{ agent: Agent; boundAt: Date }> {
   const code = linkCode.trim().toUpperCase();
   if (!linkCodeForm.test(code)) throw refuse("not_found", "no such link code");
-  return ctx.em.transactional(async (em) => {
+  const claimed = await ctx.em.transactional(async (em) => {
     const session = await em.findOne(BindSession, { linkCode: code }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     const agent = session && (await em.findOne(Agent, { id: session.agentId, status: "active" }));
     if (!session || !agent) throw refuse("not_found", "no such link code");
@@ -92,11 +94,14 @@ export async function claimLinkCode(
         opaqueIdLookup: opaqueIdLookup(ctx.opaqueIdKey, opaqueIdFor(ctx.opaqueIdKey, agent.id, svcUserId)),
         boundAt,
         unboundAt: null,
+        noticeDismissedAt: null,
       });
     session.claimedAt = now;
     session.svcUserId = svcUserId;
     return { agent, boundAt };
   });
+  publishInboxChanged(ctx.bus, [svcUserId]);
+  return claimed;
 }
 
 /** The person's active bindings with their agents, newest first. */
@@ -119,6 +124,7 @@ export async function unbind(ctx: BindingContext, svcUserId: string, agentId: st
   if (!binding) throw refuse("not_found", `no active binding to agent ${agentId}`);
   binding.unboundAt = ctx.clock.now();
   await ctx.em.flush();
+  publishInboxChanged(ctx.bus, [svcUserId]);
   return binding.unboundAt;
 }
 

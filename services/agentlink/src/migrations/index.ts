@@ -2,6 +2,7 @@ import { createAgents } from "./0001-agents.ts";
 import { createBindings } from "./0002-bindings.ts";
 import { createCards } from "./0003-cards.ts";
 import { addResolutions } from "./0004-resolutions.ts";
+import { addBindingNotices } from "./0005-binding-notices.ts";
 
 /** Applied in order at start; a migration, once released, is never edited (add a new one). */
-export const migrations = [createAgents, createBindings, createCards, addResolutions];
+export const migrations = [createAgents, createBindings, createCards, addResolutions, addBindingNotices];

@@ -1,5 +1,5 @@
 import { create, toBinary } from "@bufbuild/protobuf";
-import { type EventBus, notificationSubject } from "@svc/platform";
+import { type EventBus, notificationSubject, publishInboxChanged } from "@svc/platform";
 import { CardLeftQueueSchema } from "@svc/proto/agentlink/v1/card_watch_pb.js";
 import type { Card } from "./card.entity.ts";
 import { checkStatusAnswer } from "./card-status.ts";
@@ -12,6 +12,7 @@ const cardLeftQueue = "agentlink.card_left_queue";
  * held for them answer it now. Call it after the transaction that changed them has committed, with the
  * cards as committed: the woken waits answer exactly what the cards carry, without reading them again. A core NATS publish, at most once and never throwing: one that is lost (NATS
  * down, or this process killed before it) only makes a wait run to its end, when the status is read again.
+ * The cards' people's inboxes are woken too: the cards left them.
  */
 export function publishCardsLeftQueue(bus: Pick<EventBus, "nc" | "subjectPrefix">, cards: readonly Card[]): void {
   const subject = notificationSubject(bus.subjectPrefix, cardLeftQueue);
@@ -28,4 +29,8 @@ export function publishCardsLeftQueue(bus: Pick<EventBus, "nc" | "subjectPrefix"
       // The connection is closing or closed: see above, the waits end on their own.
     }
   }
+  publishInboxChanged(
+    bus,
+    cards.map((card) => card.svcUserId),
+  );
 }

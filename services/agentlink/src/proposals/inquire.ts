@@ -1,7 +1,15 @@
 import type { KeyObject } from "node:crypto";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { type Client, Code, ConnectError } from "@connectrpc/connect";
-import { type Clock, type EventBus, isUuid, type OutboxRelay, outboxRow, uuid } from "@svc/platform";
+import {
+  type Clock,
+  type EventBus,
+  isUuid,
+  type OutboxRelay,
+  outboxRow,
+  publishInboxChanged,
+  uuid,
+} from "@svc/platform";
 import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import type { AgentNames } from "../agents/agent-naming.ts";
 import { opaqueIdLookup } from "../binding/opaque-id.ts";
@@ -23,7 +31,7 @@ export interface ProposalContext {
   opaqueIdKey: KeyObject;
   account: Pick<Client<typeof AccountService>, "getHuman">;
   classifier: ClassifierClient | undefined;
-  bus: Pick<EventBus, "subject">;
+  bus: Pick<EventBus, "subject" | "nc" | "subjectPrefix">;
   outbox: Pick<OutboxRelay, "wake">;
 }
 
@@ -146,6 +154,7 @@ export async function inquire(
   if (!facts.written || !facts.card)
     throw new Error(`every check passed, yet card ${newCard?.card.id} was not written`);
   ctx.outbox.wake();
+  publishInboxChanged(ctx.bus, [facts.card.svcUserId]);
   return { card: facts.card, replay: false };
 }
 

@@ -2,6 +2,7 @@ import { CreateGateTables } from "./0001-gate-tables.ts";
 import { CreateRequestFunction } from "./0002-create-request-function.ts";
 import { CreateRequestsInBatches } from "./0003-create-requests-in-batches.ts";
 import { ConfirmationHold } from "./0004-confirmation-hold.ts";
+import { PendingRequestsByPerson } from "./0005-pending-requests-by-person.ts";
 
 /** Applied in order at start; a released migration is never edited (add a new one). */
 export const migrations = [
@@ -9,4 +10,5 @@ export const migrations = [
   { name: "0002_create_request_function", class: CreateRequestFunction },
   { name: "0003_create_requests_in_batches", class: CreateRequestsInBatches },
   { name: "0004_confirmation_hold", class: ConfirmationHold },
+  { name: "0005_pending_requests_by_person", class: PendingRequestsByPerson },
 ];

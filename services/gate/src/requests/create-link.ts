@@ -97,6 +97,7 @@ export async function createLink(
     refHash,
     securesAccount: notarizeOffered,
     ageGate: gate?.type === "age",
+    presenceCeremony: input.parentRequestId !== "",
   });
 
   const now = clock.now();

@@ -1,5 +1,5 @@
 import type { MikroORM } from "@mikro-orm/postgresql";
-import type { Clock } from "@svc/platform";
+import type { Clock, EventBus } from "@svc/platform";
 import type { PartnerCaller } from "../caller.ts";
 import { acceptsRequests } from "../gates/gate-status.ts";
 import { findGate, type Gate } from "../gates/gate-store.ts";
@@ -8,6 +8,7 @@ import { refuse } from "../refusal.ts";
 import { revokedUser } from "./blocking-rule.ts";
 import { requestIdForm } from "./request-ids.ts";
 import { type RequestRow, storedRequest } from "./request-row.ts";
+import { publishRequestsChanged } from "./request-watch.ts";
 import { type StatusRecord, statusRecord } from "./status-record.ts";
 
 /** The partner's reads and its revoke: each scoped to the caller's organization and environment. */
@@ -15,9 +16,16 @@ export class PartnerQueries {
   readonly #orm: MikroORM;
   readonly #clock: Clock;
   readonly #refs: PartnerRefs;
+  readonly #bus: Pick<EventBus, "nc" | "subjectPrefix">;
 
-  constructor(options: { orm: MikroORM; clock: Clock; refs: PartnerRefs }) {
+  constructor(options: {
+    orm: MikroORM;
+    clock: Clock;
+    refs: PartnerRefs;
+    bus: Pick<EventBus, "nc" | "subjectPrefix">;
+  }) {
     this.#orm = options.orm;
+    this.#bus = options.bus;
     this.#clock = options.clock;
     this.#refs = options.refs;
   }
@@ -36,7 +44,7 @@ export class PartnerQueries {
     return statusRecord(rows[0] ? storedRequest(rows[0]) : undefined, now);
   }
 
-  /** revoke-verification: ends exactly the requests the 409 rule says would block a new one. */
+  /** revoke-verification: ends exactly the requests the 409 rule says would block a new one (and wakes their status long-polls and people's inboxes). */
   async revoke(
     caller: PartnerCaller,
     gateKey: string,
@@ -52,11 +60,12 @@ export class PartnerQueries {
     if (allowedGates.length > 0 && !allowedGates.includes(gate.key))
       throw refuse("forbidden", `gate ${JSON.stringify(gate.key)} is not allowed for this key`);
     const now = this.#clock.now();
-    const rows = await em.execute<{ id: string }[]>(
+    const rows = await em.execute<{ id: string; status: string; svc_user_id: string | null }[]>(
       `update requests set status = 'expired', ended_at = ?, ended_by = 'revoked', partner_ref_sealed = null
-        where organization_id = ? and environment = ? and gate_key = ? and blocking_user_hash = ? and status = 'pending' and expires_at > ? returning id`,
+        where organization_id = ? and environment = ? and gate_key = ? and blocking_user_hash = ? and status = 'pending' and expires_at > ? returning id, status, svc_user_id`,
       [now, caller.organizationId, caller.environment, gate.key, this.#refs.hash(caller.organizationId, user), now],
     );
+    publishRequestsChanged(this.#bus, rows);
     return rows.length;
   }
 

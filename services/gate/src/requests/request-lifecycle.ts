@@ -10,6 +10,7 @@ import {
 } from "../events/gate-events.ts";
 import { confirmationHoldMs } from "./lifetimes.ts";
 import { eventSubject, type RequestRow } from "./request-row.ts";
+import { publishRequestsChanged } from "./request-watch.ts";
 
 type Em = Parameters<Parameters<MikroORM["em"]["transactional"]>[0]>[0];
 
@@ -40,6 +41,8 @@ export interface Failure {
  * `confirmationHoldMs` past its start): the request may still complete or fail, and neither the sweep
  * nor a late open expires it meanwhile, so a person who confirmed in time never leaves an
  * `account.secured` without its `gate.human_verified`. A confirmation that dies lets it expire then.
+ * Every move out of pending wakes, after the commit, its status long-polls and the inbox of the person it
+ * names (`request-watch.ts`).
  */
 /** A pending request may still move at the instant bound to both `?`: inside its window, or held by a confirmation under way. */
 const stillOpen = "status = 'pending' and (expires_at > ? or confirming_until > ?)";
@@ -161,7 +164,7 @@ export class RequestLifecycle {
    */
   async sweep(limit: number): Promise<number> {
     const now = this.#clock.now();
-    let count = 0;
+    let expired: RequestRow[] = [];
     await this.#orm.em.fork().transactional(async (em) => {
       const rows = await em.execute<RequestRow[]>(
         `with due as (select id from requests where ${timeUp} order by expires_at limit ? for update skip locked)
@@ -169,13 +172,14 @@ export class RequestLifecycle {
          from due where r.id = due.id returning r.*`,
         [now, now, limit],
       );
-      count = rows.length;
+      expired = rows;
       for (const row of rows)
         if (row.opened_at !== null)
           this.#enqueue(em, unavailableExpired(eventSubject(row), new Date(row.expires_at), now));
     });
-    if (count > 0) this.#outbox.wake();
-    return count;
+    if (expired.length > 0) this.#outbox.wake();
+    publishRequestsChanged(this.#bus, expired);
+    return expired.length;
   }
 
   async #transition(
@@ -188,7 +192,10 @@ export class RequestLifecycle {
       if (rows[0]) for (const event of events(rows[0])) this.#enqueue(em, event);
       return rows[0];
     });
-    if (row) this.#outbox.wake();
+    if (row) {
+      this.#outbox.wake();
+      publishRequestsChanged(this.#bus, [row]);
+    }
     return row;
   }
 
