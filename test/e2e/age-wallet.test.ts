@@ -1,8 +1,20 @@
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { AccountConsoleService } from "@svc/proto/account/v1/account_pb.js";
 import { createRemoteJWKSet, jwtVerify } from "jose";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SoftwareAuthenticator } from "../harness/software-passkey.ts";
 import { runSvcctl } from "../harness/svcctl.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
+import {
+  credentialParts,
+  disclosedName,
+  jwtPayload,
+  newHolder,
+  presentation,
+  vpToken,
+} from "../harness/wallet-holder.ts";
 import { issuer, newGate, newPartner, partnerApi, result } from "./gate-support.ts";
 
 /**
@@ -10,6 +22,10 @@ import { issuer, newGate, newPartner, partnerApi, result } from "./gate-support.
  * presentation step (OpenID4VP request_uri), the development wallet (svcctl) answers it by
  * direct_post, and the passkey confirmation then carries only over or under to the partner.
  */
+/** Birth dates only the wallet is given: none may reach the database. */
+const walletOnlyBirthDate = "1996-05-17";
+const walletBirthDates = ["1996-01-15", "2011-01-15", walletOnlyBirthDate];
+
 describe("age from a wallet credential (SD-JWT VC)", () => {
   let mesh: TestMesh;
   let api: ReturnType<typeof partnerApi>;
@@ -137,5 +153,100 @@ describe("age from a wallet credential (SD-JWT VC)", () => {
       await api.post("/app/requests/open", { request_id: requestId, t, origin }, session.session_token),
     );
     expect(opened.age_presentation).toEqual({ needed: false });
+  });
+
+  it("through direct_post: a wrong nonce, an oversized, a garbage and a mistyped body are refused; the request stays pending and then takes the honest answer once", async () => {
+    const who = await person();
+    const { requestId, t } = await ageRequest();
+    const opened = result(await who.app("/requests/open", { request_id: requestId, t, origin }));
+    const requestUri = opened.age_presentation.request_uri as string;
+    const request = jwtPayload(await (await fetch(requestUri)).text());
+    const holder = newHolder();
+    const accountConsole = createClient(
+      AccountConsoleService,
+      createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" }),
+    );
+    const { issuerJwt, disclosures } = credentialParts(
+      (
+        await accountConsole.issueDevAgeCredential({
+          birthDate: walletOnlyBirthDate,
+          holderJwk: holder.jwk,
+          issuer: "development",
+        })
+      ).credential,
+    );
+    const answer = (nonce: string) =>
+      new URLSearchParams({
+        vp_token: vpToken(
+          presentation({
+            issuerJwt,
+            disclosures: disclosures.filter((d) => disclosedName(d) === "18"),
+            key: holder.privateKey,
+            nonce,
+            aud: String(request.client_id),
+            iat: Number(request.iat),
+          }),
+        ),
+        state: String(request.state),
+      }).toString();
+    const post = async (body: string, contentType = "application/x-www-form-urlencoded") => {
+      const response = await fetch(String(request.response_uri), {
+        method: "POST",
+        headers: { "content-type": contentType },
+        body,
+      });
+      return { status: response.status, body: await response.json() };
+    };
+    const refused = (description: string) => ({
+      status: 400,
+      body: { error: "invalid_request", error_description: description },
+    });
+
+    expect(await post(answer(`${request.nonce}x`))).toEqual(refused("wrong_nonce"));
+    const oversized = await post(`${answer(String(request.nonce))}&pad=${"A".repeat(64 * 1024)}`);
+    expect(oversized.status).toBe(413);
+    expect(await post("\u0000%%garbage")).toEqual(refused("vp_token and state are each sent once"));
+    expect(await post(`vp_token=garbage&state=${request.state}`)).toEqual(refused("malformed_presentation"));
+    expect(await post(answer(String(request.nonce)), "application/json")).toEqual(
+      refused("the response is posted as application/x-www-form-urlencoded"),
+    );
+    // Still pending: the same request_uri is served, and opening the request again offers it again.
+    expect((await fetch(requestUri)).status).toBe(200);
+    const reopened = result(await who.app("/requests/open", { request_id: requestId, t, origin }));
+    expect(reopened.age_presentation).toMatchObject({ needed: true, request_uri: requestUri });
+
+    const honest = answer(String(request.nonce));
+    expect(await post(honest)).toEqual({ status: 200, body: {} });
+    expect(await post(honest)).toEqual(refused("already_answered"));
+    const { record } = await confirm(who, requestId, t);
+    expect(record.age_verdict).toBe("over");
+  });
+
+  it("a database dump after these flows holds no birth date given to the wallet", async () => {
+    const db = new pg.Client({ connectionString: mesh.env.SVC_DATABASE_URL });
+    await db.connect();
+    try {
+      const tables = await db.query<{ schema: string; name: string }>(
+        `select table_schema as schema, table_name as name from information_schema.tables
+         where table_type = 'BASE TABLE' and table_schema not in ('pg_catalog', 'information_schema')`,
+      );
+      const rows: string[] = [];
+      for (const { schema, name } of tables.rows) {
+        const dumped = await db.query<{ row: string }>(
+          `select row_to_json(t)::text as row from "${schema}"."${name}" t`,
+        );
+        rows.push(...dumped.rows.map((r) => r.row));
+      }
+      const dump = rows.join("\n");
+      // The dump reaches the wallet's evidence and presentations (so a birth date there would be seen).
+      expect(dump).toContain('"source":"sd-jwt-vc"');
+      expect(dump).toContain('"state":"accepted"');
+      for (const birthDate of walletBirthDates) {
+        expect(dump).not.toContain(birthDate);
+        expect(dump).not.toContain(birthDate.replaceAll("-", ""));
+      }
+    } finally {
+      await db.end();
+    }
   });
 });
