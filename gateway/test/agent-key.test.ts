@@ -103,6 +103,34 @@ describe("agent keys in the gateway", () => {
     expect(agentlink.asked).toHaveLength(4);
   });
 
+  test("asks once for concurrent requests with a key it does not remember, and again after a failure", async () => {
+    clock.set("2026-11-22T10:00:00Z");
+    const agentlink = fakeAgentlink({});
+    let failNext = true;
+    const resolver = agentKeyResolver({
+      agentlink: {
+        authenticateAgentKey: async (init) => {
+          const answer = await agentlink.authenticateAgentKey(init);
+          if (failNext) throw new Error("agentlink unreachable");
+          return answer;
+        },
+      },
+      clock,
+      environments: ["development"],
+      cacheTtlMs: 5000,
+    });
+    const burst = () =>
+      Promise.allSettled(Array.from({ length: 50 }, () => resolver.resolve(key("travel"), { origin: undefined })));
+    const failed = await burst();
+    expect(failed.every((outcome) => outcome.status === "rejected")).toBe(true);
+    expect(agentlink.asked).toHaveLength(1);
+
+    failNext = false;
+    const answered = await burst();
+    expect(answered.every((outcome) => outcome.status === "fulfilled" && outcome.value.ok)).toBe(true);
+    expect(agentlink.asked).toHaveLength(2);
+  });
+
   test("asks every time with a TTL of 0", async () => {
     const agentlink = fakeAgentlink({});
     const resolver = resolverWith(agentlink, 0);

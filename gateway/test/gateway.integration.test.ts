@@ -490,12 +490,14 @@ describe("public key set", () => {
 
 describe("a gateway whose signing service is down", () => {
   let lonely: RunningGateway;
+  let signingPort: number;
+  const logged = memoryLogger();
   beforeAll(async () => {
-    const port = await closedPort();
+    signingPort = await closedPort();
     lonely = await startGateway({
-      env: { ...mesh.env, GATEWAY_SIGNING_URL: `http://127.0.0.1:${port}` },
+      env: { ...mesh.env, GATEWAY_SIGNING_URL: `http://127.0.0.1:${signingPort}` },
       clock,
-      logger: memoryLogger(),
+      logger: logged,
     });
   });
   afterAll(() => lonely?.stop());
@@ -518,6 +520,10 @@ describe("a gateway whose signing service is down", () => {
       statusCode: 502,
       message: "a service behind the gateway did not answer; retry with backoff",
     });
+    // The partner reads only "retry"; the operator's log says which service failed, and how.
+    const failure = logged.entries.find((entry) => entry.msg === "a service behind the gateway failed");
+    expect(failure).toMatchObject({ level: "warn", operation: "verifyToken", error_status: 502 });
+    expect(String(failure?.error)).toContain(`127.0.0.1:${signingPort}`);
     const ready = await fetch(`${lonely.url}/readyz`);
     expect(ready.status).toBe(503);
     expect((await ready.json()).error).toMatch(/^signing unreachable/);

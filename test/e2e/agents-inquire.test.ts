@@ -128,7 +128,10 @@ describe("agents ask: inquire, check-status, cancel, the expire sweep", () => {
     expect(result(await status({ request_id: requestId }))).toMatchObject({ status: "expired", resolved_at: ttl_at });
     mesh.setClock(start);
 
-    expect(dataError(await status({ request_id: randomUUID() })).statusCode).toBe(404);
+    expect(dataError(await status({ request_id: randomUUID() }))).toEqual({
+      statusCode: 404,
+      message: "no proposal with that request_id for this agent",
+    });
   });
 
   it("cancels a queued card once; a later cancel answers already_resolved; another request_id is 404", async () => {

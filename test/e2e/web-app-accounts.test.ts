@@ -1,5 +1,11 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { WebhookConsoleService } from "@svc/proto/webhook/v1/webhook_pb.js";
 import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Webhook } from "standardwebhooks";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { launchHeadlessChromium } from "../harness/headless-browser.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 import { newGate, newPartner, partnerApi, result } from "./gate-support.ts";
@@ -15,6 +21,22 @@ describe("the web app over the accounts and inbox operations", () => {
   let origin: string;
   let api: ReturnType<typeof partnerApi>;
   let partner: Awaited<ReturnType<typeof newPartner>>;
+  /** The partner's webhook endpoint: the payloads whose signature standardwebhooks verified. */
+  const webhooks: Record<string, unknown>[] = [];
+  let webhookSecret = "";
+  const receiver = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      const headers = Object.fromEntries(
+        ["webhook-id", "webhook-timestamp", "webhook-signature"].map((name) => [name, String(req.headers[name])]),
+      );
+      webhooks.push(
+        new Webhook(webhookSecret).verify(Buffer.concat(chunks).toString(), headers) as Record<string, unknown>,
+      );
+      res.writeHead(204).end();
+    });
+  });
 
   beforeAll(async () => {
     mesh = await startTestMesh("web_app_accounts");
@@ -22,12 +44,23 @@ describe("the web app over the accounts and inbox operations", () => {
     await mesh.restart("gateway", { GATEWAY_PUBLIC_ORIGIN: origin });
     api = partnerApi(mesh);
     partner = await newPartner(mesh, "Web shop");
+    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+    const added = await createClient(
+      WebhookConsoleService,
+      createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" }),
+    ).addEndpoint({
+      organizationId: partner.organizationId,
+      url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`,
+      types: ["account.secured", "account.unlinked"],
+    });
+    webhookSecret = added.secret;
     await newGate(mesh, partner.organizationId, { key: "login", notarizeOffer: true });
     browser = await launchHeadlessChromium();
   }, 180_000);
   afterAll(async () => {
     await browser?.close();
     await mesh?.stop();
+    receiver.close();
   });
 
   /** A signed-in person with a passkey, on a phone-sized page. */
@@ -97,7 +130,18 @@ describe("the web app over the accounts and inbox operations", () => {
     const [row] = result(
       await api.get("/secured-accounts/list", { platform_user_ref: "acct-web" }, partner.devSecret),
     ).rows;
-    expect(row).toMatchObject({ status: "unlinked" });
+    expect(row).toMatchObject({ status: "unlinked", unlinked_by: "human", unlink_reason: "human" });
+    // The partner hears it as a signed account.unlinked for the handle it was given at account.secured.
+    await vi.waitFor(() => expect(webhooks.map((hook) => hook.type)).toContain("account.unlinked"), {
+      timeout: 15_000,
+    });
+    const secured = webhooks.find((hook) => hook.type === "account.secured");
+    expect(webhooks.find((hook) => hook.type === "account.unlinked")).toMatchObject({
+      handle: row.handle,
+      by: "human",
+      reason: "human",
+    });
+    expect(secured).toMatchObject({ handle: row.handle });
     await context.close();
   });
 

@@ -76,6 +76,14 @@ export function agentKeyResolver(options: {
     capacity: options.cacheCapacity ?? 10_000,
   });
   const environments = options.environments.map(environmentProto);
+  const inFlight = new Map<string, Promise<Resolution>>();
+  const ask = async (credential: string): Promise<Resolution> => {
+    const answer = await options.agentlink.authenticateAgentKey({ agentKey: credential, environments });
+    const cause = causeOfRefusal[answer.refusal];
+    if (cause !== undefined) return { ok: false, failure: cause, message: agentKeyRefusalMessage };
+    if (answer.caller) return { ok: true, credential: { kind: "agent_key", caller: answer.caller, allowedGates: [] } };
+    throw new Error("agentlink answered an agent key with neither a caller nor a refusal");
+  };
   return {
     kind: "agent_key",
     recognizes: (credential) => credential.startsWith(agentKeyPrefix),
@@ -85,13 +93,14 @@ export function agentKeyResolver(options: {
       const digest = createHash("sha256").update(credential).digest("base64url");
       const remembered = cache.get(digest);
       if (remembered) return remembered;
-      const answer = await options.agentlink.authenticateAgentKey({ agentKey: credential, environments });
-      const cause = causeOfRefusal[answer.refusal];
-      let resolution: Resolution;
-      if (cause !== undefined) resolution = { ok: false, failure: cause, message: agentKeyRefusalMessage };
-      else if (answer.caller)
-        resolution = { ok: true, credential: { kind: "agent_key", caller: answer.caller, allowedGates: [] } };
-      else throw new Error("agentlink answered an agent key with neither a caller nor a refusal");
+      // Concurrent requests with a key the cache has forgotten share one question: a burst of an agent's
+      // long-polls as its entry expires asks agentlink once, not once per request.
+      let asking = inFlight.get(digest);
+      if (!asking) {
+        asking = ask(credential).finally(() => inFlight.delete(digest));
+        inFlight.set(digest, asking);
+      }
+      const resolution = await asking;
       cache.set(digest, resolution);
       return resolution;
     },

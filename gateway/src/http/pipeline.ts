@@ -30,8 +30,11 @@ export interface Stage {
 export type Outcome =
   /** The handler's result: `data.data` or flat `data`, by the route's envelope style. */
   | { kind: "ok"; data: unknown }
-  /** The operation refused: `data.error` in an HTTP 200. */
-  | { kind: "error"; error: EnvelopeError }
+  /**
+   * The operation refused: `data.error` in an HTTP 200. `cause` is the failure of a service behind the
+   * gateway (a 5xx) that the partner reads only as "retry": it goes to the log, never to the response.
+   */
+  | { kind: "error"; error: EnvelopeError; cause?: unknown }
   /** Input failed validation before the operation ran: HTTP 400. */
   | { kind: "invalid"; body: InputValidationBody }
   /** A response outside the envelope, for example the rate limiter's HTTP 403. */
@@ -69,7 +72,10 @@ export type EnvelopedOutcome = Exclude<Outcome, { kind: "stream" }>;
 export function outcomeOf(error: unknown): EnvelopedOutcome {
   if (error instanceof InputValidationError) return { kind: "invalid", body: error.toBody() };
   const envelopeError = envelopeErrorOf(error);
-  return envelopeError ? { kind: "error", error: envelopeError } : { kind: "unhandled", error };
+  if (!envelopeError) return { kind: "unhandled", error };
+  return envelopeError.statusCode >= 500
+    ? { kind: "error", error: envelopeError, cause: error }
+    : { kind: "error", error: envelopeError };
 }
 
 /** Runs `stages` in order; a stage's throw becomes the outcome its caller sees. */

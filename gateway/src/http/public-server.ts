@@ -148,6 +148,8 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
       duration_ms: Math.round(performance.now() - started),
     };
     if (outcome.kind === "unhandled") logger.error("unhandled failure", { ...log, error: outcome.error });
+    else if (outcome.kind === "error" && outcome.cause !== undefined)
+      logger.warn("a service behind the gateway failed", { ...log, error: outcome.cause });
     else logger.info("request", log);
     send(res, reply.status, reply.body, {
       ...ctx.responseHeaders,

@@ -44,7 +44,8 @@ import { queuedCardsOf } from "./confirmations/person-cards.ts";
 import { SandboxAnswers } from "./confirmations/sandbox-answers.ts";
 import { cancel } from "./proposals/cancel.ts";
 import { cardAudit } from "./proposals/card-audit.ts";
-import { agentCard, cardStateAt, checkStatusAnswer, toProtoCardStatus } from "./proposals/card-status.ts";
+import { type CardReader, noCardMessage } from "./proposals/card-reader.ts";
+import { cardStateAt, checkStatusAnswer, toProtoCardStatus } from "./proposals/card-status.ts";
 import type { CardWriter } from "./proposals/card-writer.ts";
 import { expireSweep } from "./proposals/expire-sweep.ts";
 import { inquire, type ProposalContext } from "./proposals/inquire.ts";
@@ -57,6 +58,7 @@ export interface RouteDependencies {
   agentNames: AgentNames;
   /** inquire's statement (propose-cards.sql), one per process so that concurrent calls share batches. */
   cards: CardWriter;
+  cardReader: CardReader;
   clock: Clock;
   secrets: AgentlinkSecrets;
   keyOverlapMs: number;
@@ -195,8 +197,22 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
 
       checkStatus: (req) =>
         wireErrors(async () => {
-          const card = await agentCard(em(), agentIdOf(req.caller), req.requestId);
+          const card = await deps.cardReader.agentCard(agentIdOf(req.caller), req.requestId);
           return checkStatusAnswer(card, cardStateAt(card, clock.now()));
+        }),
+
+      checkStatuses: (req) =>
+        wireErrors(async () => {
+          const now = clock.now();
+          const reads = req.reads.map((read) => ({ agentId: agentIdOf(read.caller), requestId: read.requestId }));
+          const cards = await deps.cardReader.agentCards(reads);
+          return {
+            results: cards.map((card) =>
+              card
+                ? { outcome: { case: "answer" as const, value: checkStatusAnswer(card, cardStateAt(card, now)) } }
+                : { outcome: { case: "notFound" as const, value: noCardMessage } },
+            ),
+          };
         }),
 
       cancel: (req) =>

@@ -7,6 +7,7 @@ import { Binding, BindSession } from "./binding/binding.entity.ts";
 import { settings } from "./config.ts";
 import { migrations } from "./migrations/index.ts";
 import { Card, CardAudit } from "./proposals/card.entity.ts";
+import { CardReader } from "./proposals/card-reader.ts";
 import { CardWriter, proposeCards } from "./proposals/card-writer.ts";
 import { expireSweep, sweepEveryMs } from "./proposals/expire-sweep.ts";
 import { agentlinkRoutes, type RouteDependencies } from "./routes.ts";
@@ -31,6 +32,7 @@ export const startAgentlink = (options: StartOptions = {}) =>
         orm,
         agentNames: new AgentNames(statements),
         cards: new CardWriter(statements),
+        cardReader: new CardReader(statements),
         clock,
         secrets: {
           keyPepper: config.keyPepper,

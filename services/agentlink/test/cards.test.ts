@@ -261,6 +261,81 @@ describe("check-status", () => {
     const unknown = await refusal(agentlink.client.checkStatus({ caller: agent.caller, requestId: uuid() }));
     expect(unknown.code).toBe(Code.NotFound);
   });
+
+  it("answers each read of a concurrent burst as it would alone, also when reads share a statement", async () => {
+    clock.set(start);
+    const agent = await boundAgent();
+    const other = await boundAgent();
+    const cards = await Promise.all(
+      Array.from({ length: 6 }, async () => {
+        const requestId = uuid();
+        return { requestId, cardId: (await ask(agent, { requestId })).cardId };
+      }),
+    );
+    const cancelled = cards[0]!;
+    await agentlink.client.cancel({ caller: agent.caller, requestId: cancelled.requestId });
+
+    const reads: { requestId: string; caller?: Caller; missing?: true }[] = [
+      ...cards.flatMap((card) => [card.requestId, card.requestId.toUpperCase()]).map((requestId) => ({ requestId })),
+      { requestId: uuid(), missing: true },
+      { requestId: "not-a-uuid", missing: true },
+      { requestId: cards[1]!.requestId, caller: other.caller, missing: true },
+    ];
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () => reads)
+        .flat()
+        .map(async (read) => {
+          const asked = agentlink.client.checkStatus({
+            caller: read.caller ?? agent.caller,
+            requestId: read.requestId,
+          });
+          return { read, answer: read.missing ? (await refusal(asked)).code : await asked };
+        }),
+    );
+    for (const { read, answer } of answers) {
+      if (read.missing) {
+        expect(answer).toBe(Code.NotFound);
+        continue;
+      }
+      const card = cards.find((c) => c.requestId === read.requestId.toLowerCase())!;
+      expect(answer).toMatchObject({
+        cardId: card.cardId,
+        status: card === cancelled ? CardStatus.CANCELLED : CardStatus.QUEUED,
+      });
+    }
+  });
+});
+
+describe("CheckStatuses (the gateway's batched reads)", () => {
+  it("answers each read in order as CheckStatus would, a missing card as not_found", async () => {
+    clock.set(start);
+    const agent = await boundAgent();
+    const other = await boundAgent();
+    const requestId = uuid();
+    await ask(agent, { requestId });
+    const reads = [
+      { caller: agent.caller, requestId },
+      { caller: other.caller, requestId },
+      { caller: agent.caller, requestId: "not-a-uuid" },
+      { caller: agent.caller, requestId: requestId.toUpperCase() },
+    ];
+    const { results } = await agentlink.client.checkStatuses({ reads });
+    const single = await agentlink.client.checkStatus({ caller: agent.caller, requestId });
+    expect(results.map((result) => result.outcome)).toEqual([
+      { case: "answer", value: single },
+      { case: "notFound", value: "no proposal with that request_id for this agent" },
+      { case: "notFound", value: "no proposal with that request_id for this agent" },
+      { case: "answer", value: single },
+    ]);
+  });
+
+  it("takes at most 1000 reads per call", async () => {
+    const agent = await boundAgent();
+    const reads = Array.from({ length: 1001 }, () => ({ caller: agent.caller, requestId: uuid() }));
+    expect((await refusal(agentlink.client.checkStatuses({ reads }))).code).toBe(Code.InvalidArgument);
+    const { results } = await agentlink.client.checkStatuses({ reads: reads.slice(0, 1000) });
+    expect(results.filter((result) => result.outcome.case === "notFound")).toHaveLength(1000);
+  });
 });
 
 describe("cancel", () => {

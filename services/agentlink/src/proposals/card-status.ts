@@ -5,6 +5,7 @@ import { isUuid } from "@svc/platform";
 import { type CheckStatusResponseSchema, CardStatus as WireCardStatus } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { refuse } from "../refusal.ts";
 import { Card, type CardStatus } from "./card.entity.ts";
+import type { CardStatusFields } from "./card-reader.ts";
 
 /** The calling agent's card by its request_id; another agent's or none: not_found. */
 export async function agentCard(em: EntityManager, agentId: string, requestId: string): Promise<Card> {
@@ -17,7 +18,10 @@ export async function agentCard(em: EntityManager, agentId: string, requestId: s
  * A card's status as anyone reads it at `now`: a queued card past its `ttl_at` is expired (resolved at
  * `ttl_at`) even before the sweep writes it down, so no reader ever sees a card queued past its end.
  */
-export function cardStateAt(card: Card, now: Date): { status: CardStatus; resolvedAt: Date | null } {
+export function cardStateAt(
+  card: Pick<Card, "status" | "ttlAt" | "resolvedAt">,
+  now: Date,
+): { status: CardStatus; resolvedAt: Date | null } {
   if (card.status === "queued" && card.ttlAt <= now) return { status: "expired", resolvedAt: card.ttlAt };
   return { status: card.status, resolvedAt: card.resolvedAt ?? null };
 }
@@ -36,7 +40,7 @@ export const toProtoCardStatus: Record<CardStatus, WireCardStatus> = {
  * when it leaves queued, so both say the same.
  */
 export function checkStatusAnswer(
-  card: Card,
+  card: CardStatusFields,
   state: ReturnType<typeof cardStateAt>,
 ): MessageInitShape<typeof CheckStatusResponseSchema> {
   // Callbacks are webhook-dispatch's: the gateway asks it by card_id.
