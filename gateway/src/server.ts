@@ -195,6 +195,7 @@ export async function startGateway(
         openApi,
         devIdp: devIdp && { provider: devIdp, codes: new AuthorizationCodes({ orm, clock }) },
         signIn,
+        account: services.account,
         publicOrigin: config.publicOrigin,
         widget: services.widget,
       }),

@@ -3,6 +3,7 @@ import type { OpenRequestResponse } from "@svc/proto/gate/v1/gate_pb.js";
 import { defineRoute, ok, type Route } from "../http/route.ts";
 import type { ObjectSchema } from "../http/schema.ts";
 import { gateTypeName } from "../operations/create-verification-link.ts";
+import { presentationStep } from "./age-presentation.ts";
 import { ceremonyAnswerFields, flowSecretField, pageOriginField, requestIdField } from "./person-fields.ts";
 import { relyingParty } from "./relying-party.ts";
 import { sessionUserId } from "./session-user.ts";
@@ -61,7 +62,10 @@ function requestRoutes(side: "app" | "flow"): Route[] {
           access: access(input, caller),
           ...relyingParty(services.publicOrigin, input.origin),
         });
-        return ok(opened(response));
+        return ok({
+          ...opened(response),
+          ...(await presentationStep(services, response, access(input, caller).svcUserId)),
+        });
       },
     }),
     defineRoute({

@@ -14,6 +14,7 @@ import { humanCommands } from "./commands/human.ts";
 import { keyCommands } from "./commands/key.ts";
 import { orgCommands } from "./commands/org.ts";
 import { signingCommands } from "./commands/signing.ts";
+import { walletCommands } from "./commands/wallet.ts";
 import { webhookCommands } from "./commands/webhook.ts";
 
 /** One file per group in `commands/`; a new group is one import and one entry here. */
@@ -26,6 +27,7 @@ const groups: readonly CommandGroup[] = [
   accountCommands,
   agentCommands,
   webhookCommands,
+  walletCommands,
 ];
 
 const defaultConsoleUrl = "http://127.0.0.1:9090";

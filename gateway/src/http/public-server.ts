@@ -52,17 +52,17 @@ const badRequest = (message: string) =>
   new InputValidationError({}, [{ propertyPath: "", invalidValue: null, message }]).toBody();
 
 /**
- * A raw POST route's body as text, or `undefined` when it is larger than `rawBodyLimit` (read to its
+ * A raw POST route's body as text, or `undefined` when it is larger than `limit` (read to its
  * end but not kept, so the connection stays usable for the 413).
  */
-async function readRawBody(req: IncomingMessage): Promise<string | undefined> {
+async function readRawBody(req: IncomingMessage, limit: number): Promise<string | undefined> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size <= rawBodyLimit) chunks.push(chunk);
+    if (size <= limit) chunks.push(chunk);
   }
-  return size > rawBodyLimit ? undefined : Buffer.concat(chunks).toString("utf8");
+  return size > limit ? undefined : Buffer.concat(chunks).toString("utf8");
 }
 
 /** What answers one method at one path: an operation, through the pipeline, or a raw reply. */
@@ -181,8 +181,9 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
     const target = methods.get(method);
     if (target?.kind === "operation") return runOperation(req, res, url, target.route);
     if (target?.kind === "raw") {
-      const body = method === "POST" ? await readRawBody(req) : "";
-      if (body === undefined) return send(res, 413, badRequest(`the body is larger than ${rawBodyLimit} bytes`));
+      const limit = target.route.bodyLimit ?? rawBodyLimit;
+      const body = method === "POST" ? await readRawBody(req, limit) : "";
+      if (body === undefined) return send(res, 413, badRequest(`the body is larger than ${limit} bytes`));
       return sendRaw(res, await target.route.serve({ url, headers: req.headers, body }));
     }
     // A preflight runs no stage: it carries no credential, is not counted and calls no service.

@@ -22,13 +22,15 @@ export interface RawRoute {
   path: `/${string}` | RegExp;
   /**
    * A GET route answers HEAD too (the same headers, no body). POST is for form posts
-   * (`application/x-www-form-urlencoded`, at most `rawBodyLimit` bytes): the body arrives as text.
+   * (`application/x-www-form-urlencoded`, at most `bodyLimit` bytes): the body arrives as text.
    */
   method: "GET" | "POST";
+  /** The largest POST body it reads (`rawBodyLimit` unless set); a larger one is answered 413 unread. */
+  bodyLimit?: number;
   serve(request: { url: URL; headers: IncomingHttpHeaders; body: string }): RawReply | Promise<RawReply>;
 }
 
-/** The largest body a raw POST route reads; a larger one is answered 413 unread. */
+/** The largest body a raw POST route reads unless it sets its own `bodyLimit`. */
 export const rawBodyLimit = 16 * 1024;
 
 /** `value` as a JSON reply. */

@@ -1,3 +1,6 @@
+import type { Client } from "@connectrpc/connect";
+import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
+import { proveAgeRoute } from "../app/age-presentation.ts";
 import { agentBindingRoutes } from "../app/agent-bindings.ts";
 import { agentCardRoutes } from "../app/agent-cards.ts";
 import { deleteAccountRoute } from "../app/delete-account.ts";
@@ -13,6 +16,7 @@ import {
 } from "../app/passkeys.ts";
 import { appRequestRoutes, flowRequestRoutes } from "../app/requests.ts";
 import { securedAccountRoutes } from "../app/secured-accounts.ts";
+import { walletRoutes } from "../app/wallet.ts";
 import { type SignInSettings, signedInPath, webAppRoutes } from "../app/web-app.ts";
 import { webFlowRoutes } from "../app/web-flow.ts";
 import type { AuthorizationCodes } from "../dev-idp/authorization-codes.ts";
@@ -60,6 +64,7 @@ export const routes: readonly Route[] = [
   ...securedAccountRoutes,
   deleteAccountRoute,
   ...appRequestRoutes,
+  proveAgeRoute,
   ...agentBindingRoutes,
   ...agentCardRoutes,
   ...inboxRoutes,
@@ -75,6 +80,7 @@ export function rawRoutes(options: {
   /** The development identity provider and its codes; absent in production. */
   devIdp: { provider: DevIdentityProvider; codes: AuthorizationCodes } | undefined;
   signIn: SignInSettings | undefined;
+  account: Client<typeof AccountService>;
   publicOrigin: string;
   widget: WidgetScript | undefined;
 }): RawRoute[] {
@@ -86,6 +92,7 @@ export function rawRoutes(options: {
     upgradePageRoute,
     ...widgetScriptRoutes(options.widget),
     ...webFlowRoutes,
+    ...walletRoutes(options.account, publicOrigin),
     ...webAppRoutes({ signIn: options.signIn, publicOrigin }),
     ...(devIdp
       ? devIdpRoutes({ devIdp: devIdp.provider, codes: devIdp.codes, redirectUris: [`${publicOrigin}${signedInPath}`] })

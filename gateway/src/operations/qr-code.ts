@@ -16,7 +16,7 @@ import { deepLink, qrCodePrefix, qrCodeTarget } from "./gate-links.ts";
 const modulePixels = 8;
 
 /** A QR code (error correction M, four modules of quiet zone) as SVG: the dark modules as one path on white. */
-function qrCodeSvg(text: string): string {
+export function qrCodeSvg(text: string): string {
   const modules = encodeQR(text, "raw", { ecc: "medium", border: 4 });
   const size = modules.length;
   let path = "";

@@ -1,4 +1,5 @@
 import { developmentSecret, parse, type Settings } from "@svc/platform";
+import { parseTrustList, type TrustedIssuer } from "./age/wallet/trust-list.ts";
 
 /** ACCOUNT_<NAME> variables beside the shared ones; the README lists them with their defaults. */
 export const settings = {
@@ -17,6 +18,32 @@ export const settings = {
     parse: parse.url,
     default: "http://127.0.0.1:8080/dev-idp",
     description: "issuer of sandbox humans' sign-in identities: the gateway's development identity provider",
+  },
+  // On by default so a development mesh has credentials; production must say "off" (see server.ts).
+  devWalletIssuerKey: developmentSecret<Buffer | null>({
+    parse: (raw) => (raw === "off" ? null : parse.base64Key32(raw)),
+    developmentDefault: Buffer.from("account dev wallet issuer key!!!", "utf8"),
+    description:
+      'private P-256 scalar of the development wallet issuer, base64 of 32 bytes, or "off" (production must be off)',
+  }),
+  verifierKey: developmentSecret({
+    parse: parse.base64Key32,
+    developmentDefault: Buffer.from("account development verifier key", "utf8"),
+    description: "private P-256 scalar signing OpenID4VP request objects, base64 of 32 bytes",
+  }),
+  walletIssuers: {
+    parse: parseTrustList,
+    default: [] as TrustedIssuer[],
+    description: 'issuers of age credentials trusted here: JSON [{"iss": "...", "jwks": {"keys": [...]}}]',
+  },
+  walletCredentialTypes: {
+    parse: (raw: string) =>
+      raw
+        .split(",")
+        .map((t) => t.trim())
+        .filter((t) => t !== ""),
+    default: ["urn:eudi:pid:1"],
+    description: "SD-JWT VC types (vct) whose age claims are accepted, comma-separated",
   },
   rpName: {
     parse: parse.string,

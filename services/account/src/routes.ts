@@ -31,6 +31,15 @@ import {
 import { CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
 import type { AgeVerdict } from "./age/age-evaluation.ts";
 import { evaluateAge } from "./age/age-evidence.ts";
+import {
+  describePresentation,
+  findRequestPresentation,
+  type PresentationContext,
+  presentationRequestObject,
+  startPresentation,
+  submitPresentation,
+} from "./age/wallet/presentations.ts";
+import type { WalletDependencies } from "./age/wallet/wallet-setup.ts";
 import type { AccountSecrets } from "./config.ts";
 import { listDevices, registerDevice } from "./devices/devices.ts";
 import { describeHuman, devSignInSubject, resolveSignedInHuman } from "./humans/humans.ts";
@@ -61,6 +70,7 @@ import {
 } from "./sandbox/sandbox-humans.ts";
 
 export interface RouteDependencies {
+  wallet: WalletDependencies;
   orm: MikroORM;
   clock: Clock;
   bus: Pick<EventBus, "subject" | "nc" | "subjectPrefix">;
@@ -88,8 +98,39 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
     devIssuer: deps.devIssuer,
   });
 
+  const wallet = (): PresentationContext => ({ em: em(), clock, ...deps.wallet });
+
   return (router) => {
     router.service(AccountService, {
+      startAgePresentation: (req) =>
+        wireErrors(async () => {
+          const begun = await startPresentation(wallet(), {
+            svcUserId: req.svcUserId,
+            requestId: req.requestId,
+            threshold: req.threshold,
+            clientId: req.clientId,
+            at: instant(req.at) ?? clock.now(),
+          });
+          return begun.covered
+            ? { covered: true }
+            : {
+                presentationId: begun.presentationId,
+                requestUri: begun.requestUri,
+                expiresAt: timestampFromDate(begun.expiresAt),
+              };
+        }),
+
+      getAgePresentationRequestObject: (req) =>
+        wireErrors(async () => ({ requestObject: await presentationRequestObject(wallet(), req.presentationId) })),
+
+      submitAgePresentation: (req) =>
+        wireErrors(async () => {
+          const outcome = await submitPresentation(wallet(), req);
+          return outcome.accepted ? { accepted: true } : { accepted: false, reason: outcome.reason };
+        }),
+
+      getAgePresentation: (req) => wireErrors(() => describePresentation(wallet(), req)),
+
       resolveSignedInHuman: (req) => wireErrors(() => resolveSignedInHuman(em(), clock, req)),
 
       getHuman: (req) =>
@@ -159,6 +200,7 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
             svcUserId: req.svcUserId,
             threshold: req.threshold,
             at: instant(req.at),
+            requestId: req.requestId,
           });
           return { verdict: toProtoVerdict[result.verdict], source: result.source };
         }),
@@ -271,6 +313,28 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
     });
 
     router.service(AccountConsoleService, {
+      issueDevAgeCredential: (req) =>
+        wireErrors(async () => {
+          if (req.issuer !== "development" && req.issuer !== "untrusted")
+            throw invalidArgument(`issuer must be development or untrusted: ${req.issuer}`);
+          let holderJwk: unknown;
+          try {
+            holderJwk = JSON.parse(req.holderJwk);
+          } catch {
+            throw invalidArgument("holder_jwk must be a JWK as JSON");
+          }
+          const credential = await deps.wallet.devIssuers.issue({
+            birthDate: req.birthDate,
+            holderJwk,
+            issuer: req.issuer,
+            revoked: req.revoked,
+            now: clock.now(),
+          });
+          return { credential };
+        }),
+
+      findAgePresentation: (req) => wireErrors(() => findRequestPresentation(wallet(), req.requestId)),
+
       createSandboxHuman: (req) =>
         wireErrors(() =>
           createSandboxHuman(sandbox(), {

@@ -1,5 +1,6 @@
-import { runAsMain, type StartOptions, startService } from "@svc/platform";
+import { ConfigError, runAsMain, type StartOptions, startService } from "@svc/platform";
 import { AgeEvidence } from "./age/age-evidence.entity.ts";
+import { walletDependencies } from "./age/wallet/wallet-setup.ts";
 import { settings } from "./config.ts";
 import { Device } from "./devices/device.entity.ts";
 import { Human, SignInIdentity } from "./humans/human.entity.ts";
@@ -25,17 +26,24 @@ export const startAccount = (options: StartOptions = {}) =>
       schema: "account",
       entities: [Human, SignInIdentity, Passkey, PasskeyCeremony, SandboxPasskey, Device, AgeEvidence, AccountLink],
       migrations,
-      build: ({ orm, clock, bus, outbox, config, logger }): RouteDependencies => ({
-        orm,
-        clock,
-        bus,
-        outbox,
-        secrets: { sandboxKey: config.sandboxKey, refPepper: config.refPepper },
-        devIssuer: config.devIssuer,
-        rpName: config.rpName,
-        pushProviders: configuredProviders(config),
-        logger,
-      }),
+      build: ({ orm, clock, bus, outbox, config, logger }): RouteDependencies => {
+        if (config.deployment === "production" && config.devWalletIssuerKey !== null)
+          throw new ConfigError(
+            'ACCOUNT_DEV_WALLET_ISSUER_KEY must be "off" in production: the development issuer signs anything',
+          );
+        return {
+          orm,
+          clock,
+          bus,
+          outbox,
+          secrets: { sandboxKey: config.sandboxKey, refPepper: config.refPepper },
+          devIssuer: config.devIssuer,
+          rpName: config.rpName,
+          pushProviders: configuredProviders(config),
+          logger,
+          wallet: walletDependencies({ ...config, clock }),
+        };
+      },
       routes: accountRoutes,
       background: async ({ orm, clock }, { logger }) => startCeremonySweep({ orm, clock, logger }),
     },

@@ -5,6 +5,7 @@ import { createAgeEvidence } from "./0004-age-evidence.ts";
 import { createAccountLinks } from "./0005-account-links.ts";
 import { indexAccountLinkListing } from "./0006-account-link-listing.ts";
 import { addPersonSide } from "./0007-person-side.ts";
+import { addWalletAgeEvidence } from "./0008-wallet-age-evidence.ts";
 
 /** Applied in order at start; a migration, once released, is never edited (add a new one). */
 export const migrations = [
@@ -15,4 +16,5 @@ export const migrations = [
   createAccountLinks,
   indexAccountLinkListing,
   addPersonSide,
+  addWalletAgeEvidence,
 ];

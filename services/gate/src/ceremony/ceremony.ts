@@ -125,7 +125,7 @@ export class Ceremony {
     }
 
     const now = this.#clock.now();
-    const age = row.gate_type === "age" ? await this.#age(human, row.age_threshold ?? 0, now) : undefined;
+    const age = row.gate_type === "age" ? await this.#age(human, row.age_threshold ?? 0, now, row.id) : undefined;
     const link = await this.#link(row, human, now);
     if (link.kind === "refused") {
       const failed = await this.#lifecycle.fail(row.id, {
@@ -217,8 +217,14 @@ export class Ceremony {
     return row ? effectiveStatus(storedRequest(row), this.#clock.now()) : "expired";
   }
 
-  async #age(human: string, threshold: number, at: Date) {
-    const result = await this.#account.evaluateAge({ svcUserId: human, threshold, at: timestampFromDate(at) });
+  /** A wallet presentation accepted for this request counts for the human confirming it. */
+  async #age(human: string, threshold: number, at: Date, requestId: string) {
+    const result = await this.#account.evaluateAge({
+      svcUserId: human,
+      threshold,
+      at: timestampFromDate(at),
+      requestId,
+    });
     return ageVerdicts[result.verdict] ?? ageVerdicts[AgeVerdict.UNAVAILABLE];
   }
 

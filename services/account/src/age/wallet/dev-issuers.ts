@@ -1,0 +1,87 @@
+import { randomBytes } from "node:crypto";
+import { digest, generateSalt } from "@sd-jwt/crypto-nodejs";
+import { createHeaderAndPayload, StatusList } from "@sd-jwt/jwt-status-list";
+import { SDJwtVcInstance } from "@sd-jwt/sd-jwt-vc";
+import { refuse } from "../../refusal.ts";
+import { ageVerdictAt, parseCalendarDate } from "../age-evaluation.ts";
+import { type Es256KeyPair, es256, keyPairFromSeed, signEs256, signJws } from "./es256.ts";
+import { euPidThresholds } from "./presentation-request.ts";
+import type { TrustedIssuer } from "./trust-list.ts";
+
+const developmentIssuerId = "https://wallet-issuer.development.invalid";
+const untrustedIssuerId = "https://untrusted-issuer.development.invalid";
+/** The development issuer's one status list: index 0 is valid, index 1 revoked. */
+export const developmentStatusListUri = `${developmentIssuerId}/status/1`;
+const ageCredentialType = "urn:eudi:pid:1";
+const credentialLifetimeMs = 365 * 86_400_000;
+
+/**
+ * The development issuer (trusted in development only: its key is a development secret) and the
+ * untrusted issuer (a key made at start, which no trust list holds), so tests, the demo and partners'
+ * sandboxes have credentials without a real wallet.
+ */
+export class DevIssuers {
+  readonly #development: Es256KeyPair | undefined;
+  readonly #untrusted = keyPairFromSeed(randomBytes(32));
+
+  constructor(developmentSeed: Buffer | undefined) {
+    this.#development = developmentSeed ? keyPairFromSeed(developmentSeed) : undefined;
+  }
+
+  /** The development issuer as a trust list entry, while it is on. */
+  trusted(): TrustedIssuer | undefined {
+    return this.#development && { iss: developmentIssuerId, keys: [this.#development.publicJwk] };
+  }
+
+  /** The development issuer's status list token, signed as the issuer. */
+  statusList(now: Date): string {
+    if (!this.#development) throw new Error("the development wallet issuer is off");
+    const { header, payload } = createHeaderAndPayload(
+      new StatusList([0, 1], 1),
+      { iss: developmentIssuerId, sub: developmentStatusListUri, iat: Math.floor(now.getTime() / 1000) },
+      { alg: es256, typ: "statuslist+jwt" },
+    );
+    return signJws(header, payload, this.#development.privateKey);
+  }
+
+  /** An SD-JWT VC whose only claims are the EU PID age thresholds reached on `now`, each disclosable alone. */
+  async issue(input: {
+    birthDate: string;
+    holderJwk: unknown;
+    issuer: "development" | "untrusted";
+    revoked: boolean;
+    now: Date;
+  }): Promise<string> {
+    try {
+      parseCalendarDate(input.birthDate);
+    } catch (error) {
+      throw refuse("invalid_argument", (error as Error).message);
+    }
+    const keys = input.issuer === "development" ? this.#development : this.#untrusted;
+    if (!keys) throw refuse("failed_precondition", "the development wallet issuer is off in this deployment");
+    const issuer = new SDJwtVcInstance({
+      hasher: digest,
+      saltGenerator: generateSalt,
+      signAlg: es256,
+      signer: async (data: string) => signEs256(data, keys.privateKey),
+    });
+    const iat = Math.floor(input.now.getTime() / 1000);
+    const ages = Object.fromEntries(
+      euPidThresholds.map((t) => [String(t), ageVerdictAt(input.birthDate, t, input.now) === "over"]),
+    );
+    return issuer.issue(
+      {
+        iss: input.issuer === "development" ? developmentIssuerId : untrustedIssuerId,
+        vct: ageCredentialType,
+        iat,
+        exp: iat + credentialLifetimeMs / 1000,
+        cnf: { jwk: input.holderJwk },
+        status: { status_list: { idx: input.revoked ? 1 : 0, uri: developmentStatusListUri } },
+        age_equal_or_over: ages,
+      },
+      // The type cannot express selectively disclosable properties of a record with numeric names.
+      { age_equal_or_over: { _sd: euPidThresholds.map(String) } } as never,
+      { header: { typ: "dc+sd-jwt" } },
+    );
+  }
+}

@@ -1,0 +1,252 @@
+import { randomBytes } from "node:crypto";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import type { Clock } from "@svc/platform";
+import { requireHuman } from "../../humans/humans.ts";
+import { invalidArgument, refuse } from "../../refusal.ts";
+import { coveringVerdict, recordWalletVerdicts, requireThreshold, type WalletVerdict } from "../age-evidence.ts";
+import type { Es256KeyPair } from "./es256.ts";
+import { euPidThresholds, requestObject, requestUriOf } from "./presentation-request.ts";
+import {
+  type PresentationRefusal,
+  type VerifierDependencies,
+  verifySdJwtVcPresentation,
+} from "./sd-jwt-vc-verifier.ts";
+
+/** How long a wallet has to answer one presentation request. */
+const presentationLifetimeMs = 10 * 60_000;
+/** A vp_token above this is not an age credential; refused unread. */
+const maxVpTokenBytes = 32 * 1024;
+
+export interface PresentationContext {
+  em: EntityManager;
+  clock: Clock;
+  verifierKey: Es256KeyPair;
+  credentialTypes: readonly string[];
+  verifier: VerifierDependencies;
+}
+
+interface PresentationRow {
+  id: string;
+  svc_user_id: string | null;
+  request_id: string | null;
+  thresholds: number[];
+  nonce: string;
+  client_id: string;
+  state: "pending" | "accepted";
+  last_refusal: string | null;
+  created_at: Date;
+  expires_at: Date;
+}
+
+const newPresentationId = () => `apr_${randomBytes(16).toString("hex")}`;
+const presentationIdPattern = /^apr_[0-9a-f]{32}$/;
+
+/** Raw rows carry times as the driver returns them (text); the rest of this module reads Dates. */
+const withDates = (row: PresentationRow | undefined): PresentationRow | undefined =>
+  row && { ...row, created_at: new Date(row.created_at), expires_at: new Date(row.expires_at) };
+
+async function load(em: EntityManager, id: string): Promise<PresentationRow | undefined> {
+  if (!presentationIdPattern.test(id)) return undefined;
+  const [row] = await em.execute<PresentationRow[]>(`select * from age_presentation where id = ?`, [id]);
+  return withDates(row);
+}
+
+const started = (row: PresentationRow) => ({
+  covered: false,
+  presentationId: row.id,
+  requestUri: requestUriOf(row.client_id, row.id),
+  expiresAt: row.expires_at,
+});
+
+/**
+ * A presentation request: for a gate request, its threshold (unless the human's evidence already
+ * answers it, or a presentation for the request was accepted; a pending one is reused); ahead of
+ * time, the EU PID thresholds for the human.
+ */
+export async function startPresentation(
+  ctx: PresentationContext,
+  input: { svcUserId: string; requestId: string; threshold: number; clientId: string; at: Date },
+): Promise<{ covered: true } | ReturnType<typeof started>> {
+  const { em } = ctx;
+  if (!/^https?:\/\/[^/]+$/.test(input.clientId)) throw invalidArgument("client_id must be the verifier's origin");
+  const svcUserId = input.svcUserId === "" ? null : (await requireHuman(em, input.svcUserId)).id;
+  const now = ctx.clock.now();
+  let thresholds: number[];
+  if (input.requestId === "") {
+    if (svcUserId === null) throw invalidArgument("an ahead-of-time presentation names the human");
+    thresholds = [...euPidThresholds];
+  } else {
+    thresholds = [requireThreshold(input.threshold)];
+    if (svcUserId && (await coveringVerdict(em, svcUserId, input.threshold, input.at)).verdict !== "unavailable")
+      return { covered: true };
+    const [existing] = await em.execute<PresentationRow[]>(
+      `select * from age_presentation where request_id = ? and (state = 'accepted' or expires_at > ?)
+       order by (state = 'accepted') desc, created_at desc limit 1`,
+      [input.requestId, now],
+    );
+    if (existing?.state === "accepted") return { covered: true };
+    const reusable = withDates(existing);
+    if (reusable && reusable.thresholds[0] === input.threshold && reusable.client_id === input.clientId)
+      return started(reusable);
+  }
+  const [row] = await em.execute<PresentationRow[]>(
+    `insert into age_presentation (id, svc_user_id, request_id, thresholds, nonce, client_id, state, created_at, expires_at)
+     values (?, ?, ?, ?, ?, ?, 'pending', ?, ?) returning *`,
+    [
+      newPresentationId(),
+      svcUserId,
+      input.requestId === "" ? null : input.requestId,
+      `{${thresholds.join(",")}}`,
+      randomBytes(32).toString("base64url"),
+      input.clientId,
+      now,
+      new Date(now.getTime() + presentationLifetimeMs),
+    ],
+  );
+  return started(withDates(row) as PresentationRow);
+}
+
+export async function presentationRequestObject(ctx: PresentationContext, id: string): Promise<string> {
+  const row = await load(ctx.em, id);
+  if (row?.state !== "pending" || row.expires_at <= ctx.clock.now())
+    throw refuse("not_found", "no such pending presentation request");
+  return requestObject(
+    {
+      id: row.id,
+      clientId: row.client_id,
+      nonce: row.nonce,
+      thresholds: row.thresholds,
+      credentialTypes: ctx.credentialTypes,
+      issuedAt: ctx.clock.now(),
+      expiresAt: row.expires_at,
+    },
+    ctx.verifierKey,
+  );
+}
+
+type SubmitRefusal = PresentationRefusal | "unknown_presentation" | "already_answered" | "presentation_expired";
+
+/**
+ * The wallet's answer. A refusal stores no evidence: only its reason, on the pending presentation, for
+ * the person's page. An accepted one is used up in the same statement that checks it is still pending.
+ */
+export async function submitPresentation(
+  ctx: PresentationContext,
+  input: { presentationId: string; vpToken: string; state: string },
+): Promise<{ accepted: true } | { accepted: false; reason: SubmitRefusal }> {
+  const row = await load(ctx.em, input.presentationId);
+  if (!row) return { accepted: false, reason: "unknown_presentation" };
+  if (row.state === "accepted") return { accepted: false, reason: "already_answered" };
+  const now = ctx.clock.now();
+  if (row.expires_at <= now) return { accepted: false, reason: "presentation_expired" };
+  const verification =
+    input.state !== row.id || Buffer.byteLength(input.vpToken) > maxVpTokenBytes
+      ? ({ accepted: false, reason: "malformed_presentation" } as const)
+      : await verifySdJwtVcPresentation(
+          input.vpToken,
+          {
+            nonce: row.nonce,
+            clientId: row.client_id,
+            thresholds: row.thresholds,
+            credentialTypes: ctx.credentialTypes,
+            now,
+          },
+          ctx.verifier,
+        );
+  if (!verification.accepted) {
+    await ctx.em.execute(`update age_presentation set last_refusal = ? where id = ? and state = 'pending'`, [
+      verification.reason,
+      row.id,
+    ]);
+    return verification;
+  }
+  const verdicts = keptVerdicts(verification, now);
+  return ctx.em.transactional(async (tx) => {
+    const [request] = verdicts;
+    const taken = await tx.execute<{ id: string }[]>(
+      `update age_presentation set state = 'accepted', last_refusal = null, issuer = ?, threshold = ?, result = ?,
+         valid_until = ?, verified_at = ? where id = ? and state = 'pending' returning id`,
+      [request?.issuer, request?.threshold, request?.result, request?.validUntil, now, row.id],
+    );
+    if (taken.length !== 1) return { accepted: false, reason: "already_answered" as const };
+    if (row.svc_user_id) recordWalletVerdicts(tx, row.svc_user_id, verdicts);
+    return { accepted: true as const };
+  });
+}
+
+/**
+ * What is kept of the disclosed claims: the highest threshold the person is over and the lowest one
+ * they are under (the others follow from these two), with the issuer and the credential's expiry.
+ */
+function keptVerdicts(
+  verification: { issuer: string; disclosed: Map<number, boolean>; validUntil: Date },
+  verifiedAt: Date,
+): WalletVerdict[] {
+  const entries = [...verification.disclosed.entries()];
+  const over = entries.filter(([, value]) => value).map(([t]) => t);
+  const under = entries.filter(([, value]) => !value).map(([t]) => t);
+  const base = {
+    source: "sd-jwt-vc" as const,
+    issuer: verification.issuer,
+    verifiedAt,
+    validUntil: verification.validUntil,
+  };
+  return [
+    ...(over.length > 0 ? [{ ...base, threshold: Math.max(...over), result: "over" as const }] : []),
+    ...(under.length > 0 ? [{ ...base, threshold: Math.min(...under), result: "under" as const }] : []),
+  ];
+}
+
+/** Confirming a gate request: the verdict accepted for it becomes the confirming human's evidence. */
+export async function claimRequestPresentation(em: EntityManager, svcUserId: string, requestId: string): Promise<void> {
+  await em.transactional(async (tx) => {
+    const claimed = await tx.execute<
+      { issuer: string; threshold: number; result: "over" | "under"; valid_until: Date; verified_at: Date }[]
+    >(
+      `update age_presentation set svc_user_id = ? where request_id = ? and state = 'accepted' and svc_user_id is null
+       returning issuer, threshold, result, valid_until, verified_at`,
+      [svcUserId, requestId],
+    );
+    recordWalletVerdicts(
+      tx,
+      svcUserId,
+      claimed.map((row) => ({
+        source: "sd-jwt-vc",
+        issuer: row.issuer,
+        threshold: row.threshold,
+        result: row.result,
+        verifiedAt: new Date(row.verified_at),
+        validUntil: new Date(row.valid_until),
+      })),
+    );
+  });
+}
+
+/** Where a presentation stands, for its human or the holder of its gate request. */
+export async function describePresentation(
+  ctx: Pick<PresentationContext, "em" | "clock">,
+  input: { presentationId: string; svcUserId: string; requestId: string },
+) {
+  const row = await load(ctx.em, input.presentationId);
+  const mine =
+    row !== undefined &&
+    ((input.svcUserId !== "" && row.svc_user_id === input.svcUserId) ||
+      (input.requestId !== "" && row.request_id === input.requestId));
+  if (!row || !mine) throw refuse("not_found", "no such presentation");
+  const state = row.state === "accepted" ? "accepted" : row.expires_at <= ctx.clock.now() ? "expired" : "pending";
+  return {
+    state,
+    lastRefusal: state === "pending" ? (row.last_refusal ?? "") : "",
+    requestUri: requestUriOf(row.client_id, row.id),
+  };
+}
+
+/** The newest pending presentation of a gate request (the development wallet's `--request`). */
+export async function findRequestPresentation(ctx: Pick<PresentationContext, "em" | "clock">, requestId: string) {
+  const [row] = await ctx.em.execute<PresentationRow[]>(
+    `select * from age_presentation where request_id = ? and state = 'pending' and expires_at > ? order by created_at desc limit 1`,
+    [requestId, ctx.clock.now()],
+  );
+  if (!row) throw refuse("not_found", "the request has no presentation step open: open the request first");
+  return { presentationId: row.id, requestUri: requestUriOf(row.client_id, row.id) };
+}
