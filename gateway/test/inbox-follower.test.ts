@@ -33,8 +33,8 @@ function request(id: string, organizationId: string, createdAt: Date, age?: numb
     createdAt: timestampFromDate(createdAt),
   });
 }
-const listed = (r: InboxRequest) =>
-  create(PendingRequestSchema, { ...r, gateType: r.ageGate ? GateType.AGE : GateType.HUMAN });
+const listed = ({ $typeName: _, ageGate, ...fields }: InboxRequest) =>
+  create(PendingRequestSchema, { ...fields, gateType: ageGate ? GateType.AGE : GateType.HUMAN });
 
 const r1 = request("11111111-0000-4000-8000-000000000000", orgA, minutes(-5));
 const r2 = request("22222222-0000-4000-8000-000000000000", orgB, minutes(-1), 18);
