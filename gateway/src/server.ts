@@ -15,6 +15,8 @@ import { AgentService, type CheckStatusResponse } from "@svc/proto/agentlink/v1/
 import { GateConsoleService, GateService } from "@svc/proto/gate/v1/gate_pb.js";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { WebhookCallbackService } from "@svc/proto/webhook/v1/webhook_pb.js";
+import type { InboxChange } from "./app/inbox-follower.ts";
+import { OrganizationNameCache } from "./app/organization-names.ts";
 import { loadGatewayConfig } from "./config.ts";
 import { consoleForwarding } from "./console/forwarding.ts";
 import { gateConsoleRenames } from "./console/gate-console-renames.ts";
@@ -99,7 +101,7 @@ export async function startGateway(
   const agentlink = createInternalClient(AgentService, config.agentlinkUrl);
   const cardWaiters = new Waiters<CheckStatusResponse>();
   const requestWaiters = new Waiters();
-  const inboxWaiters = new Waiters();
+  const inboxWaiters = new Waiters<InboxChange>();
   const inboxPresence = new InboxPresence({ subjectPrefix: config.eventSubjectPrefix, logger });
   const services: GatewayServices = {
     signing,
@@ -114,7 +116,8 @@ export async function startGateway(
     requestWaiters,
     inboxWaiters,
     inboxPresence,
-    organizations: directory,
+    organizations: new OrganizationNameCache(directory),
+    clock,
     publicOrigin: config.publicOrigin,
     widget: loadWidgetScript(logger),
   };

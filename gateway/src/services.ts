@@ -1,9 +1,11 @@
 import type { Client } from "@connectrpc/connect";
+import type { Clock } from "@svc/platform";
 import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import type { AgentService, CheckStatusResponse } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import type { GateService } from "@svc/proto/gate/v1/gate_pb.js";
 import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import type { WebhookCallbackService } from "@svc/proto/webhook/v1/webhook_pb.js";
+import type { InboxChange } from "./app/inbox-follower.ts";
 import type { CredentialDirectory } from "./credentials/directory.ts";
 import type { InboxPresence } from "./long-poll/inbox-presence.ts";
 import type { Waiters } from "./long-poll/waiters.ts";
@@ -23,12 +25,14 @@ export interface GatewayServices {
   cardWaiters: Waiters<CheckStatusResponse>;
   /** The verification-status long-polls held in this process, by request id (woken to read again). */
   requestWaiters: Waiters;
-  /** The inbox long-polls and event streams held in this process, by svc_user_id (woken to read again). */
-  inboxWaiters: Waiters;
+  /** The inbox long-polls and event streams held in this process, by svc_user_id (woken with what changed, or to read again). */
+  inboxWaiters: Waiters<InboxChange>;
   /** The people whose inbox this process holds open, answering gate's presence requests. */
   inboxPresence: InboxPresence;
-  /** Organizations are the gateway's: the app names a partner by its organization's name. */
+  /** Organizations are the gateway's: the app names a partner by its organization's name (cached, `OrganizationNameCache`). */
   organizations: Pick<CredentialDirectory, "organizationNames">;
+  /** The injected clock (the inbox leaves out requests whose window has ended). */
+  clock: Clock;
   /** `{api_origin}`, for the links a response carries. */
   publicOrigin: string;
   /** The built `<svc-verify>` (partner-config publishes it); undefined when the build has not run. */

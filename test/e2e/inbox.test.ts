@@ -1,5 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { connectNats, countOpenInboxes, type NatsConnection } from "@svc/platform";
+import { fromBinary } from "@bufbuild/protobuf";
+import { connectNats, countOpenInboxes, inboxChangedSubject, type NatsConnection } from "@svc/platform";
+import { type InboxChanged, InboxChangedSchema } from "@svc/proto/common/v1/inbox_watch_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SoftwareAuthenticator } from "../harness/software-passkey.ts";
 import { runSvcctl } from "../harness/svcctl.ts";
@@ -47,10 +49,18 @@ describe("the person's inbox", () => {
     const me = result(await api.get("/app/me", {}, sessionToken));
     return { svcUserId: me.svc_user_id as string, sessionToken };
   }
-  const createLink = async (svcUserId: string) => {
+  /** A pending request for the person; with `reference`, one the partner can revoke by it. */
+  const createLink = async (svcUserId: string, reference?: string) => {
     const grant = result(await api.post("/sdk/create-session", {}, partner.devSecret)).anchor_grant_token;
-    return result(await api.post("/sdk/create-verification-link", { gate: "plain", svc_user_id: svcUserId }, grant));
+    const input = { gate: "plain", svc_user_id: svcUserId, ...(reference && { partner_user_ref: reference }) };
+    return result(await api.post("/sdk/create-verification-link", input, grant));
   };
+  const revoke = async (reference: string) =>
+    expect(
+      result(
+        await api.post("/sdk/revoke-verification", { gate: "plain", partner_user_id: reference }, partner.devSecret),
+      ),
+    ).toMatchObject({ revoked_count: 1 });
   const inbox = (sessionToken: string, query: Record<string, unknown> = {}) =>
     api.get("/app/inbox", query, sessionToken);
   const dismiss = (sessionToken: string, noticeId: string) =>
@@ -164,6 +174,60 @@ describe("the person's inbox", () => {
         expires_at: link.expires_at,
       },
     ]);
+  });
+
+  // gate tells the inbox exactly which request was created or ended, and the gateway applies that to the
+  // inbox it last answered instead of reading it: what it answers must be what a read gives. The mesh's
+  // clock stands still, so the requests share created_at and gate orders them by request_id.
+  it("answers a long-poll woken by a request created or ended exactly as a read right after does", async () => {
+    const kim = await person();
+    const told: InboxChanged["change"][] = [];
+    const heard = nc.subscribe(inboxChangedSubject(mesh.env.SVC_EVENT_SUBJECT_PREFIX as string), {
+      callback: (_error, message) => {
+        const changed = fromBinary(InboxChangedSchema, message.data);
+        if (changed.svcUserId === kim.svcUserId) told.push(changed.change);
+      },
+    });
+    await nc.flush(); // subscribed at the server before gate publishes
+    const links = [await createLink(kim.svcUserId, "kim-1"), await createLink(kim.svcUserId)];
+    const shown = result(await inbox(kim.sessionToken));
+    const whenCreated = inbox(kim.sessionToken, { wait_seconds: 25, cursor: shown.cursor });
+    links.push(await createLink(kim.svcUserId));
+    const created = result(await whenCreated);
+    expect(created).toEqual(result(await inbox(kim.sessionToken)));
+    expect(created.requests.map((r: Inbox) => r.request_id).sort()).toEqual(links.map((l) => l.request_id).sort());
+    const whenEnded = inbox(kim.sessionToken, { wait_seconds: 25, cursor: created.cursor });
+    await revoke("kim-1");
+    const ended = result(await whenEnded);
+    expect(ended).toEqual(result(await inbox(kim.sessionToken)));
+    expect(ended.requests.map((r: Inbox) => r.request_id).sort()).toEqual(
+      links
+        .slice(1)
+        .map((l) => l.request_id)
+        .sort(),
+    );
+    // Each change was told exactly (so none of these wakes read the inbox again).
+    await nc.flush();
+    heard.unsubscribe();
+    const toldIds = told.map((c) => [c.case, c.case === "requestPending" ? c.value.requestId : c.value]);
+    expect(toldIds).toEqual([
+      ...links.map((l) => ["requestPending", l.request_id]),
+      ["requestEnded", links[0]?.request_id],
+    ]);
+  });
+
+  it("streams requests created and ended exactly as a read right after shows them", async () => {
+    const lena = await person();
+    const stream = await openEvents(lena.sessionToken);
+    await stream.until((event) => event.requests.length === 0);
+    const links = [await createLink(lena.svcUserId, "lena-1"), await createLink(lena.svcUserId)];
+    await stream.until((event) => event.requests.length === 2);
+    expect(stream.events.at(-1)).toEqual(result(await inbox(lena.sessionToken)));
+    await revoke("lena-1");
+    await stream.until((event) => event.requests.length === 1);
+    expect(stream.events.at(-1)).toEqual(result(await inbox(lena.sessionToken)));
+    expect(stream.events.at(-1).requests[0].request_id).toBe(links[1].request_id);
+    stream.close();
   });
 
   it("answers unchanged when wait_seconds is up and nothing changed, and at once for another cursor", async () => {

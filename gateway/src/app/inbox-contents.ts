@@ -1,5 +1,8 @@
 import { createHash } from "node:crypto";
-import { NoticeKind } from "@svc/proto/account/v1/account_pb.js";
+import { type Timestamp, timestampDate } from "@bufbuild/protobuf/wkt";
+import { type ListNoticesResponse, NoticeKind } from "@svc/proto/account/v1/account_pb.js";
+import type { ListBindingNoticesResponse } from "@svc/proto/agentlink/v1/agentlink_pb.js";
+import type { InboxRequest } from "@svc/proto/common/v1/inbox_watch_pb.js";
 import { GateType } from "@svc/proto/gate/v1/gate_pb.js";
 import { instant } from "../http/instant.ts";
 import type { Schema } from "../http/schema.ts";
@@ -12,14 +15,57 @@ const accountNoticeKinds: Partial<Record<NoticeKind, "account_revoked" | "relink
   [NoticeKind.RELINK_OFFER]: "relink_offer",
 };
 
+/** How many pending requests gate's ListPendingRequests answers at most (oldest first). */
+const requestsBound = 100;
+
+/** A pending request as the inbox shows it, from gate's list or from an `InboxChanged` that tells one. */
+type RequestFacts = {
+  requestId: string;
+  ageThreshold?: number;
+  notarizeOffered: boolean;
+  expiresAt?: Timestamp;
+} & ({ gateType: GateType } | { ageGate: boolean });
+
+const requestItem = (request: RequestFacts, platform: { name: string }) => ({
+  request_id: request.requestId,
+  platform,
+  gate_type: ("gateType" in request ? request.gateType === GateType.AGE : request.ageGate) ? "age" : "human",
+  ...(request.ageThreshold !== undefined && { age_threshold: request.ageThreshold }),
+  notarize_offered: request.notarizeOffered,
+  expires_at: instant(request.expiresAt),
+});
+
+type Contents = {
+  requests: ReturnType<typeof requestItem>[];
+  cards: ReturnType<typeof personCardItem>[];
+  notices: ReturnType<typeof noticeItems>;
+};
+
+/** The answer: the contents with their cursor, a digest of the whole, so a client that passes it back waits for a change. */
+const inboxOf = (contents: Contents) => ({ cursor: digestOf(contents), ...contents });
+
+export type Inbox = ReturnType<typeof inboxOf>;
+
+/**
+ * An inbox as last answered, with what a told change needs to be applied exactly: where each request
+ * sorts (gate lists them by created_at, then request_id).
+ */
+export interface HeldInbox {
+  inbox: Inbox;
+  createdAt: ReadonlyMap<string, number>;
+}
+
 /**
  * What the person's inbox holds, read from the services that own each part, in parallel: gate's pending
  * requests naming them, agentlink's queued cards and its notices of new bindings, account's notices of
  * their links (a partner's revoke, an offer to re-link). Partners are named by their organization's name,
- * looked up once. Notices are newest first, whoever owns them. `cursor` is a digest of the whole contents,
- * so a client that passes back the cursor it holds waits for a change.
+ * looked up once. Notices are newest first, whoever owns them.
  */
-export async function readInbox(services: GatewayServices, svcUserId: string) {
+export async function readInbox(services: GatewayServices, svcUserId: string): Promise<Inbox> {
+  return (await readHeldInbox(services, svcUserId)).inbox;
+}
+
+export async function readHeldInbox(services: GatewayServices, svcUserId: string): Promise<HeldInbox> {
   const [{ requests }, { cards }, bindingNotices, accountNotices] = await Promise.all([
     services.gate.listPendingRequests({ svcUserId }),
     services.agentlink.listCards({ svcUserId }),
@@ -30,7 +76,22 @@ export async function readInbox(services: GatewayServices, svcUserId: string) {
     ...requests.map((r) => r.organizationId),
     ...accountNotices.notices.map((n) => n.organizationId),
   ]);
-  const notices = [
+  return {
+    inbox: inboxOf({
+      requests: requests.map((request) => requestItem(request, platformOf(request.organizationId))),
+      cards: cards.map(personCardItem),
+      notices: noticeItems(accountNotices, bindingNotices, platformOf),
+    }),
+    createdAt: new Map(requests.map((r) => [r.requestId, timestampMs(r.createdAt)])),
+  };
+}
+
+function noticeItems(
+  accountNotices: ListNoticesResponse,
+  bindingNotices: ListBindingNoticesResponse,
+  platformOf: (organizationId: string) => { name: string },
+) {
+  return [
     ...accountNotices.notices.map((notice) => ({
       notice_id: notice.noticeId,
       kind: accountNoticeKinds[notice.kind] ?? "account_revoked",
@@ -45,24 +106,52 @@ export async function readInbox(services: GatewayServices, svcUserId: string) {
       at: instant(notice.boundAt),
     })),
   ].sort((a, b) => (b.at ?? "").localeCompare(a.at ?? ""));
-  const contents = {
-    requests: requests.map((request) => ({
-      request_id: request.requestId,
-      platform: platformOf(request.organizationId),
-      gate_type: request.gateType === GateType.AGE ? "age" : "human",
-      ...(request.ageThreshold !== undefined && { age_threshold: request.ageThreshold }),
-      notarize_offered: request.notarizeOffered,
-      expires_at: instant(request.expiresAt),
-    })),
-    cards: cards.map(personCardItem),
-    notices,
-  };
-  return { cursor: digestOf(contents), ...contents };
 }
 
-export type Inbox = Awaited<ReturnType<typeof readInbox>>;
+/**
+ * The held inbox with a request gate told was created pending, placed where gate's list puts it, and
+ * without the requests whose window has ended by `now` (gate's list leaves them out before its sweep
+ * ends them): the same contents, and so the same cursor, a read would answer. A request already shown
+ * changes nothing. Undefined when a read is needed to know: the inbox holds gate's bound of requests.
+ */
+export function withRequestPending(
+  held: HeldInbox,
+  request: InboxRequest,
+  platform: { name: string },
+  now: Date,
+): HeldInbox | undefined {
+  if (held.inbox.requests.length >= requestsBound) return undefined;
+  if (held.createdAt.has(request.requestId)) return withoutEnded(held, undefined, now);
+  const createdAt = new Map(held.createdAt).set(request.requestId, timestampMs(request.createdAt));
+  // request_id breaks ties as Postgres orders uuids: by their bytes, which is the order of their lower-case text.
+  const sortsAfter = (requestId: string) =>
+    (createdAt.get(requestId) ?? 0) - timestampMs(request.createdAt) || (requestId > request.requestId ? 1 : -1);
+  const requests = [...held.inbox.requests];
+  const at = requests.findIndex((item) => sortsAfter(item.request_id) > 0);
+  requests.splice(at === -1 ? requests.length : at, 0, requestItem(request, platform));
+  return withoutEnded({ inbox: { ...held.inbox, requests }, createdAt }, undefined, now);
+}
 
-const digestOf = (contents: unknown) =>
+/** The held inbox without a request gate told left pending (one it does not show changes nothing), as `withRequestPending`. */
+export function withRequestEnded(held: HeldInbox, requestId: string, now: Date): HeldInbox | undefined {
+  if (held.inbox.requests.length >= requestsBound) return undefined;
+  return withoutEnded(held, requestId, now);
+}
+
+function withoutEnded(held: HeldInbox, endedId: string | undefined, now: Date): HeldInbox {
+  const requests = held.inbox.requests.filter(
+    (item) => item.request_id !== endedId && Date.parse(item.expires_at ?? "") > now.getTime(),
+  );
+  const { cards, notices } = held.inbox;
+  return {
+    inbox: inboxOf({ requests, cards, notices }),
+    createdAt: new Map([...held.createdAt].filter(([requestId]) => requests.some((r) => r.request_id === requestId))),
+  };
+}
+
+const timestampMs = (at: Timestamp | undefined) => (at ? timestampDate(at).getTime() : 0);
+
+const digestOf = (contents: Contents) =>
   createHash("sha256").update(JSON.stringify(contents)).digest("base64url").slice(0, 22);
 
 export const inboxSchema: Schema = {

@@ -2,12 +2,14 @@ import type { Logger } from "@svc/platform";
 import { defineRoute, type EventSink, ok } from "../http/route.ts";
 import type { GatewayServices } from "../services.ts";
 import { type Inbox, inboxSchema, readInbox } from "./inbox-contents.ts";
+import { InboxFollower } from "./inbox-follower.ts";
 import { sessionUserId } from "./session-user.ts";
 
 /**
  * The person's live inbox (app API, signed-in session), read as a long-poll or as Server-Sent Events. Both
  * are held in this gateway (`inboxWaiters`, by svc_user_id) and woken by the services' `InboxChanged`
- * notifications (inbox_watch.proto); nothing reads the inbox meanwhile. While held, each counts as one open
+ * notifications (inbox_watch.proto); nothing reads the inbox meanwhile, and a wake that tells what changed
+ * is applied to the inbox last answered without reading (`InboxFollower`). While held, each counts as one open
  * inbox connection of the person (`inboxPresence`), which create-verification-link's `pushed_to_devices`
  * counts.
  */
@@ -44,14 +46,25 @@ const inboxRoute = defineRoute({
   output: inboxSchema,
   async handle(input, { caller, services, signal }) {
     const svcUserId = sessionUserId(caller);
-    const read = () => readInbox(services, svcUserId);
     const waitMs = (input.wait_seconds ?? 0) * 1000;
-    if (waitMs === 0 || input.cursor === undefined) return ok(await read());
+    if (waitMs === 0 || input.cursor === undefined) return ok(await readInbox(services, svcUserId));
     await services.inboxPresence.enter(svcUserId);
+    const follower = new InboxFollower(services, svcUserId);
+    const abandon = () => follower.interrupt();
+    signal.addEventListener("abort", abandon, { once: true });
+    let timer: NodeJS.Timeout | undefined;
     try {
-      const held = (first: Inbox) => (first.cursor === input.cursor ? waitMs : 0);
-      return ok(await services.inboxWaiters.hold(svcUserId, read, held, signal));
+      const first = await follower.inbox();
+      if (first.cursor !== input.cursor || signal.aborted) return ok(first);
+      timer = setTimeout(abandon, waitMs);
+      await follower.nextChange();
+      // Time up without a change: read again, in case a notification was lost. The client gone: nobody reads the answer.
+      if (signal.aborted) return ok(first);
+      return ok(await follower.inbox({ readAgain: !follower.changed }));
     } finally {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", abandon);
+      follower.stop();
       services.inboxPresence.leave(svcUserId);
     }
   },
@@ -70,56 +83,31 @@ const inboxEventsRoute = defineRoute({
   output: inboxSchema,
   async handle(_input, { caller, services, logger }) {
     const svcUserId = sessionUserId(caller);
-    // Listening before the first read: a change committed while it runs is read again after it.
-    const changes = listenForChanges(services, svcUserId);
+    // Listening before the first read: a change committed while it runs is applied after it.
+    const presence = services.inboxPresence.enter(svcUserId);
+    const follower = new InboxFollower(services, svcUserId);
+    let stopped = false;
+    const stop = () => {
+      if (stopped) return;
+      stopped = true;
+      follower.stop();
+      services.inboxPresence.leave(svcUserId);
+    };
     try {
-      const first = await readInbox(services, svcUserId);
-      return { kind: "stream", stream: (sink, signal) => streamInbox(services, logger, sink, signal, first, changes) };
+      const first = await follower.inbox();
+      return {
+        kind: "stream",
+        stream: (sink, signal) => streamInbox(services, logger, sink, signal, first, { follower, presence, stop }),
+      };
     } catch (error) {
-      changes.stop();
+      stop();
       throw error;
     }
   },
 });
 
-/** The wakes of one person's inbox, remembered while the stream is busy, so no change is missed. */
-function listenForChanges(services: GatewayServices, svcUserId: string) {
-  let pending = false;
-  let waiting: (() => void) | undefined;
-  const stopListening = services.inboxWaiters.listen(svcUserId, () => {
-    pending = true;
-    waiting?.();
-  });
-  const presence = services.inboxPresence.enter(svcUserId);
-  let stopped = false;
-  return {
-    svcUserId,
-    presence,
-    /** Resolves at the next change (at once if one came since the last call), or when `interrupt` is called. */
-    next: () =>
-      new Promise<void>((resolve) => {
-        if (pending) return resolve();
-        waiting = resolve;
-      }).then(() => {
-        pending = false;
-        waiting = undefined;
-      }),
-    /** Ends the current or the next wait (the client went away, perhaps while the inbox was being read). */
-    interrupt: () => {
-      pending = true;
-      waiting?.();
-    },
-    stop: () => {
-      if (stopped) return;
-      stopped = true;
-      stopListening();
-      services.inboxPresence.leave(svcUserId);
-    },
-  };
-}
-
 /**
- * The first event at once, then one per change (a wake whose read shows the same inbox sends nothing),
+ * The first event at once, then one per change (a wake after which the inbox is the same sends nothing),
  * until the client goes away or the gateway stops (both free the listener at once). A read that fails ends
  * the stream: the client reconnects and gets the refusal in the envelope.
  */
@@ -129,19 +117,21 @@ async function streamInbox(
   sink: EventSink,
   signal: AbortSignal,
   first: Inbox,
-  changes: ReturnType<typeof listenForChanges>,
+  held: { follower: InboxFollower; presence: Promise<void>; stop: () => void },
 ): Promise<void> {
+  const { follower } = held;
   const heartbeat = setInterval(() => sink.comment("heartbeat"), heartbeatMs);
-  signal.addEventListener("abort", changes.interrupt, { once: true });
+  const interrupt = () => follower.interrupt();
+  signal.addEventListener("abort", interrupt, { once: true });
   try {
-    await changes.presence;
+    await held.presence;
     if (signal.aborted) return;
     sink.send("inbox", first);
     let shown = first.cursor;
     for (;;) {
-      await changes.next();
+      await follower.nextChange();
       if (signal.aborted || services.inboxWaiters.closed) return;
-      const inbox = await readInbox(services, changes.svcUserId);
+      const inbox = await follower.inbox();
       if (inbox.cursor !== shown) sink.send("inbox", inbox);
       shown = inbox.cursor;
     }
@@ -149,8 +139,8 @@ async function streamInbox(
     logger.warn("inbox event stream ended: the inbox could not be read", { error });
   } finally {
     clearInterval(heartbeat);
-    signal.removeEventListener("abort", changes.interrupt);
-    changes.stop();
+    signal.removeEventListener("abort", interrupt);
+    held.stop();
   }
 }
 

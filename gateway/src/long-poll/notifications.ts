@@ -4,6 +4,7 @@ import type { CheckStatusResponse } from "@svc/proto/agentlink/v1/agentlink_pb.j
 import { CardLeftQueueSchema } from "@svc/proto/agentlink/v1/card_watch_pb.js";
 import { InboxChangedSchema } from "@svc/proto/common/v1/inbox_watch_pb.js";
 import { RequestChangedSchema } from "@svc/proto/gate/v1/request_watch_pb.js";
+import type { InboxChange } from "../app/inbox-follower.ts";
 import { cardKey, type Waiters } from "./waiters.ts";
 
 /** How long to wait before trying NATS again while it cannot be reached. */
@@ -32,11 +33,18 @@ export const requestNotifications = (subjectPrefix: string, waiters: Pick<Waiter
   },
 });
 
-/** `InboxChanged` (inbox_watch.proto), from gate, agentlink and account: the person's held inboxes read again. */
-export const inboxNotifications = (subjectPrefix: string, waiters: Pick<Waiters, "wake">): Subscription => ({
+/**
+ * `InboxChanged` (inbox_watch.proto), from gate, agentlink and account: the person's held inboxes apply
+ * the change it tells, or read again.
+ */
+export const inboxNotifications = (
+  subjectPrefix: string,
+  waiters: Pick<Waiters<InboxChange>, "wake">,
+): Subscription => ({
   subject: inboxChangedSubject(subjectPrefix),
   hear(data) {
-    waiters.wake(fromBinary(InboxChangedSchema, data).svcUserId);
+    const { svcUserId, change } = fromBinary(InboxChangedSchema, data);
+    waiters.wake(svcUserId, change.case === undefined ? undefined : change);
   },
 });
 

@@ -4,7 +4,8 @@
  * card (`cardKey`), the verification status by request id, the person's inbox by `svc_user_id`. A held
  * wait costs a map entry, a promise and a timer; no connection, subscription or query of its own. `T` is
  * what a notification may carry for the woken waits to answer without reading again (a card's
- * check-status answer); a wake without one (every status and inbox wake) makes them read again.
+ * check-status answer; what changed in an inbox, which `InboxFollower` applies); a wake without one
+ * (every status wake) makes them read again.
  */
 export class Waiters<T = never> {
   readonly #held = new Map<string, Set<(answer?: T) => void>>();

@@ -94,8 +94,8 @@ export function gateServices(deps: GateDependencies): GateServices {
         { devices },
       );
       if (input.svcUserId !== "") {
-        // A new request, or a pass that superseded the person's pending one: their inbox changed.
-        publishRequestCreated(deps.bus, input.svcUserId);
+        // A new pending request, or a ceremony that superseded the person's pending pre-check: their inbox changed.
+        publishRequestCreated(deps.bus, input.svcUserId, link, input.parentRequestId);
         if (link.status === "pending") pushRequest(input.svcUserId);
       }
       if (link.status === "pending" && behavior !== undefined)

@@ -1,5 +1,5 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { InboxChangedSchema, InboxPresenceSchema } from "@svc/proto/common/v1/inbox_watch_pb.js";
+import { type InboxChanged, InboxChangedSchema, InboxPresenceSchema } from "@svc/proto/common/v1/inbox_watch_pb.js";
 import type { NatsConnection } from "./nats.ts";
 import { notificationSubject } from "./nats.ts";
 
@@ -13,19 +13,29 @@ export const inboxPresenceSubject = (subjectPrefix: string, svcUserId: string): 
 
 /**
  * Tells the gateways that these people's inboxes changed, so the long-polls and event streams held for
- * them read their inbox again. Call it after the transaction has committed. A core NATS publish, at most
- * once and never throwing: a lost one (NATS down, the process killed before it) only makes a long-poll
- * run to its end.
+ * them answer again. A bare svc_user_id makes them read the inbox again (one message per person); one
+ * with `change` says exactly what changed (inbox_watch.proto), and is sent as it is. Call it after the
+ * transaction has committed. A core NATS publish, at most once and never throwing: a lost one (NATS
+ * down, the process killed before it) only makes a long-poll run to its end.
  */
 export function publishInboxChanged(
   bus: { nc: NatsConnection; subjectPrefix: string },
-  svcUserIds: Iterable<string | null | undefined>,
+  changes: Iterable<string | null | undefined | { svcUserId: string | null; change?: InboxChanged["change"] }>,
 ): void {
   const subject = inboxChangedSubject(bus.subjectPrefix);
-  for (const svcUserId of new Set(svcUserIds)) {
+  const readAgain = new Set<string>();
+  const messages: InboxChanged[] = [];
+  for (const item of changes) {
+    const { svcUserId, change } =
+      typeof item === "object" && item !== null ? item : { svcUserId: item, change: undefined };
     if (!svcUserId) continue;
+    if (change?.case === undefined) readAgain.add(svcUserId);
+    else messages.push(create(InboxChangedSchema, { svcUserId, change }));
+  }
+  for (const svcUserId of readAgain) messages.push(create(InboxChangedSchema, { svcUserId }));
+  for (const message of messages) {
     try {
-      bus.nc.publish(subject, toBinary(InboxChangedSchema, create(InboxChangedSchema, { svcUserId })));
+      bus.nc.publish(subject, toBinary(InboxChangedSchema, message));
     } catch {
       // The connection is closing or closed: see above.
     }

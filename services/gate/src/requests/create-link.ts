@@ -34,11 +34,14 @@ export interface CreatedLink {
   requestId: string;
   status: "pending" | "pass";
   flowSecret: string;
+  createdAt: Date;
   expiresAt: Date;
   pushedToDevices: number;
   sdkType: "signal" | "presence";
   authMode: Mode;
   gate: GateFacts;
+  organizationId: string;
+  notarizeOffered: boolean;
 }
 
 /** decisions.md: `private` unless `svc_user_id` is given, then `linked-account`. */
@@ -139,10 +142,13 @@ export async function createLink(
     requestId,
     status: outcome,
     flowSecret,
+    createdAt: now,
     expiresAt: new Date(now.getTime() + (passed ? presencePassReadableMs : requestLifetimeMs)),
     pushedToDevices: passed ? 0 : human.devices,
     sdkType: passed || input.parentRequestId !== "" ? "presence" : "signal",
     authMode,
     gate,
+    organizationId,
+    notarizeOffered,
   };
 }
