@@ -2,6 +2,7 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { GateType, type OpenRequestResponse } from "@svc/proto/gate/v1/gate_pb.js";
 import { defineRoute, ok } from "../http/route.ts";
 import type { GatewayServices } from "../services.ts";
+import { flowSecretField, requestIdField } from "./person-fields.ts";
 import { sessionUserId } from "./session-user.ts";
 
 /**
@@ -50,6 +51,44 @@ export const proveAgeRoute = defineRoute({
       request_uri: step.requestUri,
       qr_code_url: `${step.requestUri}/qr.svg`,
       ...(step.expiresAt ? { expires_at: timestampDate(step.expiresAt).toISOString() } : {}),
+    });
+  },
+});
+
+/**
+ * `POST /flow/requests/presentation`: the web flow waits here for the wallet (often on another device).
+ * The flow secret is checked by gate before account is asked, which reads it for the request it is bound to.
+ */
+export const flowPresentationStateRoute = defineRoute({
+  operationId: "flowPresentationState",
+  method: "POST",
+  path: "/flow/requests/presentation",
+  summary:
+    "The presentation step's state (pending, accepted or expired) and the last refusal's reason, with the request's status.",
+  auth: { accepts: [] },
+  input: {
+    type: "object",
+    properties: {
+      request_id: requestIdField,
+      t: flowSecretField,
+      presentation_id: { type: "string", pattern: "^apr_[0-9a-f]{32}$" },
+    },
+    required: ["request_id", "t", "presentation_id"],
+  },
+  envelope: "nested",
+  async handle(input, { services }) {
+    const { status } = await services.gate.getRequestState({
+      requestId: input.request_id,
+      access: { flowSecret: input.t, svcUserId: "" },
+    });
+    const presentation = await services.account.getAgePresentation({
+      presentationId: input.presentation_id,
+      requestId: input.request_id,
+    });
+    return ok({
+      status,
+      state: presentation.state,
+      ...(presentation.lastRefusal !== "" ? { last_refusal: presentation.lastRefusal } : {}),
     });
   },
 });

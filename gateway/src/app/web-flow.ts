@@ -3,7 +3,9 @@ import type { RawReply, RawRoute } from "../http/raw-route.ts";
 /**
  * The web flow at `web_url` (`/flow/<request_id>`) and its script, served outside `{base_url}`. The page is static: it reads the request id
  * from its path and the flow secret from the URL fragment, and talks to the `/v1/flow/…` operations.
- * It asks for nothing personal.
+ * It asks for nothing personal. For an Age Gate without evidence it first shows the wallet presentation
+ * step (a QR code for a wallet on another device, the Digital Credentials API where the browser has it)
+ * and waits for its outcome before the passkey confirmation.
  */
 export const webFlowRoutes: RawRoute[] = [
   { path: /^\/flow\/req_[0-9a-f]{32}$/, method: "GET", serve: () => page("text/html; charset=utf-8", pageHtml) },
@@ -17,7 +19,7 @@ function page(contentType: string, body: string): RawReply {
       "content-type": contentType,
       "cache-control": "no-store",
       "content-security-policy":
-        "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'none'; frame-ancestors 'none'",
+        "default-src 'none'; script-src 'self'; img-src 'self'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'none'; frame-ancestors 'none'",
       "referrer-policy": "no-referrer",
       "x-content-type-options": "nosniff",
     },
@@ -36,6 +38,8 @@ const pageHtml = `<!doctype html>
   h1 { font-size: 1.4rem; }
   button { display: block; width: 100%; margin: .6rem 0; padding: .8rem; font-size: 1rem; border-radius: .5rem; border: 1px solid #888; background: #fff; cursor: pointer; }
   button.primary { background: #1b1b1f; color: #fff; border-color: #1b1b1f; }
+  #qr { display: block; width: 15rem; height: 15rem; margin: 1rem auto; image-rendering: pixelated; }
+  #refusal { color: #a4161a; }
   #status { min-height: 1.5rem; color: #555; }
   [hidden] { display: none !important; }
 </style>
@@ -43,6 +47,13 @@ const pageHtml = `<!doctype html>
 <body>
 <h1 id="title">Verify you are a person</h1>
 <p id="detail">Loading…</p>
+<div id="wallet" hidden>
+  <p>Scan with your wallet app to show your age. The wallet shares only whether you are old enough, never your birth date.</p>
+  <img id="qr" alt="QR code to scan with your wallet app">
+  <button id="same-device" hidden>Use a wallet on this device</button>
+  <p id="refusal" role="alert" hidden></p>
+  <button id="retry" hidden>Try again</button>
+</div>
 <div id="actions" hidden>
   <button id="confirm" class="primary">Continue with a passkey</button>
   <button id="register" hidden>Create a passkey</button>
@@ -92,10 +103,97 @@ const pageScript = `"use strict";
       $("detail").textContent = "This request is " + opened.status + ".";
       return undefined;
     }
+    if (opened.age_presentation && opened.age_presentation.needed) {
+      showPresentation(opened.age_presentation);
+      return undefined;
+    }
     $("detail").textContent = "Confirm with a passkey on this device. Nothing about you is shared.";
     $("actions").hidden = false;
     $("register").hidden = opened.auth_mode !== "private";
     return opened;
+  }
+
+  // A refusal code from the verifier, said plainly; anything else falls back to the general sentence.
+  const refusals = {
+    untrusted_issuer: "Your wallet's credential comes from an issuer this service does not trust.",
+    expired_credential: "The credential in your wallet has expired.",
+    credential_not_yet_valid: "The credential in your wallet is not valid yet.",
+    revoked_credential: "The credential in your wallet has been revoked by its issuer.",
+    claim_missing: "Your wallet did not share the age this page asks for.",
+    claim_not_asked: "Your wallet shared an age this page did not ask for.",
+    credential_type_not_accepted: "This kind of credential cannot prove your age here.",
+  };
+  const refusalText = (code) => (refusals[code] || "Your wallet's answer could not be verified.") + " Nothing was kept.";
+
+  let waiting;
+  let dismissed = "";
+  let delay = 1000;
+
+  function showPresentation(step) {
+    $("actions").hidden = true;
+    $("wallet").hidden = false;
+    $("detail").textContent = "First, show your age with a wallet. Then confirm with a passkey.";
+    $("qr").src = step.qr_code_url;
+    $("same-device").hidden = !("DigitalCredential" in window);
+    $("same-device").onclick = guard(() => sameDevice(step));
+    clearTimeout(waiting);
+    delay = 1000;
+    waiting = setTimeout(() => poll(step), delay);
+  }
+
+  // Waits for the wallet's direct_post (often from another device), backing off up to 8 s.
+  async function poll(step) {
+    let answer;
+    try {
+      answer = await call("requests/presentation", { presentation_id: step.presentation_id });
+    } catch (error) {
+      say(error.message);
+    }
+    if (answer && answer.status !== "pending") {
+      $("wallet").hidden = true;
+      $("detail").textContent = "This request is " + answer.status + ".";
+      return;
+    }
+    if (answer && answer.state === "accepted") {
+      $("wallet").hidden = true;
+      say("Your age is shown. Now confirm with a passkey.");
+      await open().catch((e) => say(e.message));
+      return;
+    }
+    if (answer && answer.state === "expired") {
+      await open().catch((e) => say(e.message));
+      return;
+    }
+    // The request stays pending after a refusal: the wallet may answer again while the refusal shows.
+    if (answer && answer.last_refusal && answer.last_refusal !== dismissed) {
+      $("refusal").textContent = refusalText(answer.last_refusal);
+      $("refusal").hidden = false;
+      $("retry").hidden = false;
+      $("retry").onclick = () => {
+        dismissed = answer.last_refusal;
+        $("refusal").hidden = true;
+        $("retry").hidden = true;
+        say("Scan the code again with your wallet app.");
+        delay = 1000;
+      };
+    }
+    delay = Math.min(delay * 1.5, 8000);
+    waiting = setTimeout(() => poll(step), delay);
+  }
+
+  // Best effort: the same-device wallet through the Digital Credentials API, answered like a direct_post.
+  async function sameDevice(step) {
+    const requestObject = await (await fetch(step.request_uri)).text();
+    const claims = JSON.parse(atob(requestObject.split(".")[1].replace(/-/g, "+").replace(/_/g, "/")));
+    const credential = await navigator.credentials.get({
+      digital: { requests: [{ protocol: "openid4vp-v1-signed", data: { request: requestObject } }] },
+    });
+    const vpToken = credential.data && credential.data.vp_token;
+    await fetch(claims.response_uri, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ vp_token: typeof vpToken === "string" ? vpToken : JSON.stringify(vpToken), state: claims.state }),
+    });
   }
 
   async function confirm() {

@@ -1,6 +1,6 @@
 import type { Client } from "@connectrpc/connect";
 import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
-import { proveAgeRoute } from "../app/age-presentation.ts";
+import { flowPresentationStateRoute, proveAgeRoute } from "../app/age-presentation.ts";
 import { agentBindingRoutes } from "../app/agent-bindings.ts";
 import { agentCardRoutes } from "../app/agent-cards.ts";
 import { deleteAccountRoute } from "../app/delete-account.ts";
@@ -69,6 +69,7 @@ export const routes: readonly Route[] = [
   ...agentCardRoutes,
   ...inboxRoutes,
   ...flowRequestRoutes,
+  flowPresentationStateRoute,
   flowBeginPasskeyRegistrationRoute,
   flowFinishPasskeyRegistrationRoute,
 ];

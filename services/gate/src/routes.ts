@@ -11,6 +11,7 @@ import {
   DeclineRequestResponseSchema,
   GateService,
   GetPartnerConfigResponseSchema,
+  GetRequestStateResponseSchema,
   GetVerificationStatusResponseSchema,
   ListPendingRequestsResponseSchema,
   LogoutResponseSchema,
@@ -189,6 +190,11 @@ export function gateRoutes(services: GateServices): (router: ConnectRouter) => v
       declineRequest: (request) =>
         refusalsAsConnectErrors(async () =>
           create(DeclineRequestResponseSchema, await ceremony.decline(request.requestId, access(request.access))),
+        ),
+
+      getRequestState: (request) =>
+        refusalsAsConnectErrors(async () =>
+          create(GetRequestStateResponseSchema, await ceremony.state(request.requestId, access(request.access))),
         ),
 
       listPendingRequests: (request) =>

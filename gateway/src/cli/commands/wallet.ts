@@ -7,9 +7,10 @@ const decodeJwtPayload = (jwt: string) =>
   JSON.parse(Buffer.from(jwt.split(".")[1] ?? "", "base64url").toString()) as Record<string, unknown>;
 
 /** The request_uri to answer: a gate request's open presentation step, or a new ahead-of-time one in the app API. */
-async function requestUri(ctx: CliContext, human: string, requestId: string | undefined): Promise<string> {
+async function requestUri(ctx: CliContext, human: string | undefined, requestId: string | undefined): Promise<string> {
   if (requestId !== undefined)
     return (await ctx.serviceConsole(AccountConsoleService).findAgePresentation({ requestId })).requestUri;
+  if (human === undefined) throw new UsageError("--human is required without --request");
   const identity = await ctx.serviceConsole(AccountConsoleService).getDevSignInIdentity({ svcUserId: human });
   const session = await ctx.console().mintDevSession({ issuer: identity.issuer, subject: identity.subject });
   const api = process.env.SVCCTL_API_URL ?? "http://127.0.0.1:8080";
@@ -38,7 +39,11 @@ export const walletCommands: CommandGroup = {
         "step (open the request first); without, it proves the age ahead of time through the app API at SVCCTL_API_URL " +
         "(default http://127.0.0.1:8080). Development only.",
       options: {
-        human: { type: "string", required: true, valueName: "SVC_USER_ID", description: "the person" },
+        human: {
+          type: "string",
+          valueName: "SVC_USER_ID",
+          description: "the person (required without --request: the request names its own step)",
+        },
         birthdate: {
           type: "string",
           required: true,
@@ -66,7 +71,7 @@ export const walletCommands: CommandGroup = {
           holderJwk: JSON.stringify(holder.publicKey.export({ format: "jwk" })),
           issuer: stringValue(values, "issuer") ?? "development",
         });
-        const uri = await requestUri(ctx, values.human as string, stringValue(values, "request"));
+        const uri = await requestUri(ctx, stringValue(values, "human"), stringValue(values, "request"));
         const fetched = await fetch(uri);
         if (!fetched.ok) throw new UsageError(`the request object could not be fetched: ${fetched.status}`);
         const request = decodeJwtPayload(await fetched.text());

@@ -162,6 +162,11 @@ export class Ceremony {
     return { status: "completed", ...(webFlow ? { token: signed.token } : {}), returnUrl };
   }
 
+  /** The status the person's side sees, without opening the request (no ceremony is begun). */
+  async state(requestId: string, access: Access): Promise<{ status: StoredStatus }> {
+    return { status: await this.#currentStatus(await this.#authorized(requestId, access)) };
+  }
+
   async decline(requestId: string, access: Access): Promise<{ status: StoredStatus; returnUrl: string }> {
     return this.#failByPerson(requestId, access, { reason: "user_denied", errorMessage: "the person declined" });
   }
