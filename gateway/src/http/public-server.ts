@@ -108,9 +108,12 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
 
   const runOperation = async (req: IncomingMessage, res: ServerResponse, url: URL, route: Route): Promise<void> => {
     const started = performance.now();
-    // The client went away before the answer (a response finished normally closes too, harmlessly).
+    // The client went away before the answer. A finished response closes too; aborting then would only
+    // make an AbortError on every request.
     const gone = new AbortController();
-    res.once("close", () => gone.abort());
+    res.once("close", () => {
+      if (!res.writableFinished) gone.abort();
+    });
     const ctx: RequestContext = {
       route,
       request: req,
