@@ -102,7 +102,12 @@ describe("the web app over the accounts and inbox operations", () => {
     const link = await request(svcUserId);
     await page.getByText("Web shop asks you to confirm you are a person").waitFor();
     await reviewScreen(page, "inbox-request");
-    await page.getByRole("button", { name: "Open", exact: true }).first().click();
+    const open = page.getByRole("button", { name: "Open", exact: true }).first();
+    // Each request's Open button is described by that request's text, for a screen reader.
+    expect(
+      await open.evaluate((b) => document.getElementById(b.getAttribute("aria-describedby") ?? "")?.textContent),
+    ).toBe("Web shop asks you to confirm you are a person");
+    await open.click();
     await page.getByRole("button", { name: "Confirm with a passkey" }).click();
     await page.getByText("This request is completed.").waitFor();
     const record = result(

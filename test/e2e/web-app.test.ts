@@ -327,7 +327,11 @@ describe("the web app", () => {
     // The inbox still tells of the new binding until the person dismisses it.
     const notices = page.getByRole("region", { name: "Notices" });
     await notices.getByText("Pay_Bot is now bound to you.").waitFor();
-    await notices.getByRole("button", { name: "Dismiss" }).click();
+    const dismiss = notices.getByRole("button", { name: "Dismiss" });
+    expect(
+      await dismiss.evaluate((b) => document.getElementById(b.getAttribute("aria-describedby") ?? "")?.textContent),
+    ).toBe("Pay_Bot is now bound to you.");
+    await dismiss.click();
     await page.getByText("Nothing is waiting for you.").waitFor();
     // One passkey ceremony for both cards.
     expect((await credentials())[0]?.signCount).toBe(countBefore + 1);

@@ -37,19 +37,22 @@ export const inboxScreen: Screen = (main, navigate) => {
       el(
         "ul",
         { class: "items" },
-        ...notices.map((notice) =>
-          el(
+        ...notices.map((notice) => {
+          // Every notice has a Dismiss button: the notice's text tells a screen reader which one this is.
+          const textId = uniqueId("notice");
+          return el(
             "li",
             {},
-            el("p", {}, noticeText(notice)),
+            el("p", { id: textId }, noticeText(notice)),
             button(
               t("noticeDismiss"),
               guard(status.say, async () => {
                 await api("POST", "/app/notices/dismiss", { notice_id: notice.notice_id });
               }),
+              { "aria-describedby": textId },
             ),
-          ),
-        ),
+          );
+        }),
       ),
     );
     noticesSection.hidden = notices.length === 0;
@@ -61,21 +64,24 @@ export const inboxScreen: Screen = (main, navigate) => {
       el(
         "ul",
         { class: "items" },
-        ...requests.map((request) =>
-          el(
+        ...requests.map((request) => {
+          const textId = uniqueId("request");
+          return el(
             "li",
             {},
             el(
               "p",
-              {},
+              { id: textId },
               request.gate_type === "age"
                 ? t("requestAge", { platform: request.platform.name, age: request.age_threshold ?? "" })
                 : t("requestHuman", { platform: request.platform.name }),
             ),
             el("p", { class: "hint" }, t("expires", { date: when(request.expires_at) })),
-            button(t("requestOpen"), () => navigate(`/app/requests/${request.request_id}`)),
-          ),
-        ),
+            button(t("requestOpen"), () => navigate(`/app/requests/${request.request_id}`), {
+              "aria-describedby": textId,
+            }),
+          );
+        }),
       ),
     );
     requestsSection.hidden = requests.length === 0;
