@@ -1,9 +1,12 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { fromBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
+import { connectNats, notificationSubject } from "@svc/platform";
 import { AccountConsoleService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
+import { RequestChangedSchema } from "@svc/proto/gate/v1/request_watch_pb.js";
 import { WebhookConsoleService } from "@svc/proto/webhook/v1/webhook_pb.js";
 import { createRemoteJWKSet, jwtVerify } from "jose";
 import { Webhook } from "standardwebhooks";
@@ -398,8 +401,17 @@ describe("gate ceremonies end to end", () => {
     expect((await status(otherGate.request_id)).status).toBe("pending");
     moveClock(60_000);
     expect((await status(byRef.request_id)).status).toBe("expired");
-    // A pre-check's presence ceremony replaces its pending pre-check instead of conflicting with it.
+    // A pre-check's presence ceremony replaces its pending pre-check instead of conflicting with it, and
+    // the status long-polls held for the pre-check are woken as for any other end.
     const preCheck = await createLink({ gate: "login", partner_user_ref: "henry-ref" });
+    const nc = await connectNats({ url: mesh.env.SVC_NATS_URL as string, name: "gate-ceremony-test" });
+    const told: { requestId: string; status: string }[] = [];
+    nc.subscribe(notificationSubject(mesh.env.SVC_EVENT_SUBJECT_PREFIX as string, "gate.request_changed"), {
+      callback: (_error, message) => {
+        told.push(fromBinary(RequestChangedSchema, message.data));
+      },
+    });
+    await nc.flush(); // subscribed at the server before gate publishes
     const ceremony = await createLink({
       gate: "login",
       partner_user_ref: "henry-ref",
@@ -407,6 +419,11 @@ describe("gate ceremonies end to end", () => {
     });
     expect(ceremony.sdk_type).toBe("presence");
     expect((await status(preCheck.request_id)).status).toBe("expired");
+    await nc.flush();
+    await nc.close();
+    expect(told.map(({ requestId, status }) => ({ requestId, status }))).toEqual([
+      { requestId: preCheck.request_id, status: "expired" },
+    ]);
   });
 
   it("expiry: unopened sends nothing; opened late or left open sends gate.unavailable with expired_at", async () => {

@@ -15,7 +15,7 @@ import { PartnerQueries } from "./requests/partner-queries.ts";
 import { type PendingRequest, pendingRequestsOf } from "./requests/person-inbox.ts";
 import { reachableDevices } from "./requests/reachable-devices.ts";
 import { RequestLifecycle } from "./requests/request-lifecycle.ts";
-import { publishRequestCreated } from "./requests/request-watch.ts";
+import { publishRequestCreated, publishSupersededParent } from "./requests/request-watch.ts";
 import { RequestWriter } from "./requests/request-writer.ts";
 import { SessionFactsLookup } from "./sessions/session-facts.ts";
 import { SessionStore } from "./sessions/session-store.ts";
@@ -98,6 +98,8 @@ export function gateServices(deps: GateDependencies): GateServices {
         publishRequestCreated(deps.bus, input.svcUserId, link, input.parentRequestId);
         if (link.status === "pending") pushRequest(input.svcUserId);
       }
+      if (link.status === "pending" && input.parentRequestId !== "")
+        await publishSupersededParent(deps.bus, db, input.parentRequestId);
       if (link.status === "pending" && behavior !== undefined)
         sandbox.answer(link.requestId, input.svcUserId, behavior);
       return link;

@@ -3,6 +3,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type EventBus, notificationSubject, publishInboxChanged } from "@svc/platform";
 import { type InboxChanged, InboxRequestSchema } from "@svc/proto/common/v1/inbox_watch_pb.js";
 import { RequestChangedSchema } from "@svc/proto/gate/v1/request_watch_pb.js";
+import type pg from "pg";
 import type { CreatedLink } from "./create-link.ts";
 
 /** The notification's name; its subject and payload are documented in `request_watch.proto`. */
@@ -66,3 +67,21 @@ const pendingOf = (link: CreatedLink): InboxChanged["change"] => ({
     createdAt: timestampFromDate(link.createdAt),
   }),
 });
+
+/**
+ * A presence ceremony committed for `parentRequestId`: when that made the pending pre-check `expired`
+ * (superseded), the status long-polls held for the pre-check are told, as for any other end. The create
+ * statement does not say whether it superseded, so the pre-check is read once after the commit; only
+ * ceremonies pay for it. Never throws: a missed wake-up only makes a wait run to its end.
+ */
+export async function publishSupersededParent(bus: Bus, db: pg.Pool, parentRequestId: string): Promise<void> {
+  try {
+    const { rows } = await db.query<{ id: string; status: string; svc_user_id: string | null }>(
+      "select id, status, svc_user_id from requests where id = $1 and ended_by = 'superseded'",
+      [parentRequestId],
+    );
+    publishRequestsChanged(bus, rows);
+  } catch {
+    // The pool is closing, or the database is briefly away: see above.
+  }
+}
