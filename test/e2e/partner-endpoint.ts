@@ -7,7 +7,7 @@ import { Webhook } from "standardwebhooks";
 import { vi } from "vitest";
 import type { TestMesh } from "../harness/test-mesh.ts";
 
-export interface SignedDelivery {
+interface SignedDelivery {
   /** `webhook-id`: the partner's deduplication key. */
   id: string;
   body: Record<string, unknown>;
