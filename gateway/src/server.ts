@@ -42,8 +42,10 @@ import {
 } from "./long-poll/notifications.ts";
 import { Waiters } from "./long-poll/waiters.ts";
 import { migrations } from "./migrations/index.ts";
+import { CheckStatusBatcher } from "./operations/check-status-batcher.ts";
 import { rawRoutes, routes } from "./operations/index.ts";
 import { KeySetCache } from "./operations/jwks.ts";
+import { VerifyTokenBatcher } from "./operations/verify-token-batcher.ts";
 import { loadWidgetScript } from "./operations/widget-script.ts";
 import { KeyLimits } from "./rate-limits/key-limits.ts";
 import { rateLimitStage } from "./rate-limits/rate-limit-stage.ts";
@@ -106,9 +108,11 @@ export async function startGateway(
   const services: GatewayServices = {
     signing,
     keySet: new KeySetCache({ signing, logger }),
+    tokenChecks: new VerifyTokenBatcher(signing),
     gate,
     account,
     agentlink,
+    cardStatuses: new CheckStatusBatcher(agentlink),
     webhookCallbacks: createInternalClient(WebhookCallbackService, config.webhookDispatchUrl, {
       timeoutMs: webhookCallbacksTimeoutMs,
     }),

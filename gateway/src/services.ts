@@ -9,16 +9,22 @@ import type { InboxChange } from "./app/inbox-follower.ts";
 import type { CredentialDirectory } from "./credentials/directory.ts";
 import type { InboxPresence } from "./long-poll/inbox-presence.ts";
 import type { Waiters } from "./long-poll/waiters.ts";
+import type { CheckStatusBatcher } from "./operations/check-status-batcher.ts";
 import type { KeySetCache } from "./operations/jwks.ts";
+import type { VerifyTokenBatcher } from "./operations/verify-token-batcher.ts";
 import type { WidgetScript } from "./operations/widget-script.ts";
 
 /** What operation handlers reach beyond the request: the business services' clients and shared caches. */
 export interface GatewayServices {
   signing: Client<typeof SigningService>;
   keySet: KeySetCache;
+  /** verify-token's checks, sent to signing together (one VerifyTokens call for concurrent requests). */
+  tokenChecks: VerifyTokenBatcher;
   gate: Client<typeof GateService>;
   account: Client<typeof AccountService>;
   agentlink: Client<typeof AgentService>;
+  /** check-status reads, sent to agentlink together (one CheckStatuses call for concurrent reads). */
+  cardStatuses: CheckStatusBatcher;
   /** webhook-dispatch's report of agents' callbacks (check-status); a short deadline, since the answer does without it. */
   webhookCallbacks: Client<typeof WebhookCallbackService>;
   /** The check-status long-polls held in this process, by card. */

@@ -1,20 +1,6 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { VerifyTokenResponse } from "@svc/proto/signing/v1/signing_pb.js";
 import { defineRoute, ok } from "../http/route.ts";
-import type { GatewayServices } from "../services.ts";
-import { VerifyTokenBatcher } from "./verify-token-batcher.ts";
-
-/** One batcher per signing client, made on first use: concurrent requests share its batches. */
-const batchers = new WeakMap<GatewayServices["signing"], VerifyTokenBatcher>();
-
-function batcherFor(signing: GatewayServices["signing"]): VerifyTokenBatcher {
-  let batcher = batchers.get(signing);
-  if (batcher === undefined) {
-    batcher = new VerifyTokenBatcher(signing);
-    batchers.set(signing, batcher);
-  }
-  return batcher;
-}
 
 /**
  * `POST /sdk/verify-token`: signing checks the token and records the check (replays); an invalid
@@ -62,7 +48,7 @@ export const verifyTokenRoute = defineRoute({
     required: ["valid", "replayed"],
   },
   async handle(input, { services }) {
-    const result = await batcherFor(services.signing).verify({ token: input.token, audience: input.audience });
+    const result = await services.tokenChecks.verify({ token: input.token, audience: input.audience });
     return ok(verifyTokenResult(result));
   },
 });
