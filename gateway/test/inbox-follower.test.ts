@@ -118,6 +118,21 @@ describe("an inbox change applied without reading", () => {
     expect(withRequestEnded(held, r3.requestId, later)?.inbox).toEqual((await read([r2])).inbox);
   });
 
+  it("hashes only the new item for the cursor, not the whole inbox again", async () => {
+    const held = await read([r1, r2]);
+    const stringify = vi.spyOn(JSON, "stringify");
+    try {
+      const ended = withRequestEnded(held, r1.requestId, now);
+      expect(stringify).not.toHaveBeenCalled();
+      withRequestPending(ended ?? held, r3, { name: "Alpha" }, now);
+      expect(stringify.mock.calls.map(([value]) => value)).toEqual([
+        expect.objectContaining({ request_id: r3.requestId }),
+      ]);
+    } finally {
+      stringify.mockRestore();
+    }
+  });
+
   it("asks for a read when the inbox holds gate's bound of 100 requests", async () => {
     const many = Array.from({ length: 100 }, (_, i) =>
       request(`${String(i).padStart(8, "0")}-0000-4000-8000-000000000000`, orgA, minutes(-2)),
