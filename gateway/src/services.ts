@@ -6,7 +6,7 @@ import type { GateService } from "@svc/proto/gate/v1/gate_pb.js";
 import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import type { WebhookCallbackService } from "@svc/proto/webhook/v1/webhook_pb.js";
 import type { InboxChange } from "./app/inbox-follower.ts";
-import type { CredentialDirectory } from "./credentials/directory.ts";
+import type { OrganizationNames } from "./app/organization-names.ts";
 import type { InboxPresence } from "./long-poll/inbox-presence.ts";
 import type { Waiters } from "./long-poll/waiters.ts";
 import type { CheckStatusBatcher } from "./operations/check-status-batcher.ts";
@@ -36,7 +36,7 @@ export interface GatewayServices {
   /** The people whose inbox this process holds open, answering gate's presence requests. */
   inboxPresence: InboxPresence;
   /** Organizations are the gateway's: the app names a partner by its organization's name (cached, `OrganizationNameCache`). */
-  organizations: Pick<CredentialDirectory, "organizationNames">;
+  organizations: OrganizationNames;
   /** The injected clock (the inbox leaves out requests whose window has ended). */
   clock: Clock;
   /** `{api_origin}`, for the links a response carries. */

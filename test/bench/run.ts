@@ -63,6 +63,13 @@ const goals: Record<string, Goal[]> = {
       says: "p99 from a gate request's commit to the held inbox long-poll's answer at most 5x a bare JetStream publish-and-ack's p99",
     },
   ],
+  "widget-wake": [
+    {
+      field: "ratio",
+      atMost: 3,
+      says: "p99 from a sandbox human's confirmation commit to the page's svc:gate-status event at most 3x the status long-poll's own wake p99",
+    },
+  ],
   "trust-layer-screening": [
     { field: "p99_ms", atMost: 2, says: "screening a 28 KB card of realistic content: p99 at most 2 ms" },
     { field: "ratio", atLeast: 0.1, says: "its throughput at least 10% of JSON.parse of the same bytes" },

@@ -101,6 +101,8 @@ export const createVerificationLinkRoute = defineRoute({
     },
   },
   async handle(input, { caller, services }) {
+    // The person's open inboxes name this partner when gate tells them of the request: known by then, it costs that wake nothing.
+    if (input.svc_user_id !== undefined && caller) services.organizations.warm(caller.organizationId);
     const link = await failingAs500("the request could not be created; retry", () =>
       services.gate.createVerificationLink({
         caller,
