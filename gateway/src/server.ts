@@ -129,7 +129,7 @@ export async function startGateway(
   const devIdp =
     config.deployment === "production"
       ? undefined
-      : await DevIdentityProvider.open({ orm, clock, publicOrigin: config.publicOrigin });
+      : await DevIdentityProvider.open({ orm, clock, publicOrigin: config.publicOrigin, pepper: config.keyPepper });
   const oidc = loadOidcConfig(env);
   const userSessions = userSessionResolver({ oidc, devIdp, account, clock });
   // The web app signs in with the configured issuer once it has a client id there, else with the development one.

@@ -24,7 +24,13 @@ export interface TestMesh extends Mesh {
  */
 export async function startTestMesh(
   label: string,
-  options: { only?: ServiceName[]; clockAt?: Date | string; env?: Record<string, string> } = {},
+  options: {
+    only?: ServiceName[];
+    clockAt?: Date | string;
+    env?: Record<string, string>;
+    /** Every line every process prints, as it comes (`logs()` keeps only the last 500). */
+    onLog?: (line: string) => void;
+  } = {},
 ): Promise<TestMesh> {
   const database = await createTestDatabase(label);
   const dir = mkdtempSync(join(tmpdir(), `mesh-${label}-`));
@@ -48,6 +54,7 @@ export async function startTestMesh(
     ports: "free",
     only: options.only,
     log: (line) => {
+      options.onLog?.(line);
       lines.push(line);
       if (lines.length > 500) lines.shift();
     },

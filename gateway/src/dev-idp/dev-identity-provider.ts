@@ -1,3 +1,4 @@
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:crypto";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type { Clock } from "@svc/platform";
 import {
@@ -25,6 +26,35 @@ const appAudience = devClientId;
 const sessionLifetimeSeconds = 3600;
 
 /**
+ * The private key's `d` is stored sealed, never in clear: AES-256-GCM under a key derived from the
+ * gateway's key pepper (GATEWAY_KEY_PEPPER), with the kid as additional data; `d_sealed` is base64url
+ * of nonce, ciphertext and tag.
+ */
+type StoredJwk = JWK & { d_sealed?: string };
+
+const sealingKeyOf = (pepper: Buffer) =>
+  Buffer.from(hkdfSync("sha256", pepper, Buffer.alloc(0), "svc gateway: development identity provider key", 32));
+
+function sealD(key: Buffer, kid: string, d: string): string {
+  const nonce = randomBytes(12);
+  const cipher = createCipheriv("aes-256-gcm", key, nonce).setAAD(Buffer.from(kid));
+  return Buffer.concat([nonce, cipher.update(d, "utf8"), cipher.final(), cipher.getAuthTag()]).toString("base64url");
+}
+
+function openD(key: Buffer, kid: string, sealed: string): string {
+  const bytes = Buffer.from(sealed, "base64url");
+  try {
+    const decipher = createDecipheriv("aes-256-gcm", key, bytes.subarray(0, 12)).setAAD(Buffer.from(kid));
+    decipher.setAuthTag(bytes.subarray(bytes.length - 16));
+    return Buffer.concat([decipher.update(bytes.subarray(12, bytes.length - 16)), decipher.final()]).toString("utf8");
+  } catch {
+    throw new Error(
+      `the development identity provider's key ${kid} is sealed under another GATEWAY_KEY_PEPPER; delete its row from gateway.dev_idp_keys to make a new one`,
+    );
+  }
+}
+
+/**
  * A development stand-in for the OpenID Connect issuer the app signs in with: it mints user-session
  * JWTs (ES256) for a sign-in identity (issuer, subject), so a whole ceremony runs without a phone or an
  * outside identity provider. The web app reaches it through its OpenID Connect endpoints
@@ -47,30 +77,44 @@ export class DevIdentityProvider {
   }
 
   /** Loads the provider's key, creating it on first start (concurrent first starts keep one). */
-  static async open(options: { orm: MikroORM; clock: Clock; publicOrigin: string }): Promise<DevIdentityProvider> {
+  static async open(options: {
+    orm: MikroORM;
+    clock: Clock;
+    publicOrigin: string;
+    /** GATEWAY_KEY_PEPPER: the private key is stored sealed under a key derived from it. */
+    pepper: Buffer;
+  }): Promise<DevIdentityProvider> {
     const em = options.orm.em.fork();
-    let rows = await em.execute<{ kid: string; private_jwk: JWK }[]>(
+    const sealingKey = sealingKeyOf(options.pepper);
+    let rows = await em.execute<{ kid: string; private_jwk: StoredJwk }[]>(
       `select kid, private_jwk from dev_idp_keys order by created_at limit 1`,
     );
     if (!rows[0]) {
       const { privateKey } = await generateKeyPair("ES256", { extractable: true });
-      const jwk = await exportJWK(privateKey);
-      const kid = await calculateJwkThumbprint(jwk);
+      const { d = "", ...publicPart } = await exportJWK(privateKey);
+      const kid = await calculateJwkThumbprint(publicPart);
       await em.execute(
         `insert into dev_idp_keys (kid, private_jwk, created_at) values (?, ?::jsonb, ?) on conflict do nothing`,
-        [kid, JSON.stringify(jwk), options.clock.now()],
+        [kid, JSON.stringify({ ...publicPart, d_sealed: sealD(sealingKey, kid, d) }), options.clock.now()],
       );
       rows = await em.execute(`select kid, private_jwk from dev_idp_keys order by created_at limit 1`);
     }
     const [row] = rows;
     if (!row) throw new Error("dev_idp_keys holds no key after one was inserted");
-    const { kid, private_jwk: privateJwk } = row;
-    const { d: _secret, ...publicJwk } = privateJwk;
+    const { kid, private_jwk: stored } = row;
+    const { d: clear, d_sealed: sealed, ...publicJwk } = stored;
+    // A key an earlier version kept in clear is sealed now, in place.
+    if (clear !== undefined)
+      await em.execute(`update dev_idp_keys set private_jwk = ?::jsonb where kid = ?`, [
+        JSON.stringify({ ...publicJwk, d_sealed: sealD(sealingKey, kid, clear) }),
+        kid,
+      ]);
+    const d = clear ?? openD(sealingKey, kid, sealed ?? "");
     return new DevIdentityProvider({
       issuer: `${options.publicOrigin}${devIdpPath}`,
       clock: options.clock,
       kid,
-      privateKey: (await importJWK(privateJwk, "ES256")) as CryptoKey,
+      privateKey: (await importJWK({ ...publicJwk, d }, "ES256")) as CryptoKey,
       publicJwk: { ...publicJwk, kid, alg: "ES256", use: "sig" },
     });
   }
