@@ -25,7 +25,7 @@ export type AnswerKind =
   | "stream" // 200 text/event-stream
   | "raw"; // a raw route's documented answer
 
-export class ShapeError extends Error {}
+class ShapeError extends Error {}
 
 const fail = (message: string): never => {
   throw new ShapeError(message);

@@ -46,7 +46,7 @@ export const validForScheme: Readonly<Record<string, readonly CredentialName[]>>
 };
 
 /** Credentials every operation that takes one must refuse. */
-export const alwaysRefused: readonly CredentialName[] = [
+const alwaysRefused: readonly CredentialName[] = [
   "none",
   "malformed",
   "secretRevoked",
@@ -65,7 +65,7 @@ export const allCredentials: readonly CredentialName[] = [
 ];
 
 export const allowedOrigin = "https://shop.example";
-export const fuzzGate = "fuzz";
+const fuzzGate = "fuzz";
 
 /** One Connect client per console service, on the mesh's console port (one place to give them a credential). */
 function consoleClients(mesh: TestMesh) {
@@ -86,7 +86,7 @@ export interface FuzzFixture {
   newRound(round: number, operationIds: readonly string[], needs: RoundNeeds): Promise<Round>;
 }
 
-export interface RoundNeeds {
+interface RoundNeeds {
   sessionOperations: readonly string[];
   agentOperations: readonly string[];
   grants: number;

@@ -32,7 +32,7 @@ export interface Parameter {
   schema: JsonSchema;
 }
 
-export interface DocumentedResponse {
+interface DocumentedResponse {
   /** Media type → schema (`{}` where the document gives none). */
   content: Record<string, JsonSchema>;
 }

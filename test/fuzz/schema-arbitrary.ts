@@ -71,7 +71,7 @@ export const hostileText: readonly string[] = [
 ];
 
 /** Text no store can keep (PostgreSQL refuses NUL; an unpaired surrogate is not Unicode): always invalid input. */
-export const unstorableText: readonly string[] = ["a\u0000b", "\u0000", "\ud800", "x\udfffy"];
+const unstorableText: readonly string[] = ["a\u0000b", "\u0000", "\ud800", "x\udfffy"];
 
 const typesOf = (schema: JsonSchema): string[] =>
   schema.type === undefined ? [] : Array.isArray(schema.type) ? schema.type : [schema.type];
@@ -118,7 +118,7 @@ function validInteger(schema: JsonSchema, name: string): fc.Arbitrary<number> {
 
 /** Any JSON value, with hostile strings among the leaves and keys. */
 const jsonLeaf = fc.oneof(fc.string(), fc.constantFrom(...hostileText), fc.integer(), fc.double(), fc.boolean());
-export const anyJson = fc.letrec((tie) => ({
+const anyJson = fc.letrec((tie) => ({
   value: fc.oneof(
     { depthSize: "small", withCrossShrink: true },
     jsonLeaf,
@@ -128,7 +128,7 @@ export const anyJson = fc.letrec((tie) => ({
   ),
 })).value;
 
-export function validValue(schema: JsonSchema, name: string, known: KnownValues): fc.Arbitrary<unknown> {
+function validValue(schema: JsonSchema, name: string, known: KnownValues): fc.Arbitrary<unknown> {
   const types = typesOf(schema);
   const choices: fc.Arbitrary<unknown>[] = [];
   for (const type of types) {
@@ -161,7 +161,7 @@ const requiredBranches = (schema: JsonSchema): string[][] => {
   return branches.length === 0 ? [own] : branches.map((branch) => [...own, ...branch]);
 };
 
-export function validObject(schema: JsonSchema, known: KnownValues): fc.Arbitrary<Record<string, unknown>> {
+function validObject(schema: JsonSchema, known: KnownValues): fc.Arbitrary<Record<string, unknown>> {
   const properties = schema.properties ?? {};
   if (Object.keys(properties).length === 0)
     return schema.additionalProperties
