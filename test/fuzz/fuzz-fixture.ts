@@ -83,7 +83,7 @@ export interface FuzzFixture {
   /** Malformed `Authorization` values (each refused by every operation that takes a credential). */
   malformed: readonly (string | string[])[];
   /** A fresh round: per-operation sessions and agents (their limits cannot be raised), grant tokens, real values. */
-  newRound(round: number, operationIds: readonly string[], needs: RoundNeeds): Promise<Round>;
+  newRound(round: number, needs: RoundNeeds): Promise<Round>;
 }
 
 interface RoundNeeds {
@@ -187,7 +187,7 @@ export async function createFuzzFixture(mesh: TestMesh, start: Date): Promise<Fu
     await accounts.createSandboxHuman({ environment: Environment.DEVELOPMENT, behavior: SandboxBehavior.SILENT })
   ).svcUserId;
 
-  async function newRound(round: number, _operationIds: readonly string[], needs: RoundNeeds): Promise<Round> {
+  async function newRound(round: number, needs: RoundNeeds): Promise<Round> {
     const sessions = new Map<string, string>();
     for (const operationId of needs.sessionOperations)
       sessions.set(
@@ -232,14 +232,33 @@ export async function createFuzzFixture(mesh: TestMesh, start: Date): Promise<Fu
       );
       if (typeof status.token === "string") tokens.push(status.token);
     }
-    const binder = agentKeys.values().next().value;
-    const linkCodes =
-      binder === undefined ? [] : [result(await api.post("/agent/bind-session", {}, binder)).link_code as string];
+    // Each agent bound to the silent human, with one queued card: inquire, check-status and cancel reach real ones.
+    const linkCodes: string[] = [];
+    const opaqueIds: string[] = [];
+    const cardRequestIds: string[] = [];
+    for (const agentKey of agentKeys.values()) {
+      const code = result(await api.post("/agent/bind-session", {}, agentKey)).link_code as string;
+      await agents.sandboxClaimLinkCode({ svcUserId: silentHuman, linkCode: code });
+      const opaqueId = result(await api.get("/agent/check-binding", { link_code: code }, agentKey)).opaque_id as string;
+      const requestId = randomUUID();
+      result(
+        await api.post(
+          "/agentlink/inquire",
+          { request_id: requestId, action: { summary_title: "Fuzz", category: "payments" }, opaque_id: opaqueId },
+          agentKey,
+        ),
+      );
+      opaqueIds.push(opaqueId);
+      cardRequestIds.push(requestId);
+      linkCodes.push(result(await api.post("/agent/bind-session", {}, agentKey)).link_code as string);
+    }
     return {
       known: {
         gate: [fuzzGate],
         scope: [fuzzGate],
-        request_id: requestIds,
+        request_id: [...requestIds, ...cardRequestIds],
+        opaque_id: opaqueIds,
+        category: ["payments"],
         t: flowSecrets,
         svc_user_id: [silentHuman, confirming],
         link_code: linkCodes,

@@ -330,11 +330,7 @@ export async function runFuzz(mesh: TestMesh, database: pg.Client, options: Fuzz
 
   while (sent < options.inputs) {
     const roundStarted = performance.now();
-    const round = await fixture.newRound(
-      roundNumber,
-      operations.map((op) => op.operationId),
-      needs,
-    );
+    const round = await fixture.newRound(roundNumber, needs);
     const before = await settledDigest(database);
     const batchesStarted = performance.now();
     await runBatch(round, "refusals");
