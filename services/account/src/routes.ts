@@ -250,9 +250,15 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
               status: statusFilter(req.status),
               limit: req.limit,
               offset: req.offset,
+              cursor: req.cursor,
             },
           );
-          return { rows: page.rows.map(toProtoSecuredAccount), total: page.total, limit: page.limit };
+          return {
+            rows: page.rows.map(toProtoSecuredAccount),
+            total: page.total,
+            limit: page.limit,
+            nextCursor: page.nextCursor ?? "",
+          };
         }),
 
       sandboxAssert: (req) => wireErrors(async () => ({ responseJson: await sandboxAssert(sandbox(), req) })),
