@@ -5,6 +5,7 @@ import { settings } from "./config.ts";
 import { gateConsoleRoutes } from "./console-routes.ts";
 import { migrations } from "./migrations/index.ts";
 import { createVerificationRequests } from "./requests/request-writer.ts";
+import { pruneGate } from "./requests/retention.ts";
 import { gateRoutes } from "./routes.ts";
 import { gateServices } from "./services.ts";
 
@@ -46,9 +47,17 @@ export const startGate = (options: StartOptions = {}) =>
           console(router);
         };
       },
-      background: async ({ lifecycle }, { config, logger }) => {
+      background: async ({ lifecycle }, { orm, clock, config, logger }) => {
+        const retention = {
+          sessionMs: config.sessionRetention,
+          requestMs: config.requestRetention,
+          batchSize: config.retentionBatch,
+        };
         const timer = setInterval(() => {
           lifecycle.sweep(200).catch((error: unknown) => logger.warn("expiry sweep failed; will retry", { error }));
+          pruneGate(orm, clock, retention).catch((error: unknown) =>
+            logger.warn("retention failed; will retry", { error }),
+          );
         }, config.sweepEvery);
         return async () => clearInterval(timer);
       },
