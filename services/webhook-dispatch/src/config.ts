@@ -1,4 +1,4 @@
-import { developmentSecret, parse, type Settings } from "@svc/platform";
+import { batchSizeSetting, developmentSecret, parse, retentionSetting, type Settings } from "@svc/platform";
 import { defaultRetrySchedule } from "./delivery/retry-schedule.ts";
 
 /** WEBHOOK_DISPATCH_<NAME> variables; the README lists them with their defaults. */
@@ -52,6 +52,11 @@ export const settings = {
     default: 5 * 86_400_000,
     description: "an endpoint whose every attempt failed for this long is disabled",
   },
+  messageRetention: retentionSetting(
+    90 * 86_400_000,
+    "how long a message and its deliveries are kept after it arrived (replay and the console read them)",
+  ),
+  retentionBatch: batchSizeSetting("messages one retention statement deletes at most, with their deliveries"),
   agentlinkUrl: {
     parse: parse.url,
     default: "http://127.0.0.1:9094",

@@ -11,6 +11,7 @@ import { releaseParkedEvents } from "./delivery/parked-events.ts";
 import { Endpoint } from "./endpoints/endpoint.entity.ts";
 import { createSecretBox } from "./endpoints/endpoint-secret.ts";
 import { Delivery, WebhookMessage } from "./messages/message.entity.ts";
+import { startMessageRetention } from "./messages/retention.ts";
 import { migrations } from "./migrations/index.ts";
 import { createRoutes } from "./routes.ts";
 
@@ -68,7 +69,14 @@ export const startWebhookDispatch = (options: StartOptions = {}) =>
           wakeWorker: () => worker.wake(),
           forgetEndpoint: async (endpointId) => worker.forget(endpointId),
         }),
-      background: async ({ sender, worker, callbacks }, { statements, bus, logger, config }) => {
+      background: async ({ sender, worker, callbacks }, { orm, clock, statements, bus, logger, config }) => {
+        const stopRetention = startMessageRetention({
+          orm,
+          clock,
+          retentionMs: config.messageRetention,
+          batchSize: config.retentionBatch,
+          logger,
+        });
         const firstAttemptDelayMs = config.retrySchedule[0] ?? 0;
         const consumer = await releaseParkedEvents({ statements, logger, worker, callbacks, firstAttemptDelayMs })
           .then(() =>
@@ -84,11 +92,13 @@ export const startWebhookDispatch = (options: StartOptions = {}) =>
             }),
           )
           .catch(async (error: unknown) => {
+            stopRetention();
             await worker.stop();
             sender.close();
             throw error;
           });
         return async () => {
+          stopRetention();
           await consumer.stop();
           await worker.stop();
           sender.close();
