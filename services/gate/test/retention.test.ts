@@ -128,4 +128,16 @@ describe("gate retention", () => {
       expect(plan, plan).toContain(index);
     }
   });
+
+  it("the expiry sweep reads only pending requests past their window, on requests_due", async () => {
+    await seedRequests("rpendingdue", null, 1000, new Date(clock.now().getTime() - 600_000));
+    const plan = await planOf(
+      statements,
+      `with due as (select id from requests where status = 'pending' and expires_at <= ? and (confirming_until is null or confirming_until <= ?) order by expires_at limit ? for update skip locked)
+       update requests r set status = 'expired', ended_at = r.expires_at, ended_by = 'window', event_sent = (r.opened_at is not null), partner_ref_sealed = null
+       from due where r.id = due.id returning r.*`,
+      [clock.now(), clock.now(), 200],
+    );
+    expect(plan, plan).not.toContain("Seq Scan");
+  });
 });
