@@ -1,7 +1,6 @@
 import { createSecretKey } from "node:crypto";
 import type { EntityManager, MikroORM } from "@mikro-orm/postgresql";
 import { createLogger, OutboxEvent, openDatabase, openStatementPool } from "@svc/platform";
-import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../../test/harness/index.ts";
 import { planOf } from "../../../test/harness/plans.ts";
@@ -20,7 +19,7 @@ const pepper = createSecretKey(Buffer.alloc(32, 9));
 
 let database: TestDatabase;
 let orm: MikroORM;
-let statements: pg.Pool;
+let statements: ReturnType<typeof openStatementPool>;
 
 /** Runs the list and answers the plan of the statement it sent. */
 async function planOfList(query: Partial<SecuredAccountQuery>): Promise<string> {

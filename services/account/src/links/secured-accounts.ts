@@ -62,14 +62,14 @@ const cursorBytes = 24;
 /** Year 10000: PostgreSQL's timestamptz goes further, but no link is secured then. */
 const lastMicros = 253_402_300_800_000_000n;
 
-export function encodeCursor(position: ListPosition): string {
+function encodeCursor(position: ListPosition): string {
   const bytes = Buffer.alloc(cursorBytes);
   bytes.writeBigInt64BE(position.securedAtMicros, 0);
   Buffer.from(position.id.replaceAll("-", ""), "hex").copy(bytes, 8);
   return bytes.toString("base64url");
 }
 
-export function decodeCursor(cursor: string): ListPosition {
+function decodeCursor(cursor: string): ListPosition {
   const bytes = /^[A-Za-z0-9_-]{32}$/.test(cursor) ? Buffer.from(cursor, "base64url") : Buffer.alloc(0);
   if (bytes.length !== cursorBytes) throw invalidArgument("cursor is not a cursor this list gave out");
   const securedAtMicros = bytes.readBigInt64BE(0);
