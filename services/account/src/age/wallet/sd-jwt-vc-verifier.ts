@@ -22,6 +22,7 @@ export type PresentationRefusal =
   | "wrong_audience"
   | "stale_key_binding"
   | "holder_key_mismatch"
+  | "bad_device_signature"
   | "key_binding_mismatch"
   | "claim_not_asked"
   | "claim_missing";

@@ -2,12 +2,14 @@ import type { Clock } from "@svc/platform";
 import { DevIssuers, developmentStatusListUri } from "./dev-issuers.ts";
 import { type Es256KeyPair, keyPairFromSeed } from "./es256.ts";
 import type { VerifierDependencies } from "./sd-jwt-vc-verifier.ts";
-import type { TrustedIssuer } from "./trust-list.ts";
+import type { TrustedIaca, TrustedIssuer } from "./trust-list.ts";
 
 export interface WalletDependencies {
   verifierKey: Es256KeyPair;
   credentialTypes: readonly string[];
   verifier: VerifierDependencies;
+  /** IACA roots of mdoc issuers: the configured ones, plus the development issuer's while it is on. */
+  iacaRoots: readonly TrustedIaca[];
   devIssuers: DevIssuers;
 }
 
@@ -23,6 +25,7 @@ export function walletDependencies(config: {
   verifierKey: Buffer;
   devWalletIssuerKey: Buffer | null;
   walletIssuers: TrustedIssuer[];
+  walletIacaRoots: TrustedIaca[];
   walletCredentialTypes: string[];
   clock: Clock;
 }): WalletDependencies {
@@ -33,6 +36,7 @@ export function walletDependencies(config: {
     verifierKey: keyPairFromSeed(config.verifierKey),
     credentialTypes: config.walletCredentialTypes,
     devIssuers,
+    iacaRoots: [...config.walletIacaRoots, ...[devIssuers.trustedIaca()].filter((root) => root !== undefined)],
     verifier: {
       trustedIssuer: (iss) => trusted.get(iss),
       statusList: async (uri) => {
