@@ -7,6 +7,7 @@ import {
   type VerificationAssessment,
   Verifier,
 } from "@animo-id/mdoc";
+import { isBoundedCbor } from "./cbor-guard.ts";
 import { mdocContext } from "./mdoc-context.ts";
 import type { PresentationRefusal, Verification } from "./sd-jwt-vc-verifier.ts";
 import type { TrustedIaca } from "./trust-list.ts";
@@ -103,8 +104,10 @@ export async function verifyMdocPresentation(
 }
 
 function parse(deviceResponse: string) {
+  const bytes = Buffer.from(deviceResponse, "base64url");
+  if (!isBoundedCbor(bytes)) return refuseWith("malformed_presentation");
   try {
-    const parsed = parseDeviceResponse(Buffer.from(deviceResponse, "base64url"));
+    const parsed = parseDeviceResponse(bytes);
     const [document, ...others] = parsed.documents;
     if (!document || others.length > 0 || !(document instanceof DeviceSignedDocument) || parsed.status !== 0)
       return refuseWith("malformed_presentation");
