@@ -15,8 +15,16 @@ import {
 } from "./sd-jwt-vc-verifier.ts";
 import type { TrustedIaca } from "./trust-list.ts";
 
-/** How long a wallet has to answer one presentation request. */
+/**
+ * How long a wallet has to answer one presentation request. It outlasts the gate request it serves
+ * (5 minutes from the request's creation, which comes before the presentation's), so when a
+ * presentation has expired its gate request has ended.
+ */
 const presentationLifetimeMs = 10 * 60_000;
+/** An ended presentation is kept this long past its expiry (the person's page still reads `expired`). */
+export const presentationRetentionMs = 60 * 60_000;
+const sweepBatchSize = 500;
+const maxSweepBatches = 20;
 /** A vp_token above this is not an age credential; refused unread. */
 const maxVpTokenBytes = 32 * 1024;
 
@@ -293,4 +301,29 @@ export async function findRequestPresentation(ctx: Pick<PresentationContext, "em
   );
   if (!row) throw refuse("not_found", "the request has no presentation step open: open the request first");
   return { presentationId: row.id, requestUri: requestUriOf(row.client_id, row.id) };
+}
+
+/**
+ * Deletes presentations that can no longer matter, an hour past their expiry: pending ones (never
+ * answered), and accepted ones of a gate request that nobody confirmed (their request has ended, see
+ * `presentationLifetimeMs`). Accepted ones of a human (ahead of time, or claimed at a confirmation)
+ * stay: their verdicts are already the human's evidence, and go with the human. In batches of 500 rows,
+ * at most 20 batches a tick, so one sweep never holds a long transaction; what is left waits for the next.
+ */
+export async function deleteOldPresentations(em: EntityManager, now: Date, batchSize = sweepBatchSize) {
+  const endedBefore = new Date(now.getTime() - presentationRetentionMs);
+  let deleted = 0;
+  for (let batch = 0; batch < maxSweepBatches; batch += 1) {
+    const rows = await em.execute<{ id: string }[]>(
+      `delete from age_presentation where id in (
+         select id from age_presentation
+         where expires_at <= ? and (state = 'pending' or (request_id is not null and svc_user_id is null))
+         limit ?)
+       returning id`,
+      [endedBefore, batchSize],
+    );
+    deleted += rows.length;
+    if (rows.length < batchSize) break;
+  }
+  return deleted;
 }
