@@ -49,7 +49,8 @@ export function parseIacaTrustList(raw: string): TrustedIaca[] {
       } catch {
         throw new Error(`entry ${index}: not a PEM certificate`);
       }
-      if (!certificate.ca) throw new Error(`entry ${index}: ${certificate.subject} is not a CA certificate`);
+      if (!certificate.ca)
+        throw new Error(`entry ${index}: ${certificate.subject.replaceAll("\n", ", ")} is not a CA certificate`);
       return { issuer, certificate };
     });
   });
