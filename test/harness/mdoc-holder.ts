@@ -8,10 +8,10 @@ import type { JWK } from "jose";
  * thing altered. The session transcript is written here from OpenID4VP 1.0 Annex B.2.6.1, apart from
  * the verifier's, so a verifier that computed it otherwise would fail these tests.
  */
-export const mdlDocType = "org.iso.18013.5.1.mDL";
-export const mdlNamespace = "org.iso.18013.5.1";
+const mdlDocType = "org.iso.18013.5.1.mDL";
+const mdlNamespace = "org.iso.18013.5.1";
 
-export function openId4VpSessionTranscript(input: { clientId: string; nonce: string; responseUri: string }) {
+function openId4VpSessionTranscript(input: { clientId: string; nonce: string; responseUri: string }) {
   const info = cborEncode([input.clientId, input.nonce, null, input.responseUri]);
   return cborEncode(DataItem.fromData([null, null, ["OpenID4VPHandover", createHash("sha256").update(info).digest()]]));
 }

@@ -34,7 +34,7 @@ export interface MdocExpectations {
  * SHA-256(cbor([client_id, nonce, null, response_uri]))]]`. The null is the JWK thumbprint of a
  * response encryption key, and responses here are not encrypted.
  */
-export function openId4VpSessionTranscript(input: { clientId: string; nonce: string; responseUri: string }) {
+function openId4VpSessionTranscript(input: { clientId: string; nonce: string; responseUri: string }) {
   const handoverInfo = cborEncode([input.clientId, input.nonce, null, input.responseUri]);
   const handover = ["OpenID4VPHandover", createHash("sha256").update(handoverInfo).digest()];
   return cborEncode(DataItem.fromData([null, null, handover]));
