@@ -100,7 +100,7 @@ export const createVerificationLinkRoute = defineRoute({
       age_threshold: { type: "integer" },
     },
   },
-  async handle(input, { caller, services }) {
+  async handle(input, { caller, services, idempotencyToken }) {
     const link = await failingAs500("the request could not be created; retry", () =>
       services.gate.createVerificationLink({
         caller,
@@ -112,6 +112,8 @@ export const createVerificationLinkRoute = defineRoute({
         parentRequestId: input.parent_request_id ?? "",
         metadata: input.metadata as JsonObject | undefined,
         notarize: input.notarize ?? false,
+        // Gate dedupes on it in its own transaction: a retry whose first answer was lost gets that request.
+        idempotencyToken: idempotencyToken ?? "",
       }),
     );
     return ok({
