@@ -40,7 +40,8 @@ export const flowFinishPasskeyRegistrationRoute = defineRoute({
   path: "/flow/passkeys/finish-registration",
   summary: "Web flow, private mode: finish creating the passkey.",
   auth: { accepts: [] },
-  idempotencyScope: "t",
+  // The single-use ceremony is the only secret this call carries.
+  idempotencyScope: "ceremony_id",
   input: {
     type: "object",
     properties: ceremonyAnswerFields,
