@@ -13,7 +13,7 @@ import { dataError, newGate, newPartner, partnerApi } from "./gate-support.ts";
  * and other origins and for secret keys, and a real browser on a partner's page calling the API with
  * its site key and reading the rate-limit and deprecation headers.
  */
-const exposed = "RateLimit, RateLimit-Policy, Deprecation, Sunset, Link";
+const exposed = "RateLimit, RateLimit-Policy, Deprecation, Sunset, Link, Idempotent-Replayed";
 
 /** The CORS headers of an answer, by lower-case name. */
 const corsHeaders = (response: Response) =>
