@@ -23,12 +23,13 @@ export const replayedHeader = "Idempotent-Replayed";
 
 /**
  * What is kept as the key's answer: the operation's result and its refusals (`data.error` below 500),
- * which are final. A 5xx-class refusal ("retry"), an unhandled failure or a stream is not: the key is
- * released, so the retry runs the operation again.
+ * which are final. A 5xx-class refusal ("retry"), a 429 (a service behind asked to come back later),
+ * an unhandled failure or a stream is not: the key is released, so the retry runs the operation again.
  */
 function finalAnswer(outcome: Outcome): StoredAnswer | undefined {
   if (outcome.kind === "ok") return { kind: "ok", data: outcome.data };
-  if (outcome.kind === "error" && outcome.error.statusCode < 500) return { kind: "error", error: outcome.error };
+  if (outcome.kind === "error" && outcome.error.statusCode < 500 && outcome.error.statusCode !== 429)
+    return { kind: "error", error: outcome.error };
   return undefined;
 }
 

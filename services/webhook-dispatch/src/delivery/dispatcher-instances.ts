@@ -18,7 +18,7 @@ import pg from "pg";
 const lockNamespace = 0x77_68_64_69; // "whdi"
 
 /** Deliveries released by one statement; a larger backlog takes several, each on the index. */
-export const releaseBatch = 500;
+const releaseBatch = 500;
 
 /** Marks this instance alive (inserts its row on the first beat). */
 export async function recordHeartbeat(
@@ -56,7 +56,7 @@ export async function goneInstances(
  * attempt count stays (the attempt may have been made), so a late result of an instance that was only
  * slow is written while nobody else has claimed the delivery, and fenced off once another has.
  */
-export async function releaseClaimsOf(db: Queryable, instances: readonly string[], now: Date, limit: number) {
+async function releaseClaimsOf(db: Queryable, instances: readonly string[], now: Date, limit: number) {
   const { rowCount } = await db.query({
     name: "release_claims_of",
     text: `update deliveries d set next_attempt_at = $2, claimed_by = null
