@@ -7,6 +7,7 @@ import { CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { KeyType, ListKeysResponseSchema } from "@svc/proto/console/v1/console_pb.js";
 import { KeyState } from "@svc/proto/signing/v1/signing_pb.js";
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from "jose";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { apiKeyResolvers, authenticate } from "../src/credentials/authenticate.ts";
 import { CredentialDirectory } from "../src/credentials/directory.ts";
@@ -577,6 +578,21 @@ describe("Idempotency-Key", () => {
     const respelled = await verifyToken(`{ "token" : ${JSON.stringify(token)} }`, key("order-1"));
     expect(respelled.json).toEqual(first.json);
     expect((await verifyToken({ token })).json.data.data).toMatchObject({ valid: false, replayed: true });
+    // What is kept names neither the key nor the answer: the row is a keyed hash and a sealed answer.
+    const db = new pg.Client({ connectionString: mesh.database.url });
+    await db.connect();
+    try {
+      const { rows } = await db.query(`select * from gateway.idempotency_keys`);
+      const text = JSON.stringify(rows.map((row) => Object.values(row).map(String)));
+      expect(rows.length).toBeGreaterThan(0);
+      for (const secret of ["order-1", token, `req_${"2".repeat(32)}`]) expect(text).not.toContain(secret);
+      for (const row of rows)
+        for (const value of Object.values(row))
+          if (Buffer.isBuffer(value))
+            for (const secret of ["order-1", `req_${"2".repeat(32)}`]) expect(value.includes(secret)).toBe(false);
+    } finally {
+      await db.end();
+    }
   });
 
   test("the same key with a different request is data.error 409 idempotency_key_reused", async () => {
@@ -681,11 +697,11 @@ describe("the Idempotency-Key table against Postgres", () => {
     expect(takeover.kind).toBe("run");
     // The dead runner's late write is fenced off; the one that holds the claim stores the answer.
     if (first.kind !== "run" || takeover.kind !== "run") throw new Error("expected claims");
-    await store.finish(keyHash, first.claimId, { kind: "ok", data: { from: "dead" } });
-    await store.finish(keyHash, takeover.claimId, { kind: "ok", data: { from: "takeover" } });
+    await store.finish(keyHash, first.claimId, Buffer.from("dead"));
+    await store.finish(keyHash, takeover.claimId, Buffer.from("takeover"));
     expect(await claim(keyHash, "a", later(idempotencyLeaseMs + 1))).toEqual({
       kind: "replay",
-      answer: { kind: "ok", data: { from: "takeover" } },
+      sealed: Buffer.from("takeover"),
     });
   });
 
@@ -697,7 +713,7 @@ describe("the Idempotency-Key table against Postgres", () => {
     expect((await claim(keyHash, "b", later(1))).kind).toBe("reused");
     const retry = await claim(keyHash, "a", later(2));
     if (retry.kind !== "run") throw new Error("expected a claim");
-    await store.finish(keyHash, retry.claimId, { kind: "error", error: { statusCode: 404, message: "gone" } });
+    await store.finish(keyHash, retry.claimId, Buffer.from("a 404"));
     // Retaking a key kept its first use's expiry: 24 hours after `at`, not after the retry.
     expect((await claim(keyHash, "b", later(idempotencyKeyLifetimeMs - 1))).kind).toBe("reused");
     expect((await claim(keyHash, "b", later(idempotencyKeyLifetimeMs))).kind).toBe("run");

@@ -2,6 +2,7 @@ import type { KeyObject } from "node:crypto";
 import { type Logger, uuid } from "@svc/platform";
 import { InputValidationError, OperationError } from "../http/errors.ts";
 import type { Outcome, Stage } from "../http/pipeline.ts";
+import { answerSealKey, openAnswer, type StoredAnswer, sealAnswer } from "./answer-seal.ts";
 import {
   idempotencyHeader,
   idempotencyKeyLifetimeMs,
@@ -10,7 +11,7 @@ import {
   requestDigest,
   scopedKeyHash,
 } from "./idempotency-key.ts";
-import type { IdempotencyStore, StoredAnswer } from "./idempotency-store.ts";
+import type { IdempotencyStore } from "./idempotency-store.ts";
 
 /**
  * How long a running request holds its key before another may take it over: longer than any POST
@@ -77,11 +78,13 @@ export function idempotencyStage(options: { store: IdempotencyStore; pepper: Key
           throw new OperationError(409, `a request with this ${idempotencyHeader} is still running; retry later`, {
             code: "idempotency_key_in_use",
           });
-        case "replay":
+        case "replay": {
           ctx.responseHeaders[replayedHeader] = "true";
-          return claim.answer.kind === "ok"
-            ? { kind: "ok", data: claim.answer.data }
-            : { kind: "error", error: claim.answer.error as OperationErrorEnvelope };
+          const answer = openAnswer(answerSealKey(pepper, scope, reading.key), keyHash, claim.sealed);
+          return answer.kind === "ok"
+            ? { kind: "ok", data: answer.data }
+            : { kind: "error", error: answer.error as OperationErrorEnvelope };
+        }
       }
 
       ctx.idempotencyToken = keyHash.toString("base64url");
@@ -89,7 +92,8 @@ export function idempotencyStage(options: { store: IdempotencyStore; pepper: Key
       const answer = finalAnswer(outcome);
       // The key is written after the answer is decided; if that write fails, the answer still goes out
       // and the key is left to its lease, after which a retry runs the operation again.
-      await (answer ? store.finish(keyHash, claim.claimId, answer) : store.release(keyHash, claim.claimId)).catch(
+      const sealed = answer && sealAnswer(answerSealKey(pepper, scope, reading.key), keyHash, answer);
+      await (sealed ? store.finish(keyHash, claim.claimId, sealed) : store.release(keyHash, claim.claimId)).catch(
         (error: unknown) => logger.warn("could not record an Idempotency-Key answer", { error }),
       );
       return outcome;

@@ -1,15 +1,12 @@
 import type { Queryable } from "@svc/platform";
 import type pg from "pg";
 
-/** A final answer as stored: what the envelope renders again on a replay. */
-export type StoredAnswer = { kind: "ok"; data: unknown } | { kind: "error"; error: Record<string, unknown> };
-
 /** What a request with a key finds. */
 export type Claim =
   /** This request runs the operation; `claimId` fences its write. */
   | { kind: "run"; claimId: string }
-  /** The key's first request ran to a final answer: answer it again. */
-  | { kind: "replay"; answer: StoredAnswer }
+  /** The key's first request ran to a final answer: answer it again (sealed, see answer-seal.ts). */
+  | { kind: "replay"; sealed: Buffer }
   /** The key was first used with another request. */
   | { kind: "reused" }
   /** Another request with this key is running the operation now. */
@@ -43,14 +40,14 @@ export class IdempotencyStore {
       claimed: boolean;
       same_request: boolean | null;
       state: string | null;
-      response: StoredAnswer | null;
+      response_sealed: Buffer | null;
     }>({
       name: "claim_idempotency_key",
       text: `with claimed as (
          insert into idempotency_keys as k (key_hash, request_digest, state, claim_id, locked_until, created_at, expires_at)
          values ($1, $2, 'running', $3, $5, $4, $6)
          on conflict (key_hash) do update set
-           state = 'running', claim_id = excluded.claim_id, locked_until = excluded.locked_until, response = null,
+           state = 'running', claim_id = excluded.claim_id, locked_until = excluded.locked_until, response_sealed = null,
            request_digest = excluded.request_digest,
            created_at = case when k.expires_at <= $4 then excluded.created_at else k.created_at end,
            expires_at = case when k.expires_at <= $4 then excluded.expires_at else k.expires_at end
@@ -58,9 +55,9 @@ export class IdempotencyStore {
            or (k.request_digest = excluded.request_digest and (k.state = 'open' or (k.state = 'running' and k.locked_until <= $4)))
          returning 1
        )
-       select true as claimed, null::boolean as same_request, null as state, null::jsonb as response from claimed
+       select true as claimed, null::boolean as same_request, null as state, null::bytea as response_sealed from claimed
        union all
-       select false, k.request_digest = $2, k.state, k.response from idempotency_keys k
+       select false, k.request_digest = $2, k.state, k.response_sealed from idempotency_keys k
        where k.key_hash = $1 and not exists (select 1 from claimed)`,
       values: [request.keyHash, request.digest, request.claimId, request.now, request.leaseUntil, request.expiresAt],
     });
@@ -69,17 +66,17 @@ export class IdempotencyStore {
     // Neither claimed nor seen: another request inserted the key after this statement's snapshot.
     if (!row) return { kind: "in_use" };
     if (!row.same_request) return { kind: "reused" };
-    if (row.state === "done" && row.response) return { kind: "replay", answer: row.response };
+    if (row.state === "done" && row.response_sealed) return { kind: "replay", sealed: row.response_sealed };
     return { kind: "in_use" };
   }
 
-  /** Stores the final answer of the request that holds the claim. */
-  async finish(keyHash: Buffer, claimId: string, answer: StoredAnswer): Promise<void> {
+  /** Stores the final answer, sealed, of the request that holds the claim. */
+  async finish(keyHash: Buffer, claimId: string, sealed: Buffer): Promise<void> {
     await this.#db.query({
       name: "finish_idempotency_key",
-      text: `update idempotency_keys set state = 'done', response = $3, claim_id = null, locked_until = null
+      text: `update idempotency_keys set state = 'done', response_sealed = $3, claim_id = null, locked_until = null
        where key_hash = $1 and claim_id = $2 and state = 'running'`,
-      values: [keyHash, claimId, JSON.stringify(answer)],
+      values: [keyHash, claimId, sealed],
     });
   }
 
