@@ -1,3 +1,4 @@
+import { createSecretKey } from "node:crypto";
 import {
   type Clock,
   clockFromEnvironment,
@@ -7,6 +8,7 @@ import {
   type Logger,
   openDatabase,
   openStatementPool,
+  type Queryable,
   runAsMain,
   serveConnect,
 } from "@svc/platform";
@@ -33,6 +35,8 @@ import { openApiDocument, openApiPath } from "./http/openapi.ts";
 import { parseStage } from "./http/parse.ts";
 import { handleStage, type Stage, validateStage } from "./http/pipeline.ts";
 import { basePath, startPublicServer } from "./http/public-server.ts";
+import { idempotencyStage } from "./idempotency/idempotency-stage.ts";
+import { IdempotencyStore, sweepExpiredKeys } from "./idempotency/idempotency-store.ts";
 import { InboxPresence } from "./long-poll/inbox-presence.ts";
 import {
   cardNotifications,
@@ -145,6 +149,8 @@ export async function startGateway(
   // A few connections suffice: every statement decides a whole batch of requests.
   const rateLimitPool = openStatementPool({ url: config.databaseUrl, schema: "gateway", max: 4, logger });
   const limiter = new RateLimiter({ pool: rateLimitPool, leaseTtlMs: config.inFlightLease, logger });
+  const idempotencyPool = openStatementPool({ url: config.databaseUrl, schema: "gateway", max: 4, logger });
+  const pepper = createSecretKey(config.keyPepper);
   const openApiLink = `${config.publicOrigin}${basePath}${openApiPath}`;
 
   // The public pipeline, outermost first. Rate limiting goes after authenticate (it counts per
@@ -153,7 +159,7 @@ export async function startGateway(
     parseStage,
     authenticateStage([
       ...apiKeyResolvers(directory, clock),
-      grantTokenResolver(gate),
+      grantTokenResolver(gate, pepper),
       agentKeyResolver({
         agentlink,
         clock,
@@ -171,10 +177,16 @@ export async function startGateway(
     }),
     aliasStage({ table: aliasTable, sunset, link: openApiLink }),
     validateStage,
+    idempotencyStage({ store: new IdempotencyStore(idempotencyPool), pepper, logger }),
     handleStage,
   ];
   const openApi = openApiDocument({ routes, aliases: aliasTable, sunset, publicOrigin: config.publicOrigin });
-  const stopSweeping = limiter.startSweeping(() => clock.now(), 10 * 60_000);
+  const stopSweepingLimits = limiter.startSweeping(() => clock.now(), 10 * 60_000);
+  const stopSweepingKeys = startKeySweep(idempotencyPool, clock, logger);
+  const stopSweeping = () => {
+    stopSweepingLimits();
+    stopSweepingKeys();
+  };
   const stopListening = listenForNotifications({
     natsUrl: config.natsUrl,
     subscriptions: [
@@ -244,6 +256,7 @@ export async function startGateway(
           await Promise.all([running.stop(), consoleServer.stop()]);
           await stopListening();
           await rateLimitPool.end();
+          await idempotencyPool.end();
           await orm.close();
           logger.info("stopped");
         })()),
@@ -253,9 +266,27 @@ export async function startGateway(
     await stopListening();
     await publicServer?.stop();
     await rateLimitPool.end();
+    await idempotencyPool.end();
     await orm.close(true);
     throw error;
   }
+}
+
+/** Expired Idempotency-Keys go in bounded batches, a few per minute: enough for any rate of new keys. */
+const keySweepEveryMs = 60_000;
+const keySweepBatch = 1000;
+const keySweepBatchesPerRound = 10;
+
+function startKeySweep(pool: Queryable, clock: Clock, logger: Logger): () => void {
+  const sweep = async () => {
+    for (let i = 0; i < keySweepBatchesPerRound; i++)
+      if ((await sweepExpiredKeys(pool, clock.now(), keySweepBatch)) < keySweepBatch) return;
+  };
+  const timer = setInterval(() => {
+    sweep().catch((error: unknown) => logger.warn("Idempotency-Key sweep failed", { error }));
+  }, keySweepEveryMs);
+  timer.unref();
+  return () => clearInterval(timer);
 }
 
 runAsMain(import.meta.url, () => startGateway());

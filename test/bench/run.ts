@@ -28,6 +28,18 @@ const goals: Record<string, Goal[]> = {
   "webhook-delivery": [
     { field: "ratio", atLeast: 0.4, says: "deliveries/s at least 40% of min(bare node:http, single-row UPDATE)" },
   ],
+  "webhook-restart-recovery": [
+    {
+      field: "n200_ready_to_delivered_ms",
+      atMost: 3000,
+      says: "200 claims of a dispatcher killed with SIGKILL all delivered within 3 s of the next one being ready",
+    },
+    {
+      field: "n2000_ready_to_delivered_ms",
+      atMost: 5000,
+      says: "2000 such claims all delivered within 5 s of the next one being ready",
+    },
+  ],
   "create-verification-link": [
     {
       field: "ratio",

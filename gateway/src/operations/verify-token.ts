@@ -13,6 +13,7 @@ export const verifyTokenRoute = defineRoute({
   path: "/sdk/verify-token",
   summary: "Verify an attestation token once: signature, issuer, expiry, audience, and whether it was checked before.",
   auth: { accepts: [] },
+  idempotencyScope: "token",
   input: {
     type: "object",
     properties: {

@@ -11,6 +11,7 @@ import { measureThroughput, median, startBenchMesh } from "../../../test/bench/b
 import { GateFactsLookup } from "../src/gates/gate-facts.ts";
 import { partnerRefs } from "../src/partner-refs.ts";
 import { createLink } from "../src/requests/create-link.ts";
+import { IdempotentCreates } from "../src/requests/idempotent-creates.ts";
 import { RequestWriter } from "../src/requests/request-writer.ts";
 import { SessionFactsLookup } from "../src/sessions/session-facts.ts";
 import { SessionStore } from "../src/sessions/session-store.ts";
@@ -133,6 +134,7 @@ try {
     clock: systemClock,
     refs,
     presenceWindowMs: 600_000,
+    idempotent: new IdempotentCreates({ db: statements, refs, gates: new GateFactsLookup(statements) }),
   };
   const keyCaller = {
     organizationId,
@@ -165,6 +167,7 @@ try {
       parentRequestId: "",
       metadata: undefined,
       notarize: false,
+      idempotencyToken: "",
     };
     await createLink(linkDeps, { ...keyCaller, credentialId: session.id, kind: "grant_token" }, input, { devices: 0 });
   };
