@@ -137,6 +137,25 @@ export async function startGateway(
     await databaseReachable(orm);
     await reachable(config.signingUrl, "signing");
   };
+  const meshUrls = {
+    signing: config.signingUrl,
+    gate: config.gateUrl,
+    account: config.accountUrl,
+    agentlink: config.agentlinkUrl,
+    "webhook-dispatch": config.webhookDispatchUrl,
+  };
+  const meshHealth = async () =>
+    Object.fromEntries(
+      await Promise.all(
+        Object.entries(meshUrls).map(async ([name, url]) => [
+          name,
+          await reachable(url, name).then(
+            () => "up" as const,
+            () => "down" as const,
+          ),
+        ]),
+      ),
+    );
 
   // A few connections suffice: every statement decides a whole batch of requests.
   const rateLimitPool = openStatementPool({ url: config.databaseUrl, schema: "gateway", max: 4, logger });
@@ -193,6 +212,7 @@ export async function startGateway(
       clock,
       logger,
       ready,
+      meshHealth,
       rawRoutes: rawRoutes({
         keySet: services.keySet,
         openApi,
@@ -223,6 +243,7 @@ export async function startGateway(
       ),
       ready,
       onStop: async () => {},
+      logStopped: false,
     });
     const running = publicServer;
     let stopping: Promise<void> | undefined;
@@ -254,4 +275,4 @@ export async function startGateway(
   }
 }
 
-runAsMain(import.meta.url, () => startGateway());
+runAsMain(import.meta.url, "gateway", () => startGateway());

@@ -58,8 +58,11 @@ The mesh is running. Data lives in ${dataDir} and survives a restart; Ctrl-C sto
 Demo organization ${demo.organization_id}
   development secret key  ${demo.development_secret_key}
   development site key    ${demo.development_site_key}   (origin ${demo.site_key_origin})
-  production secret key   ${demo.production_secret_key}
   development gates       ${demo.human_gate} (Human Gate), ${demo.age_gate} (Age Gate, 18)
+  (development keys only: a production key is made on purpose and shown once, with
+   npx svcctl key create --org ${demo.organization_id} --env production --type secret)
+
+${statusLine([])}
 
 Try a whole verification as a partner would: paste this block into bash (it needs curl and jq).
 It carries every value forward itself, and works as often as you paste it.
@@ -83,9 +86,16 @@ The widget: a demo partner page with <svc-verify> in a checkout form, answered b
 `;
 }
 
+/** What the supervisor says whenever a service goes down or comes back; the banner shows the first one. */
+function statusLine(down: readonly string[]): string {
+  return down.length === 0
+    ? "status: every service is up"
+    : `status: DOWN ${down.join(", ")} (restarting with backoff; see the error lines above)`;
+}
+
 async function main(): Promise<void> {
   mkdirSync(dataDir, { recursive: true });
-  const infrastructure = await startInfrastructure({ dir: dataDir, durable: true, log });
+  const infrastructure = await startInfrastructure({ dir: dataDir, durable: true, detached: true, log });
   let mesh: Awaited<ReturnType<typeof startMesh>> | undefined;
   let demoPage: Awaited<ReturnType<typeof serveDemoPage>> | undefined;
   let stopping = false;
@@ -106,6 +116,7 @@ async function main(): Promise<void> {
       env: { SVC_DATABASE_URL: databaseUrl, SVC_NATS_URL: infrastructure.natsUrl },
       ports: "default",
       log,
+      supervise: { onStatus: (down) => log(statusLine(down)) },
     });
     const demo = await provisionDemo(mesh.consoleUrl, join(dataDir, "demo.json"));
     const accounts = createClient(

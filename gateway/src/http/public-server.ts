@@ -26,6 +26,8 @@ export interface PublicServerOptions {
   logger: Logger;
   /** Throws when a dependency is unreachable; `/readyz` answers 503 then. */
   ready: () => Promise<void>;
+  /** Each service behind the gateway, up or down, for `/readyz?mesh=1`. */
+  meshHealth?: () => Promise<Record<string, "up" | "down">>;
 }
 
 export interface RunningServer {
@@ -167,6 +169,27 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
     const path = url.pathname;
 
     if (path === "/healthz") return send(res, 200, { status: "ok", service: "gateway" });
+    if (path === "/readyz" && url.searchParams.get("mesh") === "1" && options.meshHealth) {
+      // The whole mesh, for an operator or `npm start`: which services are down. Plain /readyz stays the
+      // kubelet's probe of this replica alone, which must not fail because another service restarts.
+      const [own, services] = await Promise.all([
+        options.ready().then(
+          () => undefined,
+          (error: Error) => error.message,
+        ),
+        options.meshHealth(),
+      ]);
+      const down = Object.keys(services).filter((name) => services[name] === "down");
+      if (own === undefined && down.length === 0)
+        return send(res, 200, { status: "ready", service: "gateway", services });
+      return send(res, 503, {
+        status: "unavailable",
+        service: "gateway",
+        down,
+        services,
+        ...(own === undefined ? {} : { error: own }),
+      });
+    }
     if (path === "/readyz") {
       try {
         await options.ready();
