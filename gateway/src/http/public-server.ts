@@ -36,9 +36,17 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
+/**
+ * On every answer (decision "Caching headers"): nothing that may carry a token or a key is stored by a cache,
+ * and no browser sniffs a JSON answer into something it runs. A raw route that may be cached (the key set,
+ * the widget, the OpenAPI document) sets its own `cache-control` over the first.
+ */
+export const baselineHeaders = { "cache-control": "no-store", "x-content-type-options": "nosniff" } as const;
+
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
   res.writeHead(status, {
+    ...baselineHeaders,
     ...headers,
     "content-type": "application/json; charset=utf-8",
     "content-length": Buffer.byteLength(text),
@@ -47,7 +55,13 @@ function send(res: ServerResponse, status: number, body: unknown, headers: Recor
 }
 
 function sendRaw(res: ServerResponse, reply: RawReply): void {
-  res.writeHead(reply.status, { ...reply.headers, "content-length": Buffer.byteLength(reply.body) }).end(reply.body);
+  res
+    .writeHead(reply.status, {
+      ...baselineHeaders,
+      ...reply.headers,
+      "content-length": Buffer.byteLength(reply.body),
+    })
+    .end(reply.body);
 }
 
 const badRequest = (message: string) =>
@@ -136,6 +150,7 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
     if (outcome.kind === "stream") {
       logger.info("event stream", { operation: route.operationId, credential_id: ctx.credential?.caller.credentialId });
       await writeEventStream(res, outcome.stream, gone.signal, {
+        ...baselineHeaders,
         ...ctx.responseHeaders,
         ...corsResponseHeaders(ctx.credential, req.headers),
       });
@@ -217,7 +232,7 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
       .filter((t) => t.kind === "operation" && servesBrowsers(t.route))
       .map((t) => t.route.method);
     if (method === "OPTIONS" && browserMethods.length > 0)
-      return void res.writeHead(204, preflightHeaders(browserMethods, req.headers)).end();
+      return void res.writeHead(204, { ...baselineHeaders, ...preflightHeaders(browserMethods, req.headers) }).end();
     const allowed = [...methods.keys(), ...(browserMethods.length > 0 ? ["OPTIONS"] : [])].join(", ");
     send(
       res,
@@ -227,7 +242,10 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
     );
   };
 
-  const server = createServer((req, res) => {
+  // Node would answer a request without Host on its own, with an empty 400: `handle` answers it in our shape.
+  const server = createServer({ requireHostHeader: false }, (req, res) => {
+    if (req.httpVersion === "1.1" && req.headers.host === undefined)
+      return send(res, 400, badRequest("an HTTP/1.1 request must carry a Host header"), { connection: "close" });
     handle(req, res).catch((error: unknown) => {
       // Without the query: a QR code's address holds the flow secret there.
       logger.error("request failed outside the pipeline", { error, path: req.url?.split("?")[0] });
@@ -235,17 +253,37 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
       else res.destroy();
     });
   });
-  // What Node's parser refuses (oversized or malformed headers, control characters) is a 400 in our
-  // shape rather than Node's bare 400/431; the connection cannot be trusted after it, so it closes.
+  // An Expect other than 100-continue, which Node would refuse with an empty 417.
+  server.on("checkExpectation", (req, res) =>
+    send(
+      res,
+      417,
+      badRequest(`the expectation ${JSON.stringify(req.headers.expect)} is not supported; only 100-continue is`),
+      {
+        connection: "close",
+      },
+    ),
+  );
+  // What Node's parser refuses (oversized or malformed headers, a malformed request line, control characters)
+  // gets our shape and its own status rather than Node's bare one; the connection cannot be trusted after it,
+  // so it closes.
   server.on("clientError", (error: NodeJS.ErrnoException, socket) => {
     if (!socket.writable) return socket.destroy();
-    const text = JSON.stringify(
-      badRequest(
-        error.code === "HPE_HEADER_OVERFLOW" ? "request headers are too large" : "the request is not valid HTTP/1.1",
-      ),
-    );
+    const [status, reason, message] =
+      error.code === "HPE_HEADER_OVERFLOW"
+        ? [431, "Request Header Fields Too Large", "request headers are too large"]
+        : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+          ? [408, "Request Timeout", "the request did not arrive in time"]
+          : [400, "Bad Request", "the request is not valid HTTP/1.1"];
+    const text = JSON.stringify(badRequest(message));
+    const headers = Object.entries({
+      ...baselineHeaders,
+      "content-type": "application/json; charset=utf-8",
+      "content-length": Buffer.byteLength(text),
+      connection: "close",
+    });
     socket.end(
-      `HTTP/1.1 400 Bad Request\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`,
+      `HTTP/1.1 ${status} ${reason}\r\n${headers.map(([name, value]) => `${name}: ${value}\r\n`).join("")}\r\n${text}`,
     );
   });
   await new Promise<void>((resolve, reject) => {
