@@ -20,6 +20,7 @@ import { OrganizationNameCache } from "./app/organization-names.ts";
 import { loadGatewayConfig } from "./config.ts";
 import { consoleForwarding } from "./console/forwarding.ts";
 import { gateConsoleRenames } from "./console/gate-console-renames.ts";
+import { operatorCredential, operatorCredentialRefusal } from "./console/operator-credential.ts";
 import { consoleRoutes } from "./console/routes.ts";
 import { agentKeyResolver } from "./credentials/agent-key.ts";
 import { apiKeyResolvers, authenticateStage } from "./credentials/authenticate.ts";
@@ -228,6 +229,8 @@ export async function startGateway(
       host: config.consoleHost,
       port: config.consolePort,
       logger: logger.child({ component: "console" }),
+      // The network policy admits only operators' pods to this port; the credential is the second wall.
+      authenticate: { check: operatorCredential(config.consoleToken), refusal: operatorCredentialRefusal },
       routes: (router) => {
         consoleRoutes({ directory, signing, keyLimits: new KeyLimits({ orm, clock }), devIdp })(router);
         // Gate's console goes through the rename window instead of being forwarded unchanged.

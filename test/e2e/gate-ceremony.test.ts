@@ -1,7 +1,6 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { AccountConsoleService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { WebhookConsoleService } from "@svc/proto/webhook/v1/webhook_pb.js";
@@ -65,10 +64,7 @@ describe("gate ceremonies end to end", () => {
     mesh = await startTestMesh("gate_ceremony", { clockAt: start });
     api = partnerApi(mesh);
     partner = await newPartner(mesh, "Ceremonies");
-    const webhooks = createClient(
-      WebhookConsoleService,
-      createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" }),
-    );
+    const webhooks = createClient(WebhookConsoleService, mesh.consoleTransport());
     secret = (
       await webhooks.addEndpoint({
         organizationId: partner.organizationId,
@@ -85,8 +81,7 @@ describe("gate ceremonies end to end", () => {
     receiver?.close();
   });
 
-  const accountConsole = () =>
-    createClient(AccountConsoleService, createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" }));
+  const accountConsole = () => createClient(AccountConsoleService, mesh.consoleTransport());
   const origin = issuer;
 
   /** A person with the app: a development-IdP session, a registered passkey and a phone. */

@@ -276,7 +276,7 @@ describe("the person's inbox", () => {
     const handle = await secure(hana, "acct-hana");
     const stream = await openEvents(hana.sessionToken);
     await stream.until((event) => event.notices.length === 0);
-    const revoked = await runSvcctl(mesh.consoleUrl, [
+    const revoked = await runSvcctl(mesh, [
       ...["account", "unlink", "--org", partner.organizationId, "--env", "development", "--ref", "acct-hana"],
     ]);
     expect(revoked.code).toBe(0);

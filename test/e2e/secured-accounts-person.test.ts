@@ -1,7 +1,6 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { createInternalClient } from "@svc/platform";
 import { AccountService, NoticeKind } from "@svc/proto/account/v1/account_pb.js";
 import { WebhookConsoleService } from "@svc/proto/webhook/v1/webhook_pb.js";
@@ -66,10 +65,7 @@ describe("the person's secured accounts end to end", () => {
     mesh = await startTestMesh("secured_accounts_person", { clockAt: start });
     api = partnerApi(mesh);
     partner = await newPartner(mesh, platformName);
-    const added = await createClient(
-      WebhookConsoleService,
-      createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" }),
-    ).addEndpoint({
+    const added = await createClient(WebhookConsoleService, mesh.consoleTransport()).addEndpoint({
       organizationId: partner.organizationId,
       url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`,
       types: ["account.secured", "account.unlinked", "gate.human_verified", "gate.unavailable"],
@@ -149,7 +145,7 @@ describe("the person's secured accounts end to end", () => {
   const partnerRow = async (reference: string) =>
     result(await api.get("/secured-accounts/list", { platform_user_ref: reference }, partner.devSecret)).rows;
   const revoke = (reference: string, credentialChanged = false) =>
-    runSvcctl(mesh.consoleUrl, [
+    runSvcctl(mesh, [
       "account",
       "unlink",
       "--org",
@@ -191,10 +187,11 @@ describe("the person's secured accounts end to end", () => {
     ]);
     // The redelivery of a message carries the same webhook-id, so the partner keeps one.
     const before = attempts;
-    await createClient(
-      WebhookConsoleService,
-      createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" }),
-    ).replayMessage({ organizationId: partner.organizationId, messageId: secured.id, endpointId: endpoint.id });
+    await createClient(WebhookConsoleService, mesh.consoleTransport()).replayMessage({
+      organizationId: partner.organizationId,
+      messageId: secured.id,
+      endpointId: endpoint.id,
+    });
     await vi.waitFor(() => expect(attempts).toBe(before + 1), { timeout: 15_000, interval: 100 });
     expect(deliveredFor(record.handle, "account.secured")).toHaveLength(1);
   });

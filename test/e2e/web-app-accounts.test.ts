@@ -1,7 +1,6 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { WebhookConsoleService } from "@svc/proto/webhook/v1/webhook_pb.js";
 import type { Browser } from "playwright-core";
 import { Webhook } from "standardwebhooks";
@@ -45,10 +44,7 @@ describe("the web app over the accounts and inbox operations", () => {
     api = partnerApi(mesh);
     partner = await newPartner(mesh, "Web shop");
     await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
-    const added = await createClient(
-      WebhookConsoleService,
-      createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" }),
-    ).addEndpoint({
+    const added = await createClient(WebhookConsoleService, mesh.consoleTransport()).addEndpoint({
       organizationId: partner.organizationId,
       url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`,
       types: ["account.secured", "account.unlinked"],

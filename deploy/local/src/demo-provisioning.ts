@@ -1,10 +1,10 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { AgentConsoleService } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { ConsoleService, KeyType } from "@svc/proto/console/v1/console_pb.js";
 import { GateConsoleService, GateType } from "@svc/proto/gate/v1/gate_pb.js";
+import { consoleTransport } from "./console-client.ts";
 import { demoPageOrigin } from "./demo-page.ts";
 
 export interface DemoCredentials {
@@ -30,8 +30,8 @@ const demoAgent = { name: "Demo_Agent", displayName: "Demo agent", categories: [
  * work at once. Keys are shown once by the console, so they are kept in the local data folder for later starts.
  * No sandbox human: each run of the walk-through creates its own (see start.ts).
  */
-export async function provisionDemo(consoleUrl: string, file: string): Promise<DemoCredentials> {
-  const transport = createConnectTransport({ baseUrl: consoleUrl, httpVersion: "1.1" });
+export async function provisionDemo(console: { url: string; token: string }, file: string): Promise<DemoCredentials> {
+  const transport = consoleTransport(console.url, console.token, "1.1");
   const client = createClient(ConsoleService, transport);
   const agents = createClient(AgentConsoleService, transport);
   const registerAgent = async (organizationId: string, name: string) =>

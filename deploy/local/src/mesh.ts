@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort, type Log } from "./process-tools.ts";
@@ -72,6 +73,8 @@ export interface MeshOptions {
 export interface Mesh {
   gatewayUrl: string;
   consoleUrl: string;
+  /** The operator credential of the console port, made for this mesh (`GATEWAY_CONSOLE_TOKEN`). */
+  consoleToken: string;
   urls: Record<string, string>;
   /** Sends a signal to one process (a kill -9 in a durability test); it stays down, even when supervised. */
   kill(name: ServiceName, signal?: NodeJS.Signals): Promise<void>;
@@ -111,6 +114,7 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
     placed.push({ ...service, port, url: `http://127.0.0.1:${port}` });
   }
   const consolePort = options.ports === "default" ? 9090 : await freePort();
+  const consoleToken = options.env.GATEWAY_CONSOLE_TOKEN ?? randomBytes(32).toString("base64url");
   const urls = Object.fromEntries(placed.map((s) => [s.name, s.url]));
 
   // Each process learns every other's address as <ITS_PREFIX>_<OTHER_PREFIX>_URL, e.g. GATEWAY_SIGNING_URL.
@@ -132,7 +136,9 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
       ...addressBook,
       ...options.env,
       [`${service.envPrefix}_PORT`]: String(service.port),
-      ...(service.name === "gateway" ? { GATEWAY_CONSOLE_PORT: String(consolePort) } : {}),
+      ...(service.name === "gateway"
+        ? { GATEWAY_CONSOLE_PORT: String(consolePort), GATEWAY_CONSOLE_TOKEN: consoleToken }
+        : {}),
     },
   }));
 
@@ -241,6 +247,7 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
   return {
     gatewayUrl: `http://127.0.0.1:${find("gateway").port}`,
     consoleUrl: `http://127.0.0.1:${consolePort}`,
+    consoleToken,
     urls,
     async kill(name, signal = "SIGKILL") {
       const p = find(name);

@@ -24,6 +24,11 @@ export interface ServiceOptions {
   /** How long a stop waits for requests in flight before it cuts them (default 20 s, inside Kubernetes' 30 s grace). */
   drainTimeoutMs?: number;
   /**
+   * Checks the caller of every call but the probes (the gateway's console: the operator credential). A call
+   * it refuses is answered as Connect's `unauthenticated` with `refusal` as the message, and reaches nothing.
+   */
+  authenticate?: { check: (req: NodeServerRequest) => boolean; refusal: string };
+  /**
    * Whether the server logs "stopped" itself (default). A process with two servers (the gateway) logs its own,
    * once, after both, so a supervisor reads one "stopped" line per process.
    */
@@ -67,6 +72,10 @@ export async function serveConnect(options: ServiceOptions): Promise<RunningServ
     res.once("close", () => {
       if (--inFlight === 0) drained?.();
     });
+    const path = (req.url ?? "").split("?")[0];
+    if (options.authenticate && path !== "/healthz" && path !== "/readyz" && !options.authenticate.check(req))
+      // Connect's unary error shape; HTTP 401 is how the Connect protocol carries `unauthenticated`.
+      return sendJson(res, 401, { code: "unauthenticated", message: options.authenticate.refusal });
     handler(req, res);
   };
   const h2 = createHttp2Server({}, counted);
