@@ -41,7 +41,7 @@ export interface RunningServer {
  * and no browser sniffs a JSON answer into something it runs. A raw route that may be cached (the key set,
  * the widget, the OpenAPI document) sets its own `cache-control` over the first.
  */
-export const baselineHeaders = { "cache-control": "no-store", "x-content-type-options": "nosniff" } as const;
+const baselineHeaders = { "cache-control": "no-store", "x-content-type-options": "nosniff" } as const;
 
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
