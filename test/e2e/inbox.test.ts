@@ -119,6 +119,8 @@ describe("the person's inbox", () => {
     });
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+    expect(response.headers.get("cache-control")).toBe("no-store");
+    expect(response.headers.get("x-content-type-options")).toBe("nosniff");
     const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
     let buffered = "";
     const events: Inbox[] = [];
