@@ -22,6 +22,7 @@ import { OrganizationNameCache } from "./app/organization-names.ts";
 import { loadGatewayConfig } from "./config.ts";
 import { consoleForwarding } from "./console/forwarding.ts";
 import { gateConsoleRenames } from "./console/gate-console-renames.ts";
+import { operatorCredential, operatorCredentialRefusal } from "./console/operator-credential.ts";
 import { consoleRoutes } from "./console/routes.ts";
 import { agentKeyResolver } from "./credentials/agent-key.ts";
 import { apiKeyResolvers, authenticateStage } from "./credentials/authenticate.ts";
@@ -145,6 +146,25 @@ export async function startGateway(
     await databaseReachable(orm);
     await reachable(config.signingUrl, "signing");
   };
+  const meshUrls = {
+    signing: config.signingUrl,
+    gate: config.gateUrl,
+    account: config.accountUrl,
+    agentlink: config.agentlinkUrl,
+    "webhook-dispatch": config.webhookDispatchUrl,
+  };
+  const meshHealth = async () =>
+    Object.fromEntries(
+      await Promise.all(
+        Object.entries(meshUrls).map(async ([name, url]) => [
+          name,
+          await reachable(url, name).then(
+            () => "up" as const,
+            () => "down" as const,
+          ),
+        ]),
+      ),
+    );
 
   // A few connections suffice: every statement decides a whole batch of requests.
   const rateLimitPool = openStatementPool({ url: config.databaseUrl, schema: "gateway", max: 4, logger });
@@ -209,6 +229,7 @@ export async function startGateway(
       clock,
       logger,
       ready,
+      meshHealth,
       rawRoutes: rawRoutes({
         keySet: services.keySet,
         openApi,
@@ -224,6 +245,8 @@ export async function startGateway(
       host: config.consoleHost,
       port: config.consolePort,
       logger: logger.child({ component: "console" }),
+      // The network policy admits only operators' pods to this port; the credential is the second wall.
+      authenticate: { check: operatorCredential(config.consoleToken), refusal: operatorCredentialRefusal },
       routes: (router) => {
         consoleRoutes({ directory, signing, keyLimits: new KeyLimits({ orm, clock }), devIdp })(router);
         // Gate's console goes through the rename window instead of being forwarded unchanged.
@@ -239,6 +262,7 @@ export async function startGateway(
       ),
       ready,
       onStop: async () => {},
+      logStopped: false,
     });
     const running = publicServer;
     let stopping: Promise<void> | undefined;
@@ -289,4 +313,4 @@ function startKeySweep(pool: Queryable, clock: Clock, logger: Logger): () => voi
   return () => clearInterval(timer);
 }
 
-runAsMain(import.meta.url, () => startGateway());
+runAsMain(import.meta.url, "gateway", () => startGateway());

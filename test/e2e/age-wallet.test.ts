@@ -1,5 +1,4 @@
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { AccountConsoleService } from "@svc/proto/account/v1/account_pb.js";
 import { createRemoteJWKSet, jwtVerify } from "jose";
 import pg from "pg";
@@ -77,7 +76,7 @@ describe("age from a wallet credential (SD-JWT VC and mdoc)", () => {
   }
 
   const wallet = async (args: string[]) => {
-    const run = await runSvcctl(mesh.consoleUrl, ["wallet", "present", ...args]);
+    const run = await runSvcctl(mesh, ["wallet", "present", ...args]);
     expect(run.code, run.stderr).toBe(0);
     return JSON.parse(run.stdout) as { accepted: boolean; reason?: string };
   };
@@ -159,12 +158,12 @@ describe("age from a wallet credential (SD-JWT VC and mdoc)", () => {
     );
     expect(claims.dcql_query.credential_sets).toEqual([{ options: [["age"], ["age_mdoc"]] }]);
 
-    const sandbox = await runSvcctl(mesh.consoleUrl, ["human", "create", "--env", "development"]);
+    const sandbox = await runSvcctl(mesh, ["human", "create", "--env", "development"]);
     const human = JSON.parse(sandbox.stdout).svc_user_id as string;
     expect(await wallet(["--human", human, "--birthdate", "1996-01-15"])).toEqual({ accepted: true });
     const { requestId, t } = await ageRequest();
     // The sandbox human answers as it behaves; its evidence now comes from the wallet only.
-    const session = JSON.parse((await runSvcctl(mesh.consoleUrl, ["human", "session", "--human", human])).stdout);
+    const session = JSON.parse((await runSvcctl(mesh, ["human", "session", "--human", human])).stdout);
     const opened = result(
       await api.post("/app/requests/open", { request_id: requestId, t, origin }, session.session_token),
     );
@@ -198,10 +197,7 @@ describe("age from a wallet credential (SD-JWT VC and mdoc)", () => {
     const requestUri = opened.age_presentation.request_uri as string;
     const request = jwtPayload(await (await fetch(requestUri)).text());
     const holder = newHolder();
-    const accountConsole = createClient(
-      AccountConsoleService,
-      createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" }),
-    );
+    const accountConsole = createClient(AccountConsoleService, mesh.consoleTransport());
     const { issuerJwt, disclosures } = credentialParts(
       (
         await accountConsole.issueDevAgeCredential({

@@ -59,4 +59,4 @@ export const startAccount = (options: StartOptions = {}) =>
     options,
   );
 
-runAsMain(import.meta.url, () => startAccount());
+runAsMain(import.meta.url, "account", () => startAccount());

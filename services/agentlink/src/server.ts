@@ -63,4 +63,4 @@ export const startAgentlink = (options: StartOptions = {}) =>
     options,
   );
 
-runAsMain(import.meta.url, () => startAgentlink());
+runAsMain(import.meta.url, "agentlink", () => startAgentlink());

@@ -60,4 +60,4 @@ export const startGate = (options: StartOptions = {}) =>
     options,
   );
 
-runAsMain(import.meta.url, () => startGate());
+runAsMain(import.meta.url, "gate", () => startGate());

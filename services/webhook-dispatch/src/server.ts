@@ -115,4 +115,4 @@ export const startWebhookDispatch = (options: StartOptions = {}) =>
     options,
   );
 
-runAsMain(import.meta.url, () => startWebhookDispatch());
+runAsMain(import.meta.url, "webhook-dispatch", () => startWebhookDispatch());
