@@ -53,6 +53,8 @@ export type Verification =
 
 /** A KB-JWT's `iat` may be this far from our clock either way. */
 const keyBindingFreshnessSeconds = 300;
+/** How far an issuer's clock may be ahead of or behind ours for its status list token. */
+const statusClockSkewSeconds = 60;
 const maxDisclosures = 64;
 
 class Refused extends Error {
@@ -216,7 +218,15 @@ async function verifyOrRefuse(
   });
   let claims: Record<string, unknown>;
   try {
-    const verified = await library.verify(presentation, { currentDate: nowSeconds, keyBindingNonce: expected.nonce });
+    // The library checks iat, nbf and exp of the credential and of its status list token. The credential's
+    // exp and nbf were checked exactly above; a status list token is signed on its issuer's clock, which can
+    // be a second or more ahead of ours (the development list is signed at a fresh now, across a second
+    // boundary from `nowSeconds`), so those checks allow a minute of skew.
+    const verified = await library.verify(presentation, {
+      currentDate: nowSeconds,
+      keyBindingNonce: expected.nonce,
+      skewSeconds: statusClockSkewSeconds,
+    });
     claims = verified.payload as Record<string, unknown>;
   } catch (error) {
     if (error instanceof Refused) throw error;
