@@ -52,8 +52,10 @@ function handAnsweredSigning() {
   return { signing, sent };
 }
 
-/** Lets every callback queued by a settled RPC run. */
-const settle = () => new Promise((resolve) => setImmediate(resolve));
+/** Lets every callback queued by a settled RPC run, and the batch it let leave at the end of the next turn. */
+const settle = async () => {
+  for (let turn = 0; turn < 3; turn++) await new Promise((resolve) => setImmediate(resolve));
+};
 
 const tokensOf = (sent: Sent) => sent.tokens;
 
@@ -67,11 +69,13 @@ function track(promise: Promise<boolean>) {
 }
 
 describe("TokenCheckBatcher", () => {
-  test("a check made while no batch is in flight goes out at once, alone; checks made meanwhile leave together when it returns", async () => {
+  test("the checks of one turn leave together at its end; checks made while a batch is in flight leave together when it returns", async () => {
     const { signing, sent } = handAnsweredSigning();
     const batcher = new TokenCheckBatcher(signing);
     const expiresAt = new Date("2026-11-20T12:02:00Z");
     const first = track(batcher.record(check("first-1", expiresAt)));
+    expect(sent).toHaveLength(0);
+    await settle();
     expect(sent.map(tokensOf)).toEqual([["first-1"]]);
     expect(sent[0]!.expiries).toEqual([expiresAt]);
 
@@ -96,13 +100,17 @@ describe("TokenCheckBatcher", () => {
     const batcher = new TokenCheckBatcher(signing, { maxBatch: 3 });
     const names = Array.from({ length: 8 }, (_, i) => (i % 3 === 0 ? `first-${i}` : `t${i}`));
     const calls = names.map((name) => track(batcher.record(check(name))));
-    for (const expected of [[0], [1, 2, 3], [4, 5, 6], [7]]) {
+    for (const expected of [
+      [0, 1, 2],
+      [3, 4, 5],
+      [6, 7],
+    ]) {
       await settle();
       expect(tokensOf(sent.at(-1)!)).toEqual(expected.map((i) => names[i]));
       sent.at(-1)!.answer();
     }
     await settle();
-    expect(sent).toHaveLength(4);
+    expect(sent).toHaveLength(3);
     expect(calls.map((call) => call.answer)).toEqual(names.map((name) => name.startsWith("first")));
   });
 
@@ -110,10 +118,12 @@ describe("TokenCheckBatcher", () => {
     const { signing, sent } = handAnsweredSigning();
     const batcher = new TokenCheckBatcher(signing);
     const first = track(batcher.record(check("first-1")));
+    await settle();
     const failing = ["t2", "t3"].map((token) => track(batcher.record(check(token))));
     sent[0]!.answer();
     await settle();
     const after = track(batcher.record(check("first-4")));
+    await settle();
 
     const unavailable = new ConnectError("connect ECONNREFUSED 10.0.0.7:9091", Code.Unavailable);
     sent[1]!.fail(unavailable);
