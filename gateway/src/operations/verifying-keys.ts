@@ -60,9 +60,9 @@ export class VerifyingKeys {
   async lookup(kid: string): Promise<{ issuer: string; key: KeyObject | undefined }> {
     const now = this.#clock.now().getTime();
     let set = this.#kept ?? (await this.#fetch());
-    if (now - this.#fetchedAt >= this.#maxAgeMs) this.#refreshTolerantly();
     if (!set.keys.has(kid) && now - this.#attemptedAt >= this.#unknownKidRefreshMs)
       set = (await this.#refreshTolerantly()) ?? set;
+    else if (now - this.#fetchedAt >= this.#maxAgeMs) void this.#refreshTolerantly();
     const found = set.keys.get(kid);
     const published = found !== undefined && (found.unpublishAt === undefined || now < found.unpublishAt);
     return { issuer: set.issuer, key: published ? found.key : undefined };
