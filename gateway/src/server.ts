@@ -50,7 +50,8 @@ import { migrations } from "./migrations/index.ts";
 import { CheckStatusBatcher } from "./operations/check-status-batcher.ts";
 import { rawRoutes, routes } from "./operations/index.ts";
 import { KeySetCache } from "./operations/jwks.ts";
-import { VerifyTokenBatcher } from "./operations/verify-token-batcher.ts";
+import { TokenCheckBatcher } from "./operations/verify-token-batcher.ts";
+import { VerifyingKeys } from "./operations/verifying-keys.ts";
 import { loadWidgetScript } from "./operations/widget-script.ts";
 import { KeyLimits } from "./rate-limits/key-limits.ts";
 import { rateLimitStage } from "./rate-limits/rate-limit-stage.ts";
@@ -113,7 +114,8 @@ export async function startGateway(
   const services: GatewayServices = {
     signing,
     keySet: new KeySetCache({ signing, logger }),
-    tokenChecks: new VerifyTokenBatcher(signing),
+    verifyingKeys: new VerifyingKeys({ signing, clock, logger }),
+    tokenChecks: new TokenCheckBatcher(signing),
     gate,
     account,
     agentlink,

@@ -519,10 +519,13 @@ describe("a gateway whose signing service is down", () => {
   });
 
   test("answers verify-token with data.error 502, and is not ready", async () => {
+    // A well-formed token: its key and its ledger entry are signing's to give (text that is no token is
+    // answered `malformed` without asking anyone).
+    const token = await signToken("0b6f7a52-3a3c-4c1e-9d7e-2f1f5b0c9a12", `req_${"6".repeat(32)}`);
     const response = await fetch(`${lonely.url}/v1/sdk/verify-token`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ token: "a.b.c" }),
+      body: JSON.stringify({ token }),
     });
     expect(response.status).toBe(200);
     expect((await response.json()).data.error).toEqual({

@@ -21,8 +21,8 @@ const goals: Record<string, Goal[]> = {
   "verify-token": [
     {
       field: "ratio",
-      atLeast: 0.7,
-      says: "POST /v1/sdk/verify-token at least 70% of raw crypto.subtle.verify, 16 in flight",
+      atMost: 1.5,
+      says: "server CPU (gateway, signing, PostgreSQL) per POST /v1/sdk/verify-token at most 1.5x one raw crypto.subtle.verify",
     },
   ],
   "webhook-delivery": [
