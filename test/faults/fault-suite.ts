@@ -71,6 +71,8 @@ export interface FaultRow {
   lost: number;
   /** Arrivals of a webhook-id already received: allowed, counted apart. */
   redeliveries: number;
+  /** Flows whose sandbox human never answered (see `unansweredAfterMs`): reported, not a violation. */
+  unanswered: number;
   /** Flows that gave up (no final answer in time) or were refused along the way, with why. */
   failedFlows: string[];
   /** Calls sent again. */
@@ -99,6 +101,8 @@ interface Flow {
   credential?: string;
   /** The last status read: the terminal one once the flow ended. */
   final?: string;
+  /** Still pending (queued) `unansweredAfterMs` after the id: the sandbox human's answer was lost. */
+  unanswered?: boolean;
   failure?: string;
   retries: number;
   done?: Promise<void>;
@@ -106,8 +110,15 @@ interface Flow {
 
 /** How long one call (with its retries) may take: longer than the gateway's Idempotency-Key lease (60 s). */
 const callDeadlineMs = 90_000;
-/** How long a flow waits for its request or card to reach a terminal status. */
+/** How long the recovery may take: a flow of each kind started after the fault completes within it. */
 const flowDeadlineMs = 150_000;
+/**
+ * A sandbox human answers at once, in the background of the call that created the request or card; when that
+ * answer fails (its service killed, signing or account away at that moment) nobody answers again, and the
+ * request stays pending as one nobody opened. After this long pending the flow stops reading and counts as
+ * unanswered: reported, not a broken invariant (no terminal event is due, and the id stays readable).
+ */
+const unansweredAfterMs = 10_000;
 const deliveryWaitMs = 60_000;
 /** After every expected event arrived: time for a late duplicate to show up. */
 const duplicateSettleMs = 2000;
@@ -190,16 +201,27 @@ async function underLoad(mesh: Mesh, receiver: WebhookReceiver, options: FaultSu
       )
     ).svcUserId;
 
-  /** Reads a status until it is no longer `pending` / `queued` (or `error`, gate's "retry" status). */
+  /**
+   * Reads a status until it is no longer `pending` / `queued`; `error` (gate's "retry" status) is read again,
+   * and does not count towards the time the sandbox human has to answer.
+   */
   const untilTerminal = async (flow: Flow, read: () => Promise<string>, open: string) => {
     const deadline = flow.startedAt + flowDeadlineMs;
+    let openSince: number | undefined;
     for (;;) {
       flow.final = await read();
       if (flow.final !== open && flow.final !== "error") return;
       if (performance.now() > deadline) throw new GaveUp(`still ${flow.final} after ${flowDeadlineMs} ms`);
       if (flow.final === "error") {
+        openSince = undefined;
         flow.retries++;
         await sleep(250);
+        continue;
+      }
+      openSince ??= performance.now();
+      if (performance.now() - openSince > unansweredAfterMs) {
+        flow.unanswered = true;
+        return;
       }
     }
   };
@@ -321,7 +343,7 @@ async function underLoad(mesh: Mesh, receiver: WebhookReceiver, options: FaultSu
       for (;;) {
         const firsts = kinds.map((kind) =>
           flows
-            .filter((f) => f.kind === kind && f.startedAt > at && f.endedAt !== undefined && f.failure === undefined)
+            .filter((f) => f.kind === kind && f.startedAt > at && f.endedAt !== undefined && isComplete(f))
             .reduce((first, f) => Math.min(first, f.endedAt as number), Number.POSITIVE_INFINITY),
         );
         const last = Math.max(...firsts);
@@ -368,6 +390,9 @@ async function underLoad(mesh: Mesh, receiver: WebhookReceiver, options: FaultSu
   if (receiver.badSignatures() > 0) violations.push(`${receiver.badSignatures()} deliveries had a bad signature`);
   return { rows, total, violations: [...new Set(violations)] };
 }
+
+/** The flow ran to a terminal status. */
+const isComplete = (flow: Flow) => flow.endedAt !== undefined && flow.failure === undefined && !flow.unanswered;
 
 function processAlive(pid: number): boolean {
   try {
@@ -490,6 +515,7 @@ async function checkPhase(
     duplicates,
     lost,
     redeliveries,
+    unanswered: flows.filter((f) => f.unanswered).length,
     failedFlows: flows.filter((f) => f.failure !== undefined).map((f) => `${f.kind}: ${f.failure}`),
     retries: flows.reduce((n, f) => n + f.retries, 0),
   };
@@ -514,7 +540,7 @@ const seconds = (value: number | undefined) => (value === undefined ? "-" : valu
 function summarise(row: FaultRow): string {
   return (
     `answered ${row.answered}, readable ${row.readable}, events expected ${row.expected}, once ${row.deliveredOnce}, ` +
-    `duplicates ${row.duplicates}, lost ${row.lost}, redeliveries ${row.redeliveries}, failed flows ${row.failedFlows.length}, retries ${row.retries}`
+    `duplicates ${row.duplicates}, lost ${row.lost}, redeliveries ${row.redeliveries}, unanswered ${row.unanswered}, failed flows ${row.failedFlows.length}, retries ${row.retries}`
   );
 }
 
@@ -529,6 +555,7 @@ export function formatTable(report: FaultReport): string {
     "duplicates",
     "lost",
     "redelivered",
+    "unanswered",
     "failed flows",
     "retries",
     "fault→ready s",
@@ -543,6 +570,7 @@ export function formatTable(report: FaultReport): string {
     String(row.duplicates),
     String(row.lost),
     String(row.redeliveries),
+    String(row.unanswered),
     String(row.failedFlows.length),
     String(row.retries),
     seconds(row.readySeconds),

@@ -34,6 +34,9 @@ const dir = values.dir === undefined ? mkdtempSync(join(tmpdir(), "svc-faults-")
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
 const infrastructure = await startOwnInfrastructure(dir);
+// pg_ctl runs PostgreSQL outside this process group, so Ctrl-C would leave it running.
+for (const signal of ["SIGINT", "SIGTERM"] as const)
+  process.once(signal, () => void infrastructure.stop().finally(() => process.exit(130)));
 const meshLog = createWriteStream(join(dir, "mesh.log"), { flags: "a" });
 let failed = true;
 try {
