@@ -10,7 +10,7 @@ export interface Answer {
 export class GaveUp extends Error {}
 
 /** A final answer that is not a success: the flow cannot go on (a careful partner would not retry it). */
-export class Refused extends Error {}
+class Refused extends Error {}
 
 export interface RetryCounts {
   /** Calls sent again after a connection error, a 5xx, a "retry" answer, a busy key or a rate limit. */

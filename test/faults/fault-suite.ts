@@ -55,7 +55,7 @@ export interface FaultSuiteOptions {
 }
 
 /** One fault's invariants, over the flows that started after the previous check and before this one. */
-export interface FaultRow {
+interface FaultRow {
   fault: string;
   /** Flows that were answered with an id (request_id, the agent's request_id). */
   answered: number;

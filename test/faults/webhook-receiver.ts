@@ -6,7 +6,7 @@ import { Webhook } from "standardwebhooks";
  * The spec's deduplication key of an event ("Events", "Deduplication keys"): what a partner must see once.
  * Resolutions are keyed by `resolution_id`; account events have none but their `webhook-id`.
  */
-export function dedupKeyOf(body: Record<string, unknown>, webhookId: string): string {
+function dedupKeyOf(body: Record<string, unknown>, webhookId: string): string {
   const type = String(body.type);
   if (type.startsWith("gate.")) return `${type}:${body.request_id}`;
   if (type === "agents_ask.resolution.confirmed" || type === "agents_ask.resolution.denied")
