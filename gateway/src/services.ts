@@ -6,19 +6,28 @@ import type { GateService } from "@svc/proto/gate/v1/gate_pb.js";
 import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import type { WebhookCallbackService } from "@svc/proto/webhook/v1/webhook_pb.js";
 import type { InboxChange } from "./app/inbox-follower.ts";
-import type { CredentialDirectory } from "./credentials/directory.ts";
+import type { OrganizationNames } from "./app/organization-names.ts";
 import type { InboxPresence } from "./long-poll/inbox-presence.ts";
 import type { Waiters } from "./long-poll/waiters.ts";
+import type { CheckStatusBatcher } from "./operations/check-status-batcher.ts";
 import type { KeySetCache } from "./operations/jwks.ts";
+import type { TokenCheckBatcher } from "./operations/verify-token-batcher.ts";
+import type { VerifyingKeys } from "./operations/verifying-keys.ts";
 import type { WidgetScript } from "./operations/widget-script.ts";
 
 /** What operation handlers reach beyond the request: the business services' clients and shared caches. */
 export interface GatewayServices {
   signing: Client<typeof SigningService>;
   keySet: KeySetCache;
+  /** The key set verify-token checks signatures against, kept in memory and refreshed from signing. */
+  verifyingKeys: VerifyingKeys;
+  /** verify-token's ledger writes, sent to signing together (one RecordTokenChecks call for concurrent checks). */
+  tokenChecks: TokenCheckBatcher;
   gate: Client<typeof GateService>;
   account: Client<typeof AccountService>;
   agentlink: Client<typeof AgentService>;
+  /** check-status reads, sent to agentlink together (one CheckStatuses call for concurrent reads). */
+  cardStatuses: CheckStatusBatcher;
   /** webhook-dispatch's report of agents' callbacks (check-status); a short deadline, since the answer does without it. */
   webhookCallbacks: Client<typeof WebhookCallbackService>;
   /** The check-status long-polls held in this process, by card. */
@@ -30,7 +39,7 @@ export interface GatewayServices {
   /** The people whose inbox this process holds open, answering gate's presence requests. */
   inboxPresence: InboxPresence;
   /** Organizations are the gateway's: the app names a partner by its organization's name (cached, `OrganizationNameCache`). */
-  organizations: Pick<CredentialDirectory, "organizationNames">;
+  organizations: OrganizationNames;
   /** The injected clock (the inbox leaves out requests whose window has ended). */
   clock: Clock;
   /** `{api_origin}`, for the links a response carries. */

@@ -118,6 +118,21 @@ describe("an inbox change applied without reading", () => {
     expect(withRequestEnded(held, r3.requestId, later)?.inbox).toEqual((await read([r2])).inbox);
   });
 
+  it("hashes only the new item for the cursor, not the whole inbox again", async () => {
+    const held = await read([r1, r2]);
+    const stringify = vi.spyOn(JSON, "stringify");
+    try {
+      const ended = withRequestEnded(held, r1.requestId, now);
+      expect(stringify).not.toHaveBeenCalled();
+      withRequestPending(ended ?? held, r3, { name: "Alpha" }, now);
+      expect(stringify.mock.calls.map(([value]) => value)).toEqual([
+        expect.objectContaining({ request_id: r3.requestId }),
+      ]);
+    } finally {
+      stringify.mockRestore();
+    }
+  });
+
   it("asks for a read when the inbox holds gate's bound of 100 requests", async () => {
     const many = Array.from({ length: 100 }, (_, i) =>
       request(`${String(i).padStart(8, "0")}-0000-4000-8000-000000000000`, orgA, minutes(-2)),
@@ -193,5 +208,51 @@ describe("the organization name cache", () => {
     clock = 1001;
     await cache.organizationNames(["c"]);
     expect(organizationNames).toHaveBeenLastCalledWith(["c"]);
+  });
+});
+
+describe("partner names on a told change", () => {
+  /** A directory that answers the first `answered` queries and leaves every later one waiting for ever. */
+  const stallingDirectory = (answered: number) => {
+    const queries = vi.fn();
+    return {
+      queries,
+      organizationNames: (ids: readonly string[]) => {
+        queries(ids);
+        if (queries.mock.calls.length > answered) return new Promise<Map<string, string>>(() => {});
+        return Promise.resolve(new Map(ids.map((id) => [id, names.get(id) ?? id])));
+      },
+    };
+  };
+
+  it("applies a change of an organization warmed before it without waiting for the directory", async () => {
+    // The first read names the notice's partner (one query), the warm asks for orgA (two); any later one stalls.
+    const directory = stallingDirectory(2);
+    const { services } = servicesWith({ requests: [] });
+    services.organizations = new OrganizationNameCache(directory);
+    const follower = new InboxFollower(services, person);
+    await follower.inbox(); // nothing pending and no notice of orgA: its name is not asked
+    services.organizations.warm(r3.organizationId);
+    services.organizations.warm(r3.organizationId);
+    await vi.waitFor(() => expect(services.organizations.cachedName(r3.organizationId)).toBe("Alpha"));
+    expect(directory.queries).toHaveBeenCalledTimes(2);
+    services.inboxWaiters.wake(person, pendingChange(r3));
+    const woken = await follower.inbox();
+    expect(woken.requests.map((r) => [r.request_id, r.platform.name])).toEqual([[r3.requestId, "Alpha"]]);
+    follower.stop();
+  });
+
+  it("answers a name past its time at once and refreshes it in the background, once", async () => {
+    let clock = 0;
+    const directory = stallingDirectory(1);
+    const cache = new OrganizationNameCache(directory, { ttlMs: 1000, now: () => clock });
+    expect(await cache.organizationNames([orgA])).toEqual(new Map([[orgA, "Alpha"]]));
+    clock = 1001;
+    // The refresh stalls for ever: the stale name is still answered, synchronously and through the read.
+    expect(cache.cachedName(orgA)).toBe("Alpha");
+    expect(await cache.organizationNames([orgA])).toEqual(new Map([[orgA, "Alpha"]]));
+    expect(cache.cachedName(orgA)).toBe("Alpha");
+    expect(directory.queries).toHaveBeenCalledTimes(2);
+    expect(cache.cachedName(orgB)).toBeUndefined();
   });
 });

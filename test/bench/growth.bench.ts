@@ -1,7 +1,7 @@
 import { loadavg } from "node:os";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
+import { consoleTransport } from "@svc/local-mesh/console-client";
 import { createInternalClient, dueBatchStatement, type RetentionRule } from "@svc/platform";
 import { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
@@ -46,7 +46,7 @@ const fillChunk = 250_000;
 const mesh = await startBenchMesh(["signing", "account", "gate", "webhook-dispatch"]);
 const db = new pg.Pool({ connectionString: mesh.databaseUrl, max: 4 });
 try {
-  const transport = createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" });
+  const transport = consoleTransport(mesh.consoleUrl, mesh.consoleToken);
   const console_ = createClient(ConsoleService, transport);
   const gates = createClient(GateConsoleService, transport);
   const orgs: string[] = [];
@@ -68,10 +68,7 @@ try {
     status: "active",
   });
 
-  const account = createClient(
-    AccountService,
-    createConnectTransport({ baseUrl: mesh.urls.account!, httpVersion: "2" }),
-  );
+  const account = createInternalClient(AccountService, mesh.urls.account!);
   const signing = createInternalClient(SigningService, mesh.urls.signing!, { timeoutMs: 30_000 });
 
   // A few links of the big partner made the real way, so the reference filter has references to find.

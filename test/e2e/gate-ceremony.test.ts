@@ -1,15 +1,10 @@
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { fromBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { connectNats, notificationSubject } from "@svc/platform";
 import { AccountConsoleService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { RequestChangedSchema } from "@svc/proto/gate/v1/request_watch_pb.js";
-import { WebhookConsoleService } from "@svc/proto/webhook/v1/webhook_pb.js";
 import { createRemoteJWKSet, jwtVerify } from "jose";
-import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { SoftwareAuthenticator } from "../harness/software-passkey.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
@@ -23,6 +18,7 @@ import {
   result,
   verifyIndependently,
 } from "./gate-support.ts";
+import { type PartnerEndpoint, startPartnerEndpoint } from "./partner-endpoint.ts";
 
 /**
  * The person's side through the gateway: the app API with a development-IdP session and the software
@@ -32,18 +28,11 @@ import {
  */
 const start = new Date(Date.now() + 60_000);
 
-interface Delivery {
-  id: string;
-  body: Record<string, unknown>;
-}
-
 describe("gate ceremonies end to end", () => {
   let mesh: TestMesh;
   let api: ReturnType<typeof partnerApi>;
   let partner: Awaited<ReturnType<typeof newPartner>>;
-  let secret: string;
-  const deliveries: Delivery[] = [];
-  let receiver: ReturnType<typeof createServer>;
+  let endpoint: PartnerEndpoint;
   let now = start;
   const moveClock = (ms: number) => {
     now = new Date(now.getTime() + ms);
@@ -51,45 +40,20 @@ describe("gate ceremonies end to end", () => {
   };
 
   beforeAll(async () => {
-    receiver = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on("data", (c: Buffer) => chunks.push(c));
-      req.on("end", () => {
-        const raw = Buffer.concat(chunks).toString();
-        const id = String(req.headers["webhook-id"]);
-        // The signature checked independently with standardwebhooks, at the timestamp it was made for.
-        const expected = new Webhook(secret).sign(id, new Date(Number(req.headers["webhook-timestamp"]) * 1000), raw);
-        if (String(req.headers["webhook-signature"]).split(" ").includes(expected))
-          deliveries.push({ id, body: JSON.parse(raw) });
-        res.writeHead(204).end();
-      });
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
     mesh = await startTestMesh("gate_ceremony", { clockAt: start });
     api = partnerApi(mesh);
     partner = await newPartner(mesh, "Ceremonies");
-    const webhooks = createClient(
-      WebhookConsoleService,
-      createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" }),
-    );
-    secret = (
-      await webhooks.addEndpoint({
-        organizationId: partner.organizationId,
-        url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`,
-        types: [],
-      })
-    ).secret;
+    endpoint = await startPartnerEndpoint(mesh, partner.organizationId);
     await newGate(mesh, partner.organizationId, { key: "login", notarizeOffer: true });
     await newGate(mesh, partner.organizationId, { key: "plain" });
     await newGate(mesh, partner.organizationId, { key: "adults", age: 18 });
   });
   afterAll(async () => {
     await mesh?.stop();
-    receiver?.close();
+    endpoint?.close();
   });
 
-  const accountConsole = () =>
-    createClient(AccountConsoleService, createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" }));
+  const accountConsole = () => createClient(AccountConsoleService, mesh.consoleTransport());
   const origin = issuer;
 
   /** A person with the app: a development-IdP session, a registered passkey and a phone. */
@@ -119,16 +83,9 @@ describe("gate ceremonies end to end", () => {
   const status = async (requestId: string) =>
     result(await api.get("/verification/status", { request_id: requestId }, partner.devSecret), true);
   const secretOf = (webUrl: string) => decodeURIComponent(new URL(webUrl).hash.slice("#t=".length));
-  const eventsFor = (requestId: string) => deliveries.filter((d) => d.body.request_id === requestId);
-  const waitForEvent = (requestId: string, type: string) =>
-    vi.waitFor(
-      () => {
-        const found = eventsFor(requestId).find((d) => d.body.type === type);
-        if (!found) throw new Error(`no ${type} for ${requestId} yet`);
-        return found.body;
-      },
-      { timeout: 15_000, interval: 100 },
-    );
+  const eventsFor = (requestId: string) => endpoint.deliveries().filter((d) => d.body.request_id === requestId);
+  const waitForEvent = async (requestId: string, type: string) =>
+    (await endpoint.waitFor((b) => b.request_id === requestId && b.type === type, `${type} for ${requestId}`)).body;
 
   /** The app's ceremony: open (assertion options bound to the request), assert with the passkey, confirm. */
   async function confirmInApp(who: Awaited<ReturnType<typeof person>>, requestId: string, t?: string) {

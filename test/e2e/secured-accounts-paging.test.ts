@@ -1,6 +1,6 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
+import { createInternalClient } from "@svc/platform";
 import { AccountConsoleService, AccountService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -73,12 +73,8 @@ describe("secured accounts list: counts and cursor paging", () => {
     mesh = await startTestMesh("secured_paging", { only: ["signing", "account"], clockAt: start });
     api = partnerApi(mesh);
     partner = await newPartner(mesh, "Growing platform");
-    const transport = createConnectTransport({ baseUrl: mesh.urls.account as string, httpVersion: "2" });
-    account = createClient(AccountService, transport);
-    accountConsole = createClient(
-      AccountConsoleService,
-      createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" }),
-    );
+    account = createInternalClient(AccountService, mesh.urls.account as string);
+    accountConsole = createClient(AccountConsoleService, mesh.consoleTransport());
   });
   afterAll(async () => {
     await mesh?.stop();

@@ -1,16 +1,13 @@
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { createInternalClient } from "@svc/platform";
 import { AccountService, NoticeKind } from "@svc/proto/account/v1/account_pb.js";
 import { WebhookConsoleService } from "@svc/proto/webhook/v1/webhook_pb.js";
-import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { SoftwareAuthenticator } from "../harness/software-passkey.ts";
 import { runSvcctl } from "../harness/svcctl.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 import { dataError, issuer, newGate, newPartner, partnerApi, result } from "./gate-support.ts";
+import { type PartnerEndpoint, startPartnerEndpoint } from "./partner-endpoint.ts";
 
 /**
  * The spec's "Secured account" state table, every row, through the gateway: a person with the app (a
@@ -21,20 +18,11 @@ import { dataError, issuer, newGate, newPartner, partnerApi, result } from "./ga
  */
 const start = new Date(Date.now() + 60_000);
 
-interface Delivery {
-  id: string;
-  body: Record<string, unknown>;
-}
-
 describe("the person's secured accounts end to end", () => {
   let mesh: TestMesh;
   let api: ReturnType<typeof partnerApi>;
   let partner: Awaited<ReturnType<typeof newPartner>>;
-  let endpoint: { id: string; secret: string };
-  /** Deliveries by webhook-id: a redelivery of one message lands on the same entry. */
-  const deliveries = new Map<string, Delivery>();
-  let attempts = 0;
-  let receiver: ReturnType<typeof createServer>;
+  let endpoint: PartnerEndpoint;
   let now = start;
   const moveClock = (ms: number) => {
     now = new Date(now.getTime() + ms);
@@ -43,43 +31,20 @@ describe("the person's secured accounts end to end", () => {
   const platformName = "Person Side Shop";
 
   beforeAll(async () => {
-    receiver = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on("data", (c: Buffer) => chunks.push(c));
-      req.on("end", () => {
-        const raw = Buffer.concat(chunks).toString();
-        const id = String(req.headers["webhook-id"]);
-        // Checked with standardwebhooks at the timestamp it was signed for (the mesh's clock is moved).
-        const expected = new Webhook(endpoint.secret).sign(
-          id,
-          new Date(Number(req.headers["webhook-timestamp"]) * 1000),
-          raw,
-        );
-        if (String(req.headers["webhook-signature"]).split(" ").includes(expected)) {
-          attempts++;
-          if (!deliveries.has(id)) deliveries.set(id, { id, body: JSON.parse(raw) });
-        }
-        res.writeHead(204).end();
-      });
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
     mesh = await startTestMesh("secured_accounts_person", { clockAt: start });
     api = partnerApi(mesh);
     partner = await newPartner(mesh, platformName);
-    const added = await createClient(
-      WebhookConsoleService,
-      createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" }),
-    ).addEndpoint({
-      organizationId: partner.organizationId,
-      url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`,
-      types: ["account.secured", "account.unlinked", "gate.human_verified", "gate.unavailable"],
-    });
-    endpoint = { id: added.endpoint!.endpointId, secret: added.secret };
+    endpoint = await startPartnerEndpoint(mesh, partner.organizationId, [
+      "account.secured",
+      "account.unlinked",
+      "gate.human_verified",
+      "gate.unavailable",
+    ]);
     await newGate(mesh, partner.organizationId, { key: "login", notarizeOffer: true });
   });
   afterAll(async () => {
     await mesh?.stop();
-    receiver?.close();
+    endpoint?.close();
   });
 
   const origin = issuer;
@@ -134,22 +99,13 @@ describe("the person's secured accounts end to end", () => {
     return { requestId: link.request_id as string, record: { ...record, handle: verified.body.handle as string } };
   }
 
-  function waitForDelivery(match: (body: Record<string, unknown>) => boolean) {
-    return vi.waitFor(
-      () => {
-        const found = [...deliveries.values()].find((d) => match(d.body));
-        if (!found) throw new Error("no such webhook yet");
-        return found;
-      },
-      { timeout: 15_000, interval: 100 },
-    );
-  }
+  const waitForDelivery = (match: (body: Record<string, unknown>) => boolean) => endpoint.waitFor(match);
   const deliveredFor = (handle: string, type: string) =>
-    [...deliveries.values()].filter((d) => d.body.handle === handle && d.body.type === type);
+    endpoint.deliveries().filter((d) => d.body.handle === handle && d.body.type === type);
   const partnerRow = async (reference: string) =>
     result(await api.get("/secured-accounts/list", { platform_user_ref: reference }, partner.devSecret)).rows;
   const revoke = (reference: string, credentialChanged = false) =>
-    runSvcctl(mesh.consoleUrl, [
+    runSvcctl(mesh, [
       "account",
       "unlink",
       "--org",
@@ -190,12 +146,13 @@ describe("the person's secured accounts end to end", () => {
       },
     ]);
     // The redelivery of a message carries the same webhook-id, so the partner keeps one.
-    const before = attempts;
-    await createClient(
-      WebhookConsoleService,
-      createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" }),
-    ).replayMessage({ organizationId: partner.organizationId, messageId: secured.id, endpointId: endpoint.id });
-    await vi.waitFor(() => expect(attempts).toBe(before + 1), { timeout: 15_000, interval: 100 });
+    const before = endpoint.attempts();
+    await createClient(WebhookConsoleService, mesh.consoleTransport()).replayMessage({
+      organizationId: partner.organizationId,
+      messageId: secured.id,
+      endpointId: endpoint.endpointId,
+    });
+    await vi.waitFor(() => expect(endpoint.attempts()).toBe(before + 1), { timeout: 15_000, interval: 100 });
     expect(deliveredFor(record.handle, "account.secured")).toHaveLength(1);
   });
 

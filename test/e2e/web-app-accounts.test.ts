@@ -1,14 +1,9 @@
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
-import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
-import { WebhookConsoleService } from "@svc/proto/webhook/v1/webhook_pb.js";
 import type { Browser } from "playwright-core";
-import { Webhook } from "standardwebhooks";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchHeadlessChromium } from "../harness/headless-browser.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 import { newGate, newPartner, partnerApi, result } from "./gate-support.ts";
+import { type PartnerEndpoint, startPartnerEndpoint } from "./partner-endpoint.ts";
 import { pageWithAuthenticator, phoneViewport, reviewScreen, signInAsNewPerson } from "./web-app-support.ts";
 
 /**
@@ -21,22 +16,7 @@ describe("the web app over the accounts and inbox operations", () => {
   let origin: string;
   let api: ReturnType<typeof partnerApi>;
   let partner: Awaited<ReturnType<typeof newPartner>>;
-  /** The partner's webhook endpoint: the payloads whose signature standardwebhooks verified. */
-  const webhooks: Record<string, unknown>[] = [];
-  let webhookSecret = "";
-  const receiver = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => {
-      const headers = Object.fromEntries(
-        ["webhook-id", "webhook-timestamp", "webhook-signature"].map((name) => [name, String(req.headers[name])]),
-      );
-      webhooks.push(
-        new Webhook(webhookSecret).verify(Buffer.concat(chunks).toString(), headers) as Record<string, unknown>,
-      );
-      res.writeHead(204).end();
-    });
-  });
+  let endpoint: PartnerEndpoint;
 
   beforeAll(async () => {
     mesh = await startTestMesh("web_app_accounts");
@@ -44,23 +24,14 @@ describe("the web app over the accounts and inbox operations", () => {
     await mesh.restart("gateway", { GATEWAY_PUBLIC_ORIGIN: origin });
     api = partnerApi(mesh);
     partner = await newPartner(mesh, "Web shop");
-    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
-    const added = await createClient(
-      WebhookConsoleService,
-      createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" }),
-    ).addEndpoint({
-      organizationId: partner.organizationId,
-      url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`,
-      types: ["account.secured", "account.unlinked"],
-    });
-    webhookSecret = added.secret;
+    endpoint = await startPartnerEndpoint(mesh, partner.organizationId, ["account.secured", "account.unlinked"]);
     await newGate(mesh, partner.organizationId, { key: "login", notarizeOffer: true });
     browser = await launchHeadlessChromium();
   }, 180_000);
   afterAll(async () => {
     await browser?.close();
     await mesh?.stop();
-    receiver.close();
+    endpoint?.close();
   });
 
   /** A signed-in person with a passkey, on a phone-sized page. */
@@ -137,11 +108,9 @@ describe("the web app over the accounts and inbox operations", () => {
     ).rows;
     expect(row).toMatchObject({ status: "unlinked", unlinked_by: "human", unlink_reason: "human" });
     // The partner hears it as a signed account.unlinked for the handle it was given at account.secured.
-    await vi.waitFor(() => expect(webhooks.map((hook) => hook.type)).toContain("account.unlinked"), {
-      timeout: 15_000,
-    });
-    const secured = webhooks.find((hook) => hook.type === "account.secured");
-    expect(webhooks.find((hook) => hook.type === "account.unlinked")).toMatchObject({
+    const unlinked = (await endpoint.waitFor((hook) => hook.type === "account.unlinked", "account.unlinked")).body;
+    const secured = endpoint.deliveries().find((d) => d.body.type === "account.secured")?.body;
+    expect(unlinked).toMatchObject({
       handle: row.handle,
       by: "human",
       reason: "human",

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
 import { startInfrastructure } from "../../deploy/local/src/infrastructure.ts";
-import { ensureChromiumInstalled } from "./headless-browser.ts";
+import { ensureChromiumInstalled } from "./chromium.ts";
 
 declare module "vitest" {
   export interface ProvidedContext {

@@ -151,8 +151,31 @@ function withoutEnded(held: HeldInbox, endedId: string | undefined, now: Date): 
 
 const timestampMs = (at: Timestamp | undefined) => (at ? timestampDate(at).getTime() : 0);
 
-const digestOf = (contents: Contents) =>
-  createHash("sha256").update(JSON.stringify(contents)).digest("base64url").slice(0, 22);
+/**
+ * Each item's digest, kept with the item itself: a told change keeps every other item of the held inbox
+ * as it was (items are never changed after they are made), so its new cursor hashes one new item's JSON
+ * and the others' digests, not the whole inbox again (queued cards can be tens of kilobytes each).
+ */
+const itemDigests = new WeakMap<object, string>();
+
+function itemDigest(item: object): string {
+  let digest = itemDigests.get(item);
+  if (digest === undefined) {
+    digest = createHash("sha256").update(JSON.stringify(item)).digest("base64url");
+    itemDigests.set(item, digest);
+  }
+  return digest;
+}
+
+/** The cursor: a digest of the item digests, section by section (a digest is 43 characters, so "," and ";" separate unambiguously). */
+function digestOf(contents: Contents): string {
+  const hash = createHash("sha256");
+  for (const items of [contents.requests, contents.cards, contents.notices]) {
+    for (const item of items) hash.update(`${itemDigest(item)},`);
+    hash.update(";");
+  }
+  return hash.digest("base64url").slice(0, 22);
+}
 
 export const inboxSchema: Schema = {
   type: "object",

@@ -88,7 +88,12 @@ export class InboxFollower {
     const request = change.value;
     // Told late (a publisher's "ended" overtook it): the request is no longer pending.
     if (this.#ended.has(request.requestId)) return held;
-    const platformOf = await platformsOf(this.#services, [request.organizationId]);
-    return withRequestPending(held, request, platformOf(request.organizationId), now);
+    // The name is normally remembered (create-verification-link warmed it): the change then applies without waiting for anyone.
+    const name = this.#services.organizations.cachedName(request.organizationId);
+    const platform =
+      name === undefined
+        ? (await platformsOf(this.#services, [request.organizationId]))(request.organizationId)
+        : { name };
+    return withRequestPending(held, request, platform, now);
   }
 }

@@ -6,7 +6,6 @@ import { instant } from "../http/instant.ts";
 import { defineRoute, ok } from "../http/route.ts";
 import { cardKey } from "../long-poll/waiters.ts";
 import type { GatewayServices } from "../services.ts";
-import { CheckStatusBatcher } from "./check-status-batcher.ts";
 
 const agentKeyOnly = { accepts: ["agent_key"] } as const;
 
@@ -21,17 +20,6 @@ export const statusNames: Record<CardStatus, (typeof cardStatusSchema.enum)[numb
   [CardStatus.EXPIRED]: "expired",
 };
 
-/** One batcher per agentlink client, made on first use: concurrent check-status reads share its calls. */
-const checkStatusBatchers = new WeakMap<GatewayServices["agentlink"], CheckStatusBatcher>();
-
-function checkStatusBatcherFor(agentlink: GatewayServices["agentlink"]): CheckStatusBatcher {
-  let batcher = checkStatusBatchers.get(agentlink);
-  if (batcher === undefined) {
-    batcher = new CheckStatusBatcher(agentlink);
-    checkStatusBatchers.set(agentlink, batcher);
-  }
-  return batcher;
-}
 /**
  * `POST /agentlink/inquire`: the agent proposes a card to one person. The spec's field rules are here; the
  * rules of the card (exactly one identifier, the ttl's range, the categories, the person, the trust layer,
@@ -175,7 +163,7 @@ export const checkStatusRoute = defineRoute({
     },
   },
   async handle(input, { caller, services, clock, logger, signal }) {
-    const read = () => checkStatusBatcherFor(services.agentlink).read({ caller, requestId: input.request_id });
+    const read = () => services.cardStatuses.read({ caller, requestId: input.request_id });
     const waitMs = (input.wait_seconds ?? 0) * 1000;
     const state =
       waitMs === 0 || !caller

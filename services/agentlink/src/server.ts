@@ -68,4 +68,4 @@ export const startAgentlink = (options: StartOptions = {}) =>
     options,
   );
 
-runAsMain(import.meta.url, () => startAgentlink());
+runAsMain(import.meta.url, "agentlink", () => startAgentlink());

@@ -36,4 +36,10 @@ export const settings = {
     description:
       "origin (and relying party) of passkey assertions answered by sandbox humans: the gateway's public origin",
   },
+  testCrashAfterCreate: {
+    parse: parse.boolean,
+    default: false,
+    description:
+      "test only, refused in production: die by SIGKILL after a create-verification-link commits, before it answers (the Idempotency-Key e2e)",
+  },
 } satisfies Settings;

@@ -1,4 +1,4 @@
-import { createInternalClient, runAsMain, type StartOptions, startService } from "@svc/platform";
+import { ConfigError, createInternalClient, runAsMain, type StartOptions, startService } from "@svc/platform";
 import { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { settings } from "./config.ts";
@@ -24,8 +24,10 @@ export const startGate = (options: StartOptions = {}) =>
       entities: [],
       migrations,
       storedDefinitions: [createVerificationRequests],
-      build: ({ orm, statements, bus, outbox, clock, logger, config }) =>
-        gateServices({
+      build: ({ orm, statements, bus, outbox, clock, logger, config }) => {
+        if (config.deployment === "production" && config.testCrashAfterCreate)
+          throw new ConfigError("GATE_TEST_CRASH_AFTER_CREATE is a test fault point; production refuses it");
+        return gateServices({
           orm,
           statements,
           bus,
@@ -38,7 +40,9 @@ export const startGate = (options: StartOptions = {}) =>
           presenceWindowMs: config.presenceWindow,
           passkeyOrigin: config.passkeyOrigin,
           deployment: config.deployment,
-        }),
+          crashAfterCreate: config.testCrashAfterCreate,
+        });
+      },
       routes: (services) => {
         const partner = gateRoutes(services);
         const console = gateConsoleRoutes({ gates: services.gates, lifecycle: services.lifecycle });
@@ -65,4 +69,4 @@ export const startGate = (options: StartOptions = {}) =>
     options,
   );
 
-runAsMain(import.meta.url, () => startGate());
+runAsMain(import.meta.url, "gate", () => startGate());

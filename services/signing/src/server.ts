@@ -112,4 +112,4 @@ export async function startSigning(
   }
 }
 
-runAsMain(import.meta.url, () => startSigning());
+runAsMain(import.meta.url, "signing", () => startSigning());

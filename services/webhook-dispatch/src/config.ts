@@ -42,6 +42,17 @@ export const settings = {
     default: 64,
     description: "attempts in flight in this process at a time",
   },
+  heartbeatEvery: {
+    parse: parse.duration,
+    default: 2000,
+    description: "how often this dispatcher renews its heartbeat and looks for dispatchers that are gone",
+  },
+  instanceStaleAfter: {
+    parse: parse.duration,
+    default: 30_000,
+    description:
+      "a dispatcher whose heartbeat is older than this counts as gone even while its connection holds its lock (hung, or its host cut off)",
+  },
   pollInterval: {
     parse: parse.duration,
     default: 1000,

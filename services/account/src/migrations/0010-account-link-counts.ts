@@ -55,4 +55,4 @@ class CountAccountLinks extends Migration {
   }
 }
 
-export const countAccountLinks = { name: "0009_account_link_counts", class: CountAccountLinks };
+export const countAccountLinks = { name: "0010_account_link_counts", class: CountAccountLinks };

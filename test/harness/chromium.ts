@@ -1,0 +1,26 @@
+import { ensureDebianProgram, type Log } from "@svc/local-mesh/process-tools";
+import { type Browser, chromium } from "playwright-core";
+
+/** Found on PATH, or installed with apt as root: never skipped. */
+export const ensureChromiumInstalled = (log: Log): Promise<string> =>
+  ensureDebianProgram(
+    { program: "chromium", debianPackage: "chromium", alternative: "put a Chromium binary named chromium on PATH" },
+    log,
+  );
+
+/**
+ * The Chromium at `executablePath`, headless and quiet: no sandbox for root, no background traffic. The
+ * tests and the widget benchmark start it the same way.
+ */
+export const launchChromium = (executablePath: string): Promise<Browser> =>
+  chromium.launch({
+    executablePath,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
