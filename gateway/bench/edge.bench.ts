@@ -12,7 +12,8 @@ import { startPublicServer } from "../src/http/public-server.ts";
 import { migrations } from "../src/migrations/index.ts";
 import { KeySetCache } from "../src/operations/jwks.ts";
 import { verifyTokenRoute } from "../src/operations/verify-token.ts";
-import { VerifyTokenBatcher } from "../src/operations/verify-token-batcher.ts";
+import { TokenCheckBatcher } from "../src/operations/verify-token-batcher.ts";
+import { VerifyingKeys } from "../src/operations/verifying-keys.ts";
 import { rateLimitStage } from "../src/rate-limits/rate-limit-stage.ts";
 import { decideRateLimits, RateLimiter } from "../src/rate-limits/rate-limiter.ts";
 import { aliasStage } from "../src/rename-window/alias-stage.ts";
@@ -58,7 +59,9 @@ try {
   const services = {
     signing,
     keySet: new KeySetCache({ signing, logger }),
-    tokenChecks: new VerifyTokenBatcher(signing),
+    verifyingKeys: new VerifyingKeys({ signing, clock: systemClock, logger }),
+    tokenChecks: new TokenCheckBatcher(signing),
+    clock: systemClock,
   } as unknown as GatewayServices;
   const edge: Stage[] = [
     rateLimitStage({

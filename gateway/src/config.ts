@@ -93,6 +93,14 @@ export const settings = {
     default: "",
     description: "upgrade_url of a development key's rate-limit refusal (default: {api_origin}/upgrade)",
   },
+  consoleToken: developmentSecret({
+    parse: (raw: string) => {
+      if (!/^[\x21-\x7e]{32,}$/.test(raw)) throw new Error("must be at least 32 printable ASCII characters, no spaces");
+      return raw;
+    },
+    developmentDefault: "svc-console-development-operator-token",
+    description: "operator credential of the console port (svcctl sends it as Authorization: Bearer)",
+  }),
   keyPepper: developmentSecret({
     parse: parse.base64Key32,
     developmentDefault: Buffer.from("c3ZjLWdhdGV3YXktZGV2ZWxvcG1lbnQtcGVwcGVyISE=", "base64"),

@@ -1,3 +1,4 @@
+import { createSecretKey } from "node:crypto";
 import {
   type Clock,
   clockFromEnvironment,
@@ -7,6 +8,7 @@ import {
   type Logger,
   openDatabase,
   openStatementPool,
+  type Queryable,
   runAsMain,
   serveConnect,
 } from "@svc/platform";
@@ -20,6 +22,7 @@ import { OrganizationNameCache } from "./app/organization-names.ts";
 import { loadGatewayConfig } from "./config.ts";
 import { consoleForwarding } from "./console/forwarding.ts";
 import { gateConsoleRenames } from "./console/gate-console-renames.ts";
+import { operatorCredential, operatorCredentialRefusal } from "./console/operator-credential.ts";
 import { consoleRoutes } from "./console/routes.ts";
 import { agentKeyResolver } from "./credentials/agent-key.ts";
 import { apiKeyResolvers, authenticateStage } from "./credentials/authenticate.ts";
@@ -33,6 +36,8 @@ import { openApiDocument, openApiPath } from "./http/openapi.ts";
 import { parseStage } from "./http/parse.ts";
 import { handleStage, type Stage, validateStage } from "./http/pipeline.ts";
 import { basePath, startPublicServer } from "./http/public-server.ts";
+import { idempotencyStage } from "./idempotency/idempotency-stage.ts";
+import { IdempotencyStore, sweepExpiredKeys } from "./idempotency/idempotency-store.ts";
 import { InboxPresence } from "./long-poll/inbox-presence.ts";
 import {
   cardNotifications,
@@ -45,7 +50,8 @@ import { migrations } from "./migrations/index.ts";
 import { CheckStatusBatcher } from "./operations/check-status-batcher.ts";
 import { rawRoutes, routes } from "./operations/index.ts";
 import { KeySetCache } from "./operations/jwks.ts";
-import { VerifyTokenBatcher } from "./operations/verify-token-batcher.ts";
+import { TokenCheckBatcher } from "./operations/verify-token-batcher.ts";
+import { VerifyingKeys } from "./operations/verifying-keys.ts";
 import { loadWidgetScript } from "./operations/widget-script.ts";
 import { KeyLimits } from "./rate-limits/key-limits.ts";
 import { rateLimitStage } from "./rate-limits/rate-limit-stage.ts";
@@ -108,7 +114,8 @@ export async function startGateway(
   const services: GatewayServices = {
     signing,
     keySet: new KeySetCache({ signing, logger }),
-    tokenChecks: new VerifyTokenBatcher(signing),
+    verifyingKeys: new VerifyingKeys({ signing, clock, logger }),
+    tokenChecks: new TokenCheckBatcher(signing),
     gate,
     account,
     agentlink,
@@ -141,10 +148,31 @@ export async function startGateway(
     await databaseReachable(orm);
     await reachable(config.signingUrl, "signing");
   };
+  const meshUrls = {
+    signing: config.signingUrl,
+    gate: config.gateUrl,
+    account: config.accountUrl,
+    agentlink: config.agentlinkUrl,
+    "webhook-dispatch": config.webhookDispatchUrl,
+  };
+  const meshHealth = async () =>
+    Object.fromEntries(
+      await Promise.all(
+        Object.entries(meshUrls).map(async ([name, url]) => [
+          name,
+          await reachable(url, name).then(
+            () => "up" as const,
+            () => "down" as const,
+          ),
+        ]),
+      ),
+    );
 
   // A few connections suffice: every statement decides a whole batch of requests.
   const rateLimitPool = openStatementPool({ url: config.databaseUrl, schema: "gateway", max: 4, logger });
   const limiter = new RateLimiter({ pool: rateLimitPool, leaseTtlMs: config.inFlightLease, logger });
+  const idempotencyPool = openStatementPool({ url: config.databaseUrl, schema: "gateway", max: 4, logger });
+  const pepper = createSecretKey(config.keyPepper);
   const openApiLink = `${config.publicOrigin}${basePath}${openApiPath}`;
 
   // The public pipeline, outermost first. Rate limiting goes after authenticate (it counts per
@@ -153,7 +181,7 @@ export async function startGateway(
     parseStage,
     authenticateStage([
       ...apiKeyResolvers(directory, clock),
-      grantTokenResolver(gate),
+      grantTokenResolver(gate, pepper),
       agentKeyResolver({
         agentlink,
         clock,
@@ -171,10 +199,16 @@ export async function startGateway(
     }),
     aliasStage({ table: aliasTable, sunset, link: openApiLink }),
     validateStage,
+    idempotencyStage({ store: new IdempotencyStore(idempotencyPool), pepper, logger }),
     handleStage,
   ];
   const openApi = openApiDocument({ routes, aliases: aliasTable, sunset, publicOrigin: config.publicOrigin });
-  const stopSweeping = limiter.startSweeping(() => clock.now(), 10 * 60_000);
+  const stopSweepingLimits = limiter.startSweeping(() => clock.now(), 10 * 60_000);
+  const stopSweepingKeys = startKeySweep(idempotencyPool, clock, logger);
+  const stopSweeping = () => {
+    stopSweepingLimits();
+    stopSweepingKeys();
+  };
   const stopListening = listenForNotifications({
     natsUrl: config.natsUrl,
     subscriptions: [
@@ -197,6 +231,7 @@ export async function startGateway(
       clock,
       logger,
       ready,
+      meshHealth,
       rawRoutes: rawRoutes({
         keySet: services.keySet,
         openApi,
@@ -212,6 +247,8 @@ export async function startGateway(
       host: config.consoleHost,
       port: config.consolePort,
       logger: logger.child({ component: "console" }),
+      // The network policy admits only operators' pods to this port; the credential is the second wall.
+      authenticate: { check: operatorCredential(config.consoleToken), refusal: operatorCredentialRefusal },
       routes: (router) => {
         consoleRoutes({ directory, signing, keyLimits: new KeyLimits({ orm, clock }), devIdp })(router);
         // Gate's console goes through the rename window instead of being forwarded unchanged.
@@ -227,6 +264,7 @@ export async function startGateway(
       ),
       ready,
       onStop: async () => {},
+      logStopped: false,
     });
     const running = publicServer;
     let stopping: Promise<void> | undefined;
@@ -244,6 +282,7 @@ export async function startGateway(
           await Promise.all([running.stop(), consoleServer.stop()]);
           await stopListening();
           await rateLimitPool.end();
+          await idempotencyPool.end();
           await orm.close();
           logger.info("stopped");
         })()),
@@ -253,9 +292,27 @@ export async function startGateway(
     await stopListening();
     await publicServer?.stop();
     await rateLimitPool.end();
+    await idempotencyPool.end();
     await orm.close(true);
     throw error;
   }
 }
 
-runAsMain(import.meta.url, () => startGateway());
+/** Expired Idempotency-Keys go in bounded batches, a few per minute: enough for any rate of new keys. */
+const keySweepEveryMs = 60_000;
+const keySweepBatch = 1000;
+const keySweepBatchesPerRound = 10;
+
+function startKeySweep(pool: Queryable, clock: Clock, logger: Logger): () => void {
+  const sweep = async () => {
+    for (let i = 0; i < keySweepBatchesPerRound; i++)
+      if ((await sweepExpiredKeys(pool, clock.now(), keySweepBatch)) < keySweepBatch) return;
+  };
+  const timer = setInterval(() => {
+    sweep().catch((error: unknown) => logger.warn("Idempotency-Key sweep failed", { error }));
+  }, keySweepEveryMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
+runAsMain(import.meta.url, "gateway", () => startGateway());

@@ -11,15 +11,18 @@ import type { InboxPresence } from "./long-poll/inbox-presence.ts";
 import type { Waiters } from "./long-poll/waiters.ts";
 import type { CheckStatusBatcher } from "./operations/check-status-batcher.ts";
 import type { KeySetCache } from "./operations/jwks.ts";
-import type { VerifyTokenBatcher } from "./operations/verify-token-batcher.ts";
+import type { TokenCheckBatcher } from "./operations/verify-token-batcher.ts";
+import type { VerifyingKeys } from "./operations/verifying-keys.ts";
 import type { WidgetScript } from "./operations/widget-script.ts";
 
 /** What operation handlers reach beyond the request: the business services' clients and shared caches. */
 export interface GatewayServices {
   signing: Client<typeof SigningService>;
   keySet: KeySetCache;
-  /** verify-token's checks, sent to signing together (one VerifyTokens call for concurrent requests). */
-  tokenChecks: VerifyTokenBatcher;
+  /** The key set verify-token checks signatures against, kept in memory and refreshed from signing. */
+  verifyingKeys: VerifyingKeys;
+  /** verify-token's ledger writes, sent to signing together (one RecordTokenChecks call for concurrent checks). */
+  tokenChecks: TokenCheckBatcher;
   gate: Client<typeof GateService>;
   account: Client<typeof AccountService>;
   agentlink: Client<typeof AgentService>;

@@ -22,7 +22,11 @@ describe("gateway key pepper", () => {
   it("production takes its own pepper", () => {
     const pepper = randomBytes(32);
     const config = loadGatewayConfig(
-      { SVC_DEPLOYMENT: "production", GATEWAY_KEY_PEPPER: pepper.toString("base64") },
+      {
+        SVC_DEPLOYMENT: "production",
+        GATEWAY_KEY_PEPPER: pepper.toString("base64"),
+        GATEWAY_CONSOLE_TOKEN: randomBytes(32).toString("base64url"),
+      },
       quiet,
     );
     expect(config.keyPepper.equals(pepper)).toBe(true);
@@ -36,5 +40,39 @@ describe("in_flight lease", () => {
     );
     expect(loadGatewayConfig({}, quiet).inFlightLease).toBe(60_000);
     expect(loadGatewayConfig({ GATEWAY_IN_FLIGHT_LEASE: "30s" }, quiet).inFlightLease).toBe(30_000);
+  });
+});
+
+describe("the console's operator credential", () => {
+  const pepper = randomBytes(32).toString("base64");
+
+  it("production refuses to start without one", () => {
+    expect(() => loadGatewayConfig({ SVC_DEPLOYMENT: "production", GATEWAY_KEY_PEPPER: pepper }, quiet)).toThrow(
+      "GATEWAY_CONSOLE_TOKEN is required in production",
+    );
+  });
+
+  it("production refuses the built-in development value", () => {
+    const builtIn = settings.consoleToken.default as string;
+    expect(() =>
+      loadGatewayConfig(
+        { SVC_DEPLOYMENT: "production", GATEWAY_KEY_PEPPER: pepper, GATEWAY_CONSOLE_TOKEN: builtIn },
+        quiet,
+      ),
+    ).toThrow("GATEWAY_CONSOLE_TOKEN is the built-in development value, which production refuses");
+  });
+
+  it("refuses a short one", () => {
+    expect(() => loadGatewayConfig({ GATEWAY_CONSOLE_TOKEN: "short" }, quiet)).toThrow(
+      "GATEWAY_CONSOLE_TOKEN: must be at least 32 printable ASCII characters",
+    );
+  });
+
+  it("development falls back to the built-in value with a warning naming the variable", () => {
+    const logged = memoryLogger();
+    expect(loadGatewayConfig({}, logged).consoleToken).toBe(settings.consoleToken.default);
+    expect(logged.entries).toContainEqual(
+      expect.objectContaining({ level: "warn", variable: "GATEWAY_CONSOLE_TOKEN" }),
+    );
   });
 });

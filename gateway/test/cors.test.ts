@@ -132,7 +132,7 @@ describe("a preflight", () => {
     expect(corsHeaders(answer)).toEqual({
       "access-control-allow-origin": "https://anyone.example",
       "access-control-allow-methods": "POST",
-      "access-control-allow-headers": "Authorization, Content-Type, x-svc-include-ratelimit",
+      "access-control-allow-headers": "Authorization, Content-Type, x-svc-include-ratelimit, Idempotency-Key",
       "access-control-max-age": "7200",
       vary: "Origin",
     });
@@ -162,7 +162,7 @@ describe("a preflight", () => {
 describe("an actual answer", () => {
   const expected = {
     "access-control-allow-origin": shop,
-    "access-control-expose-headers": "RateLimit, RateLimit-Policy, Deprecation, Sunset, Link",
+    "access-control-expose-headers": "RateLimit, RateLimit-Policy, Deprecation, Sunset, Link, Idempotent-Replayed",
     vary: "Origin",
   };
 

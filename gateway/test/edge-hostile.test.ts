@@ -287,16 +287,24 @@ describe.each(routes.map((route) => [`${route.method} ${route.path}`, route] as 
 });
 
 describe("hostile requests the HTTP parser itself refuses", () => {
-  test.each([
-    [
-      "headers beyond Node's limit",
+  test("headers beyond Node's limit are a 431 in the InputValidationError shape", async () => {
+    const answer = await send(
       httpRequest(
         "POST",
         "/v1/sdk/verify-token",
         [["Authorization", `Bearer ${"a".repeat(20_000)}`]],
         Buffer.from("{}"),
       ),
-    ],
+    );
+    expect(answer.status).toBe(431);
+    expect(answer.body).toMatchObject({
+      code: "InputValidationError",
+      input: {},
+      errors: [{ propertyPath: "", invalidValue: null }],
+    });
+  });
+
+  test.each([
     [
       "a control character in a header",
       Buffer.from(

@@ -66,10 +66,30 @@ describe("the document", () => {
     }
   });
 
+  test("every POST takes the Idempotency-Key header, and its 409 codes are described; no GET takes it", () => {
+    for (const item of Object.values(document.paths) as Json[]) {
+      if (item.post?.operationId === undefined || item.post.requestBody === undefined) continue;
+      expect(item.post.parameters, item.post.operationId).toContainEqual({
+        $ref: "#/components/parameters/IdempotencyKey",
+      });
+    }
+    for (const item of Object.values(document.paths) as Json[])
+      expect(JSON.stringify(item.get?.parameters ?? [])).not.toContain("IdempotencyKey");
+    expect(document.components.parameters.IdempotencyKey).toMatchObject({
+      name: "Idempotency-Key",
+      in: "header",
+      required: false,
+      schema: { type: "string", minLength: 1, maxLength: 255 },
+    });
+    const envelopeError = document.components.schemas.EnvelopeError.description;
+    expect(envelopeError).toContain("idempotency_key_reused");
+    expect(envelopeError).toContain("idempotency_key_in_use");
+  });
+
   test("describes the envelope, the rate-limit body and headers, and the validation error", () => {
     const verify = document.paths["/sdk/verify-token"].post;
     const ok = verify.responses["200"];
-    expect(Object.keys(ok.headers)).toEqual(["RateLimit-Policy", "RateLimit"]);
+    expect(Object.keys(ok.headers)).toEqual(["RateLimit-Policy", "RateLimit", "Idempotent-Replayed"]);
     expect(ok.content["application/json"].schema.properties.data.oneOf[0]).toMatchObject({
       required: ["data"],
       properties: { data: { type: "object" } },
@@ -134,7 +154,7 @@ describe("the document", () => {
       if (!item.options) continue;
       expect(item.options.security).toEqual([]);
       expect(item.options.responses["204"].headers["Access-Control-Allow-Headers"].schema.const).toBe(
-        "Authorization, Content-Type, x-svc-include-ratelimit",
+        "Authorization, Content-Type, x-svc-include-ratelimit, Idempotency-Key",
       );
       for (const method of ["get", "post"].filter((m) => item[m])) {
         expect(item[method].responses["200"].headers, `${method} ${path}`).toMatchObject({
@@ -144,7 +164,7 @@ describe("the document", () => {
       }
     }
     expect(document.components.headers.AccessControlExposeHeaders.schema.const).toBe(
-      "RateLimit, RateLimit-Policy, Deprecation, Sunset, Link",
+      "RateLimit, RateLimit-Policy, Deprecation, Sunset, Link, Idempotent-Replayed",
     );
     expect(document.paths["/sdk/logout"].post.responses["200"].headers).not.toHaveProperty(
       "Access-Control-Allow-Origin",

@@ -1,15 +1,20 @@
+import { randomBytes, randomUUID } from "node:crypto";
 import { toBinary } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { type Database, ManualClock, openDatabase } from "@svc/platform";
+import { type Database, ManualClock, openDatabase, openStatementPool } from "@svc/platform";
 import { CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { KeyType, ListKeysResponseSchema } from "@svc/proto/console/v1/console_pb.js";
 import { KeyState } from "@svc/proto/signing/v1/signing_pb.js";
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from "jose";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { apiKeyResolvers, authenticate } from "../src/credentials/authenticate.ts";
 import { CredentialDirectory } from "../src/credentials/directory.ts";
 import { entities } from "../src/credentials/entities.ts";
+import { idempotencyKeyLifetimeMs } from "../src/idempotency/idempotency-key.ts";
+import { idempotencyLeaseMs } from "../src/idempotency/idempotency-stage.ts";
+import { IdempotencyStore, sweepExpiredKeys } from "../src/idempotency/idempotency-store.ts";
 import { migrations } from "../src/migrations/index.ts";
 import { type RunningGateway, startGateway } from "../src/server.ts";
 import { closedPort, issuer, memoryLogger, startTestMesh, type TestMesh } from "./support.ts";
@@ -35,13 +40,17 @@ async function signToken(organizationId: string, requestId = `req_${"a".repeat(3
   return signed.token;
 }
 
-const verifyToken = async (body: unknown) => {
-  const response = await fetch(`${mesh.gateway.url}/v1/sdk/verify-token`, {
+const verifyToken = async (body: unknown, headers: Record<string, string> = {}, gatewayUrl = mesh.gateway.url) => {
+  const response = await fetch(`${gatewayUrl}/v1/sdk/verify-token`, {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", ...headers },
     body: typeof body === "string" ? body : JSON.stringify(body),
   });
-  return { status: response.status, json: await response.json() };
+  return {
+    status: response.status,
+    json: await response.json(),
+    replayed: response.headers.get("idempotent-replayed"),
+  };
 };
 
 const connectCode = async (call: Promise<unknown>): Promise<Code | undefined> => {
@@ -510,10 +519,13 @@ describe("a gateway whose signing service is down", () => {
   });
 
   test("answers verify-token with data.error 502, and is not ready", async () => {
+    // A well-formed token: its key and its ledger entry are signing's to give (text that is no token is
+    // answered `malformed` without asking anyone).
+    const token = await signToken("0b6f7a52-3a3c-4c1e-9d7e-2f1f5b0c9a12", `req_${"6".repeat(32)}`);
     const response = await fetch(`${lonely.url}/v1/sdk/verify-token`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ token: "a.b.c" }),
+      body: JSON.stringify({ token }),
     });
     expect(response.status).toBe(200);
     expect((await response.json()).data.error).toEqual({
@@ -528,10 +540,199 @@ describe("a gateway whose signing service is down", () => {
     expect(ready.status).toBe(503);
     expect((await ready.json()).error).toMatch(/^signing unreachable/);
   });
+
+  test("a 502 under an Idempotency-Key is not its answer: the retry runs, on any replica, and that answer is replayed", async () => {
+    const token = await signToken("0b6f7a52-3a3c-4c1e-9d7e-2f1f5b0c9a11", `req_${"7".repeat(32)}`);
+    const key = { "Idempotency-Key": "retry-after-502" };
+    const failures = () => logged.entries.filter((entry) => entry.msg === "a service behind the gateway failed").length;
+    const before = failures();
+    for (let i = 1; i <= 2; i++) {
+      const failed = await verifyToken({ token }, key, lonely.url);
+      expect(failed.json.data.error.statusCode).toBe(502);
+      expect(failed.replayed).toBeNull();
+      expect(failures()).toBe(before + i);
+    }
+    // The same key on the healthy replica, which shares the key table: it runs and answers.
+    const answered = await verifyToken({ token }, key);
+    expect(answered.json.data.data).toMatchObject({ valid: true, replayed: false });
+    expect(answered.replayed).toBeNull();
+    // The replica whose signing is down now replays that answer without asking signing.
+    const replayed = await verifyToken({ token }, key, lonely.url);
+    expect(replayed.json).toEqual(answered.json);
+    expect(replayed.replayed).toBe("true");
+    expect(failures()).toBe(before + 2);
+  });
+});
+
+describe("Idempotency-Key", () => {
+  const org = "2a4c6e80-1b3d-4f5a-8c7e-9d0b1a2c3e4f";
+  const key = (value: string) => ({ "Idempotency-Key": value });
+
+  test("verify-token: the same key and body replay the first answer; without the key the check runs again", async () => {
+    const token = await signToken(org, `req_${"2".repeat(32)}`);
+    const first = await verifyToken({ token }, key("order-1"));
+    expect(first.json.data.data).toMatchObject({ valid: true, verdict: "pass", replayed: false });
+    expect(first.replayed).toBeNull();
+    const replay = await verifyToken({ token }, key("order-1"));
+    expect(replay.status).toBe(200);
+    expect(replay.json).toEqual(first.json);
+    expect(replay.replayed).toBe("true");
+    // The key spelled in JSON another way is the same validated request.
+    const respelled = await verifyToken(`{ "token" : ${JSON.stringify(token)} }`, key("order-1"));
+    expect(respelled.json).toEqual(first.json);
+    expect((await verifyToken({ token })).json.data.data).toMatchObject({ valid: false, replayed: true });
+    // What is kept names neither the key nor the answer: the row is a keyed hash and a sealed answer.
+    const db = new pg.Client({ connectionString: mesh.database.url });
+    await db.connect();
+    try {
+      const { rows } = await db.query(`select * from gateway.idempotency_keys`);
+      const text = JSON.stringify(rows.map((row) => Object.values(row).map(String)));
+      expect(rows.length).toBeGreaterThan(0);
+      for (const secret of ["order-1", token, `req_${"2".repeat(32)}`]) expect(text).not.toContain(secret);
+      for (const row of rows)
+        for (const value of Object.values(row))
+          if (Buffer.isBuffer(value))
+            for (const secret of ["order-1", `req_${"2".repeat(32)}`]) expect(value.includes(secret)).toBe(false);
+    } finally {
+      await db.end();
+    }
+  });
+
+  test("the same key with a different request is data.error 409 idempotency_key_reused", async () => {
+    const token = await signToken(org, `req_${"3".repeat(32)}`);
+    await verifyToken({ token }, key("order-2"));
+    const reused = await verifyToken({ token, audience: org }, key("order-2"));
+    expect(reused.status).toBe(200);
+    expect(reused.json.data.error).toEqual({
+      statusCode: 409,
+      code: "idempotency_key_reused",
+      message: "this Idempotency-Key was used with a different request",
+    });
+  });
+
+  test("verify-token keys are scoped to the token: another token with the same key runs on its own", async () => {
+    const one = await signToken(org, `req_${"4".repeat(32)}`);
+    const two = await signToken(org, `req_${"5".repeat(32)}`);
+    const first = await verifyToken({ token: one }, key("shared"));
+    const second = await verifyToken({ token: two }, key("shared"));
+    expect(second.replayed).toBeNull();
+    expect(second.json.data.data.claims.request_id).toBe(`req_${"5".repeat(32)}`);
+    expect(first.json.data.data.claims.request_id).toBe(`req_${"4".repeat(32)}`);
+  });
+
+  test("a key is kept 24 hours by the clock, then the same key runs the operation anew", async () => {
+    const at = clock.now();
+    try {
+      const token = await signToken(org, `req_${"6".repeat(32)}`);
+      const first = await verifyToken({ token }, key("daily"));
+      clock.set(new Date(at.getTime() + 24 * 3600_000 - 1000));
+      expect(await verifyToken({ token }, key("daily"))).toMatchObject({ json: first.json, replayed: "true" });
+      clock.set(new Date(at.getTime() + 24 * 3600_000));
+      const fresh = await verifyToken({ token }, key("daily"));
+      expect(fresh.replayed).toBeNull();
+      // It ran now: the token, valid at first, has long expired.
+      expect(fresh.json.data.data).toMatchObject({ valid: false, reason: "expired" });
+    } finally {
+      clock.set(at);
+    }
+  });
+
+  test("a key outside 1-255 printable ASCII is HTTP 400 InputValidationError naming the header", async () => {
+    for (const bad of ["", "x".repeat(256), "caf\u00e9"]) {
+      const response = await fetch(`${mesh.gateway.url}/v1/sdk/verify-token`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "Idempotency-Key": JSON.parse(`"${bad}"`) },
+        body: JSON.stringify({ token: "a.b.c" }),
+      }).catch(() => undefined);
+      // fetch itself refuses a header value outside Latin-1, so only the ones it sends are checked.
+      if (!response) continue;
+      expect(response.status).toBe(400);
+      const body = await response.json();
+      expect(body).toMatchObject({ code: "InputValidationError", input: { token: "a.b.c" } });
+      expect(body.errors).toEqual([
+        {
+          propertyPath: "Idempotency-Key",
+          invalidValue: JSON.parse(`"${bad}"`).slice(0, 255),
+          message: "Idempotency-Key must be 1 to 255 printable ASCII characters",
+        },
+      ]);
+    }
+  });
 });
 
 test("production refuses to start without its own key pepper", async () => {
   await expect(
     startGateway({ env: { SVC_DEPLOYMENT: "production", GATEWAY_PORT: "0" }, logger: memoryLogger() }),
   ).rejects.toThrow(/GATEWAY_KEY_PEPPER is required in production/);
+});
+
+describe("the Idempotency-Key table against Postgres", () => {
+  const at = new Date("2026-10-20T12:00:00Z");
+  const later = (ms: number) => new Date(at.getTime() + ms);
+  const digest = (text: string) => Buffer.from(text.padEnd(32, "."));
+  let pool: ReturnType<typeof openStatementPool>;
+  let store: IdempotencyStore;
+  beforeAll(() => {
+    pool = openStatementPool({ url: mesh.database.url, schema: "gateway", max: 2, logger: memoryLogger() });
+    store = new IdempotencyStore(pool);
+  });
+  afterAll(() => pool?.end());
+
+  const claim = (keyHash: Buffer, request: string, now: Date, claimId = randomUUID()) =>
+    store.claim({
+      keyHash,
+      digest: digest(request),
+      claimId,
+      now,
+      leaseUntil: new Date(now.getTime() + idempotencyLeaseMs),
+      expiresAt: new Date(now.getTime() + idempotencyKeyLifetimeMs),
+    });
+
+  test("one claim runs; a duplicate meanwhile is told in_use until the lease of a dead runner ends", async () => {
+    const keyHash = randomBytes(32);
+    const first = await claim(keyHash, "a", at);
+    expect(first.kind).toBe("run");
+    const racing = await Promise.all([claim(keyHash, "a", later(1)), claim(keyHash, "a", later(1))]);
+    expect(racing.map((c) => c.kind)).toEqual(["in_use", "in_use"]);
+    expect((await claim(keyHash, "b", later(1))).kind).toBe("reused");
+    // The first runner's replica died: after its lease, one retry takes the key over.
+    const takeover = await claim(keyHash, "a", later(idempotencyLeaseMs));
+    expect(takeover.kind).toBe("run");
+    // The dead runner's late write is fenced off; the one that holds the claim stores the answer.
+    if (first.kind !== "run" || takeover.kind !== "run") throw new Error("expected claims");
+    await store.finish(keyHash, first.claimId, Buffer.from("dead"));
+    await store.finish(keyHash, takeover.claimId, Buffer.from("takeover"));
+    expect(await claim(keyHash, "a", later(idempotencyLeaseMs + 1))).toEqual({
+      kind: "replay",
+      sealed: Buffer.from("takeover"),
+    });
+  });
+
+  test("a released key stays bound to its request and runs again; an expired key is free for any request", async () => {
+    const keyHash = randomBytes(32);
+    const first = await claim(keyHash, "a", at);
+    if (first.kind !== "run") throw new Error("expected a claim");
+    await store.release(keyHash, first.claimId);
+    expect((await claim(keyHash, "b", later(1))).kind).toBe("reused");
+    const retry = await claim(keyHash, "a", later(2));
+    if (retry.kind !== "run") throw new Error("expected a claim");
+    await store.finish(keyHash, retry.claimId, Buffer.from("a 404"));
+    // Retaking a key kept its first use's expiry: 24 hours after `at`, not after the retry.
+    expect((await claim(keyHash, "b", later(idempotencyKeyLifetimeMs - 1))).kind).toBe("reused");
+    expect((await claim(keyHash, "b", later(idempotencyKeyLifetimeMs))).kind).toBe("run");
+  });
+
+  test("the sweep deletes expired keys only, at most a batch at a time", async () => {
+    const sweepAt = new Date("2031-01-01T00:00:00Z");
+    await pool.query(`delete from idempotency_keys`);
+    for (let i = 0; i < 5; i++)
+      await claim(randomBytes(32), "a", new Date(sweepAt.getTime() - idempotencyKeyLifetimeMs));
+    const fresh = randomBytes(32);
+    await claim(fresh, "a", sweepAt);
+    expect(await sweepExpiredKeys(pool, sweepAt, 3)).toBe(3);
+    expect(await sweepExpiredKeys(pool, sweepAt, 3)).toBe(2);
+    expect(await sweepExpiredKeys(pool, sweepAt, 3)).toBe(0);
+    const { rows } = await pool.query(`select key_hash from idempotency_keys`);
+    expect(rows.map((r) => r.key_hash)).toEqual([fresh]);
+  });
 });

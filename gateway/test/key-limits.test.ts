@@ -23,7 +23,10 @@ function svcctl(args: string[]): Promise<{ code: number; stdout: string; stderr:
     execFile(
       process.execPath,
       [svcctlPath, ...args],
-      { env: { ...process.env, SVCCTL_CONSOLE_URL: mesh.gateway.consoleUrl }, timeout: 20_000 },
+      {
+        env: { ...process.env, SVCCTL_CONSOLE_URL: mesh.gateway.consoleUrl, SVCCTL_CONSOLE_TOKEN: mesh.consoleToken },
+        timeout: 20_000,
+      },
       (error, stdout, stderr) => {
         resolve({ code: error ? (typeof error.code === "number" ? error.code : -1) : 0, stdout, stderr });
       },

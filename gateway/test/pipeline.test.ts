@@ -314,6 +314,8 @@ describe("outcomes", () => {
     const response = await post("/v1/test/crash", "{}");
     expect(response.status).toBe(500);
     expect(await response.json()).toEqual({ message: "internal error" });
+    expect(response.headers.get("cache-control")).toBe("no-store");
+    expect(response.headers.get("x-content-type-options")).toBe("nosniff");
     const logged = logger.entries.find((e) => e.msg === "unhandled failure");
     expect(logged).toMatchObject({ level: "error", operation: "crash", status: 500 });
     expect((logged!.error as Error).message).toBe("cannot read properties of undefined");

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { clientAddress } from "../src/http/client-address.ts";
+import { clientAddress, rateLimitedAddress } from "../src/http/client-address.ts";
 import { blockedBody, primaryBucket, rateLimitHeaders } from "../src/rate-limits/rate-limit-report.ts";
 import { type BucketState, type RateDecision, windowOf } from "../src/rate-limits/rate-limiter.ts";
 import { tiers } from "../src/rate-limits/rate-tiers.ts";
@@ -100,5 +100,30 @@ describe("client address", () => {
     expect(clientAddress("10.0.0.5", "evil space, <script>", 1)).toBe("10.0.0.5");
     expect(clientAddress("10.0.0.5", "", 1)).toBe("10.0.0.5");
     expect(clientAddress(undefined, undefined, 0)).toBe("unknown");
+  });
+});
+
+describe("the address a per-IP bucket counts", () => {
+  test("is an IPv6 address's /64, however it is written", () => {
+    expect(rateLimitedAddress("2001:db8:1:2::7")).toBe("2001:db8:1:2::/64");
+    expect(rateLimitedAddress("2001:0db8:0001:0002:ffff:ffff:ffff:ffff")).toBe("2001:db8:1:2::/64");
+    expect(rateLimitedAddress("2001:db8::1")).toBe("2001:db8:0:0::/64");
+    expect(rateLimitedAddress("1::2:3:4:5:6:7")).toBe("1:0:2:3::/64");
+    expect(rateLimitedAddress("::1")).toBe("0:0:0:0::/64");
+    expect(rateLimitedAddress("fe80::1%eth0")).toBe("fe80:0:0:0::/64");
+    expect(rateLimitedAddress("64:ff9b::192.0.2.1")).toBe("64:ff9b:0:0::/64");
+  });
+
+  test("puts two addresses of one /64 in one bucket, and of two /64s in two", () => {
+    expect(rateLimitedAddress("2001:db8:1:2::1")).toBe(rateLimitedAddress("2001:db8:1:2:aaaa:bbbb:cccc:dddd"));
+    expect(rateLimitedAddress("2001:db8:1:2::1")).not.toBe(rateLimitedAddress("2001:db8:1:3::1"));
+  });
+
+  test("keeps IPv4 and IPv4-mapped IPv6 per address", () => {
+    expect(rateLimitedAddress("203.0.113.9")).toBe("203.0.113.9");
+    expect(rateLimitedAddress(clientAddress("::ffff:203.0.113.9", undefined, 0))).toBe("203.0.113.9");
+    expect(rateLimitedAddress(clientAddress("::ffff:cb00:7109", undefined, 0))).toBe("203.0.113.9");
+    expect(rateLimitedAddress(clientAddress("::ffff:203.0.113.10", undefined, 0))).toBe("203.0.113.10");
+    expect(rateLimitedAddress("unknown")).toBe("unknown");
   });
 });

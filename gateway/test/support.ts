@@ -2,10 +2,12 @@ import { randomBytes } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import { createServer } from "node:net";
 import type { Client } from "@connectrpc/connect";
+import { createClient } from "@connectrpc/connect";
 import { createInternalClient, type ManualClock } from "@svc/platform";
 import { ConsoleService } from "@svc/proto/console/v1/console_pb.js";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { startSigning } from "@svc/signing";
+import { consoleTransport } from "../../test/harness/console-transport.ts";
 import { createTestDatabase, type TestDatabase } from "../../test/harness/index.ts";
 import { type RunningGateway, startGateway } from "../src/server.ts";
 import { memoryLogger } from "./memory-logger.ts";
@@ -30,6 +32,8 @@ export interface TestMesh {
   signingUrl: string;
   signing: Client<typeof SigningService>;
   console: Client<typeof ConsoleService>;
+  /** The console port's operator credential this gateway was configured with (GATEWAY_CONSOLE_TOKEN). */
+  consoleToken: string;
   logger: ReturnType<typeof memoryLogger>;
   /** Environment of this mesh's gateway, for starting another one beside it. */
   env: NodeJS.ProcessEnv;
@@ -63,6 +67,7 @@ export async function startTestMesh(label: string, clock: ManualClock): Promise<
       GATEWAY_SIGNING_URL: signing.url,
       GATEWAY_PUBLIC_ORIGIN: issuer,
       GATEWAY_KEY_PEPPER: randomBytes(32).toString("base64"),
+      GATEWAY_CONSOLE_TOKEN: randomBytes(32).toString("base64url"),
     };
     const gateway = await startGateway({ env, clock, logger: logger.child({ service: "gateway" }) });
     stops.push(() => gateway.stop());
@@ -71,7 +76,8 @@ export async function startTestMesh(label: string, clock: ManualClock): Promise<
       gateway,
       signingUrl: signing.url,
       signing: createInternalClient(SigningService, signing.url),
-      console: createInternalClient(ConsoleService, gateway.consoleUrl),
+      console: createClient(ConsoleService, consoleTransport(gateway.consoleUrl, env.GATEWAY_CONSOLE_TOKEN)),
+      consoleToken: env.GATEWAY_CONSOLE_TOKEN,
       logger,
       env,
       stop,

@@ -20,12 +20,12 @@ interface Run {
 }
 
 /** svcctl as an operator runs it: a child process on this Node, talking to the console over the network. */
-function svcctl(args: string[], consoleUrl = mesh.gateway.consoleUrl): Promise<Run> {
+function svcctl(args: string[], consoleUrl = mesh.gateway.consoleUrl, token = mesh.consoleToken): Promise<Run> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       [svcctlPath, ...args],
-      { env: { ...process.env, SVCCTL_CONSOLE_URL: consoleUrl }, timeout: 20_000 },
+      { env: { ...process.env, SVCCTL_CONSOLE_URL: consoleUrl, SVCCTL_CONSOLE_TOKEN: token }, timeout: 20_000 },
       (error, stdout, stderr) => {
         resolve({ code: error ? (typeof error.code === "number" ? error.code : -1) : 0, stdout, stderr });
       },

@@ -1,35 +1,48 @@
 import { create } from "@bufbuild/protobuf";
+import { TimestampSchema, timestampDate } from "@bufbuild/protobuf/wkt";
 import { type Client, Code, ConnectError } from "@connectrpc/connect";
 import {
+  type RecordTokenChecksResponse,
+  RecordTokenChecksResponseSchema,
   type SigningService,
-  type VerifyTokenResponse,
-  type VerifyTokensResponse,
-  VerifyTokensResponseSchema,
 } from "@svc/proto/signing/v1/signing_pb.js";
 import { describe, expect, test } from "vitest";
 import { outcomeOf } from "../src/http/pipeline.ts";
-import { type TokenCheck, VerifyTokenBatcher } from "../src/operations/verify-token-batcher.ts";
+import type { LedgerCheck } from "../src/operations/attestation-check.ts";
+import { TokenCheckBatcher } from "../src/operations/verify-token-batcher.ts";
 
 interface Sent {
-  checks: TokenCheck[];
-  /** Answers each check with its own token as `reason`, so a caller can tell whose answer it got. */
+  /** Each check's token, read back from its digest (the tests hash a token's name into the first bytes). */
+  tokens: string[];
+  expiries: Date[];
+  /** Answers `first` for the checks of tokens named `first…` (the tests pick which), in order. */
   answer(count?: number): void;
   fail(error: unknown): void;
 }
 
-/** Signing's VerifyTokens, answered by hand: every call waits until the test answers or fails it. */
+/** A check of the token named `name` (written into its digest), expiring at `expiresAt`. */
+const check = (name: string, expiresAt = new Date("2026-11-20T12:02:00Z")): LedgerCheck => {
+  const payloadHash = Buffer.alloc(32);
+  payloadHash.write(name);
+  return { payloadHash, expiresAt };
+};
+const nameOf = (payloadHash: Uint8Array) => Buffer.from(payloadHash).toString().replace(/\0+$/, "");
+
+/** Signing's RecordTokenChecks, answered by hand: every call waits until the test answers or fails it. */
 function handAnsweredSigning() {
   const sent: Sent[] = [];
-  const signing: Pick<Client<typeof SigningService>, "verifyTokens"> = {
-    verifyTokens: (request) =>
-      new Promise<VerifyTokensResponse>((resolve, reject) => {
-        const checks = (request.requests ?? []).map(({ token, audience }) => ({ token: token ?? "", audience }));
+  const signing: Pick<Client<typeof SigningService>, "recordTokenChecks"> = {
+    recordTokenChecks: (request) =>
+      new Promise<RecordTokenChecksResponse>((resolve, reject) => {
+        const checks = request.checks ?? [];
+        const tokens = checks.map((c) => nameOf(c.payloadHash ?? new Uint8Array()));
         sent.push({
-          checks,
-          answer: (count = checks.length) =>
+          tokens,
+          expiries: checks.map((c) => timestampDate(create(TimestampSchema, c.expiresAt))),
+          answer: (count = tokens.length) =>
             resolve(
-              create(VerifyTokensResponseSchema, {
-                responses: checks.slice(0, count).map(({ token }) => ({ valid: true, reason: token })),
+              create(RecordTokenChecksResponseSchema, {
+                first: tokens.slice(0, count).map((token) => token.startsWith("first")),
               }),
             ),
           fail: reject,
@@ -39,13 +52,15 @@ function handAnsweredSigning() {
   return { signing, sent };
 }
 
-/** Lets every callback queued by a settled RPC run. */
-const settle = () => new Promise((resolve) => setImmediate(resolve));
+/** Lets every callback queued by a settled RPC run, and the batch it let leave at the end of the next turn. */
+const settle = async () => {
+  for (let turn = 0; turn < 3; turn++) await new Promise((resolve) => setImmediate(resolve));
+};
 
-const tokensOf = (sent: Sent) => sent.checks.map(({ token }) => token);
+const tokensOf = (sent: Sent) => sent.tokens;
 
-function track(promise: Promise<VerifyTokenResponse>) {
-  const state: { answer?: VerifyTokenResponse; error?: unknown } = {};
+function track(promise: Promise<boolean>) {
+  const state: { answer?: boolean; error?: unknown } = {};
   promise.then(
     (answer) => (state.answer = answer),
     (error: unknown) => (state.error = error),
@@ -53,57 +68,67 @@ function track(promise: Promise<VerifyTokenResponse>) {
   return state;
 }
 
-describe("VerifyTokenBatcher", () => {
-  test("a call made while no batch is in flight goes out at once, alone; calls made meanwhile leave together when it returns", async () => {
+describe("TokenCheckBatcher", () => {
+  test("the checks of one turn leave together at its end; checks made while a batch is in flight leave together when it returns", async () => {
     const { signing, sent } = handAnsweredSigning();
-    const batcher = new VerifyTokenBatcher(signing);
-    const first = track(batcher.verify({ token: "t1", audience: "org_a" }));
-    expect(sent.map(tokensOf)).toEqual([["t1"]]);
-    expect(sent[0]!.checks).toEqual([{ token: "t1", audience: "org_a" }]);
+    const batcher = new TokenCheckBatcher(signing);
+    const expiresAt = new Date("2026-11-20T12:02:00Z");
+    const first = track(batcher.record(check("first-1", expiresAt)));
+    expect(sent).toHaveLength(0);
+    await settle();
+    expect(sent.map(tokensOf)).toEqual([["first-1"]]);
+    expect(sent[0]!.expiries).toEqual([expiresAt]);
 
-    const later = ["t2", "t3", "t4"].map((token) => track(batcher.verify({ token })));
+    const later = ["t2", "first-3", "t4"].map((token) => track(batcher.record(check(token))));
     await settle();
     expect(sent).toHaveLength(1);
 
     sent[0]!.answer();
     await settle();
-    expect(first.answer?.reason).toBe("t1");
-    expect(sent.map(tokensOf)).toEqual([["t1"], ["t2", "t3", "t4"]]);
+    expect(first.answer).toBe(true);
+    expect(sent.map(tokensOf)).toEqual([["first-1"], ["t2", "first-3", "t4"]]);
     expect(later.every((call) => call.answer === undefined)).toBe(true);
 
     sent[1]!.answer();
     await settle();
-    expect(later.map((call) => call.answer?.reason)).toEqual(["t2", "t3", "t4"]);
+    expect(later.map((call) => call.answer)).toEqual([false, true, false]);
     expect(sent).toHaveLength(2);
   });
 
   test("a queue longer than the batch bound leaves in bounded batches, one at a time, in arrival order", async () => {
     const { signing, sent } = handAnsweredSigning();
-    const batcher = new VerifyTokenBatcher(signing, { maxBatch: 3 });
-    const calls = Array.from({ length: 8 }, (_, i) => track(batcher.verify({ token: `t${i}` })));
-    for (const expected of [["t0"], ["t1", "t2", "t3"], ["t4", "t5", "t6"], ["t7"]]) {
+    const batcher = new TokenCheckBatcher(signing, { maxBatch: 3 });
+    const names = Array.from({ length: 8 }, (_, i) => (i % 3 === 0 ? `first-${i}` : `t${i}`));
+    const calls = names.map((name) => track(batcher.record(check(name))));
+    for (const expected of [
+      [0, 1, 2],
+      [3, 4, 5],
+      [6, 7],
+    ]) {
       await settle();
-      expect(tokensOf(sent.at(-1)!)).toEqual(expected);
+      expect(tokensOf(sent.at(-1)!)).toEqual(expected.map((i) => names[i]));
       sent.at(-1)!.answer();
     }
     await settle();
-    expect(sent).toHaveLength(4);
-    expect(calls.map((call) => call.answer?.reason)).toEqual(calls.map((_, i) => `t${i}`));
+    expect(sent).toHaveLength(3);
+    expect(calls.map((call) => call.answer)).toEqual(names.map((name) => name.startsWith("first")));
   });
 
-  test("an RPC failure fails exactly the calls of its batch, with the error a single call got, mapped to the same data.error", async () => {
+  test("an RPC failure fails exactly the checks of its batch, with the error a single call got, mapped to the same data.error", async () => {
     const { signing, sent } = handAnsweredSigning();
-    const batcher = new VerifyTokenBatcher(signing);
-    const first = track(batcher.verify({ token: "t1" }));
-    const failing = ["t2", "t3"].map((token) => track(batcher.verify({ token })));
+    const batcher = new TokenCheckBatcher(signing);
+    const first = track(batcher.record(check("first-1")));
+    await settle();
+    const failing = ["t2", "t3"].map((token) => track(batcher.record(check(token))));
     sent[0]!.answer();
     await settle();
-    const after = track(batcher.verify({ token: "t4" }));
+    const after = track(batcher.record(check("first-4")));
+    await settle();
 
     const unavailable = new ConnectError("connect ECONNREFUSED 10.0.0.7:9091", Code.Unavailable);
     sent[1]!.fail(unavailable);
     await settle();
-    expect(first.answer?.reason).toBe("t1");
+    expect(first.answer).toBe(true);
     expect(failing.map((call) => call.error)).toEqual([unavailable, unavailable]);
     expect(outcomeOf(failing[0]!.error)).toEqual({
       kind: "error",
@@ -111,18 +136,18 @@ describe("VerifyTokenBatcher", () => {
       cause: unavailable,
     });
 
-    expect(tokensOf(sent[2]!)).toEqual(["t4"]);
+    expect(tokensOf(sent[2]!)).toEqual(["first-4"]);
     sent[2]!.answer();
     await settle();
-    expect(after.answer?.reason).toBe("t4");
+    expect(after.answer).toBe(true);
   });
 
-  test("an answer that does not match the batch fails its calls as unhandled instead of mixing answers up", async () => {
+  test("an answer that does not match the batch fails its checks as unhandled instead of mixing answers up", async () => {
     const { signing, sent } = handAnsweredSigning();
-    const batcher = new VerifyTokenBatcher(signing);
-    batcher.verify({ token: "t1" });
+    const batcher = new TokenCheckBatcher(signing);
+    batcher.record(check("t1"));
     await settle();
-    const calls = ["t2", "t3"].map((token) => track(batcher.verify({ token })));
+    const calls = ["first-2", "t3"].map((token) => track(batcher.record(check(token))));
     sent[0]!.answer();
     await settle();
     sent[1]!.answer(1);

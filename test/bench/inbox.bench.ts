@@ -1,9 +1,9 @@
 import { Agent, request } from "node:http";
 import { fromBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
+import { consoleTransport } from "@svc/local-mesh/console-client";
 import { inboxChangedSubject } from "@svc/platform";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { InboxChangedSchema } from "@svc/proto/common/v1/inbox_watch_pb.js";
@@ -31,7 +31,7 @@ const people = 40;
 const mesh = await startBenchMesh(["signing", "account", "agentlink", "gate"]);
 const nc = await connect({ servers: mesh.natsUrl });
 try {
-  const transport = createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" });
+  const transport = consoleTransport(mesh.consoleUrl, mesh.consoleToken);
   const operators = createClient(ConsoleService, transport);
   const { organizationId } = await operators.createOrganization({ name: "Bench Shop" });
   const { key: secret, keyId } = await operators.createKey({

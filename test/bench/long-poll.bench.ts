@@ -3,9 +3,9 @@ import { Agent, request } from "node:http";
 import { fromBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
+import { consoleTransport } from "@svc/local-mesh/console-client";
 import { createInternalClient, notificationSubject } from "@svc/platform";
 import { AccountConsoleService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import { AgentConsoleService } from "@svc/proto/agentlink/v1/agentlink_pb.js";
@@ -41,7 +41,7 @@ const cardsPerAgent = 10;
 const mesh = await startBenchMesh(["signing", "account", "agentlink"]);
 const nc = await connect({ servers: mesh.natsUrl });
 try {
-  const transport = createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" });
+  const transport = consoleTransport(mesh.consoleUrl, mesh.consoleToken);
   const { organizationId } = await createClient(ConsoleService, transport).createOrganization({ name: "Bench" });
   const { svcUserId } = await createClient(AccountConsoleService, transport).createSandboxHuman({
     environment: Environment.DEVELOPMENT,

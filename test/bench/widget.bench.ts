@@ -2,9 +2,8 @@ import { Agent, createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fromBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { connect } from "@nats-io/transport-node";
-import { SoftwareAuthenticator } from "@svc/account/software-authenticator";
+import { consoleTransport } from "@svc/local-mesh/console-client";
 import { notificationSubject } from "@svc/platform";
 import { AccountConsoleService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
@@ -12,6 +11,7 @@ import { ConsoleService, KeyType } from "@svc/proto/console/v1/console_pb.js";
 import { GateConsoleService, GateType } from "@svc/proto/gate/v1/gate_pb.js";
 import { RequestChangedSchema } from "@svc/proto/gate/v1/request_watch_pb.js";
 import { ensureChromiumInstalled, launchChromium } from "../harness/chromium.ts";
+import { SoftwareAuthenticator } from "../harness/software-passkey.ts";
 import { median, startBenchMesh } from "./bench-infrastructure.ts";
 
 /**
@@ -54,7 +54,7 @@ try {
   await new Promise<void>((resolve) => shop.listen(0, "127.0.0.1", resolve));
   const shopOrigin = `http://127.0.0.1:${(shop.address() as AddressInfo).port}`;
 
-  const transport = createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" });
+  const transport = consoleTransport(mesh.consoleUrl, mesh.consoleToken);
   const operators = createClient(ConsoleService, transport);
   const humans = createClient(AccountConsoleService, transport);
   const { organizationId } = await operators.createOrganization({ name: "Bench Widget Shop" });

@@ -61,7 +61,7 @@ describe("the Age Gate's web flow with a wallet on another device", () => {
     expect(await page.getByRole("button", { name: "Continue with a passkey" }).isVisible()).toBe(false);
 
     const wallet = async (issuer: string) => {
-      const run = await runSvcctl(mesh.consoleUrl, [
+      const run = await runSvcctl(mesh, [
         "wallet",
         "present",
         "--request",

@@ -1,5 +1,4 @@
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { AccountConsoleService } from "@svc/proto/account/v1/account_pb.js";
 import { createRemoteJWKSet, jwtVerify } from "jose";
 import pg from "pg";
@@ -24,9 +23,13 @@ import { issuer, newGate, newPartner, partnerApi, result } from "./gate-support.
  */
 /** Birth dates only the wallet is given: none may reach the database. */
 const walletOnlyBirthDate = "1996-05-17";
-const walletBirthDates = ["1996-01-15", "2011-01-15", walletOnlyBirthDate];
+const birthDates = {
+  "sd-jwt-vc": { 30: "1996-01-15", 15: "2011-01-15" },
+  mdoc: { 30: "1996-03-09", 15: "2011-03-09" },
+};
+const walletBirthDates = [...Object.values(birthDates).flatMap((d) => [d[30], d[15]]), walletOnlyBirthDate];
 
-describe("age from a wallet credential (SD-JWT VC)", () => {
+describe("age from a wallet credential (SD-JWT VC and mdoc)", () => {
   let mesh: TestMesh;
   let api: ReturnType<typeof partnerApi>;
   let partner: Awaited<ReturnType<typeof newPartner>>;
@@ -73,7 +76,7 @@ describe("age from a wallet credential (SD-JWT VC)", () => {
   }
 
   const wallet = async (args: string[]) => {
-    const run = await runSvcctl(mesh.consoleUrl, ["wallet", "present", ...args]);
+    const run = await runSvcctl(mesh, ["wallet", "present", ...args]);
     expect(run.code, run.stderr).toBe(0);
     return JSON.parse(run.stdout) as { accepted: boolean; reason?: string };
   };
@@ -92,12 +95,12 @@ describe("age from a wallet credential (SD-JWT VC)", () => {
     return { confirmed, record };
   }
 
-  for (const c of [
-    { birthdate: "1996-01-15", issuer: "development", verdict: "over", claim: true },
-    { birthdate: "2011-01-15", issuer: "development", verdict: "under", claim: false },
-    { birthdate: "1996-01-15", issuer: "untrusted", verdict: "unavailable", claim: null },
-  ])
-    it(`in the request: ${c.birthdate} from the ${c.issuer} issuer reads ${c.verdict}`, async () => {
+  for (const c of (["sd-jwt-vc", "mdoc"] as const).flatMap((format) => [
+    { format, birthdate: birthDates[format][30], issuer: "development", verdict: "over", claim: true },
+    { format, birthdate: birthDates[format][15], issuer: "development", verdict: "under", claim: false },
+    { format, birthdate: birthDates[format][30], issuer: "untrusted", verdict: "unavailable", claim: null },
+  ]))
+    it(`in the request: ${c.format} of ${c.birthdate} from the ${c.issuer} issuer reads ${c.verdict}`, async () => {
       const who = await person();
       const { requestId, t } = await ageRequest();
       const opened = result(await who.app("/requests/open", { request_id: requestId, t, origin }));
@@ -113,6 +116,8 @@ describe("age from a wallet credential (SD-JWT VC)", () => {
         requestId,
         "--issuer",
         c.issuer,
+        "--format",
+        c.format,
       ]);
       expect(answer).toEqual(
         c.issuer === "development" ? { accepted: true } : { accepted: false, reason: "untrusted_issuer" },
@@ -142,18 +147,48 @@ describe("age from a wallet credential (SD-JWT VC)", () => {
       "21",
       "65",
     ]);
+    // Either format answers: an SD-JWT VC, or an mDL with exactly the same thresholds as age_over_NN.
+    expect(claims.dcql_query.credentials[1]).toMatchObject({
+      id: "age_mdoc",
+      format: "mso_mdoc",
+      meta: { doctype_value: "org.iso.18013.5.1.mDL" },
+    });
+    expect(claims.dcql_query.credentials[1].claims.map((c: { path: string[] }) => c.path)).toEqual(
+      [12, 14, 16, 18, 21, 65].map((t) => ["org.iso.18013.5.1", `age_over_${t}`]),
+    );
+    expect(claims.dcql_query.credential_sets).toEqual([{ options: [["age"], ["age_mdoc"]] }]);
 
-    const sandbox = await runSvcctl(mesh.consoleUrl, ["human", "create", "--env", "development"]);
+    const sandbox = await runSvcctl(mesh, ["human", "create", "--env", "development"]);
     const human = JSON.parse(sandbox.stdout).svc_user_id as string;
     expect(await wallet(["--human", human, "--birthdate", "1996-01-15"])).toEqual({ accepted: true });
     const { requestId, t } = await ageRequest();
     // The sandbox human answers as it behaves; its evidence now comes from the wallet only.
-    const session = JSON.parse((await runSvcctl(mesh.consoleUrl, ["human", "session", "--human", human])).stdout);
+    const session = JSON.parse((await runSvcctl(mesh, ["human", "session", "--human", human])).stdout);
     const opened = result(
       await api.post("/app/requests/open", { request_id: requestId, t, origin }, session.session_token),
     );
     expect(opened.age_presentation).toEqual({ needed: false });
   });
+
+  for (const c of (["sd-jwt-vc", "mdoc"] as const).flatMap((format) => [
+    { format, age: 30 as const, verdict: "over", claim: true },
+    { format, age: 15 as const, verdict: "under", claim: false },
+  ]))
+    it(`ahead of time: ${c.format} at ${c.age}, and a later Age Gate at 18 reads ${c.verdict} with no presentation step`, async () => {
+      const who = await person();
+      expect(
+        await wallet(["--human", who.svcUserId, "--birthdate", birthDates[c.format][c.age], "--format", c.format]),
+      ).toEqual({ accepted: true });
+      const { requestId, t } = await ageRequest();
+      const opened = result(await who.app("/requests/open", { request_id: requestId, t, origin }));
+      expect(opened.age_presentation).toEqual({ needed: false });
+      const { confirmed, record } = await confirm(who, requestId, t);
+      expect(confirmed.status).toBe("completed");
+      expect(record.age_verdict).toBe(c.verdict);
+      const keySet = createRemoteJWKSet(new URL(`${origin}/.well-known/jwks.json`));
+      const { payload } = await jwtVerify(record.token, keySet, { issuer });
+      expect(payload.age_over).toBe(c.claim);
+    });
 
   it("through direct_post: a wrong nonce, an oversized, a garbage and a mistyped body are refused; the request stays pending and then takes the honest answer once", async () => {
     const who = await person();
@@ -162,10 +197,7 @@ describe("age from a wallet credential (SD-JWT VC)", () => {
     const requestUri = opened.age_presentation.request_uri as string;
     const request = jwtPayload(await (await fetch(requestUri)).text());
     const holder = newHolder();
-    const accountConsole = createClient(
-      AccountConsoleService,
-      createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" }),
-    );
+    const accountConsole = createClient(AccountConsoleService, mesh.consoleTransport());
     const { issuerJwt, disclosures } = credentialParts(
       (
         await accountConsole.issueDevAgeCredential({
@@ -207,6 +239,10 @@ describe("age from a wallet credential (SD-JWT VC)", () => {
     expect(oversized.status).toBe(413);
     expect(await post("\u0000%%garbage")).toEqual(refused("vp_token and state are each sent once"));
     expect(await post(`vp_token=garbage&state=${request.state}`)).toEqual(refused("malformed_presentation"));
+    const garbageMdoc = JSON.stringify({ age_mdoc: [Buffer.from([0x9f, 0x9f, 0x9f, 0x9f]).toString("base64url")] });
+    expect(await post(new URLSearchParams({ vp_token: garbageMdoc, state: String(request.state) }).toString())).toEqual(
+      refused("malformed_presentation"),
+    );
     expect(await post(answer(String(request.nonce)), "application/json")).toEqual(
       refused("the response is posted as application/x-www-form-urlencoded"),
     );
@@ -240,6 +276,7 @@ describe("age from a wallet credential (SD-JWT VC)", () => {
       const dump = rows.join("\n");
       // The dump reaches the wallet's evidence and presentations (so a birth date there would be seen).
       expect(dump).toContain('"source":"sd-jwt-vc"');
+      expect(dump).toContain('"source":"mdoc"');
       expect(dump).toContain('"state":"accepted"');
       for (const birthDate of walletBirthDates) {
         expect(dump).not.toContain(birthDate);

@@ -6,7 +6,7 @@ import { type partnerApi, result } from "./gate-support.ts";
 export const svcctlJson =
   (mesh: TestMesh) =>
   async (args: string[]): Promise<Record<string, unknown>> => {
-    const { code, stdout, stderr } = await runSvcctl(mesh.consoleUrl, args);
+    const { code, stdout, stderr } = await runSvcctl(mesh, args);
     if (code !== 0) throw new Error(stderr);
     return JSON.parse(stdout);
   };

@@ -60,7 +60,7 @@ describe("agents ask: callbacks", () => {
   let now = start;
 
   const json = async (args: string[]): Promise<Record<string, string>> => {
-    const { code, stdout, stderr } = await runSvcctl(mesh.consoleUrl, args);
+    const { code, stdout, stderr } = await runSvcctl(mesh, args);
     if (code !== 0) throw new Error(stderr);
     return JSON.parse(stdout);
   };
@@ -220,7 +220,8 @@ describe("agents ask: callbacks", () => {
       ] as const) {
         const reply = await fetch(`${origin}${path}`, {
           method: "POST",
-          headers: { "content-type": "application/json" },
+          // With the operator credential, so the console's refusal is that it serves no such service.
+          headers: { "content-type": "application/json", authorization: `Bearer ${mesh.consoleToken}` },
           body: JSON.stringify(body),
         });
         expect(reply.status, `${origin}${path}`).toBe(404);

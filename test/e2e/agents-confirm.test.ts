@@ -2,7 +2,6 @@ import { createHash, randomUUID } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { WebhookConsoleService } from "@svc/proto/webhook/v1/webhook_pb.js";
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from "jose";
 import { Webhook } from "standardwebhooks";
@@ -54,7 +53,7 @@ describe("agents ask: the person confirms, the service signs proofs", () => {
   };
 
   const svcctl = async (args: string[]): Promise<Record<string, string>> => {
-    const { code, stdout, stderr } = await runSvcctl(mesh.consoleUrl, args);
+    const { code, stdout, stderr } = await runSvcctl(mesh, args);
     if (code !== 0) throw new Error(stderr);
     return JSON.parse(stdout);
   };
@@ -74,10 +73,7 @@ describe("agents ask: the person confirms, the service signs proofs", () => {
     mesh = await startTestMesh("agents_confirm", { clockAt: start });
     api = partnerApi(mesh);
     organizationId = (await mesh.console.createOrganization({ name: "Confirmers" })).organizationId;
-    const webhooks = createClient(
-      WebhookConsoleService,
-      createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" }),
-    );
+    const webhooks = createClient(WebhookConsoleService, mesh.consoleTransport());
     await webhooks.addEndpoint({
       organizationId,
       url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`,

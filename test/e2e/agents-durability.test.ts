@@ -2,7 +2,6 @@ import { randomUUID } from "node:crypto";
 import { createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { DeliveryStatus, WebhookConsoleService } from "@svc/proto/webhook/v1/webhook_pb.js";
@@ -67,7 +66,7 @@ describe("agents ask: a resolution survives kill -9 of agentlink around its publ
       url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`,
       types: [resolutionSubject],
     });
-    const registered = await runSvcctl(mesh.consoleUrl, [
+    const registered = await runSvcctl(mesh, [
       ...["agent", "register", "--org", organizationId, "--env", "development", "--name", "Durable_Bot"],
       ...["--category", "payments"],
     ]);
@@ -81,8 +80,7 @@ describe("agents ask: a resolution survives kill -9 of agentlink around its publ
     receiver?.close();
   });
 
-  const webhooks = () =>
-    createClient(WebhookConsoleService, createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" }));
+  const webhooks = () => createClient(WebhookConsoleService, mesh.consoleTransport());
 
   /** A person with the app (a development-IdP session, a software passkey) and a card queued for them. */
   async function queuedCard() {

@@ -215,10 +215,10 @@ describe("agents ask: inquire, check-status, cancel, the expire sweep", () => {
       entries: [proposed, { action: "card.expired", actor: "sweep", at: sweptAt.toISOString(), detail: null }],
     });
 
-    const unknown = await runSvcctl(mesh.consoleUrl, ["agent", "audit", "--card-id", randomUUID()]);
+    const unknown = await runSvcctl(mesh, ["agent", "audit", "--card-id", randomUUID()]);
     expect([unknown.code, unknown.stdout]).toEqual([1, ""]);
     expect(unknown.stderr).toMatch(/^svcctl: NotFound: no card has the id [0-9a-f-]{36}\n$/);
-    const malformed = await runSvcctl(mesh.consoleUrl, ["agent", "audit", "--card-id", "card-1"]);
+    const malformed = await runSvcctl(mesh, ["agent", "audit", "--card-id", "card-1"]);
     expect([malformed.code, malformed.stderr]).toEqual([1, "svcctl: InvalidArgument: card_id must be a uuid\n"]);
   });
 });

@@ -24,7 +24,7 @@ describe("agents, agent keys and binding", () => {
   let api: ReturnType<typeof partnerApi>;
   let organizationId: string;
 
-  const svcctl = (args: string[]) => runSvcctl(mesh.consoleUrl, args);
+  const svcctl = (args: string[]) => runSvcctl(mesh, args);
   const json = async (args: string[]) => {
     const run = await svcctl(args);
     expect(run.stderr, run.stderr).toBe("");

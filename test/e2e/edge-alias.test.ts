@@ -28,7 +28,7 @@ describe("the rename window end to end", () => {
 
   /** `svcctl gate list` of the partner's gates, by key. */
   const consoleRows = async () => {
-    const { code, stdout } = await runSvcctl(mesh.consoleUrl, ["gate", "list", "--org", partner.organizationId]);
+    const { code, stdout } = await runSvcctl(mesh, ["gate", "list", "--org", partner.organizationId]);
     expect(code).toBe(0);
     const gates: { key: string; status: string; status_legacy?: string }[] = JSON.parse(stdout).gates;
     return Object.fromEntries(gates.map((row) => [row.key, row]));

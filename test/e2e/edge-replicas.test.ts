@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
+import { consoleTransport } from "@svc/local-mesh/console-client";
 import { freePort } from "@svc/local-mesh/process-tools";
 import { fileClock } from "@svc/platform";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
@@ -22,6 +22,8 @@ import { createTestDatabase, type TestDatabase } from "../harness/index.ts";
 
 const gatewayEntry = fileURLToPath(new URL("../../gateway/src/server.ts", import.meta.url));
 const anonymousLimit = 7;
+/** The operator credential both replicas are configured with. */
+const consoleToken = randomBytes(32).toString("base64url");
 
 interface Replica {
   url: string;
@@ -39,7 +41,13 @@ async function startReplica(env: Record<string, string>): Promise<Replica> {
   const [port, consolePort] = [await freePort(), await freePort()];
   const output: string[] = [];
   const child = spawn(process.execPath, [gatewayEntry], {
-    env: { ...process.env, ...env, GATEWAY_PORT: String(port), GATEWAY_CONSOLE_PORT: String(consolePort) },
+    env: {
+      ...process.env,
+      ...env,
+      GATEWAY_PORT: String(port),
+      GATEWAY_CONSOLE_PORT: String(consolePort),
+      GATEWAY_CONSOLE_TOKEN: consoleToken,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   child.stdout!.on("data", (chunk: Buffer) => output.push(chunk.toString()));
@@ -114,10 +122,7 @@ function burst(count: number, request: (replica: Replica) => Promise<Response>):
 
 describe("two gateway processes on one database", () => {
   test("a key's per_minute limit holds exactly across both, and a raise through one console holds on the other", async () => {
-    const console_ = createClient(
-      ConsoleService,
-      createConnectTransport({ baseUrl: replicas[0]!.consoleUrl, httpVersion: "1.1" }),
-    );
+    const console_ = createClient(ConsoleService, consoleTransport(replicas[0]!.consoleUrl, consoleToken, "1.1"));
     const { organizationId } = await console_.createOrganization({ name: "Replicas" });
     const { key, keyId } = await console_.createKey({
       organizationId,
@@ -145,10 +150,7 @@ describe("two gateway processes on one database", () => {
       });
     }
 
-    const other = createClient(
-      ConsoleService,
-      createConnectTransport({ baseUrl: replicas[1]!.consoleUrl, httpVersion: "1.1" }),
-    );
+    const other = createClient(ConsoleService, consoleTransport(replicas[1]!.consoleUrl, consoleToken, "1.1"));
     await other.setKeyLimits({ keyId, bucket: "per_minute", limit: 11 });
     const more = await burst(6, send);
     expect(more.filter((a) => a.status !== 403)).toHaveLength(2);

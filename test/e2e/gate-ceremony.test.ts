@@ -1,6 +1,5 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { connectNats, notificationSubject } from "@svc/platform";
 import { AccountConsoleService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
@@ -54,8 +53,7 @@ describe("gate ceremonies end to end", () => {
     endpoint?.close();
   });
 
-  const accountConsole = () =>
-    createClient(AccountConsoleService, createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" }));
+  const accountConsole = () => createClient(AccountConsoleService, mesh.consoleTransport());
   const origin = issuer;
 
   /** A person with the app: a development-IdP session, a registered passkey and a phone. */

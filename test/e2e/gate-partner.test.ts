@@ -474,7 +474,7 @@ describe("gate partner operations through the gateway", () => {
 
   describe("svcctl gate", () => {
     const run = async (...argv: string[]) => {
-      const { code, stdout, stderr } = await runSvcctl(mesh.consoleUrl, argv);
+      const { code, stdout, stderr } = await runSvcctl(mesh, argv);
       return { code, out: stdout ? JSON.parse(stdout) : undefined, err: stderr };
     };
 

@@ -1,5 +1,4 @@
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { KeyType } from "@svc/proto/console/v1/console_pb.js";
 import { GateConsoleService, GateType } from "@svc/proto/gate/v1/gate_pb.js";
@@ -62,8 +61,7 @@ export function result(reply: Reply, flat = false) {
   return flat ? reply.body.data : reply.body.data.data;
 }
 
-export const gateConsole = (mesh: TestMesh) =>
-  createClient(GateConsoleService, createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" }));
+export const gateConsole = (mesh: TestMesh) => createClient(GateConsoleService, mesh.consoleTransport());
 
 /** Buckets a test raises: these files make far more calls per key than a partner's tier allows. */
 const raisedBuckets = ["per_minute", "hourly", "daily", "per_ip"];

@@ -119,6 +119,8 @@ describe("the person's inbox", () => {
     });
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+    expect(response.headers.get("cache-control")).toBe("no-store");
+    expect(response.headers.get("x-content-type-options")).toBe("nosniff");
     const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
     let buffered = "";
     const events: Inbox[] = [];
@@ -276,7 +278,7 @@ describe("the person's inbox", () => {
     const handle = await secure(hana, "acct-hana");
     const stream = await openEvents(hana.sessionToken);
     await stream.until((event) => event.notices.length === 0);
-    const revoked = await runSvcctl(mesh.consoleUrl, [
+    const revoked = await runSvcctl(mesh, [
       ...["account", "unlink", "--org", partner.organizationId, "--env", "development", "--ref", "acct-hana"],
     ]);
     expect(revoked.code).toBe(0);

@@ -1,7 +1,6 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { WebhookConsoleService } from "@svc/proto/webhook/v1/webhook_pb.js";
 import { Webhook } from "standardwebhooks";
 import { vi } from "vitest";
@@ -57,10 +56,7 @@ export async function startPartnerEndpoint(
     });
   });
   await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
-  const webhooks = createClient(
-    WebhookConsoleService,
-    createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" }),
-  );
+  const webhooks = createClient(WebhookConsoleService, mesh.consoleTransport());
   const added = await webhooks.addEndpoint({
     organizationId,
     url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`,

@@ -1,5 +1,4 @@
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { createInternalClient } from "@svc/platform";
 import { AccountService, NoticeKind } from "@svc/proto/account/v1/account_pb.js";
 import { WebhookConsoleService } from "@svc/proto/webhook/v1/webhook_pb.js";
@@ -106,7 +105,7 @@ describe("the person's secured accounts end to end", () => {
   const partnerRow = async (reference: string) =>
     result(await api.get("/secured-accounts/list", { platform_user_ref: reference }, partner.devSecret)).rows;
   const revoke = (reference: string, credentialChanged = false) =>
-    runSvcctl(mesh.consoleUrl, [
+    runSvcctl(mesh, [
       "account",
       "unlink",
       "--org",
@@ -148,10 +147,11 @@ describe("the person's secured accounts end to end", () => {
     ]);
     // The redelivery of a message carries the same webhook-id, so the partner keeps one.
     const before = endpoint.attempts();
-    await createClient(
-      WebhookConsoleService,
-      createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" }),
-    ).replayMessage({ organizationId: partner.organizationId, messageId: secured.id, endpointId: endpoint.endpointId });
+    await createClient(WebhookConsoleService, mesh.consoleTransport()).replayMessage({
+      organizationId: partner.organizationId,
+      messageId: secured.id,
+      endpointId: endpoint.endpointId,
+    });
     await vi.waitFor(() => expect(endpoint.attempts()).toBe(before + 1), { timeout: 15_000, interval: 100 });
     expect(deliveredFor(record.handle, "account.secured")).toHaveLength(1);
   });

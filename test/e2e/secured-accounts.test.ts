@@ -1,5 +1,4 @@
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { AccountConsoleService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -25,10 +24,7 @@ describe("secured accounts list end to end", () => {
 
   /** A sandbox human confirms a notarize request for `reference`: the account is then secured. */
   async function secure(reference: string) {
-    const { svcUserId } = await createClient(
-      AccountConsoleService,
-      createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" }),
-    ).createSandboxHuman({
+    const { svcUserId } = await createClient(AccountConsoleService, mesh.consoleTransport()).createSandboxHuman({
       environment: Environment.DEVELOPMENT,
       behavior: SandboxBehavior.CONFIRM,
     });
@@ -164,7 +160,7 @@ describe("secured accounts list end to end", () => {
   });
 
   it("svcctl account unlink revokes for the partner: by platform, reason platform or credential_changed", async () => {
-    const svcctl = (args: string[]) => runSvcctl(mesh.consoleUrl, ["account", "unlink", ...args]);
+    const svcctl = (args: string[]) => runSvcctl(mesh, ["account", "unlink", ...args]);
     const unlink = ["--org", partner.organizationId, "--env", "development"];
     now = new Date(now.getTime() + 60_000);
     mesh.setClock(now);

@@ -169,6 +169,7 @@ describe("what the mesh stores and logs after a whole run", () => {
 
     const session = (await svcctl(["human", "session", "--human", person])).session_token as string;
     secrets["user session"] = session;
+    secrets["console operator credential"] = mesh.consoleToken;
     expect(result(await api.get("/agentlink/cards", {}, session)).cards).toHaveLength(1);
     await svcctl([
       ...["account", "unlink", "--org", partner.organizationId, "--env", "development"],

@@ -15,7 +15,7 @@ const start = new Date("2026-11-22T10:00:00Z");
 describe("svcctl human session", () => {
   let mesh: TestMesh;
 
-  const svcctl = (args: string[]) => runSvcctl(mesh.consoleUrl, args);
+  const svcctl = (args: string[]) => runSvcctl(mesh, args);
   const json = async (args: string[]) => {
     const run = await svcctl(args);
     expect(run.stderr, run.stderr).toBe("");
@@ -51,6 +51,20 @@ describe("svcctl human session", () => {
     expect((await svcctl(["human", "session"])).code).toBe(2);
     const help = await svcctl(["human", "session", "--help"]);
     expect([help.code, help.stdout]).toEqual([0, expect.stringContaining("Usage: svcctl human session --human ID")]);
+  });
+
+  it("mints nothing without the console's operator credential, or with another one", async () => {
+    const { svc_user_id } = await json(["human", "create", "--env", "development"]);
+    for (const consoleToken of ["", "svc-console-development-operator-token", `${mesh.consoleToken}x`]) {
+      const run = await runSvcctl({ consoleUrl: mesh.consoleUrl, consoleToken }, [
+        "human",
+        "session",
+        "--human",
+        svc_user_id,
+      ]);
+      expect([run.code, run.stdout]).toEqual([1, ""]);
+      expect(run.stderr).toMatch(/^svcctl: Unauthenticated: the console requires the operator credential/);
+    }
   });
 
   it("is refused by a production gateway", async () => {

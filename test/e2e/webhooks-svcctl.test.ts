@@ -24,7 +24,7 @@ describe("svcctl webhook through the console", () => {
   const received: { headers: Record<string, string>; body: string }[] = [];
   let organizationId: string;
 
-  const svcctl = (args: string[]) => runSvcctl(mesh.consoleUrl, args);
+  const svcctl = (args: string[]) => runSvcctl(mesh, args);
   const json = async (args: string[]) => {
     const run = await svcctl(args);
     expect(run.stderr, run.stderr).toBe("");

@@ -3,7 +3,6 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { AccountConsoleService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { KeyType } from "@svc/proto/console/v1/console_pb.js";
@@ -108,10 +107,7 @@ describe("the svc-verify widget", () => {
     // Every page of this file calls from one IP, far above a site key's per-IP minute.
     for (const bucket of ["per_minute", "per_ip"])
       await mesh.console.setKeyLimits({ keyId: site.keyId, bucket, limit: 1_000_000 });
-    const webhookConsole = createClient(
-      WebhookConsoleService,
-      createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" }),
-    );
+    const webhookConsole = createClient(WebhookConsoleService, mesh.consoleTransport());
     await webhookConsole.addEndpoint({
       organizationId: partner.organizationId,
       url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`,
@@ -154,10 +150,11 @@ describe("the svc-verify widget", () => {
 
   const sandboxHuman = async (behavior: SandboxBehavior, age?: number) =>
     (
-      await createClient(
-        AccountConsoleService,
-        createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" }),
-      ).createSandboxHuman({ environment: Environment.DEVELOPMENT, behavior, ...(age === undefined ? {} : { age }) })
+      await createClient(AccountConsoleService, mesh.consoleTransport()).createSandboxHuman({
+        environment: Environment.DEVELOPMENT,
+        behavior,
+        ...(age === undefined ? {} : { age }),
+      })
     ).svcUserId;
 
   /**

@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { AccountConsoleService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import { AgentConsoleService } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
@@ -69,7 +68,7 @@ const fuzzGate = "fuzz";
 
 /** One Connect client per console service, on the mesh's console port (one place to give them a credential). */
 function consoleClients(mesh: TestMesh) {
-  const transport = createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" });
+  const transport = mesh.consoleTransport();
   return {
     accounts: createClient(AccountConsoleService, transport),
     agents: createClient(AgentConsoleService, transport),

@@ -1,14 +1,16 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type Client, createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
+import { type Client, createClient, type Transport } from "@connectrpc/connect";
+import { consoleTransport } from "@svc/local-mesh/console-client";
 import { type Mesh, type ServiceName, startMesh } from "@svc/local-mesh/mesh";
 import { ConsoleService } from "@svc/proto/console/v1/console_pb.js";
 import { createTestDatabase, natsUrl, uniqueName } from "./index.ts";
 
 export interface TestMesh extends Mesh {
   console: Client<typeof ConsoleService>;
+  /** A transport to the console port carrying this mesh's operator credential, for the services' console clients. */
+  consoleTransport(httpVersion?: "1.1" | "2"): Transport;
   /** The settings every process got: database, NATS, this mesh's own stream and subject prefix, clock file. */
   env: Record<string, string>;
   /** Moves the clock of every process of this mesh; `null` returns it to the system time. */
@@ -62,7 +64,8 @@ export async function startTestMesh(
   return {
     ...mesh,
     env,
-    console: createClient(ConsoleService, createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" })),
+    console: createClient(ConsoleService, consoleTransport(mesh.consoleUrl, mesh.consoleToken)),
+    consoleTransport: (httpVersion = "2") => consoleTransport(mesh.consoleUrl, mesh.consoleToken, httpVersion),
     setClock,
     logs: () => lines.join("\n"),
     async stop() {

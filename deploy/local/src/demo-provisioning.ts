@@ -1,10 +1,10 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { AgentConsoleService } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { ConsoleService, KeyType } from "@svc/proto/console/v1/console_pb.js";
 import { GateConsoleService, GateType } from "@svc/proto/gate/v1/gate_pb.js";
+import { consoleTransport } from "./console-client.ts";
 import { demoPageOrigin } from "./demo-page.ts";
 
 export interface DemoCredentials {
@@ -12,7 +12,6 @@ export interface DemoCredentials {
   development_secret_key: string;
   development_site_key: string;
   site_key_origin: string;
-  production_secret_key: string;
   /** Active development gates: a Human Gate and an Age Gate (18). */
   human_gate: string;
   age_gate: string;
@@ -26,12 +25,13 @@ export interface DemoCredentials {
 const demoAgent = { name: "Demo_Agent", displayName: "Demo agent", categories: ["payments"] } as const;
 
 /**
- * On the first start, a demo organization with keys, gates and an agent, so the quickstart's whole flows
+ * On the first start, a demo organization with development keys, gates and an agent (no production key: the
+ * banner prints what is provisioned, and a production secret never belongs in a log), so the quickstart's whole flows
  * work at once. Keys are shown once by the console, so they are kept in the local data folder for later starts.
  * No sandbox human: each run of the walk-through creates its own (see start.ts).
  */
-export async function provisionDemo(consoleUrl: string, file: string): Promise<DemoCredentials> {
-  const transport = createConnectTransport({ baseUrl: consoleUrl, httpVersion: "1.1" });
+export async function provisionDemo(console: { url: string; token: string }, file: string): Promise<DemoCredentials> {
+  const transport = consoleTransport(console.url, console.token, "1.1");
   const client = createClient(ConsoleService, transport);
   const agents = createClient(AgentConsoleService, transport);
   const registerAgent = async (organizationId: string, name: string) =>
@@ -99,7 +99,6 @@ export async function provisionDemo(consoleUrl: string, file: string): Promise<D
     development_secret_key: await key(Environment.DEVELOPMENT, KeyType.SECRET),
     development_site_key: await key(Environment.DEVELOPMENT, KeyType.SITE),
     site_key_origin: origin,
-    production_secret_key: await key(Environment.PRODUCTION, KeyType.SECRET),
     human_gate: await gate("demo-human", GateType.HUMAN),
     age_gate: await gate("demo-age", GateType.AGE, 18),
     agent_name: demoAgent.name,

@@ -3,7 +3,13 @@ import { startNats } from "./nats.ts";
 import { serverSettings, startPostgres } from "./postgres.ts";
 import { type Log, silent } from "./process-tools.ts";
 
-export type InfrastructureOptions = { dir: string; durable: boolean; log?: Log };
+export type InfrastructureOptions = {
+  dir: string;
+  durable: boolean;
+  log?: Log;
+  /** Keeps Ctrl-C in a terminal away from the servers, so the caller stops them after the mesh (npm start). */
+  detached?: boolean;
+};
 
 export type Infrastructure = { postgresUrl: string; natsUrl: string; stop(): Promise<void> };
 
@@ -19,7 +25,9 @@ export async function startInfrastructure(options: InfrastructureOptions): Promi
   const log = options.log ?? silent;
   const mode = await chooseMode();
   log(`infrastructure: ${mode}`);
-  return mode === "containers" ? startContainers(options.durable) : startLocal(options.dir, options.durable, log);
+  return mode === "containers"
+    ? startContainers(options.durable)
+    : startLocal(options.dir, options.durable, options.detached === true, log);
 }
 
 async function chooseMode(): Promise<"local" | "containers"> {
@@ -46,10 +54,10 @@ async function containerRuntimeAnswers(): Promise<boolean> {
   }
 }
 
-async function startLocal(dir: string, durable: boolean, log: Log): Promise<Infrastructure> {
+async function startLocal(dir: string, durable: boolean, detached: boolean, log: Log): Promise<Infrastructure> {
   const [postgres, nats] = await startTogether(
     startPostgres({ dataDir: join(dir, "postgres"), durable, log }),
-    startNats({ storeDir: join(dir, "nats"), log }),
+    startNats({ storeDir: join(dir, "nats"), log, detached }),
   );
   return {
     postgresUrl: postgres.url,

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort, type Log } from "./process-tools.ts";
@@ -22,6 +23,37 @@ export const meshLayout = [
 
 export type ServiceName = (typeof meshLayout)[number]["name"];
 
+/** How long a supervised process that exited waits before its restart: doubling from `firstMs` up to `maxMs`. */
+export interface Backoff {
+  firstMs: number;
+  maxMs: number;
+  /** A process that stayed up this long starts again from `firstMs` after its next exit. */
+  resetAfterMs: number;
+}
+
+export const defaultBackoff: Backoff = { firstMs: 250, maxMs: 10_000, resetAfterMs: 30_000 };
+
+/** Runs `restart` after `delayMs`; returns what cancels it. Tests pass their own, to restart when they choose. */
+export type RestartScheduler = (restart: () => void, delayMs: number) => () => void;
+
+const afterDelay: RestartScheduler = (restart, delayMs) => {
+  const timer = setTimeout(restart, delayMs);
+  return () => clearTimeout(timer);
+};
+
+/** The wait before the next restart, and the one after it, of a process that ran `upForMs` before it exited. */
+export function restartDelays(backoff: Backoff, planned: number, upForMs: number): { now: number; next: number } {
+  const now = upForMs >= backoff.resetAfterMs ? backoff.firstMs : planned;
+  return { now, next: Math.min(now * 2, backoff.maxMs) };
+}
+
+export interface Supervision {
+  backoff?: Backoff;
+  schedule?: RestartScheduler;
+  /** Called whenever the set of services that are down changes (empty when all are up again). */
+  onStatus?: (down: readonly ServiceName[]) => void;
+}
+
 export interface MeshOptions {
   /** Shared settings for every process (SVC_DATABASE_URL, SVC_NATS_URL, SVC_CLOCK_FILE, ...). */
   env: Record<string, string>;
@@ -31,17 +63,28 @@ export interface MeshOptions {
   only?: ServiceName[];
   log: Log;
   readyTimeoutMs?: number;
+  /**
+   * Restarts a process that exits on its own, with backoff, as `npm start` does. Without it a process that
+   * died stays down, which the durability tests rely on.
+   */
+  supervise?: Supervision;
 }
 
 export interface Mesh {
   gatewayUrl: string;
   consoleUrl: string;
+  /** The operator credential of the console port, made for this mesh (`GATEWAY_CONSOLE_TOKEN`). */
+  consoleToken: string;
   urls: Record<string, string>;
-  /** Sends a signal to one process (a kill -9 in a durability test) without restarting it. */
+  /** Sends a signal to one process (a kill -9 in a durability test); it stays down, even when supervised. */
   kill(name: ServiceName, signal?: NodeJS.Signals): Promise<void>;
   /** Starts a stopped or killed process again, with the same settings unless `env` overrides some. */
   restart(name: ServiceName, env?: Record<string, string>): Promise<void>;
   stop(): Promise<void>;
+  /** The process id of a running service, so a test can kill it from outside, as a crash would. */
+  pid(name: ServiceName): number | undefined;
+  /** The services that are not running and serving right now. */
+  down(): ServiceName[];
 }
 
 interface Planned {
@@ -51,7 +94,17 @@ interface Planned {
   port: number;
   child?: ChildProcess;
   exited?: Promise<void>;
+  /** Whether the supervisor keeps it running: false once it was stopped on purpose. */
+  wanted: boolean;
+  up: boolean;
+  startedAt: number;
+  nextDelayMs: number;
+  cancelRestart?: () => void;
 }
+
+/** One structured line of the supervisor's own, in the services' log format, about one service. */
+const supervisorLine = (level: "info" | "error", service: ServiceName, msg: string, fields: Record<string, unknown>) =>
+  JSON.stringify({ time: new Date().toISOString(), level, service, component: "supervisor", msg, ...fields });
 
 export async function startMesh(options: MeshOptions): Promise<Mesh> {
   const layout = meshLayout.filter((s) => s.name === "gateway" || !options.only || options.only.includes(s.name));
@@ -61,6 +114,7 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
     placed.push({ ...service, port, url: `http://127.0.0.1:${port}` });
   }
   const consolePort = options.ports === "default" ? 9090 : await freePort();
+  const consoleToken = options.env.GATEWAY_CONSOLE_TOKEN ?? randomBytes(32).toString("base64url");
   const urls = Object.fromEntries(placed.map((s) => [s.name, s.url]));
 
   // Each process learns every other's address as <ITS_PREFIX>_<OTHER_PREFIX>_URL, e.g. GATEWAY_SIGNING_URL.
@@ -68,26 +122,83 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
   for (const consumer of placed)
     for (const provider of placed) addressBook[`${consumer.envPrefix}_${provider.envPrefix}_URL`] = provider.url;
 
+  const backoff = options.supervise?.backoff ?? defaultBackoff;
+  const schedule = options.supervise?.schedule ?? afterDelay;
   const planned: Planned[] = placed.map((service) => ({
     name: service.name,
     entry: join(repositoryRoot, service.entry),
     port: service.port,
+    wanted: true,
+    up: false,
+    startedAt: 0,
+    nextDelayMs: backoff.firstMs,
     env: {
       ...addressBook,
       ...options.env,
       [`${service.envPrefix}_PORT`]: String(service.port),
-      ...(service.name === "gateway" ? { GATEWAY_CONSOLE_PORT: String(consolePort) } : {}),
+      ...(service.name === "gateway"
+        ? { GATEWAY_CONSOLE_PORT: String(consolePort), GATEWAY_CONSOLE_TOKEN: consoleToken }
+        : {}),
     },
   }));
+
+  // Supervision begins once the whole mesh has started: a process that fails its first start fails the start.
+  let supervising = false;
+  let stopping = false;
+  let reportedDown = "";
+  const reportStatus = () => {
+    if (!supervising || stopping) return;
+    const down = planned.filter((p) => !p.up).map((p) => p.name);
+    if (down.join() === reportedDown) return;
+    reportedDown = down.join();
+    options.supervise?.onStatus?.(down);
+  };
+
+  const onExit = (p: Planned, child: ChildProcess, code: number | null, signal: NodeJS.Signals | null) => {
+    if (p.child !== child) return;
+    p.up = false;
+    if (!supervising || !options.supervise || stopping || !p.wanted) return reportStatus();
+    const { now: delay, next } = restartDelays(backoff, p.nextDelayMs, performance.now() - p.startedAt);
+    p.nextDelayMs = next;
+    options.log(
+      supervisorLine("error", p.name, "exited unexpectedly; restarting", {
+        exit_code: code,
+        signal,
+        restart_in_ms: delay,
+      }),
+    );
+    reportStatus();
+    p.cancelRestart = schedule(() => {
+      p.cancelRestart = undefined;
+      if (stopping || !p.wanted) return;
+      launch(p).then(
+        () => {
+          options.log(supervisorLine("info", p.name, "restarted", { pid: p.child?.pid }));
+          reportStatus();
+        },
+        // A restart that exits before it is ready was handled by onExit (the next, longer wait); one that
+        // hangs is killed, and onExit schedules the next attempt.
+        () => {
+          if (p.child?.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL");
+        },
+      );
+    }, delay);
+  };
 
   const launch = async (p: Planned) => {
     const child = spawn(process.execPath, [p.entry], {
       env: { ...process.env, ...p.env },
       stdio: ["ignore", "pipe", "pipe"],
     });
-    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    const exited = new Promise<void>((resolve) =>
+      child.once("exit", (code, signal) => {
+        onExit(p, child, code, signal);
+        resolve();
+      }),
+    );
     p.child = child;
     p.exited = exited;
+    p.startedAt = performance.now();
     const recent: string[] = [];
     const forward = (chunk: Buffer) => {
       for (const line of chunk.toString().split("\n")) {
@@ -100,10 +211,13 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
     child.stdout.on("data", forward);
     child.stderr.on("data", forward);
     await waitUntilReady(p, exited, options.readyTimeoutMs ?? 30_000, () => recent.join("\n"));
+    p.up = true;
   };
 
   const started: Planned[] = [];
   const stopAll = async () => {
+    stopping = true;
+    for (const p of planned) p.cancelRestart?.();
     for (const p of [...started].reverse()) {
       if (p.child && p.child.exitCode === null && p.child.signalCode === null) {
         p.child.kill("SIGTERM");
@@ -122,6 +236,8 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
     await stopAll();
     throw error;
   }
+  supervising = true;
+  reportStatus();
 
   const find = (name: ServiceName) => {
     const p = planned.find((x) => x.name === name);
@@ -131,22 +247,35 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
   return {
     gatewayUrl: `http://127.0.0.1:${find("gateway").port}`,
     consoleUrl: `http://127.0.0.1:${consolePort}`,
+    consoleToken,
     urls,
     async kill(name, signal = "SIGKILL") {
       const p = find(name);
+      p.wanted = false;
+      p.cancelRestart?.();
       p.child?.kill(signal);
       await p.exited;
     },
     async restart(name, env = {}) {
       const p = find(name);
       Object.assign(p.env, env);
+      p.wanted = false;
+      p.cancelRestart?.();
       if (p.child && p.child.exitCode === null && p.child.signalCode === null) {
         p.child.kill("SIGTERM");
         await p.exited;
       }
       await launch(p);
+      p.wanted = true;
+      p.nextDelayMs = backoff.firstMs;
+      reportStatus();
     },
     stop: stopAll,
+    pid: (name) => {
+      const child = find(name).child;
+      return child?.exitCode === null && child.signalCode === null ? child.pid : undefined;
+    },
+    down: () => planned.filter((p) => !p.up).map((p) => p.name),
   };
 }
 

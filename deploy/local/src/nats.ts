@@ -4,7 +4,16 @@ import { mkdir } from "node:fs/promises";
 import { resolve } from "node:path";
 import { ensureDebianProgram, freePort, type Log, silent } from "./process-tools.ts";
 
-export type NatsOptions = { storeDir: string; port?: number; log?: Log };
+export type NatsOptions = {
+  storeDir: string;
+  port?: number;
+  log?: Log;
+  /**
+   * Its own process group (npm start): Ctrl-C in a terminal reaches only the foreground group, and the server
+   * must outlive the services, which drain their connections to it while they stop; start.ts stops it last.
+   */
+  detached?: boolean;
+};
 
 export type RunningNats = { url: string; stop(): Promise<void> };
 
@@ -20,6 +29,7 @@ export async function startNats(options: NatsOptions): Promise<RunningNats> {
 
   const server = spawn(executable, ["-js", "-sd", storeDir, "-a", "127.0.0.1", "-p", String(port)], {
     stdio: ["ignore", "pipe", "pipe"],
+    detached: options.detached === true,
   });
   const output: string[] = [];
 

@@ -86,6 +86,21 @@ async function startWithLocalBinaries(options: PostgresOptions): Promise<Running
   return { url: urlFor(port), stop };
 }
 
+/**
+ * Stops the server on `dataDir` as a crash would (`pg_ctl stop -m immediate`: no checkpoint, recovery from the
+ * WAL at the next start), for the fault suite. Without local binaries, SIGQUIT to the postmaster, which is what
+ * pg_ctl sends in immediate mode.
+ */
+export async function stopPostgresImmediately(dataDir: string): Promise<void> {
+  if (findExecutable("pg_ctl")) {
+    await runAsPostgresUser("pg_ctl", ["stop", "-D", resolve(dataDir), "-m", "immediate", "-w"]);
+    return;
+  }
+  const pid = Number((await readFile(join(dataDir, "postmaster.pid"), "utf8")).split("\n")[0]);
+  process.kill(pid, "SIGQUIT");
+  while (existsSync(join(dataDir, "postmaster.pid"))) await new Promise((done) => setTimeout(done, 50));
+}
+
 /** initdb and pg_ctl refuse to run as root, so as root they run as the `postgres` user, who must own the data. */
 async function runAsPostgresUser(program: string, args: string[]): Promise<string> {
   // cwd "/" because the postgres user may not be allowed into the caller's working directory.

@@ -1,11 +1,11 @@
-import { mkdirSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { AccountConsoleService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import pg from "pg";
+import { consoleTransport } from "./console-client.ts";
 import { demoPageOrigin, serveDemoPage } from "./demo-page.ts";
 import { type DemoCredentials, provisionDemo } from "./demo-provisioning.ts";
 import { startInfrastructure } from "./infrastructure.ts";
@@ -15,6 +15,8 @@ import { agentWalkThrough, walkThrough } from "./walk-through.ts";
 const repositoryRoot = fileURLToPath(new URL("../../../", import.meta.url));
 const dataDir = join(repositoryRoot, ".data/");
 const databaseName = "svc";
+/** Where svcctl finds the console's operator credential by itself (see gateway/src/cli/svcctl.ts). */
+const consoleTokenFile = join(dataDir, "console-token");
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
 async function ensureDatabase(serverUrl: string, name: string): Promise<string> {
@@ -49,7 +51,8 @@ The mesh is running. Data lives in ${dataDir} and survives a restart; Ctrl-C sto
   public API      ${base}   (described at ${base}/openapi.json)
   web app         ${gatewayUrl}/app   (the person's side: sign in, passkeys, inbox, agents)
   key set         ${gatewayUrl}/.well-known/jwks.json
-  console (ops)   ${consoleUrl}   (npx svcctl --help)
+  console (ops)   ${consoleUrl}   (npx svcctl --help; its operator credential is in ${consoleTokenFile},
+                  where svcctl finds it, new at every start)
   PostgreSQL      ${databaseUrl}
   NATS            ${natsUrl}
   (both on ports chosen at this start; to run one more copy of a service against them, on another port:
@@ -58,8 +61,11 @@ The mesh is running. Data lives in ${dataDir} and survives a restart; Ctrl-C sto
 Demo organization ${demo.organization_id}
   development secret key  ${demo.development_secret_key}
   development site key    ${demo.development_site_key}   (origin ${demo.site_key_origin})
-  production secret key   ${demo.production_secret_key}
   development gates       ${demo.human_gate} (Human Gate), ${demo.age_gate} (Age Gate, 18)
+  (development keys only: a production key is made on purpose and shown once, with
+   npx svcctl key create --org ${demo.organization_id} --env production --type secret)
+
+${statusLine([])}
 
 Try a whole verification as a partner would: paste this block into bash (it needs curl and jq).
 It carries every value forward itself, and works as often as you paste it.
@@ -83,9 +89,16 @@ The widget: a demo partner page with <svc-verify> in a checkout form, answered b
 `;
 }
 
+/** What the supervisor says whenever a service goes down or comes back; the banner shows the first one. */
+function statusLine(down: readonly string[]): string {
+  return down.length === 0
+    ? "status: every service is up"
+    : `status: DOWN ${down.join(", ")} (restarting with backoff; see the error lines above)`;
+}
+
 async function main(): Promise<void> {
   mkdirSync(dataDir, { recursive: true });
-  const infrastructure = await startInfrastructure({ dir: dataDir, durable: true, log });
+  const infrastructure = await startInfrastructure({ dir: dataDir, durable: true, detached: true, log });
   let mesh: Awaited<ReturnType<typeof startMesh>> | undefined;
   let demoPage: Awaited<ReturnType<typeof serveDemoPage>> | undefined;
   let stopping = false;
@@ -106,12 +119,12 @@ async function main(): Promise<void> {
       env: { SVC_DATABASE_URL: databaseUrl, SVC_NATS_URL: infrastructure.natsUrl },
       ports: "default",
       log,
+      supervise: { onStatus: (down) => log(statusLine(down)) },
     });
-    const demo = await provisionDemo(mesh.consoleUrl, join(dataDir, "demo.json"));
-    const accounts = createClient(
-      AccountConsoleService,
-      createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "1.1" }),
-    );
+    // A new operator credential at every start, readable by this user only.
+    writeFileSync(consoleTokenFile, `${mesh.consoleToken}\n`, { mode: 0o600 });
+    const demo = await provisionDemo({ url: mesh.consoleUrl, token: mesh.consoleToken }, join(dataDir, "demo.json"));
+    const accounts = createClient(AccountConsoleService, consoleTransport(mesh.consoleUrl, mesh.consoleToken, "1.1"));
     const { svcUserId } = await accounts.createSandboxHuman({
       environment: Environment.DEVELOPMENT,
       behavior: SandboxBehavior.CONFIRM,

@@ -66,6 +66,7 @@ export const flowPresentationStateRoute = defineRoute({
   summary:
     "The presentation step's state (pending, accepted or expired) and the last refusal's reason, with the request's status.",
   auth: { accepts: [] },
+  idempotencyScope: "t",
   input: {
     type: "object",
     properties: {

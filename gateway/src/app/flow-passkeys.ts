@@ -12,6 +12,7 @@ export const flowBeginPasskeyRegistrationRoute = defineRoute({
   path: "/flow/passkeys/begin-registration",
   summary: "Web flow, private mode: start creating a passkey (and a human without personal data).",
   auth: { accepts: [] },
+  idempotencyScope: "t",
   input: {
     type: "object",
     properties: { request_id: requestIdField, t: flowSecretField, origin: pageOriginField },
@@ -39,6 +40,8 @@ export const flowFinishPasskeyRegistrationRoute = defineRoute({
   path: "/flow/passkeys/finish-registration",
   summary: "Web flow, private mode: finish creating the passkey.",
   auth: { accepts: [] },
+  // The single-use ceremony is the only secret this call carries.
+  idempotencyScope: "ceremony_id",
   input: {
     type: "object",
     properties: ceremonyAnswerFields,

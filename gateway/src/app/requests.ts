@@ -50,6 +50,7 @@ function requestRoutes(side: "app" | "flow"): Route[] {
       path: `/${prefix}/requests/open`,
       summary: "Open a verification request: what to show, and passkey assertion options bound to the request.",
       auth,
+      ...(app ? {} : { idempotencyScope: "t" }),
       input: base({ origin: pageOriginField }, []) as {
         type: "object";
         properties: { request_id: typeof requestIdField; t: typeof flowSecretField; origin: typeof pageOriginField };
@@ -74,6 +75,7 @@ function requestRoutes(side: "app" | "flow"): Route[] {
       path: `/${prefix}/requests/confirm`,
       summary: "Confirm with the passkey assertion (AuthenticationResponseJSON).",
       auth,
+      ...(app ? {} : { idempotencyScope: "t" }),
       input: base(ceremonyAnswerFields, ["ceremony_id", "response"]) as {
         type: "object";
         properties: {
@@ -105,6 +107,7 @@ function requestRoutes(side: "app" | "flow"): Route[] {
       path: `/${prefix}/requests/decline`,
       summary: "Decline the request (it fails with reason user_denied).",
       auth,
+      ...(app ? {} : { idempotencyScope: "t" }),
       input: base({}, []) as {
         type: "object";
         properties: { request_id: typeof requestIdField; t: typeof flowSecretField };
@@ -125,6 +128,7 @@ function requestRoutes(side: "app" | "flow"): Route[] {
       path: `/${prefix}/requests/fail`,
       summary: "Report that the device could not run the ceremony.",
       auth,
+      ...(app ? {} : { idempotencyScope: "t" }),
       input: base({ reason: { type: "string", enum: ["device_lock_required", "platform_declined"] } }, ["reason"]) as {
         type: "object";
         properties: { request_id: typeof requestIdField; t: typeof flowSecretField; reason: { type: "string" } };

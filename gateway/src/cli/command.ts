@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import type { DescService } from "@bufbuild/protobuf";
-import { type Client, createClient } from "@connectrpc/connect";
+import { type Client, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { ConsoleService } from "@svc/proto/console/v1/console_pb.js";
 
@@ -56,9 +56,19 @@ export interface CommandGroup {
   commands: readonly Command[];
 }
 
-export function consoleContext(consoleUrl: string): CliContext {
+export function consoleContext(consoleUrl: string, operatorToken: string | undefined): CliContext {
+  // The console refuses every call without it; sent only when there is one, so the refusal says what is missing.
+  const withCredential: Interceptor = (next) => (request) => {
+    if (operatorToken !== undefined) request.header.set("authorization", `Bearer ${operatorToken}`);
+    return next(request);
+  };
   // HTTP/1.1: a short-lived command should not keep an HTTP/2 session open after its one call.
-  const transport = createConnectTransport({ baseUrl: consoleUrl, httpVersion: "1.1", defaultTimeoutMs: 15_000 });
+  const transport = createConnectTransport({
+    baseUrl: consoleUrl,
+    httpVersion: "1.1",
+    defaultTimeoutMs: 15_000,
+    interceptors: [withCredential],
+  });
   let client: Client<typeof ConsoleService> | undefined;
   return {
     consoleUrl,

@@ -3,7 +3,7 @@
  * svcctl: the operator's command line for the gateway's internal console service.
  * Prints JSON on stdout; errors on stderr. Exit codes: 0 done, 1 the console refused or failed, 2 usage.
  */
-import { realpathSync } from "node:fs";
+import { readFileSync, realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { type CommandGroup, commandUsage, consoleContext, groupUsage, parseOptions, UsageError } from "./command.ts";
@@ -31,6 +31,21 @@ const groups: readonly CommandGroup[] = [
 ];
 
 const defaultConsoleUrl = "http://127.0.0.1:9090";
+/** Where `npm start` writes the operator credential of the mesh it runs (deploy/local/src/start.ts). */
+const localTokenFile = fileURLToPath(new URL("../../../.data/console-token", import.meta.url));
+
+/**
+ * The console's operator credential: SVCCTL_CONSOLE_TOKEN when set (set and empty: none), else the file
+ * `npm start` wrote, else none.
+ */
+function operatorToken(env: NodeJS.ProcessEnv): string | undefined {
+  if (env.SVCCTL_CONSOLE_TOKEN !== undefined) return env.SVCCTL_CONSOLE_TOKEN || undefined;
+  try {
+    return readFileSync(localTokenFile, "utf8").trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 function usage(): string {
   const width = Math.max(...groups.map((g) => g.name.length));
@@ -38,6 +53,7 @@ function usage(): string {
     "Usage: svcctl <group> <command> [options]",
     "",
     `Operator commands for the gateway's console service (SVCCTL_CONSOLE_URL, default ${defaultConsoleUrl}).`,
+    "Its operator credential comes from SVCCTL_CONSOLE_TOKEN, else from .data/console-token, which npm start writes.",
     "Results are printed as JSON on stdout.",
     "",
     "Groups:",
@@ -80,7 +96,7 @@ export async function svcctl(argv: string[], io: Io): Promise<number> {
     }
 
     const values = parseOptions(group, command, rest);
-    const ctx = consoleContext(io.env.SVCCTL_CONSOLE_URL || defaultConsoleUrl);
+    const ctx = consoleContext(io.env.SVCCTL_CONSOLE_URL || defaultConsoleUrl, operatorToken(io.env));
     const result = await command.run(values, ctx);
     io.out(`${JSON.stringify(result, null, 2)}\n`);
     return 0;

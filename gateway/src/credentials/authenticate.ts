@@ -5,6 +5,7 @@ import type { AuthenticatedCredential, AuthFailure, CredentialKindName } from ".
 import { OperationError } from "../http/errors.ts";
 import type { Stage } from "../http/pipeline.ts";
 import type { AuthPolicy } from "../http/route.ts";
+import { readIdempotencyKey } from "../idempotency/idempotency-key.ts";
 import { agentKeyCause, agentKeyRefusalMessage } from "./agent-key.ts";
 import type { CredentialDirectory } from "./directory.ts";
 import type { ApiKey } from "./entities.ts";
@@ -41,6 +42,13 @@ export type Resolution =
   | { ok: true; credential: AuthenticatedCredential }
   | { ok: false; failure: AuthFailure; message: string };
 
+/** What a resolver may read of the request besides the credential. */
+export interface CredentialRequest {
+  origin: string | undefined;
+  /** A valid `Idempotency-Key` of a POST: a consumed grant token is accepted again with the key that consumed it. */
+  idempotencyKey?: string;
+}
+
 /**
  * Resolves the credentials of one kind. API keys are resolved here; the kinds other services own
  * (grant tokens in `gate`, agent keys in `agentlink`, user sessions) add a resolver that asks them.
@@ -49,7 +57,7 @@ export interface CredentialResolver {
   kind: CredentialKindName;
   /** Whether a bearer value has this kind's form (by prefix); the first resolver that recognises it decides. */
   recognizes(credential: string): boolean;
-  resolve(credential: string, request: { origin: string | undefined }): Promise<Resolution>;
+  resolve(credential: string, request: CredentialRequest): Promise<Resolution>;
 }
 
 /**
@@ -72,9 +80,11 @@ export function authenticateStage(resolvers: readonly CredentialResolver[]): Sta
     async run(ctx, next) {
       const policy = ctx.route.auth;
       if (policy.accepts.length === 0) return next();
+      const idempotency = ctx.route.method === "POST" ? readIdempotencyKey(ctx.headers) : undefined;
       const resolution = await authenticate(resolvers, policy, {
         authorization: ctx.headers.authorization,
         origin: typeof ctx.headers.origin === "string" ? ctx.headers.origin : undefined,
+        ...(idempotency?.kind === "key" ? { idempotencyKey: idempotency.key } : {}),
       });
       if (!resolution.ok && policy.accepts.includes("agent_key")) {
         // One log line with the cause; the partner reads the same 401 for all six (rule 4).
@@ -101,7 +111,7 @@ export function authenticateStage(resolvers: readonly CredentialResolver[]): Sta
 export async function authenticate(
   resolvers: readonly CredentialResolver[],
   policy: AuthPolicy,
-  request: { authorization: string | undefined; origin: string | undefined },
+  request: { authorization: string | undefined } & CredentialRequest,
 ): Promise<Resolution> {
   const credential = bearerCredential(request.authorization);
   if (credential === undefined)
@@ -125,7 +135,8 @@ export async function authenticate(
       message: `this operation takes ${accepted}, not ${kindNames[resolver.kind]}`,
     };
   }
-  return resolver.resolve(credential, { origin: request.origin });
+  const { authorization: _, ...rest } = request;
+  return resolver.resolve(credential, rest);
 }
 
 function callerOf(key: ApiKey): Caller {

@@ -8,11 +8,23 @@ import type { Route } from "./route.ts";
  * the key it presented allows the page's origin.
  */
 
-/** Request headers a page may send: the credential, the JSON body's type and the spec's opt-in. */
-export const corsAllowedHeaders = ["Authorization", "Content-Type", "x-svc-include-ratelimit"] as const;
+/** Request headers a page may send: the credential, the JSON body's type, the spec's opt-in and a retry's key. */
+export const corsAllowedHeaders = [
+  "Authorization",
+  "Content-Type",
+  "x-svc-include-ratelimit",
+  "Idempotency-Key",
+] as const;
 
-/** Response headers a script may read beyond the safelisted ones: rate limits and the rename window. */
-export const corsExposedHeaders = ["RateLimit", "RateLimit-Policy", "Deprecation", "Sunset", "Link"] as const;
+/** Response headers a script may read beyond the safelisted ones: rate limits, the rename window, a replay. */
+export const corsExposedHeaders = [
+  "RateLimit",
+  "RateLimit-Policy",
+  "Deprecation",
+  "Sunset",
+  "Link",
+  "Idempotent-Replayed",
+] as const;
 
 /** How long a browser may reuse a preflight answer; Chromium caps it at two hours. */
 export const preflightMaxAgeSeconds = 7200;

@@ -67,9 +67,50 @@ export class InputValidationError extends Error {
     this.errors = errors;
   }
 
+  /** The input and each `invalidValue` cut as the decision "Bounded echo of bad input" says (`boundedEcho`). */
   toBody(): InputValidationBody {
-    return { code: "InputValidationError", message: this.message, input: this.input, errors: this.errors };
+    const errors = this.errors.map((issue) => {
+      const invalidValue = boundedEcho(issue.invalidValue);
+      // Still too large (an object of many keys): emptied like the input.
+      if (echoBytes(invalidValue) <= maxEchoBytes) return { ...issue, invalidValue };
+      return { ...issue, invalidValue: Array.isArray(invalidValue) ? [] : {} };
+    });
+    const input = boundedEcho(this.input);
+    const echoed = isPlainObject(input) && echoBytes(input) <= maxEchoBytes;
+    return {
+      code: "InputValidationError",
+      message: echoed ? this.message : `${this.message} (the input was too large to echo)`,
+      input: echoed ? input : {},
+      errors,
+    };
   }
+}
+
+/** What a 400 echoes at most (decision "Bounded echo of bad input"). */
+const maxEchoBytes = 2048;
+const maxEchoString = 256;
+const maxEchoItems = 20;
+const maxEchoDepth = 5;
+const cut = "…";
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+const echoBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value) ?? "");
+
+/**
+ * Received input, cut so that a hostile body is never sent back whole: strings over 256 characters end in
+ * `…`, arrays keep 20 items, anything nested deeper than 5 levels becomes `"…"`. Cut by code points, so
+ * no half of a surrogate pair is left behind.
+ */
+export function boundedEcho(value: unknown, depth = 0): unknown {
+  if (typeof value === "string") {
+    const points = [...value];
+    return points.length > maxEchoString ? `${points.slice(0, maxEchoString).join("")}${cut}` : value;
+  }
+  if (typeof value !== "object" || value === null) return value;
+  if (depth >= maxEchoDepth) return cut;
+  if (Array.isArray(value)) return value.slice(0, maxEchoItems).map((item) => boundedEcho(item, depth + 1));
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, boundedEcho(item, depth + 1)]));
 }
 
 /**

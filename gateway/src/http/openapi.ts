@@ -1,3 +1,5 @@
+import { idempotencyHeader } from "../idempotency/idempotency-key.ts";
+import { replayedHeader } from "../idempotency/idempotency-stage.ts";
 import { flowSecretForm, qrCodePrefix, qrCodeSuffix, requestIdForm } from "../operations/gate-links.ts";
 import { jwksPath } from "../operations/jwks.ts";
 import { widgetScriptPaths } from "../operations/widget-script.ts";
@@ -173,6 +175,13 @@ const securitySchemes: Record<string, Json> = {
   },
 };
 
+const idempotencyDescription = [
+  "Makes a retry safe: the same key with the same request (method, path and the input as validated) answers the first final answer again, result or `data.error`, for 24 hours, without running the operation (the request still counts against rate limits).",
+  "The same key with another request is `data.error` 409 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`.",
+  'A `data.error` 500 or 502 ("retry"), a 400 and an HTTP 500 are not stored: the retry runs the operation again, and create-verification-link then answers the request its lost first call created.',
+  "Keys are scoped to the credential (API key, agent key, user session, grant token); verify-token's to the token, the web flow's to its flow secret.",
+].join(" ");
+
 const ref = (kind: string, name: string) => ({ $ref: `#/components/${kind}/${name}` });
 
 const bucketReport: Json = {
@@ -198,7 +207,7 @@ function components(sunset: Date): Json {
       EnvelopeError: {
         type: "object",
         description:
-          "An operation that ran and refused (HTTP 200). Branch on `statusCode`. Authentication refusals carry only `statusCode` and `message`, except where an operation's error table names a code (secured-accounts list: `api_key_required`, `invalid_api_key`).",
+          "An operation that ran and refused (HTTP 200). Branch on `statusCode`. Authentication refusals carry only `statusCode` and `message`, except where an operation's error table names a code (secured-accounts list: `api_key_required`, `invalid_api_key`). Every POST may answer 409 `idempotency_key_reused` (the key was first used with another request) or 409 `idempotency_key_in_use` (its first request is still running; retry later).",
         required: ["statusCode", "message"],
         properties: {
           statusCode: { type: "integer", enum: [400, 401, 403, 404, 409, 410, 422, 429, 500, 502] },
@@ -315,6 +324,10 @@ function components(sunset: Date): Json {
       },
       Sunset: { description: "When old names stop working (HTTP-date).", schema: { type: "string" } },
       Link: { description: 'Where the rename is described, `rel="deprecation"`.', schema: { type: "string" } },
+      IdempotentReplayed: {
+        description: `\`true\` when the answer is the stored first answer of the request's \`${idempotencyHeader}\`, not a new run.`,
+        schema: { type: "string", enum: ["true"] },
+      },
       AccessControlAllowOrigin: {
         description:
           "The page's `Origin`, when a site key authenticated from one of its allowed origins, or a grant token authenticated (the page got it from create-session; also on a 400 or 403 after authentication).",
@@ -325,6 +338,15 @@ function components(sunset: Date): Json {
         schema: { type: "string", const: corsExposedHeaders.join(", ") },
       },
       VaryOrigin: { description: "The answer depends on `Origin`.", schema: { type: "string", const: "Origin" } },
+    },
+    parameters: {
+      IdempotencyKey: {
+        name: idempotencyHeader,
+        in: "header",
+        required: false,
+        description: idempotencyDescription,
+        schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x20-\\x7e]+$" },
+      },
     },
     responses: {
       InputValidationError: {
@@ -451,6 +473,7 @@ function operationOf(route: Route, aliases: readonly AliasRow[], sunset: Date): 
         headers: {
           "RateLimit-Policy": ref("headers", "RateLimitPolicy"),
           RateLimit: ref("headers", "RateLimit"),
+          ...(route.method === "POST" && { [replayedHeader]: ref("headers", "IdempotentReplayed") }),
           ...(rows.length > 0 && {
             Deprecation: ref("headers", "Deprecation"),
             Sunset: ref("headers", "Sunset"),
@@ -492,6 +515,7 @@ function operationOf(route: Route, aliases: readonly AliasRow[], sunset: Date): 
     },
   };
   if (route.method === "POST") {
+    operation.parameters = [ref("parameters", "IdempotencyKey")];
     operation.requestBody = {
       required: false,
       description: "A JSON object; an empty body is `{}`. Unknown fields are ignored.",
@@ -582,6 +606,7 @@ export function openApiDocument(options: OpenApiOptions): Json {
       description: [
         "Every operation answers HTTP 200 with `data`: the result in `data.data` (flat `data` for the operations so marked), a refusal in `data.error`.",
         "Only input validation (400), a rate limit (403 `RATE_LIMITED`) and an unhandled failure (500) use another status.",
+        `Every POST takes an \`${idempotencyHeader}\` header for safe retries (see the IdempotencyKey parameter).`,
         "Browsers call with a site key from one of its allowed origins (CORS): those operations answer a preflight, and their answers name the origin and expose the RateLimit and deprecation headers.",
         `Old names (\`scope\`, \`enroll\`, old gate status values) keep working until ${until(options.sunset)}; such a request gets \`Deprecation\`, \`Sunset\` and \`Link\` headers and \`_deprecation\`. From then on an old name alone is refused with \`alias_retired\`.`,
       ].join(" "),

@@ -64,6 +64,11 @@ export interface RequestContext {
   logger: Logger;
   /** Aborts when the client goes away. */
   signal: AbortSignal;
+  /**
+   * Set by the idempotency stage when the request carries an `Idempotency-Key`: the scoped key's hash,
+   * for an operation that passes it on so the service behind dedupes a retry itself (create-verification-link).
+   */
+  idempotencyToken?: string;
 }
 
 /** Every outcome but a stream: what the envelope renders. */
@@ -119,6 +124,7 @@ export const handleStage: Stage = {
       clock: ctx.clock,
       logger: ctx.logger,
       signal: ctx.signal,
+      idempotencyToken: ctx.idempotencyToken,
     });
   },
 };

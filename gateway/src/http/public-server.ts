@@ -26,6 +26,8 @@ export interface PublicServerOptions {
   logger: Logger;
   /** Throws when a dependency is unreachable; `/readyz` answers 503 then. */
   ready: () => Promise<void>;
+  /** Each service behind the gateway, up or down, for `/readyz?mesh=1`. */
+  meshHealth?: () => Promise<Record<string, "up" | "down">>;
 }
 
 export interface RunningServer {
@@ -34,9 +36,17 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
+/**
+ * On every answer (decision "Caching headers"): nothing that may carry a token or a key is stored by a cache,
+ * and no browser sniffs a JSON answer into something it runs. A raw route that may be cached (the key set,
+ * the widget, the OpenAPI document) sets its own `cache-control` over the first.
+ */
+const baselineHeaders = { "cache-control": "no-store", "x-content-type-options": "nosniff" } as const;
+
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
   res.writeHead(status, {
+    ...baselineHeaders,
     ...headers,
     "content-type": "application/json; charset=utf-8",
     "content-length": Buffer.byteLength(text),
@@ -45,7 +55,13 @@ function send(res: ServerResponse, status: number, body: unknown, headers: Recor
 }
 
 function sendRaw(res: ServerResponse, reply: RawReply): void {
-  res.writeHead(reply.status, { ...reply.headers, "content-length": Buffer.byteLength(reply.body) }).end(reply.body);
+  res
+    .writeHead(reply.status, {
+      ...baselineHeaders,
+      ...reply.headers,
+      "content-length": Buffer.byteLength(reply.body),
+    })
+    .end(reply.body);
 }
 
 const badRequest = (message: string) =>
@@ -134,6 +150,7 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
     if (outcome.kind === "stream") {
       logger.info("event stream", { operation: route.operationId, credential_id: ctx.credential?.caller.credentialId });
       await writeEventStream(res, outcome.stream, gone.signal, {
+        ...baselineHeaders,
         ...ctx.responseHeaders,
         ...corsResponseHeaders(ctx.credential, req.headers),
       });
@@ -167,6 +184,27 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
     const path = url.pathname;
 
     if (path === "/healthz") return send(res, 200, { status: "ok", service: "gateway" });
+    if (path === "/readyz" && url.searchParams.get("mesh") === "1" && options.meshHealth) {
+      // The whole mesh, for an operator or `npm start`: which services are down. Plain /readyz stays the
+      // kubelet's probe of this replica alone, which must not fail because another service restarts.
+      const [own, services] = await Promise.all([
+        options.ready().then(
+          () => undefined,
+          (error: Error) => error.message,
+        ),
+        options.meshHealth(),
+      ]);
+      const down = Object.keys(services).filter((name) => services[name] === "down");
+      if (own === undefined && down.length === 0)
+        return send(res, 200, { status: "ready", service: "gateway", services });
+      return send(res, 503, {
+        status: "unavailable",
+        service: "gateway",
+        down,
+        services,
+        ...(own === undefined ? {} : { error: own }),
+      });
+    }
     if (path === "/readyz") {
       try {
         await options.ready();
@@ -194,7 +232,7 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
       .filter((t) => t.kind === "operation" && servesBrowsers(t.route))
       .map((t) => t.route.method);
     if (method === "OPTIONS" && browserMethods.length > 0)
-      return void res.writeHead(204, preflightHeaders(browserMethods, req.headers)).end();
+      return void res.writeHead(204, { ...baselineHeaders, ...preflightHeaders(browserMethods, req.headers) }).end();
     const allowed = [...methods.keys(), ...(browserMethods.length > 0 ? ["OPTIONS"] : [])].join(", ");
     send(
       res,
@@ -204,7 +242,10 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
     );
   };
 
-  const server = createServer((req, res) => {
+  // Node would answer a request without Host on its own, with an empty 400: `handle` answers it in our shape.
+  const server = createServer({ requireHostHeader: false }, (req, res) => {
+    if (req.httpVersion === "1.1" && req.headers.host === undefined)
+      return send(res, 400, badRequest("an HTTP/1.1 request must carry a Host header"), { connection: "close" });
     handle(req, res).catch((error: unknown) => {
       // Without the query: a QR code's address holds the flow secret there.
       logger.error("request failed outside the pipeline", { error, path: req.url?.split("?")[0] });
@@ -212,17 +253,37 @@ export async function startPublicServer(options: PublicServerOptions): Promise<R
       else res.destroy();
     });
   });
-  // What Node's parser refuses (oversized or malformed headers, control characters) is a 400 in our
-  // shape rather than Node's bare 400/431; the connection cannot be trusted after it, so it closes.
+  // An Expect other than 100-continue, which Node would refuse with an empty 417.
+  server.on("checkExpectation", (req, res) =>
+    send(
+      res,
+      417,
+      badRequest(`the expectation ${JSON.stringify(req.headers.expect)} is not supported; only 100-continue is`),
+      {
+        connection: "close",
+      },
+    ),
+  );
+  // What Node's parser refuses (oversized or malformed headers, a malformed request line, control characters)
+  // gets our shape and its own status rather than Node's bare one; the connection cannot be trusted after it,
+  // so it closes.
   server.on("clientError", (error: NodeJS.ErrnoException, socket) => {
     if (!socket.writable) return socket.destroy();
-    const text = JSON.stringify(
-      badRequest(
-        error.code === "HPE_HEADER_OVERFLOW" ? "request headers are too large" : "the request is not valid HTTP/1.1",
-      ),
-    );
+    const [status, reason, message] =
+      error.code === "HPE_HEADER_OVERFLOW"
+        ? [431, "Request Header Fields Too Large", "request headers are too large"]
+        : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+          ? [408, "Request Timeout", "the request did not arrive in time"]
+          : [400, "Bad Request", "the request is not valid HTTP/1.1"];
+    const text = JSON.stringify(badRequest(message));
+    const headers = Object.entries({
+      ...baselineHeaders,
+      "content-type": "application/json; charset=utf-8",
+      "content-length": Buffer.byteLength(text),
+      connection: "close",
+    });
     socket.end(
-      `HTTP/1.1 400 Bad Request\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`,
+      `HTTP/1.1 ${status} ${reason}\r\n${headers.map(([name, value]) => `${name}: ${value}\r\n`).join("")}\r\n${text}`,
     );
   });
   await new Promise<void>((resolve, reject) => {

@@ -63,6 +63,8 @@ interface HandlerContext {
   logger: Logger;
   /** Aborts when the client goes away before the answer is sent (a long-poll frees its wait then). */
   signal: AbortSignal;
+  /** The request's scoped `Idempotency-Key` hash, when it has one (src/idempotency/idempotency-stage.ts). */
+  idempotencyToken: string | undefined;
 }
 
 /**
@@ -95,6 +97,11 @@ export interface RouteDefinition<S extends ObjectSchema> {
   produces?: "text/event-stream";
   /** `exempt`: not counted by the rate limiter (the default counts every request). */
   rateLimit?: "exempt";
+  /**
+   * A POST operation without a credential: the input field holding the secret its `Idempotency-Key` is
+   * scoped to (verify-token's `token`, the web flow's `t`). Operations with a credential are scoped to it.
+   */
+  idempotencyScope?: string;
   handle(input: Infer<S>, ctx: HandlerContext): Promise<HandlerResult>;
 }
 

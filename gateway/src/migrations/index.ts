@@ -4,6 +4,8 @@ import { CreateDevIdentityProviderKeys } from "./0003-dev-idp.ts";
 import { CreateRateDecisionFunction } from "./0004-rate-decisions.ts";
 import { DropTakeRateLimits } from "./0005-drop-take-rate-limits.ts";
 import { CreateDevIdentityProviderCodes } from "./0006-dev-idp-codes.ts";
+import { CreateIdempotencyKeys } from "./0007-idempotency-keys.ts";
+import { IndexRateLimitExpiry } from "./0008-rate-limit-sweep.ts";
 
 /** Applied in order at start; a migration, once released, is never edited (add a new one). */
 export const migrations = [
@@ -13,4 +15,6 @@ export const migrations = [
   { name: "0004_rate_decisions", class: CreateRateDecisionFunction },
   { name: "0005_drop_take_rate_limits", class: DropTakeRateLimits },
   { name: "0006_dev_idp_codes", class: CreateDevIdentityProviderCodes },
+  { name: "0007_idempotency_keys", class: CreateIdempotencyKeys },
+  { name: "0008_rate_limit_sweep", class: IndexRateLimitExpiry },
 ];

@@ -100,7 +100,7 @@ export const createVerificationLinkRoute = defineRoute({
       age_threshold: { type: "integer" },
     },
   },
-  async handle(input, { caller, services }) {
+  async handle(input, { caller, services, idempotencyToken }) {
     // The person's open inboxes name this partner when gate tells them of the request: known by then, it costs that wake nothing.
     if (input.svc_user_id !== undefined && caller) services.organizations.warm(caller.organizationId);
     const link = await failingAs500("the request could not be created; retry", () =>
@@ -114,6 +114,8 @@ export const createVerificationLinkRoute = defineRoute({
         parentRequestId: input.parent_request_id ?? "",
         metadata: input.metadata as JsonObject | undefined,
         notarize: input.notarize ?? false,
+        // Gate dedupes on it in its own transaction: a retry whose first answer was lost gets that request.
+        idempotencyToken: idempotencyToken ?? "",
       }),
     );
     return ok({

@@ -2,7 +2,7 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { environmentName } from "@svc/platform";
 import { type SecuredAccount, SecuredAccountStatus } from "@svc/proto/account/v1/account_pb.js";
-import { OperationError } from "../http/errors.ts";
+import { InputValidationError, OperationError } from "../http/errors.ts";
 import { defineRoute, fail, ok } from "../http/route.ts";
 
 const statuses = { active: SecuredAccountStatus.ACTIVE, unlinked: SecuredAccountStatus.UNLINKED } as const;
@@ -10,6 +10,9 @@ const statusNames = new Map<SecuredAccountStatus, string>(
   Object.entries(statuses).map(([name, value]) => [value, name]),
 );
 const isStatus = (value: string): value is keyof typeof statuses => Object.hasOwn(statuses, value);
+
+/** The account service's cursor: 24 bytes, base64url. What they hold is its business. */
+const cursorPattern = "^[A-Za-z0-9_-]{32}$";
 
 /** The spec caps platform_user_ref at 512 characters; the account service hashes it as given. */
 const maxReferenceLength = 512;
@@ -19,7 +22,8 @@ const maxReferenceLength = 512;
  * the total. Secret API keys only. The spec's error table names a code for each refusal, so the two
  * filters are the operation's own checks (`data.error` 400 `invalid_platform_user_ref` /
  * `invalid_status`), while `limit` and `offset`, for which it names none, are schema validation (HTTP 400
- * `InputValidationError`, checked first).
+ * `InputValidationError`, checked first). `cursor` (keyset paging, beyond the spec) is paging too, so a
+ * bad one is an `InputValidationError` as well.
  */
 export const listSecuredAccountsRoute = defineRoute({
   operationId: "listSecuredAccounts",
@@ -50,7 +54,20 @@ export const listSecuredAccountsRoute = defineRoute({
         description: "`active` or `unlinked`; omit for both. Any other value is `data.error` 400 `invalid_status`.",
       },
       limit: { type: "integer", minimum: 1, maximum: 100, default: 25, description: "Rows per page." },
-      offset: { type: "integer", minimum: 0, maximum: 2_147_483_647, default: 0, description: "Rows to skip." },
+      offset: {
+        type: "integer",
+        minimum: 0,
+        maximum: 2_147_483_647,
+        default: 0,
+        description:
+          "Rows to skip. Correct at any size, but the database still walks the skipped rows: `cursor` does not.",
+      },
+      cursor: {
+        type: "string",
+        pattern: cursorPattern,
+        description:
+          "Beyond the spec: keyset paging. The `next_cursor` of an earlier page, with the same filters; the page starts after that page's last row, so rows secured meanwhile are not read twice. Instead of `offset` (sending both is an `InputValidationError`); a cursor that is not one this list gave out is an `InputValidationError` too.",
+      },
     },
   },
   envelope: "nested",
@@ -85,6 +102,12 @@ export const listSecuredAccountsRoute = defineRoute({
       environment: { type: "string", enum: ["development", "production"] },
       limit: { type: "integer" },
       offset: { type: "integer" },
+      next_cursor: {
+        type: "string",
+        nullable: true,
+        description:
+          "Beyond the spec: pass it as `cursor` for the next page (offset paging gets one too, to switch over); null when this page holds the last matching row.",
+      },
     },
   },
   async handle(input, { caller, services }) {
@@ -99,20 +122,33 @@ export const listSecuredAccountsRoute = defineRoute({
         return fail(400, "status must be active or unlinked (omit it for both)", { code: "invalid_status" });
       status = statuses[input.status];
     }
+    const { cursor } = input;
+    if (cursor !== undefined && input.offset !== 0)
+      throw new InputValidationError(input, [
+        { propertyPath: "cursor", invalidValue: cursor, message: "send cursor or offset, not both" },
+      ]);
     const environment = caller ? environmentName(caller.environment) : undefined;
     if (!caller || environment === undefined)
       return fail(403, "the key names no partner", { code: "partner_not_found" });
 
-    const page = await readingSecuredAccounts(() =>
+    const page = await readingSecuredAccounts(cursor, () =>
       services.account.listSecuredAccounts({
         caller,
         ...(reference !== undefined && { partnerUserRef: reference }),
         status,
         limit: input.limit,
         offset: input.offset,
+        ...(cursor !== undefined && { cursor }),
       }),
     );
-    return ok({ rows: page.rows.map(rowOf), total: page.total, environment, limit: page.limit, offset: input.offset });
+    return ok({
+      rows: page.rows.map(rowOf),
+      total: page.total,
+      environment,
+      limit: page.limit,
+      offset: input.offset,
+      next_cursor: page.nextCursor === "" ? null : page.nextCursor,
+    });
   },
 });
 
@@ -132,9 +168,11 @@ function rowOf(row: SecuredAccount) {
  * The spec's table for this operation: the account service's refusal of the caller is 403
  * `partner_not_found` (or 401 `api_key_required` for a credential kind it does not list for), a refused
  * input keeps its 400, and any other failure, an unreachable service included, is 500
- * `secured_accounts_unavailable` (retry with backoff).
+ * `secured_accounts_unavailable` (retry with backoff). Every other input the account service checks was
+ * checked here first, so its refusal of a call with a cursor is the cursor's: well formed, but not one it
+ * gave out.
  */
-async function readingSecuredAccounts<T>(work: () => Promise<T>): Promise<T> {
+async function readingSecuredAccounts<T>(cursor: string | undefined, work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
@@ -143,6 +181,10 @@ async function readingSecuredAccounts<T>(work: () => Promise<T>): Promise<T> {
       throw new OperationError(403, error.rawMessage, { code: "partner_not_found" });
     if (error.code === Code.Unauthenticated)
       throw new OperationError(401, error.rawMessage, { code: "api_key_required" });
+    if (error.code === Code.InvalidArgument && cursor !== undefined)
+      throw new InputValidationError({ cursor }, [
+        { propertyPath: "cursor", invalidValue: cursor, message: error.rawMessage },
+      ]);
     if (error.code === Code.InvalidArgument) throw error;
     throw new OperationError(500, "the secured accounts could not be read; retry with backoff", {
       code: "secured_accounts_unavailable",

@@ -1,11 +1,11 @@
-import { timestampDate } from "@bufbuild/protobuf/wkt";
-import type { VerifyTokenResponse } from "@svc/proto/signing/v1/signing_pb.js";
 import { defineRoute, ok } from "../http/route.ts";
+import { checkAttestation, type TokenVerification } from "./attestation-check.ts";
 
 /**
- * `POST /sdk/verify-token`: signing checks the token and records the check (replays); an invalid
- * token is a normal result. Field rules: decisions.md ("verify-token result"). Concurrent requests
- * reach signing together, in one VerifyTokens call (verify-token-batcher.ts).
+ * `POST /sdk/verify-token`: the gateway checks the token against the key set it keeps
+ * (attestation-check.ts, verifying-keys.ts) and signing's ledger says whether the check is the first
+ * (replays); an invalid token is a normal result. Field rules: decisions.md ("verify-token result").
+ * Concurrent checks reach the ledger together, in one RecordTokenChecks call (verify-token-batcher.ts).
  */
 export const verifyTokenRoute = defineRoute({
   operationId: "verifyToken",
@@ -13,6 +13,7 @@ export const verifyTokenRoute = defineRoute({
   path: "/sdk/verify-token",
   summary: "Verify an attestation token once: signature, issuer, expiry, audience, and whether it was checked before.",
   auth: { accepts: [] },
+  idempotencyScope: "token",
   input: {
     type: "object",
     properties: {
@@ -48,7 +49,11 @@ export const verifyTokenRoute = defineRoute({
     required: ["valid", "replayed"],
   },
   async handle(input, { services }) {
-    const result = await services.tokenChecks.verify({ token: input.token, audience: input.audience });
+    const result = await checkAttestation(input.token, input.audience, {
+      keys: services.verifyingKeys,
+      record: (check) => services.tokenChecks.record(check),
+      clock: services.clock,
+    });
     return ok(verifyTokenResult(result));
   },
 });
@@ -62,13 +67,14 @@ export interface VerifyTokenResult {
   claims?: Record<string, unknown>;
 }
 
-function verifyTokenResult(response: VerifyTokenResponse): VerifyTokenResult {
+function verifyTokenResult(result: TokenVerification): VerifyTokenResult {
+  if (result.kind === "valid")
+    return { valid: true, verdict: "pass", replayed: result.replayed, claims: result.claims };
   return {
-    valid: response.valid,
-    ...(response.valid ? {} : { reason: response.reason || "invalid" }),
-    ...(response.expiredAt ? { expired_at: timestampDate(response.expiredAt).toISOString() } : {}),
-    ...(response.valid ? { verdict: "pass" as const } : {}),
-    replayed: response.replayed,
-    ...(response.claims ? { claims: response.claims } : {}),
+    valid: false,
+    reason: result.reason,
+    ...(result.expiredAt ? { expired_at: result.expiredAt.toISOString() } : {}),
+    replayed: result.replayed,
+    ...(result.claims ? { claims: result.claims } : {}),
   };
 }

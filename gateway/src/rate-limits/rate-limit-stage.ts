@@ -1,5 +1,5 @@
 import type { Logger } from "@svc/platform";
-import { clientAddress } from "../http/client-address.ts";
+import { clientAddress, rateLimitedAddress } from "../http/client-address.ts";
 import type { Stage } from "../http/pipeline.ts";
 import { blockedBody, rateLimitHeaders, rateLimitReport } from "./rate-limit-report.ts";
 import type { RateLimiter } from "./rate-limiter.ts";
@@ -32,7 +32,9 @@ export function rateLimitStage(options: RateLimitOptions): Stage {
     name: "rate limit",
     async run(ctx, next) {
       if (ctx.route.rateLimit === "exempt") return next();
-      const clientIp = clientAddress(ctx.remoteAddress, ctx.headers["x-forwarded-for"], options.trustedProxyHops);
+      const clientIp = rateLimitedAddress(
+        clientAddress(ctx.remoteAddress, ctx.headers["x-forwarded-for"], options.trustedProxyHops),
+      );
       const plan: RatePlan | undefined = ctx.credential
         ? planFor(ctx.credential, ctx.headers.authorization, clientIp)
         : anonymous && { tier: anonymous, subject: `ip:${clientIp}`, clientIp };

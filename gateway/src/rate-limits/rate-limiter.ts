@@ -99,6 +99,9 @@ const decideStatement = {
 /** Requests decided by one statement at most; larger bursts wait for the next one. */
 const maxBatch = 64;
 
+/** Rows one sweep statement deletes at most: short enough that it never holds many locks for long. */
+const sweepBatchSize = 1000;
+
 /**
  * The rate-limit state in the gateway's schema, shared by every replica. Requests are decided by
  * `decide_rate_limits` (`decide-rate-limits.sql`): one statement, atomic, in order, each request all or nothing,
@@ -262,10 +265,27 @@ export class RateLimiter {
     return this.#releases.submit(leaseId);
   }
 
-  /** Deletes counters of windows that have ended and leases that expired; any replica may run it. */
-  async sweep(now: Date): Promise<void> {
-    await this.#pool.query(`delete from rate_counters where expires_at < $1`, [now]);
-    await this.#pool.query(`delete from rate_leases where expires_at < $1`, [now]);
+  /**
+   * Deletes counters of windows that have ended and leases that expired, `batchSize` rows a statement
+   * until a statement finds fewer: each statement reads only due rows, on the `expires_at` indexes
+   * (migration 0007), and holds its locks briefly. Any replica may run it at any time: rows another
+   * sweep or a take holds are skipped (`skip locked`), and a counter a take moved into a new window
+   * since it was picked is no longer at the picked `ctid`, so it stays. Answers the rows deleted.
+   */
+  async sweep(now: Date, batchSize = sweepBatchSize): Promise<number> {
+    let deleted = 0;
+    for (const table of ["rate_counters", "rate_leases"]) {
+      for (;;) {
+        const { rowCount } = await this.#pool.query(
+          `delete from ${table} where expires_at < $1 and ctid = any(array(
+             select ctid from ${table} where expires_at < $1 limit $2 for update skip locked))`,
+          [now, batchSize],
+        );
+        deleted += rowCount ?? 0;
+        if ((rowCount ?? 0) < batchSize) break;
+      }
+    }
+    return deleted;
   }
 
   /** Sweeps every `everyMs` until stopped; a failed sweep is logged and tried again next time. */

@@ -1,5 +1,5 @@
 import { developmentSecret, parse, type Settings } from "@svc/platform";
-import { parseTrustList, type TrustedIssuer } from "./age/wallet/trust-list.ts";
+import { parseIacaTrustList, parseTrustList, type TrustedIaca, type TrustedIssuer } from "./age/wallet/trust-list.ts";
 
 /** ACCOUNT_<NAME> variables beside the shared ones; the README lists them with their defaults. */
 export const settings = {
@@ -35,6 +35,11 @@ export const settings = {
     parse: parseTrustList,
     default: [] as TrustedIssuer[],
     description: 'issuers of age credentials trusted here: JSON [{"iss": "...", "jwks": {"keys": [...]}}]',
+  },
+  walletIacaRoots: {
+    parse: parseIacaTrustList,
+    default: [] as TrustedIaca[],
+    description: 'IACA roots of mdoc issuers trusted here: JSON [{"issuer": "...", "certificates": ["<PEM>", ...]}]',
   },
   walletCredentialTypes: {
     parse: (raw: string) =>

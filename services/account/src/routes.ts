@@ -250,9 +250,15 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
               status: statusFilter(req.status),
               limit: req.limit,
               offset: req.offset,
+              cursor: req.cursor,
             },
           );
-          return { rows: page.rows.map(toProtoSecuredAccount), total: page.total, limit: page.limit };
+          return {
+            rows: page.rows.map(toProtoSecuredAccount),
+            total: page.total,
+            limit: page.limit,
+            nextCursor: page.nextCursor ?? "",
+          };
         }),
 
       sandboxAssert: (req) => wireErrors(async () => ({ responseJson: await sandboxAssert(sandbox(), req) })),
@@ -323,10 +329,14 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
           } catch {
             throw invalidArgument("holder_jwk must be a JWK as JSON");
           }
+          const format = req.format === "" ? "sd-jwt-vc" : req.format;
+          if (format !== "sd-jwt-vc" && format !== "mdoc")
+            throw invalidArgument(`format must be sd-jwt-vc or mdoc: ${req.format}`);
           const credential = await deps.wallet.devIssuers.issue({
             birthDate: req.birthDate,
             holderJwk,
             issuer: req.issuer,
+            format,
             revoked: req.revoked,
             now: clock.now(),
           });

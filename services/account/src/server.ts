@@ -1,16 +1,18 @@
 import { ConfigError, runAsMain, type StartOptions, startService } from "@svc/platform";
 import { AgeEvidence } from "./age/age-evidence.entity.ts";
+import { deleteOldPresentations } from "./age/wallet/presentations.ts";
 import { walletDependencies } from "./age/wallet/wallet-setup.ts";
 import { settings } from "./config.ts";
 import { Device } from "./devices/device.entity.ts";
 import { Human, SignInIdentity } from "./humans/human.entity.ts";
 import { AccountLink } from "./links/account-link.entity.ts";
 import { migrations } from "./migrations/index.ts";
-import { startCeremonySweep } from "./passkeys/ceremony-sweep.ts";
+import { deleteOldCeremonies } from "./passkeys/ceremonies.ts";
 import { Passkey, PasskeyCeremony } from "./passkeys/passkey.entity.ts";
 import { configuredProviders } from "./push/configured-providers.ts";
 import { accountRoutes, type RouteDependencies } from "./routes.ts";
 import { SandboxPasskey } from "./sandbox/sandbox-passkey.entity.ts";
+import { startSweeps } from "./sweeps.ts";
 
 /**
  * account: humans, their passkeys (WebAuthn), devices, age evidence and secured-account links
@@ -45,9 +47,16 @@ export const startAccount = (options: StartOptions = {}) =>
         };
       },
       routes: accountRoutes,
-      background: async ({ orm, clock }, { logger }) => startCeremonySweep({ orm, clock, logger }),
+      background: async ({ orm, clock }, { logger }) =>
+        startSweeps(
+          [
+            { name: "old passkey ceremonies", run: deleteOldCeremonies },
+            { name: "old age presentations", run: deleteOldPresentations },
+          ],
+          { orm, clock, logger },
+        ),
     },
     options,
   );
 
-runAsMain(import.meta.url, () => startAccount());
+runAsMain(import.meta.url, "account", () => startAccount());

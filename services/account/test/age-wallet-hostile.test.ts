@@ -2,6 +2,7 @@ import { ManualClock } from "@svc/platform";
 import { SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { deviceResponse, mdocVpToken, withElementValue } from "../../../test/harness/mdoc-holder.ts";
 import {
   credentialParts,
   disclosedName,
@@ -50,7 +51,22 @@ async function open(target: { svcUserId: string } | { requestId: string; thresho
     presentationId: started.presentationId,
   });
   const request = jwtPayload(requestObject);
-  return { id: started.presentationId, nonce: String(request.nonce), aud: String(request.client_id) };
+  return {
+    id: started.presentationId,
+    nonce: String(request.nonce),
+    aud: String(request.client_id),
+    responseUri: String(request.response_uri),
+  };
+}
+
+async function mdocCredential(holder: Holder, issuer = "development") {
+  const { credential } = await account.console.issueDevAgeCredential({
+    birthDate,
+    holderJwk: holder.jwk,
+    issuer,
+    format: "mdoc",
+  });
+  return credential;
 }
 
 async function credential(holder: Holder, options: { issuer?: string; revoked?: boolean } = {}) {
@@ -248,5 +264,174 @@ describe("hostile wallet presentations", () => {
       expect(await submit(request.id, present())).toMatchObject({ accepted: true });
       expect(await evidenceRows()).toBe(4);
     });
+  });
+});
+
+describe("hostile mdoc presentations", () => {
+  const device = newHolder();
+  const allAges = ["age_over_12", "age_over_14", "age_over_16", "age_over_18", "age_over_21", "age_over_65"];
+  let honest: string;
+  let svcUserId: string;
+  let request: Awaited<ReturnType<typeof open>>;
+  const transcript = (of: Awaited<ReturnType<typeof open>>) => ({
+    clientId: of.aud,
+    nonce: of.nonce,
+    responseUri: of.responseUri,
+  });
+  /** The honest DeviceResponse for `request`, with `change` applied to its parts. */
+  const present = async (change: Partial<Parameters<typeof deviceResponse>[0]> = {}) =>
+    mdocVpToken(
+      await deviceResponse({
+        mdoc: honest,
+        elements: allAges,
+        key: device.privateKey,
+        transcript: transcript(request),
+        ...change,
+      }),
+    );
+
+  beforeAll(async () => {
+    honest = await mdocCredential(device);
+    svcUserId = await sandboxHuman();
+    request = await open({ svcUserId });
+  });
+
+  it("the honest presentation is accepted and kept as verdicts only, source mdoc (the control)", async () => {
+    const who = await sandboxHuman();
+    const control = await open({ svcUserId: who });
+    const token = mdocVpToken(
+      await deviceResponse({
+        mdoc: honest,
+        elements: allAges,
+        key: device.privateKey,
+        transcript: transcript(control),
+      }),
+    );
+    expect(await submit(control.id, token)).toEqual(expect.objectContaining({ accepted: true }));
+    const kept = await account.sql(
+      `select source, issuer, threshold, result, birth_date from age_evidence where svc_user_id = $1 order by threshold`,
+      [who],
+    );
+    expect(kept).toEqual([
+      {
+        source: "mdoc",
+        issuer: "https://wallet-issuer.development.invalid",
+        threshold: 21,
+        result: "over",
+        birth_date: null,
+      },
+      {
+        source: "mdoc",
+        issuer: "https://wallet-issuer.development.invalid",
+        threshold: 65,
+        result: "under",
+        birth_date: null,
+      },
+    ]);
+    expect(await submit(control.id, token)).toMatchObject({ accepted: false, reason: "already_answered" });
+  });
+
+  it("a bad device signature (a key other than the MSO's device key)", async () => {
+    await expectRefused(request.id, await present({ key: newHolder().privateKey }), "bad_device_signature");
+  });
+
+  it("a device signature over another request's nonce (the mdoc carries no nonce: its transcript does not verify)", async () => {
+    const other = { ...transcript(request), nonce: `${request.nonce}x` };
+    await expectRefused(request.id, await present({ transcript: other }), "bad_device_signature");
+  });
+
+  it("a device signature for another verifier (client_id) or response_uri", async () => {
+    await expectRefused(
+      request.id,
+      await present({ transcript: { ...transcript(request), clientId: "https://attacker.example" } }),
+      "bad_device_signature",
+    );
+    await expectRefused(
+      request.id,
+      await present({ transcript: { ...transcript(request), responseUri: "https://attacker.example/r" } }),
+      "bad_device_signature",
+    );
+  });
+
+  it("a tampered issuer-signed item (under 65 turned into over 65: its digest is not the signed one)", async () => {
+    const tampered = withElementValue(honest, "age_over_65", true);
+    await expectRefused(request.id, await present({ mdoc: tampered }), "tampered_disclosure");
+  });
+
+  it("an mdoc whose IACA root no trust list holds", async () => {
+    const untrusted = await mdocCredential(device, "untrusted");
+    await expectRefused(request.id, await present({ mdoc: untrusted }), "untrusted_issuer");
+  });
+
+  it("an expired MSO (validUntil before our clock)", async () => {
+    clock.set(new Date(start.getTime() + 366 * 86_400_000));
+    try {
+      const late = await open({ svcUserId });
+      await expectRefused(
+        late.id,
+        mdocVpToken(
+          await deviceResponse({
+            mdoc: honest,
+            elements: allAges,
+            key: device.privateKey,
+            transcript: transcript(late),
+          }),
+        ),
+        "expired_credential",
+      );
+    } finally {
+      clock.set(start);
+    }
+  });
+
+  it("an MSO not yet valid (validFrom after our clock)", async () => {
+    clock.set(new Date(start.getTime() - 86_400_000));
+    try {
+      const early = await open({ svcUserId });
+      await expectRefused(
+        early.id,
+        mdocVpToken(
+          await deviceResponse({
+            mdoc: honest,
+            elements: allAges,
+            key: device.privateKey,
+            transcript: transcript(early),
+          }),
+        ),
+        "credential_not_yet_valid",
+      );
+    } finally {
+      clock.set(start);
+    }
+  });
+
+  it("a claim for another threshold, alone or beside the asked one", async () => {
+    const gateRequest = await open({ requestId: `req_${"0".repeat(31)}2`, threshold: 18 });
+    const at = async (elements: string[]) =>
+      mdocVpToken(
+        await deviceResponse({ mdoc: honest, elements, key: device.privateKey, transcript: transcript(gateRequest) }),
+      );
+    await expectRefused(gateRequest.id, await at(["age_over_21"]), "claim_not_asked");
+    await expectRefused(gateRequest.id, await at(["age_over_18", "age_over_21"]), "claim_not_asked");
+    await expectRefused(gateRequest.id, await at([]), "claim_missing");
+  });
+
+  it("garbage CBOR, a DeviceResponse that is not one, and an oversized one", async () => {
+    const garbage = (bytes: Buffer) => mdocVpToken(bytes.toString("base64url"));
+    await expectRefused(request.id, garbage(Buffer.from("not cbor at all")), "malformed_presentation");
+    await expectRefused(request.id, garbage(Buffer.from([0x9f, 0x9f, 0x9f, 0x9f])), "malformed_presentation");
+    // A CBOR map with no documents, and an array nested far deeper than any mdoc.
+    await expectRefused(request.id, garbage(Buffer.from([0xa1, 0x61, 0x76, 0x01])), "malformed_presentation");
+    await expectRefused(request.id, garbage(Buffer.alloc(20_000, 0x81)), "malformed_presentation");
+    await expectRefused(request.id, mdocVpToken("A".repeat(40 * 1024)), "malformed_presentation");
+    await expectRefused(
+      request.id,
+      JSON.stringify({ age_mdoc: [await present(), "second"] }),
+      "malformed_presentation",
+    );
+  });
+
+  it("after every refusal the same request still takes the honest presentation", async () => {
+    expect(await submit(request.id, await present())).toMatchObject({ accepted: true });
   });
 });

@@ -1,10 +1,23 @@
-import { ManualClock } from "@svc/platform";
-import { SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { createLogger, ManualClock, openDatabase } from "@svc/platform";
+import { AgeVerdict, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  credentialParts,
+  disclosedName,
+  jwtPayload,
+  newHolder,
+  presentation,
+  vpToken,
+} from "../../../test/harness/wallet-holder.ts";
+import { AgeEvidence } from "../src/age/age-evidence.entity.ts";
+import { deleteOldPresentations, presentationRetentionMs } from "../src/age/wallet/presentations.ts";
+import { migrations } from "../src/migrations/index.ts";
 import { startTestAccount, type TestAccount } from "./support/account.ts";
 
 const clock = new ManualClock("2026-11-22T10:00:00Z");
+const clientId = "https://verify.example";
 let account: TestAccount;
 
 beforeAll(async () => {
@@ -12,16 +25,128 @@ beforeAll(async () => {
 });
 afterAll(() => account?.stop());
 
-describe("wallet presentations", () => {
-  it("start ahead of time with the EU PID thresholds", async () => {
-    const human = await account.console.createSandboxHuman({
+const sandboxHuman = async () =>
+  (
+    await account.console.createSandboxHuman({
       environment: Environment.DEVELOPMENT,
       behavior: SandboxBehavior.CONFIRM,
-    });
-    const started = await account.client.startAgePresentation({
-      svcUserId: human.svcUserId,
-      clientId: "https://verify.example",
-    });
+    })
+  ).svcUserId;
+
+describe("wallet presentations", () => {
+  it("start ahead of time with the EU PID thresholds", async () => {
+    const started = await account.client.startAgePresentation({ svcUserId: await sandboxHuman(), clientId });
     expect(started.requestUri).toMatch(/^https:\/\/verify\.example\/wallet\/requests\/apr_/);
+  });
+});
+
+describe("the sweep of old presentations", () => {
+  /** A presentation wallet-side lifetime: 10 minutes from its start. */
+  const lifetimeMs = 10 * 60_000;
+  const holder = newHolder();
+  let orm: Awaited<ReturnType<typeof openDatabase>>;
+
+  beforeAll(async () => {
+    orm = await openDatabase({
+      url: account.database.url,
+      schema: "account",
+      entities: [AgeEvidence],
+      migrations,
+      logger: createLogger("presentation-sweep-test", {}, "error"),
+    });
+  });
+  afterAll(() => orm?.close());
+
+  const sweep = (batchSize?: number) => deleteOldPresentations(orm.em.fork(), clock.now(), batchSize);
+  const presentationIds = async () =>
+    (await account.sql<{ id: string }>(`select id from age_presentation order by id`)).map((row) => row.id);
+
+  /** Starts a presentation and, when `answer` says so, answers it honestly with the asked claims. */
+  async function presentationOf(
+    target: { svcUserId: string } | { requestId: string; threshold: number },
+    answer = false,
+  ) {
+    const started = await account.client.startAgePresentation({ ...target, clientId });
+    if (!answer) return started.presentationId;
+    const { requestObject } = await account.client.getAgePresentationRequestObject({
+      presentationId: started.presentationId,
+    });
+    const request = jwtPayload(requestObject);
+    const asked = (
+      request.dcql_query as { credentials: { claims: { path: string[] }[] }[] }
+    ).credentials[0]?.claims.map((claim) => claim.path[1]);
+    const { credential } = await account.console.issueDevAgeCredential({
+      birthDate: "1996-05-17",
+      holderJwk: holder.jwk,
+      issuer: "development",
+    });
+    const { issuerJwt, disclosures } = credentialParts(credential);
+    const submitted = await account.client.submitAgePresentation({
+      presentationId: started.presentationId,
+      state: started.presentationId,
+      vpToken: vpToken(
+        presentation({
+          issuerJwt,
+          disclosures: disclosures.filter((d) => asked?.includes(disclosedName(d))),
+          key: holder.privateKey,
+          nonce: String(request.nonce),
+          aud: clientId,
+          iat: Math.floor(clock.now().getTime() / 1000),
+        }),
+      ),
+    });
+    expect(submitted.accepted).toBe(true);
+    return started.presentationId;
+  }
+
+  it("deletes pending and unconfirmed ones an hour past their expiry, not a millisecond before, and keeps a human's", async () => {
+    clock.set("2026-11-23T10:00:00Z");
+    await sweep(); // what earlier tests left, so the counts below are this test's own
+    const start = clock.now();
+    const human = await sandboxHuman();
+    const confirmer = await sandboxHuman();
+    const pendingAhead = await presentationOf({ svcUserId: human });
+    const pendingForRequest = await presentationOf({ requestId: `req_${"a".repeat(32)}`, threshold: 18 });
+    const unconfirmed = await presentationOf({ requestId: `req_${"b".repeat(32)}`, threshold: 18 }, true);
+    const acceptedAhead = await presentationOf({ svcUserId: human }, true);
+    const claimedRequest = `req_${"c".repeat(32)}`;
+    const claimed = await presentationOf({ requestId: claimedRequest, threshold: 18 }, true);
+    const confirmed = await account.client.evaluateAge({
+      svcUserId: confirmer,
+      threshold: 18,
+      at: timestampFromDate(clock.now()),
+      requestId: claimedRequest,
+    });
+    expect(confirmed.source).toBe("sd-jwt-vc");
+
+    const boundary = start.getTime() + lifetimeMs + presentationRetentionMs;
+    clock.set(new Date(boundary - 1));
+    expect(await sweep()).toBe(0);
+    expect(await presentationIds()).toEqual(
+      [pendingAhead, pendingForRequest, unconfirmed, acceptedAhead, claimed].sort(),
+    );
+
+    clock.set(new Date(boundary));
+    expect(await sweep()).toBe(3);
+    expect(await presentationIds()).toEqual([acceptedAhead, claimed].sort());
+    // The verdicts already kept as evidence are not the sweep's: both humans still read over.
+    for (const svcUserId of [human, confirmer]) {
+      const kept = await account.client.evaluateAge({ svcUserId, threshold: 18, at: timestampFromDate(clock.now()) });
+      expect(kept).toMatchObject({ verdict: AgeVerdict.OVER, source: "sd-jwt-vc" });
+    }
+  });
+
+  it("deletes in bounded batches: at most 20 batches a call, the rest at the next", async () => {
+    clock.set("2026-11-25T10:00:00Z");
+    await sweep();
+    const human = await sandboxHuman();
+    for (let i = 0; i < 45; i += 1) await presentationOf({ svcUserId: human });
+    clock.advance(lifetimeMs + presentationRetentionMs);
+    const left = async () =>
+      (await account.sql(`select id from age_presentation where svc_user_id = $1`, [human])).length;
+    expect(await sweep(2)).toBe(40);
+    expect(await left()).toBe(5);
+    expect(await sweep(2)).toBe(5);
+    expect(await left()).toBe(0);
   });
 });

@@ -1,7 +1,6 @@
 import { createSecretKey, randomUUID } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { connectNats, createLogger, openStatementPool, systemClock } from "@svc/platform";
 import { AccountConsoleService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import { AgentConsoleService } from "@svc/proto/agentlink/v1/agentlink_pb.js";
@@ -9,6 +8,7 @@ import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { ConsoleService } from "@svc/proto/console/v1/console_pb.js";
 import pg from "pg";
 import { measureThroughput, startBenchMesh } from "../../../test/bench/bench-infrastructure.ts";
+import { consoleTransport } from "../../../test/harness/console-transport.ts";
 import { AgentNames } from "../src/agents/agent-naming.ts";
 import { settings } from "../src/config.ts";
 import { CardWriter } from "../src/proposals/card-writer.ts";
@@ -27,7 +27,7 @@ const durationMs = 5000;
 
 const mesh = await startBenchMesh(["signing", "account", "agentlink"]);
 try {
-  const transport = createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" });
+  const transport = consoleTransport(mesh.consoleUrl, mesh.consoleToken);
   const { organizationId } = await createClient(ConsoleService, transport).createOrganization({ name: "bench" });
   const agents = createClient(AgentConsoleService, transport);
   const { agent, agentKey } = await agents.registerAgent({

@@ -1,4 +1,4 @@
-import { developmentSecret, parse, type Settings } from "@svc/platform";
+import { batchSizeSetting, developmentSecret, parse, retentionSetting, type Settings } from "@svc/platform";
 
 /** AGENTLINK_<NAME> variables beside the shared ones; the README lists them with their defaults. */
 export const settings = {
@@ -33,6 +33,11 @@ export const settings = {
     default: "http://127.0.0.1:9091",
     description: "base URL of the signing service (it signs each confirmation's Proofs of Resolution)",
   },
+  cardRetention: retentionSetting(
+    430 * 86_400_000,
+    "how long a card and its audit log are kept after it ended: as long as its proof can still verify",
+  ),
+  retentionBatch: batchSizeSetting("cards one retention statement deletes at most, with their audit rows"),
   passkeyOrigin: {
     parse: parse.url,
     default: "http://127.0.0.1:8080",

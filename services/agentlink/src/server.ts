@@ -10,6 +10,7 @@ import { Card, CardAudit } from "./proposals/card.entity.ts";
 import { CardReader } from "./proposals/card-reader.ts";
 import { CardWriter, proposeCards } from "./proposals/card-writer.ts";
 import { expireSweep, sweepEveryMs } from "./proposals/expire-sweep.ts";
+import { pruneCards } from "./proposals/retention.ts";
 import { agentlinkRoutes, type RouteDependencies } from "./routes.ts";
 import { classifierFromEnvironment } from "./trust-layer/classifier-client.ts";
 
@@ -50,11 +51,15 @@ export const startAgentlink = (options: StartOptions = {}) =>
         outbox,
       }),
       routes: agentlinkRoutes,
-      // The expire sweep about every 60 seconds; replicas share the work through its row locks.
-      background: async (deps, { logger }) => {
+      // The expire sweep and the retention about every 60 seconds; replicas share the work through their
+      // row locks.
+      background: async (deps, { clock, config, logger }) => {
         const timer = setInterval(() => {
           expireSweep({ ...deps, em: deps.orm.em.fork() }, undefined).catch((error: unknown) =>
             logger.warn("expire sweep failed; will retry", { error }),
+          );
+          pruneCards(deps.orm, clock, config.cardRetention, config.retentionBatch).catch((error: unknown) =>
+            logger.warn("card retention failed; will retry", { error }),
           );
         }, sweepEveryMs);
         return async () => clearInterval(timer);
@@ -63,4 +68,4 @@ export const startAgentlink = (options: StartOptions = {}) =>
     options,
   );
 
-runAsMain(import.meta.url, () => startAgentlink());
+runAsMain(import.meta.url, "agentlink", () => startAgentlink());

@@ -1,16 +1,17 @@
 import { randomBytes } from "node:crypto";
 import { Agent, request } from "node:http";
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { createLogger, openStatementPool, systemClock } from "@svc/platform";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { ConsoleService, KeyType } from "@svc/proto/console/v1/console_pb.js";
 import { GateConsoleService, GateType } from "@svc/proto/gate/v1/gate_pb.js";
 import pg from "pg";
 import { measureThroughput, median, startBenchMesh } from "../../../test/bench/bench-infrastructure.ts";
+import { consoleTransport } from "../../../test/harness/console-transport.ts";
 import { GateFactsLookup } from "../src/gates/gate-facts.ts";
 import { partnerRefs } from "../src/partner-refs.ts";
 import { createLink } from "../src/requests/create-link.ts";
+import { IdempotentCreates } from "../src/requests/idempotent-creates.ts";
 import { RequestWriter } from "../src/requests/request-writer.ts";
 import { SessionFactsLookup } from "../src/sessions/session-facts.ts";
 import { SessionStore } from "../src/sessions/session-store.ts";
@@ -32,7 +33,7 @@ const contentionRounds = 30;
 
 const mesh = await startBenchMesh(["signing", "gate"]);
 try {
-  const transport = createConnectTransport({ baseUrl: mesh.consoleUrl, httpVersion: "2" });
+  const transport = consoleTransport(mesh.consoleUrl, mesh.consoleToken);
   const console_ = createClient(ConsoleService, transport);
   const { organizationId } = await console_.createOrganization({ name: "bench" });
   const { key, keyId } = await console_.createKey({
@@ -133,6 +134,7 @@ try {
     clock: systemClock,
     refs,
     presenceWindowMs: 600_000,
+    idempotent: new IdempotentCreates({ db: statements, refs, gates: new GateFactsLookup(statements) }),
   };
   const keyCaller = {
     organizationId,
@@ -165,6 +167,7 @@ try {
       parentRequestId: "",
       metadata: undefined,
       notarize: false,
+      idempotencyToken: "",
     };
     await createLink(linkDeps, { ...keyCaller, credentialId: session.id, kind: "grant_token" }, input, { devices: 0 });
   };

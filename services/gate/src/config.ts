@@ -1,4 +1,6 @@
-import { developmentSecret, parse, type Settings } from "@svc/platform";
+import { batchSizeSetting, developmentSecret, parse, retentionSetting, type Settings } from "@svc/platform";
+
+const day = 86_400_000;
 
 /** GATE_* settings beside the shared SVC_* ones (see the README). */
 export const settings = {
@@ -19,10 +21,25 @@ export const settings = {
     default: 30_000,
     description: "how often pending requests past their window are expired",
   },
+  sessionRetention: retentionSetting(
+    day,
+    "how long a session (grant token) is kept after it expired; the token is refused from its expiry on",
+  ),
+  requestRetention: retentionSetting(
+    30 * day,
+    "how long a request is kept after it ended (completed, failed, expired, revoked, superseded or passed)",
+  ),
+  retentionBatch: batchSizeSetting("rows one retention statement deletes at most"),
   passkeyOrigin: {
     parse: parse.url,
     default: "http://127.0.0.1:8080",
     description:
       "origin (and relying party) of passkey assertions answered by sandbox humans: the gateway's public origin",
+  },
+  testCrashAfterCreate: {
+    parse: parse.boolean,
+    default: false,
+    description:
+      "test only, refused in production: die by SIGKILL after a create-verification-link commits, before it answers (the Idempotency-Key e2e)",
   },
 } satisfies Settings;

@@ -58,7 +58,7 @@ export function gateRoutes(services: GateServices): (router: ConnectRouter) => v
 
       authenticateGrant: (request) =>
         refusalsAsConnectErrors(async () => {
-          const session = await sessions.authenticate(request.anchorGrantToken);
+          const session = await sessions.authenticate(request.anchorGrantToken, request.idempotencyToken);
           return create(AuthenticateGrantResponseSchema, {
             caller: create(CallerSchema, {
               organizationId: session.organization_id,
@@ -82,6 +82,7 @@ export function gateRoutes(services: GateServices): (router: ConnectRouter) => v
             parentRequestId: request.parentRequestId,
             metadata: request.metadata,
             notarize: request.notarize,
+            idempotencyToken: request.idempotencyToken,
           });
           return create(CreateVerificationLinkResponseSchema, {
             requestId: link.requestId,

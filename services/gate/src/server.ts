@@ -1,10 +1,11 @@
-import { createInternalClient, runAsMain, type StartOptions, startService } from "@svc/platform";
+import { ConfigError, createInternalClient, runAsMain, type StartOptions, startService } from "@svc/platform";
 import { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { settings } from "./config.ts";
 import { gateConsoleRoutes } from "./console-routes.ts";
 import { migrations } from "./migrations/index.ts";
 import { createVerificationRequests } from "./requests/request-writer.ts";
+import { pruneGate } from "./requests/retention.ts";
 import { gateRoutes } from "./routes.ts";
 import { gateServices } from "./services.ts";
 
@@ -23,8 +24,10 @@ export const startGate = (options: StartOptions = {}) =>
       entities: [],
       migrations,
       storedDefinitions: [createVerificationRequests],
-      build: ({ orm, statements, bus, outbox, clock, logger, config }) =>
-        gateServices({
+      build: ({ orm, statements, bus, outbox, clock, logger, config }) => {
+        if (config.deployment === "production" && config.testCrashAfterCreate)
+          throw new ConfigError("GATE_TEST_CRASH_AFTER_CREATE is a test fault point; production refuses it");
+        return gateServices({
           orm,
           statements,
           bus,
@@ -37,7 +40,9 @@ export const startGate = (options: StartOptions = {}) =>
           presenceWindowMs: config.presenceWindow,
           passkeyOrigin: config.passkeyOrigin,
           deployment: config.deployment,
-        }),
+          crashAfterCreate: config.testCrashAfterCreate,
+        });
+      },
       routes: (services) => {
         const partner = gateRoutes(services);
         const console = gateConsoleRoutes({ gates: services.gates, lifecycle: services.lifecycle });
@@ -46,9 +51,17 @@ export const startGate = (options: StartOptions = {}) =>
           console(router);
         };
       },
-      background: async ({ lifecycle }, { config, logger }) => {
+      background: async ({ lifecycle }, { orm, clock, config, logger }) => {
+        const retention = {
+          sessionMs: config.sessionRetention,
+          requestMs: config.requestRetention,
+          batchSize: config.retentionBatch,
+        };
         const timer = setInterval(() => {
           lifecycle.sweep(200).catch((error: unknown) => logger.warn("expiry sweep failed; will retry", { error }));
+          pruneGate(orm, clock, retention).catch((error: unknown) =>
+            logger.warn("retention failed; will retry", { error }),
+          );
         }, config.sweepEvery);
         return async () => clearInterval(timer);
       },
@@ -56,4 +69,4 @@ export const startGate = (options: StartOptions = {}) =>
     options,
   );
 
-runAsMain(import.meta.url, () => startGate());
+runAsMain(import.meta.url, "gate", () => startGate());

@@ -11,6 +11,7 @@ import { GateFactsLookup } from "./gates/gate-facts.ts";
 import { GateStore } from "./gates/gate-store.ts";
 import { partnerRefs } from "./partner-refs.ts";
 import { type CreatedLink, createLink, type LinkInput } from "./requests/create-link.ts";
+import { IdempotentCreates } from "./requests/idempotent-creates.ts";
 import { PartnerQueries } from "./requests/partner-queries.ts";
 import { type PendingRequest, pendingRequestsOf } from "./requests/person-inbox.ts";
 import { reachableDevices } from "./requests/reachable-devices.ts";
@@ -43,6 +44,8 @@ export interface GateDependencies {
   presenceWindowMs: number;
   passkeyOrigin: string;
   deployment: "development" | "production";
+  /** Test only (GATE_TEST_CRASH_AFTER_CREATE, refused in production): die by SIGKILL between a create's commit and its answer. */
+  crashAfterCreate?: boolean;
 }
 
 /** The gate service's domain objects, built once per process from its context. */
@@ -53,6 +56,7 @@ export function gateServices(deps: GateDependencies): GateServices {
   const sessionFacts = new SessionFactsLookup(db);
   const gateFacts = new GateFactsLookup(db);
   const writer = new RequestWriter(db);
+  const idempotent = new IdempotentCreates({ db, refs, gates: gateFacts });
   const lifecycle = new RequestLifecycle({ orm, clock, bus: deps.bus, outbox: deps.outbox });
   const ceremony = new Ceremony({ lifecycle, account, signing: deps.signing, refs, clock, logger });
   const sandbox = new SandboxResponder({
@@ -88,11 +92,21 @@ export function gateServices(deps: GateDependencies): GateServices {
               sandbox.behaviorOf(input.svcUserId, caller.environment).catch(unknownHumanAs(undefined)),
             ]);
       const link = await createLink(
-        { writer, sessions: sessionFacts, gates: gateFacts, clock, refs, presenceWindowMs: deps.presenceWindowMs },
+        {
+          writer,
+          sessions: sessionFacts,
+          gates: gateFacts,
+          clock,
+          refs,
+          presenceWindowMs: deps.presenceWindowMs,
+          idempotent,
+        },
         caller,
         input,
         { devices },
       );
+      // The ambiguous outcome the Idempotency-Key exists for: committed, never answered (a real kill -9).
+      if (deps.crashAfterCreate) process.kill(process.pid, "SIGKILL");
       if (input.svcUserId !== "") {
         // A new pending request, or a ceremony that superseded the person's pending pre-check: their inbox changed.
         publishRequestCreated(deps.bus, input.svcUserId, link, input.parentRequestId);

@@ -18,6 +18,7 @@ import { GateStore } from "../src/gates/gate-store.ts";
 import { migrations } from "../src/migrations/index.ts";
 import { partnerRefs } from "../src/partner-refs.ts";
 import { createLink, type LinkInput } from "../src/requests/create-link.ts";
+import { IdempotentCreates } from "../src/requests/idempotent-creates.ts";
 import { PartnerQueries } from "../src/requests/partner-queries.ts";
 import { createVerificationRequests, RequestWriter } from "../src/requests/request-writer.ts";
 import { SessionFactsLookup } from "../src/sessions/session-facts.ts";
@@ -95,6 +96,7 @@ beforeAll(async () => {
     clock,
     refs,
     presenceWindowMs: 600_000,
+    idempotent: new IdempotentCreates({ db: statements, refs, gates: new GateFactsLookup(statements) }),
   };
   link = (sessionId, input) =>
     createLink(
@@ -109,6 +111,7 @@ beforeAll(async () => {
         parentRequestId: "",
         metadata: undefined,
         notarize: false,
+        idempotencyToken: "",
         ...input,
       },
       { devices: 0 },

@@ -15,6 +15,7 @@ import { GateStore } from "../src/gates/gate-store.ts";
 import { migrations } from "../src/migrations/index.ts";
 import { partnerRefs } from "../src/partner-refs.ts";
 import { createLink, type LinkInput } from "../src/requests/create-link.ts";
+import { IdempotentCreates } from "../src/requests/idempotent-creates.ts";
 import { createVerificationRequests, type NewRequest, RequestWriter } from "../src/requests/request-writer.ts";
 import { SessionFactsLookup } from "../src/sessions/session-facts.ts";
 import { SessionStore } from "../src/sessions/session-store.ts";
@@ -41,6 +42,7 @@ const input = (gate: string, more: Partial<LinkInput> = {}): LinkInput => ({
   parentRequestId: "",
   metadata: undefined,
   notarize: false,
+  idempotencyToken: "",
   ...more,
 });
 
@@ -65,6 +67,7 @@ const replica = () => {
           clock,
           refs,
           presenceWindowMs: 600_000,
+          idempotent: new IdempotentCreates({ db: statements, refs, gates: new GateFactsLookup(statements) }),
         },
         { ...keyCaller, credentialId: sessionId, kind: "grant_token" },
         linkInput,
@@ -109,6 +112,40 @@ afterAll(async () => {
   await statements?.end();
   await orm?.close();
   await database?.drop();
+});
+
+describe("create-verification-link with an idempotency token (the gateway's scoped Idempotency-Key)", () => {
+  it("a retry with the token gets the request the first call made, flow secret included; without it the token is used", async () => {
+    const node = replica();
+    const session = await node.sessions.create(keyCaller, { partnerUserId: "", metadata: undefined, allowedGates: [] });
+    const { id } = await node.sessions.authenticate(session.token);
+    const first = await node.link(id, input("checkout", { idempotencyToken: "token-a" }));
+
+    // The retry comes to another replica, after the token was consumed: authenticating it needs the same token.
+    const other = replica();
+    await expect(other.sessions.authenticate(session.token)).rejects.toThrow(/already used/);
+    await expect(other.sessions.authenticate(session.token, "token-b")).rejects.toThrow(/already used/);
+    expect((await other.sessions.authenticate(session.token, "token-a")).id).toBe(id);
+    const again = await other.link(id, input("checkout", { idempotencyToken: "token-a" }));
+    expect(again).toEqual(first);
+    await expect(other.link(id, input("checkout", { idempotencyToken: "token-b" }))).rejects.toThrow(/already used/);
+    await expect(other.link(id, input("checkout"))).rejects.toThrow(/already used/);
+    const { rows } = await statements.query(`select count(*)::int as n from requests where session_id = $1`, [id]);
+    expect(rows[0].n).toBe(1);
+  });
+
+  it("keeps no sealed flow secret and accepts no retry for a create without a token", async () => {
+    const node = replica();
+    const session = await node.sessions.create(keyCaller, { partnerUserId: "", metadata: undefined, allowedGates: [] });
+    const { id } = await node.sessions.authenticate(session.token);
+    await node.link(id, input("checkout"));
+    const { rows } = await statements.query(
+      `select idempotency_token_hash, flow_secret_sealed from sessions where id = $1`,
+      [id],
+    );
+    expect(rows[0]).toEqual({ idempotency_token_hash: null, flow_secret_sealed: null });
+    await expect(node.sessions.authenticate(session.token, "token-a")).rejects.toThrow(/already used/);
+  });
 });
 
 describe("create-verification-link, one statement per batch of calls", () => {
@@ -283,6 +320,8 @@ describe("create-verification-link, one statement per batch of calls", () => {
       gateAllowed: true,
       requestId,
       flowSecretHash: Buffer.alloc(32, 1),
+      idempotencyTokenHash: null,
+      flowSecretSealed: null,
       blockingHash: null,
       parentRequestId: null,
       presenceHumanId: null,

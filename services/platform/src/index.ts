@@ -10,6 +10,7 @@ export * from "./nats.ts";
 export * from "./natural-batcher.ts";
 export * from "./outbox.ts";
 export * from "./refusal.ts";
+export * from "./retention.ts";
 export * from "./server.ts";
 export * from "./service.ts";
 export * from "./stored-definitions.ts";

@@ -3,7 +3,7 @@ import { createServer as createHttp2Server, type Http2Session } from "node:http2
 import { type AddressInfo, createServer as createTcpServer, type Socket } from "node:net";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import type { Logger } from "./logger.ts";
+import { createLogger, type Logger } from "./logger.ts";
 
 type NodeHandler = ReturnType<typeof connectNodeAdapter>;
 export type NodeServerRequest = Parameters<NodeHandler>[0];
@@ -23,6 +23,16 @@ export interface ServiceOptions {
   onStop: () => Promise<void>;
   /** How long a stop waits for requests in flight before it cuts them (default 20 s, inside Kubernetes' 30 s grace). */
   drainTimeoutMs?: number;
+  /**
+   * Checks the caller of every call but the probes (the gateway's console: the operator credential). A call
+   * it refuses is answered as Connect's `unauthenticated` with `refusal` as the message, and reaches nothing.
+   */
+  authenticate?: { check: (req: NodeServerRequest) => boolean; refusal: string };
+  /**
+   * Whether the server logs "stopped" itself (default). A process with two servers (the gateway) logs its own,
+   * once, after both, so a supervisor reads one "stopped" line per process.
+   */
+  logStopped?: boolean;
 }
 
 export interface RunningService {
@@ -62,6 +72,10 @@ export async function serveConnect(options: ServiceOptions): Promise<RunningServ
     res.once("close", () => {
       if (--inFlight === 0) drained?.();
     });
+    const path = (req.url ?? "").split("?")[0];
+    if (options.authenticate && path !== "/healthz" && path !== "/readyz" && !options.authenticate.check(req))
+      // Connect's unary error shape; HTTP 401 is how the Connect protocol carries `unauthenticated`.
+      return sendJson(res, 401, { code: "unauthenticated", message: options.authenticate.refusal });
     handler(req, res);
   };
   const h2 = createHttp2Server({}, counted);
@@ -106,7 +120,7 @@ export async function serveConnect(options: ServiceOptions): Promise<RunningServ
       }
       for (const socket of sockets) socket.destroy();
       await options.onStop();
-      logger.info("stopped");
+      if (options.logStopped !== false) logger.info("stopped");
     })());
   return { port, url: `http://${options.host}:${port}`, stop };
 }
@@ -117,26 +131,29 @@ export function sendJson(res: NodeServerResponse, status: number, body: unknown)
   res.end(text);
 }
 
-/** Runs `start` when the file is the process's main module, and stops cleanly on SIGTERM or SIGINT. */
-export function runAsMain(importMetaUrl: string, start: () => Promise<RunningService>): void {
+/**
+ * Runs `start` when the file is the process's main module, and stops cleanly on SIGTERM or SIGINT. Every
+ * failure, even one no handler caught, is one structured line at error before the exit, never Node's own
+ * unstructured print: a supervisor (npm start, the kubelet) restarts the process and the log says why.
+ */
+export function runAsMain(importMetaUrl: string, name: string, start: () => Promise<RunningService>): void {
   if (process.argv[1] === undefined || importMetaUrl !== new URL(`file://${process.argv[1]}`).href) return;
+  const logger = createLogger(name);
+  const fail = (msg: string) => (error: unknown) => {
+    logger.error(msg, { error });
+    process.exit(1);
+  };
+  process.on("uncaughtException", fail("uncaught exception"));
+  process.on("unhandledRejection", fail("unhandled rejection"));
   start().then(
     (service) => {
       const shutdown = () => {
-        service.stop().then(
-          () => process.exit(0),
-          (error: unknown) => {
-            console.error(error);
-            process.exit(1);
-          },
-        );
+        service.stop().then(() => process.exit(0), fail("stop failed"));
       };
       process.once("SIGTERM", shutdown);
       process.once("SIGINT", shutdown);
     },
-    (error: unknown) => {
-      console.error(error instanceof Error ? error.message : error);
-      process.exit(1);
-    },
+    // The message alone: a configuration error lists every problem in it, and its stack says nothing more.
+    (error: unknown) => fail("start failed")(error instanceof Error ? error.message : error),
   );
 }

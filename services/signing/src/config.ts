@@ -1,4 +1,5 @@
 import {
+  batchSizeSetting,
   ConfigError,
   type ConfigOf,
   commonSettings,
@@ -45,6 +46,7 @@ const settings = {
     default: 30 * day,
     description: "age of the newest key at which a new one is added; 0 turns the schedule off",
   },
+  ledgerPruneBatch: batchSizeSetting("rows one prune statement of the replay ledger deletes at most"),
   refreshEvery: {
     parse: parse.duration,
     default: 30_000,

@@ -1,5 +1,5 @@
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { TokenCheck } from "./token-check.entity.ts";
+import { deleteDue, type RetentionRule } from "@svc/platform";
 
 /** Without the ledger no check can be called first, so verification fails rather than guessing. */
 export class ReplayLedgerUnavailableError extends Error {}
@@ -20,7 +20,17 @@ export interface ReplayLedger {
   recordChecks(checks: readonly LedgerCheck[], checkedAt: Date): Promise<boolean[]>;
 }
 
-export function databaseReplayLedger(orm: MikroORM): ReplayLedger & { prune(expiredBefore: Date): Promise<number> } {
+/** The ledger rows whose tokens expired before `expiredBefore`, found on `token_check_expires_at`. */
+export const ledgerPruneRule = (expiredBefore: Date): RetentionRule => ({
+  table: "token_check",
+  due: "expires_at < ?",
+  params: [expiredBefore],
+});
+
+export function databaseReplayLedger(
+  orm: MikroORM,
+  pruneBatchSize: number,
+): ReplayLedger & { prune(expiredBefore: Date): Promise<number> } {
   return {
     async recordChecks(checks, checkedAt) {
       if (checks.length === 0) return [];
@@ -46,7 +56,8 @@ export function databaseReplayLedger(orm: MikroORM): ReplayLedger & { prune(expi
       // Deleting as we go leaves `true` to the first listed copy of a token.
       return checks.map((check) => firsts.delete(check.tokenKey.toString("hex")));
     },
-    prune: (expiredBefore) => orm.em.fork().nativeDelete(TokenCheck, { expiresAt: { $lt: expiredBefore } }),
+    // In batches, so a backlog (a replica down for hours under load) is never one long delete.
+    prune: (expiredBefore) => deleteDue(orm, ledgerPruneRule(expiredBefore), pruneBatchSize),
   };
 }
 

@@ -9,12 +9,14 @@ import {
   KeyState as ProtoKeyState,
   ProofVerdict as ProtoProofVerdict,
   PublicJwkSchema,
+  RecordTokenChecksResponseSchema,
   RotateKeysResponseSchema,
   type SignAttestationRequest,
   SignAttestationResponseSchema,
   SigningService,
   type SignProofRequest,
   SignProofResponseSchema,
+  type TokenCheck,
   VerifyTokenResponseSchema,
   VerifyTokensResponseSchema,
 } from "@svc/proto/signing/v1/signing_pb.js";
@@ -23,7 +25,7 @@ import { invalidInput, type SigningRefusalKind } from "./invalid-input.ts";
 import { type KeyRing, type RingKey, SigningKeyUnavailableError } from "./key-ring.ts";
 import type { AddedKey } from "./key-rotation.ts";
 import { type ProofInput, type ProofVerdict, signProof } from "./proof-token.ts";
-import { type ReplayLedger, ReplayLedgerUnavailableError } from "./replay-ledger.ts";
+import { type LedgerCheck, type ReplayLedger, ReplayLedgerUnavailableError } from "./replay-ledger.ts";
 import { keyState } from "./rotation-schedule.ts";
 import {
   type Verification,
@@ -32,7 +34,7 @@ import {
   verifyAttestations,
 } from "./token-verification.ts";
 
-/** Bounds one VerifyTokens call: its ledger write is a single statement of at most this many rows. */
+/** Bounds one VerifyTokens or RecordTokenChecks call: its ledger write is a single statement of at most this many rows. */
 const verifyTokensLimit = 256;
 
 export interface SigningRouteDependencies {
@@ -83,8 +85,10 @@ export function signingRoutes(deps: SigningRouteDependencies): (router: ConnectR
             y: key.y,
             alg: "ES256",
             use: "sig",
+            ...(key.window.unpublishAt !== null && { unpublishAt: timestampFromDate(key.window.unpublishAt) }),
           }),
         ),
+        issuer,
       });
     },
 
@@ -100,6 +104,14 @@ export function signingRoutes(deps: SigningRouteDependencies): (router: ConnectR
           throw invalidInput(`at most ${verifyTokensLimit} tokens per call, not ${request.requests.length}`);
         const results = await verifyAttestations(request.requests, verificationContext());
         return create(VerifyTokensResponseSchema, { responses: results.map(verificationResponse) });
+      }),
+
+    recordTokenChecks: (request) =>
+      translateErrors(async () => {
+        if (request.checks.length > verifyTokensLimit)
+          throw invalidInput(`at most ${verifyTokensLimit} checks per call, not ${request.checks.length}`);
+        const first = await deps.ledger.recordChecks(request.checks.map(ledgerCheck), clock.now());
+        return create(RecordTokenChecksResponseSchema, { first });
       }),
 
     rotateKeys: async () => {
@@ -168,6 +180,13 @@ function proofInput(request: SignProofRequest): ProofInput {
     amr: request.amr,
     signedAt: instant(request.signedAt),
   };
+}
+
+/** A check recorded for a caller that verified the token itself: only its digest and expiry reach the ledger. */
+function ledgerCheck(check: TokenCheck): LedgerCheck {
+  if (check.payloadHash.length !== 32) throw invalidInput("payload_hash must be the 32 bytes of a SHA-256 digest");
+  if (check.expiresAt === undefined) throw invalidInput("expires_at is required");
+  return { tokenKey: Buffer.from(check.payloadHash), expiresAt: timestampDate(check.expiresAt) };
 }
 
 function verificationResponse(result: Verification) {

@@ -52,7 +52,7 @@ export async function startSigning(
     if (first) logger.info("first signing key created", { kid: first.kid });
     const ring = new KeyRing({ orm, kek: config.kek, clock, logger });
     await ring.load();
-    const ledger = databaseReplayLedger(orm);
+    const ledger = databaseReplayLedger(orm, config.ledgerPruneBatch);
 
     maintenance = startMaintenance({
       everyMs: config.refreshEvery,
@@ -112,4 +112,4 @@ export async function startSigning(
   }
 }
 
-runAsMain(import.meta.url, () => startSigning());
+runAsMain(import.meta.url, "signing", () => startSigning());

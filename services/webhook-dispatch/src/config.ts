@@ -1,4 +1,4 @@
-import { developmentSecret, parse, type Settings } from "@svc/platform";
+import { batchSizeSetting, developmentSecret, parse, retentionSetting, type Settings } from "@svc/platform";
 import { defaultRetrySchedule } from "./delivery/retry-schedule.ts";
 
 /** WEBHOOK_DISPATCH_<NAME> variables; the README lists them with their defaults. */
@@ -42,6 +42,17 @@ export const settings = {
     default: 64,
     description: "attempts in flight in this process at a time",
   },
+  heartbeatEvery: {
+    parse: parse.duration,
+    default: 2000,
+    description: "how often this dispatcher renews its heartbeat and looks for dispatchers that are gone",
+  },
+  instanceStaleAfter: {
+    parse: parse.duration,
+    default: 30_000,
+    description:
+      "a dispatcher whose heartbeat is older than this counts as gone even while its connection holds its lock (hung, or its host cut off)",
+  },
   pollInterval: {
     parse: parse.duration,
     default: 1000,
@@ -52,6 +63,11 @@ export const settings = {
     default: 5 * 86_400_000,
     description: "an endpoint whose every attempt failed for this long is disabled",
   },
+  messageRetention: retentionSetting(
+    90 * 86_400_000,
+    "how long a message and its deliveries are kept after it arrived (replay and the console read them)",
+  ),
+  retentionBatch: batchSizeSetting("messages one retention statement deletes at most, with their deliveries"),
   agentlinkUrl: {
     parse: parse.url,
     default: "http://127.0.0.1:9094",

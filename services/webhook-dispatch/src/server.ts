@@ -1,9 +1,10 @@
-import { createInternalClient, runAsMain, type StartOptions, startService } from "@svc/platform";
+import { createInternalClient, runAsMain, type StartOptions, startService, uuid } from "@svc/platform";
 import { AgentCallbackService } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { createCallbackEndpoints } from "./callbacks/callback-endpoints.ts";
 import { settings } from "./config.ts";
 import { startDeliveryWorker } from "./delivery/delivery-worker.ts";
 import { destinationPolicyFor } from "./delivery/destination-guard.ts";
+import { startInstanceHeartbeat } from "./delivery/dispatcher-instances.ts";
 import { createEndpointKeys } from "./delivery/endpoint-keys.ts";
 import { startEventConsumer } from "./delivery/event-consumer.ts";
 import { createHttpSender } from "./delivery/http-sender.ts";
@@ -11,6 +12,7 @@ import { releaseParkedEvents } from "./delivery/parked-events.ts";
 import { Endpoint } from "./endpoints/endpoint.entity.ts";
 import { createSecretBox } from "./endpoints/endpoint-secret.ts";
 import { Delivery, WebhookMessage } from "./messages/message.entity.ts";
+import { startMessageRetention } from "./messages/retention.ts";
 import { migrations } from "./migrations/index.ts";
 import { createRoutes } from "./routes.ts";
 
@@ -30,10 +32,23 @@ export const startWebhookDispatch = (options: StartOptions = {}) =>
       schema: "webhook_dispatch",
       entities: [Endpoint, WebhookMessage, Delivery],
       migrations,
-      build: ({ statements, clock, logger, config }) => {
+      build: async ({ statements, clock, logger, config }) => {
         const box = createSecretBox(config.secretKey);
         const sender = createHttpSender(destinationPolicyFor(config.deployment));
+        // Before the worker claims anything: this instance is alive, and what the gone ones held is due now.
+        let wakeWorker = () => {};
+        const heartbeat = await startInstanceHeartbeat({
+          id: uuid(),
+          databaseUrl: config.databaseUrl,
+          statements,
+          clock,
+          logger,
+          everyMs: config.heartbeatEvery,
+          staleAfterMs: config.instanceStaleAfter,
+          onReleased: () => wakeWorker(),
+        });
         const worker = startDeliveryWorker({
+          instanceId: heartbeat.id,
           statements,
           clock,
           logger,
@@ -50,13 +65,14 @@ export const startWebhookDispatch = (options: StartOptions = {}) =>
           pollMs: config.pollInterval,
           autoDisableAfterMs: config.autoDisableAfter,
         });
+        wakeWorker = () => worker.wake();
         const callbacks = createCallbackEndpoints({
           agentlink: createInternalClient(AgentCallbackService, config.agentlinkUrl),
           statements,
           box,
           logger,
         });
-        return { box, sender, worker, callbacks };
+        return { box, sender, worker, callbacks, heartbeat };
       },
       routes: ({ box, worker }, { orm, statements, clock, config }) =>
         createRoutes({
@@ -68,7 +84,14 @@ export const startWebhookDispatch = (options: StartOptions = {}) =>
           wakeWorker: () => worker.wake(),
           forgetEndpoint: async (endpointId) => worker.forget(endpointId),
         }),
-      background: async ({ sender, worker, callbacks }, { statements, bus, logger, config }) => {
+      background: async ({ sender, worker, callbacks, heartbeat }, { orm, clock, statements, bus, logger, config }) => {
+        const stopRetention = startMessageRetention({
+          orm,
+          clock,
+          retentionMs: config.messageRetention,
+          batchSize: config.retentionBatch,
+          logger,
+        });
         const firstAttemptDelayMs = config.retrySchedule[0] ?? 0;
         const consumer = await releaseParkedEvents({ statements, logger, worker, callbacks, firstAttemptDelayMs })
           .then(() =>
@@ -84,13 +107,17 @@ export const startWebhookDispatch = (options: StartOptions = {}) =>
             }),
           )
           .catch(async (error: unknown) => {
+            stopRetention();
             await worker.stop();
+            await heartbeat.stop();
             sender.close();
             throw error;
           });
         return async () => {
+          stopRetention();
           await consumer.stop();
           await worker.stop();
+          await heartbeat.stop();
           sender.close();
         };
       },
@@ -98,4 +125,4 @@ export const startWebhookDispatch = (options: StartOptions = {}) =>
     options,
   );
 
-runAsMain(import.meta.url, () => startWebhookDispatch());
+runAsMain(import.meta.url, "webhook-dispatch", () => startWebhookDispatch());

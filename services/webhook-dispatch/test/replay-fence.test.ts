@@ -51,6 +51,7 @@ describe("a replay issued while an attempt is in flight", () => {
 
   const terms = (): ClaimTerms => ({
     now: clock.now(),
+    instanceId: "00000000-0000-4000-8000-000000000001",
     perEndpoint: 64,
     holds: new Map(),
     concurrency: 4,

@@ -6,6 +6,8 @@ import { createAccountLinks } from "./0005-account-links.ts";
 import { indexAccountLinkListing } from "./0006-account-link-listing.ts";
 import { addPersonSide } from "./0007-person-side.ts";
 import { addWalletAgeEvidence } from "./0008-wallet-age-evidence.ts";
+import { addMdocPresentations } from "./0009-mdoc-presentations.ts";
+import { countAccountLinks } from "./0010-account-link-counts.ts";
 
 /** Applied in order at start; a migration, once released, is never edited (add a new one). */
 export const migrations = [
@@ -17,4 +19,6 @@ export const migrations = [
   indexAccountLinkListing,
   addPersonSide,
   addWalletAgeEvidence,
+  addMdocPresentations,
+  countAccountLinks,
 ];

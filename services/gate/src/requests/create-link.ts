@@ -7,6 +7,7 @@ import type { PartnerRefs } from "../partner-refs.ts";
 import { refuse } from "../refusal.ts";
 import type { SessionFactsLookup } from "../sessions/session-facts.ts";
 import { blockingUser } from "./blocking-rule.ts";
+import { type IdempotentCreates, sealFlowSecret, tokenHash } from "./idempotent-creates.ts";
 import { presencePassReadableMs, requestLifetimeMs } from "./lifetimes.ts";
 import { presenceLookup, presenceSince } from "./recent-presence.ts";
 import { newFlowSecret, newRequestId, requestIdForm, secretHash } from "./request-ids.ts";
@@ -23,6 +24,8 @@ export interface LinkInput {
   parentRequestId: string;
   metadata: JsonObject | undefined;
   notarize: boolean;
+  /** The gateway's scoped Idempotency-Key hash; empty without a key (idempotent-creates.ts). */
+  idempotencyToken: string;
 }
 
 /** What the person's side learned about `svc_user_id` before the transaction (account calls stay outside it). */
@@ -73,6 +76,7 @@ export async function createLink(
     clock: Clock;
     refs: PartnerRefs;
     presenceWindowMs: number;
+    idempotent: IdempotentCreates;
   },
   caller: PartnerCaller,
   input: LinkInput,
@@ -82,6 +86,10 @@ export async function createLink(
   const session = await deps.sessions.of(caller.credentialId);
   if (!session || session.organization_id !== caller.organizationId || session.environment !== caller.environment)
     throw refusals.unauthenticated();
+  if (input.idempotencyToken !== "") {
+    const created = await deps.idempotent.createdWith(session.id, input.idempotencyToken);
+    if (created) return created;
+  }
   const organizationId = session.organization_id;
   const gate = await deps.gates.of(organizationId, session.environment, input.gate);
 
@@ -132,6 +140,8 @@ export async function createLink(
     now,
     expiresAt: new Date(now.getTime() + requestLifetimeMs),
     passExpiresAt: new Date(now.getTime() + presencePassReadableMs),
+    idempotencyTokenHash: input.idempotencyToken === "" ? null : tokenHash(input.idempotencyToken),
+    flowSecretSealed: input.idempotencyToken === "" ? null : sealFlowSecret(refs, requestId, flowSecret),
   });
   if (outcome === "unauthenticated" || outcome === "conflict") throw refusals[outcome]();
   if (outcome === "no_active_gate" || !gate) throw refusals.no_active_gate(input.gate, session.environment);

@@ -33,7 +33,8 @@ begin
       request_id text, flow_secret_hash bytea, blocking_hash bytea, parent_request_id text,
       presence_human_id uuid, presence_ref_hash bytea, presence_since timestamptz,
       ref_hash bytea, ref_sealed bytea, svc_user_id uuid, mode text, sdk_type text, notarize_offered boolean,
-      return_url text, metadata jsonb, pushed_to_devices integer, now timestamptz, expires_at timestamptz, pass_expires_at timestamptz)
+      return_url text, metadata jsonb, pushed_to_devices integer, now timestamptz, expires_at timestamptz, pass_expires_at timestamptz,
+      idempotency_token_hash bytea, flow_secret_sealed bytea)
   ),
   checked as (
     select i.*, coalesce(by_human.found, by_ref.found, false) as passed, coalesce(by_human.human_id, by_ref.human_id) as presence_human,
@@ -69,9 +70,11 @@ begin
         order by r.ended_at desc limit 1) by_ref on i.presence_human_id is null
   ),
   -- The update finds its sessions by primary key through "= any(array)", so no statistics, stale or
-  -- not, can turn it into a scan of the table.
+  -- not, can turn it into a scan of the table. A call with an Idempotency-Key leaves it on the session,
+  -- with the flow secret sealed, for its retry (idempotent-creates.ts).
   consumed as (
-    update sessions s set consumed_at = c.now, request_id = c.request_id
+    update sessions s set consumed_at = c.now, request_id = c.request_id,
+      idempotency_token_hash = c.idempotency_token_hash, flow_secret_sealed = c.flow_secret_sealed
       from checked c
       where s.id = any(array(select session_id from checked where verdict = 'accepted'))
         and c.verdict = 'accepted' and s.id = c.session_id

@@ -37,6 +37,9 @@ export interface NewRequest {
   now: Date;
   expiresAt: Date;
   passExpiresAt: Date;
+  /** SHA-256 of the gateway's scoped Idempotency-Key hash, and the flow secret sealed for a retry; null without a key. */
+  idempotencyTokenHash: Buffer | null;
+  flowSecretSealed: Buffer | null;
 }
 
 export type WriteOutcome = "pending" | "pass" | "unauthenticated" | "no_active_gate" | "gate_not_allowed" | "conflict";
@@ -146,4 +149,6 @@ const asItem = (request: NewRequest, ordinal: number) => ({
   now: request.now,
   expires_at: request.expiresAt,
   pass_expires_at: request.passExpiresAt,
+  idempotency_token_hash: bytea(request.idempotencyTokenHash),
+  flow_secret_sealed: bytea(request.flowSecretSealed),
 });

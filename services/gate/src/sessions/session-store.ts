@@ -4,6 +4,7 @@ import type pg from "pg";
 import type { PartnerCaller } from "../caller.ts";
 import type { PartnerRefs } from "../partner-refs.ts";
 import { refuse } from "../refusal.ts";
+import { tokenHash as idempotencyTokenHash } from "../requests/idempotent-creates.ts";
 import { grantTokenLifetimeMs } from "../requests/lifetimes.ts";
 import { secretHash } from "../requests/request-ids.ts";
 import { grantTokenForm, newGrantToken } from "./grant-token.ts";
@@ -87,14 +88,30 @@ export class SessionStore {
     return { token, organizationId: caller.organizationId, expiresAt: row.expires_at };
   }
 
-  /** The unused session a grant token names, without consuming it. */
-  async authenticate(token: string): Promise<SessionRow> {
+  /**
+   * The unused session a grant token names, without consuming it. With an idempotency token, also the
+   * session a create with that same token consumed, expired since or not: its retry reads the request
+   * it made (requests/idempotent-creates.ts). A revoked session is never accepted.
+   */
+  async authenticate(token: string, idempotencyToken = ""): Promise<SessionRow> {
     const refused = () => refuse("unauthenticated", "the grant token is invalid, expired or already used");
     if (!grantTokenForm.test(token)) throw refused();
-    const row = await this.#unusedSessions.submit({ tokenHash: secretHash(token), now: this.#clock.now() });
+    const row =
+      (await this.#unusedSessions.submit({ tokenHash: secretHash(token), now: this.#clock.now() })) ??
+      (idempotencyToken === "" ? undefined : await this.#consumedWith(secretHash(token), idempotencyToken));
     if (!row) throw refused();
     this.#facts.remember(row);
     return row;
+  }
+
+  async #consumedWith(tokenHash: Buffer, idempotencyToken: string): Promise<SessionRow | undefined> {
+    const { rows } = await this.#db.query<SessionRow>({
+      name: "authenticate_consumed_grant",
+      text: `select id, organization_id, environment, credential_id, credential_kind, partner_user_hash, metadata, allowed_gates, expires_at
+               from sessions where token_hash = $1 and consumed_at is not null and revoked_at is null and idempotency_token_hash = $2`,
+      values: [tokenHash, idempotencyTokenHash(idempotencyToken)],
+    });
+    return rows[0];
   }
 
   async #unusedSessionsOf(checks: { tokenHash: Buffer; now: Date }[]): Promise<(SessionRow | undefined)[]> {

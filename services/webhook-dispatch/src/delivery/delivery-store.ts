@@ -30,6 +30,8 @@ export interface ClaimedDelivery {
  */
 export interface ClaimTerms {
   now: Date;
+  /** The dispatcher that claims: each claimed delivery names it (`claimed_by`) until its result is written. */
+  instanceId: string;
   perEndpoint: number;
   holds: ReadonlyMap<string, number>;
   concurrency: number;
@@ -38,8 +40,9 @@ export interface ClaimTerms {
 }
 
 /**
- * The claim terms are the first six parameters of every statement that claims ($1 now, $2 per
- * endpoint, $3 holds, $4 concurrency, $5 timeout, $6 margin); its own parameters follow from $7.
+ * The claim terms are the first seven parameters of every statement that claims ($1 now, $2 per
+ * endpoint, $3 holds, $4 concurrency, $5 timeout, $6 margin, $7 the claiming instance); its own
+ * parameters follow from $8.
  */
 export const termsValues = (terms: ClaimTerms): unknown[] => [
   terms.now,
@@ -48,6 +51,7 @@ export const termsValues = (terms: ClaimTerms): unknown[] => [
   terms.concurrency,
   terms.timeoutMs,
   terms.marginMs,
+  terms.instanceId,
 ];
 
 /** SQL: the lease end of a delivery with `ahead` deliveries of its endpoint before it in the worker's hands. */
@@ -109,10 +113,10 @@ export async function claimDueDeliveries(
        ) due
        where e.status = 'enabled'
        order by due.next_attempt_at, due.id
-       limit $7
+       limit $8
      )
      update deliveries d
-     set attempts = d.attempts + 1, schedule_step = d.schedule_step + 1, next_attempt_at = ${leaseEndSql}
+     set attempts = d.attempts + 1, schedule_step = d.schedule_step + 1, next_attempt_at = ${leaseEndSql}, claimed_by = $7::uuid
      from claimable c, messages m, endpoints e
      where d.id = c.id and m.id = d.message_id and e.id = d.endpoint_id
      returning d.id, d.attempts, d.schedule_step, d.next_attempt_at as lease_until, m.id as message_id, m.body, e.id as endpoint_id, e.url,
@@ -131,7 +135,7 @@ export async function releaseClaims(db: Queryable, deliveries: readonly ClaimedD
   await db.query({
     name: "release_claims",
     text: `update deliveries d
-     set attempts = d.attempts - 1, schedule_step = d.schedule_step - 1, next_attempt_at = $1
+     set attempts = d.attempts - 1, schedule_step = d.schedule_step - 1, next_attempt_at = $1, claimed_by = null
      from unnest($2::bigint[], $3::int[], $4::int[]) as c(id, attempts, schedule_step)
      where d.id = c.id and d.attempts = c.attempts and d.schedule_step = c.schedule_step and d.status = 'pending'`,
     values: [
@@ -179,7 +183,7 @@ export async function recordAttemptResults(
     name: "record_attempt_results",
     text: `with written as (
        update deliveries d
-       set status = r.status, next_attempt_at = r.next_attempt_at, last_attempt_at = r.started_at, last_status_code = r.status_code,
+       set status = r.status, next_attempt_at = r.next_attempt_at, claimed_by = null, last_attempt_at = r.started_at, last_status_code = r.status_code,
          last_error = r.error, delivered_at = case when r.status = 'delivered' then r.at else d.delivered_at end
        from unnest($1::bigint[], $2::int[], $3::int[], $4::text[], $5::timestamptz[], $6::timestamptz[], $7::int[], $8::text[], $9::timestamptz[])
          as r(id, attempts, schedule_step, status, next_attempt_at, started_at, status_code, error, at)

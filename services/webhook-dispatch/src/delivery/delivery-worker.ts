@@ -13,6 +13,8 @@ import { nextAttemptDelay, parseRetryAfter, type RetryPolicy } from "./retry-sch
 import { webhookHeaders } from "./signature.ts";
 
 export interface DeliveryWorkerOptions {
+  /** This dispatcher process: its claims name it (dispatcher-instances.ts). */
+  instanceId: string;
   /** The service's statement pool: claims and results are prepared statements on the hot path. */
   statements: Queryable;
   clock: Clock;
@@ -93,6 +95,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
     for (const [endpointId, count] of inFlight) holds.set(endpointId, (holds.get(endpointId) ?? 0) + count);
     return {
       now: clock.now(),
+      instanceId: options.instanceId,
       perEndpoint: perEndpointHeld,
       holds,
       concurrency: options.perEndpointConcurrency,

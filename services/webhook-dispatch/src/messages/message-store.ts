@@ -71,7 +71,7 @@ export async function storeMessages(
     text: `with stored as (
        insert into messages (id, organization_id, dedup_key, type, environment, occurred_at, body, received_at, agent_id, card_id)
        select id, organization_id, dedup_key, type, environment, occurred_at, decode(body, 'base64'), $1, agent_id, card_id
-       from jsonb_to_recordset($7::jsonb)
+       from jsonb_to_recordset($8::jsonb)
          as t(id text, organization_id text, dedup_key text, type text, environment text, occurred_at timestamptz, body text,
            agent_id text, card_id text)
        on conflict (dedup_key) do nothing
@@ -90,8 +90,9 @@ export async function storeMessages(
          join endpoints c on c.agent_id = s.agent_id and c.status = 'enabled'
        ) e
      ), fanned_out as (
-       insert into deliveries (message_id, endpoint_id, status, attempts, schedule_step, next_attempt_at, created_at)
-       select message_id, endpoint_id, 'pending', claimed::int, claimed::int, case when claimed then ${leaseEndSql} else $8 end, $1
+       insert into deliveries (message_id, endpoint_id, status, attempts, schedule_step, next_attempt_at, claimed_by, created_at)
+       select message_id, endpoint_id, 'pending', claimed::int, claimed::int, case when claimed then ${leaseEndSql} else $9 end,
+         case when claimed then $7::uuid end, $1
        from (select *, ahead < $2::int as claimed from targets) t
        returning id, message_id, endpoint_id, attempts, schedule_step, next_attempt_at
      )

@@ -2,11 +2,13 @@ import { randomBytes } from "node:crypto";
 import { digest, generateSalt } from "@sd-jwt/crypto-nodejs";
 import { createHeaderAndPayload, StatusList } from "@sd-jwt/jwt-status-list";
 import { SDJwtVcInstance } from "@sd-jwt/sd-jwt-vc";
+import type { JWK } from "jose";
 import { refuse } from "../../refusal.ts";
 import { ageVerdictAt, parseCalendarDate } from "../age-evaluation.ts";
+import { DevMdocIssuer } from "./dev-mdoc-issuer.ts";
 import { type Es256KeyPair, es256, keyPairFromSeed, signEs256, signJws } from "./es256.ts";
 import { euPidThresholds } from "./presentation-request.ts";
-import type { TrustedIssuer } from "./trust-list.ts";
+import type { TrustedIaca, TrustedIssuer } from "./trust-list.ts";
 
 const developmentIssuerId = "https://wallet-issuer.development.invalid";
 const untrustedIssuerId = "https://untrusted-issuer.development.invalid";
@@ -22,15 +24,34 @@ const credentialLifetimeMs = 365 * 86_400_000;
  */
 export class DevIssuers {
   readonly #development: Es256KeyPair | undefined;
-  readonly #untrusted = keyPairFromSeed(randomBytes(32));
+  readonly #untrusted: Es256KeyPair;
+  readonly #developmentMdoc: DevMdocIssuer | undefined;
+  readonly #untrustedMdoc: DevMdocIssuer;
 
   constructor(developmentSeed: Buffer | undefined) {
     this.#development = developmentSeed ? keyPairFromSeed(developmentSeed) : undefined;
+    this.#developmentMdoc =
+      developmentSeed &&
+      new DevMdocIssuer(developmentIssuerId, developmentSeed, {
+        root: { country: "UT", commonName: "svc development IACA" },
+        documentSigner: { country: "UT", commonName: "svc development document signer" },
+      });
+    const untrustedSeed = randomBytes(32);
+    this.#untrusted = keyPairFromSeed(untrustedSeed);
+    this.#untrustedMdoc = new DevMdocIssuer(untrustedIssuerId, untrustedSeed, {
+      root: { country: "UT", commonName: "svc untrusted IACA" },
+      documentSigner: { country: "UT", commonName: "svc untrusted document signer" },
+    });
   }
 
   /** The development issuer as a trust list entry, while it is on. */
   trusted(): TrustedIssuer | undefined {
     return this.#development && { iss: developmentIssuerId, keys: [this.#development.publicJwk] };
+  }
+
+  /** The development issuer's IACA root, while it is on. */
+  trustedIaca(): TrustedIaca | undefined {
+    return this.#developmentMdoc?.trusted();
   }
 
   /** The development issuer's status list token, signed as the issuer. */
@@ -44,11 +65,16 @@ export class DevIssuers {
     return signJws(header, payload, this.#development.privateKey);
   }
 
-  /** An SD-JWT VC whose only claims are the EU PID age thresholds reached on `now`, each disclosable alone. */
+  /**
+   * A credential whose only claims are the EU PID age thresholds reached on `now`, each disclosable
+   * alone: an SD-JWT VC, or an mDL (base64url CBOR) with `age_over_NN` elements. Only the SD-JWT VC has
+   * a status list entry, so only it can be issued revoked.
+   */
   async issue(input: {
     birthDate: string;
     holderJwk: unknown;
     issuer: "development" | "untrusted";
+    format: "sd-jwt-vc" | "mdoc";
     revoked: boolean;
     now: Date;
   }): Promise<string> {
@@ -56,6 +82,16 @@ export class DevIssuers {
       parseCalendarDate(input.birthDate);
     } catch (error) {
       throw refuse("invalid_argument", (error as Error).message);
+    }
+    if (input.format === "mdoc") {
+      const mdocIssuer = input.issuer === "development" ? this.#developmentMdoc : this.#untrustedMdoc;
+      if (!mdocIssuer) throw refuse("failed_precondition", "the development wallet issuer is off in this deployment");
+      if (input.revoked) throw refuse("invalid_argument", "an mdoc of the development issuer has no status to revoke");
+      return mdocIssuer
+        .issue({ birthDate: input.birthDate, deviceJwk: input.holderJwk as JWK, now: input.now })
+        .catch(() => {
+          throw refuse("invalid_argument", "holder_jwk must be a P-256 public key (JWK) for an mdoc");
+        });
     }
     const keys = input.issuer === "development" ? this.#development : this.#untrusted;
     if (!keys) throw refuse("failed_precondition", "the development wallet issuer is off in this deployment");

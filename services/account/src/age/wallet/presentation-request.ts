@@ -1,19 +1,23 @@
 import type { KeyObject } from "node:crypto";
 import { signJws } from "./es256.ts";
+import { mdlDocType, mdlNamespace } from "./mdoc-verifier.ts";
 
 /** The thresholds of the EU PID's `age_equal_or_over`: what an ahead-of-time presentation asks for. */
 export const euPidThresholds = [12, 14, 16, 18, 21, 65] as const;
 
-/** The DCQL id of the one credential asked for; the `vp_token` answers under it. */
+/** The DCQL ids of the two credentials asked for, either one; the `vp_token` answers under one of them. */
 export const credentialQueryId = "age";
+export const mdocQueryId = "age_mdoc";
 /** Addresses on the verifier's origin (the gateway) where the wallet fetches and posts. */
 export const requestUriOf = (clientId: string, id: string) => `${clientId}/wallet/requests/${id}`;
-const responseUriOf = (clientId: string, id: string) => `${clientId}/wallet/responses/${id}`;
+export const responseUriOf = (clientId: string, id: string) => `${clientId}/wallet/responses/${id}`;
 
 /**
  * The OpenID4VP 1.0 authorization request, signed (JAR, `typ: oauth-authz-req+jwt`): a DCQL query
- * for one SD-JWT VC of the accepted type disclosing exactly the asked `age_equal_or_over` claims,
- * answered by `direct_post` to the response URI with this nonce; `state` is the presentation id.
+ * for either an SD-JWT VC of an accepted type disclosing exactly the asked `age_equal_or_over` claims
+ * or an mDL (ISO 18013-5) disclosing exactly the asked `age_over_NN` elements (`credential_sets`: one
+ * of the two), answered by `direct_post` to the response URI with this nonce; `state` is the
+ * presentation id.
  */
 export function requestObject(
   input: {
@@ -49,7 +53,17 @@ export function requestObject(
             meta: { vct_values: input.credentialTypes },
             claims: input.thresholds.map((t) => ({ path: ["age_equal_or_over", String(t)] })),
           },
+          {
+            id: mdocQueryId,
+            format: "mso_mdoc",
+            meta: { doctype_value: mdlDocType },
+            claims: input.thresholds.map((t) => ({
+              path: [mdlNamespace, `age_over_${String(t).padStart(2, "0")}`],
+              intent_to_retain: false,
+            })),
+          },
         ],
+        credential_sets: [{ options: [[credentialQueryId], [mdocQueryId]] }],
       },
     },
     signingKey.privateKey,

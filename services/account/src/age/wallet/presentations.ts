@@ -5,15 +5,26 @@ import { requireHuman } from "../../humans/humans.ts";
 import { invalidArgument, refuse } from "../../refusal.ts";
 import { coveringVerdict, recordWalletVerdicts, requireThreshold, type WalletVerdict } from "../age-evidence.ts";
 import type { Es256KeyPair } from "./es256.ts";
-import { euPidThresholds, requestObject, requestUriOf } from "./presentation-request.ts";
+import { verifyMdocPresentation } from "./mdoc-verifier.ts";
+import { euPidThresholds, mdocQueryId, requestObject, requestUriOf, responseUriOf } from "./presentation-request.ts";
 import {
   type PresentationRefusal,
+  type Verification,
   type VerifierDependencies,
   verifySdJwtVcPresentation,
 } from "./sd-jwt-vc-verifier.ts";
+import type { TrustedIaca } from "./trust-list.ts";
 
-/** How long a wallet has to answer one presentation request. */
+/**
+ * How long a wallet has to answer one presentation request. It outlasts the gate request it serves
+ * (5 minutes from the request's creation, which comes before the presentation's), so when a
+ * presentation has expired its gate request has ended.
+ */
 const presentationLifetimeMs = 10 * 60_000;
+/** An ended presentation is kept this long past its expiry (the person's page still reads `expired`). */
+export const presentationRetentionMs = 60 * 60_000;
+const sweepBatchSize = 500;
+const maxSweepBatches = 20;
 /** A vp_token above this is not an age credential; refused unread. */
 const maxVpTokenBytes = 32 * 1024;
 
@@ -23,6 +34,7 @@ export interface PresentationContext {
   verifierKey: Es256KeyPair;
   credentialTypes: readonly string[];
   verifier: VerifierDependencies;
+  iacaRoots: readonly TrustedIaca[];
 }
 
 interface PresentationRow {
@@ -33,6 +45,7 @@ interface PresentationRow {
   nonce: string;
   client_id: string;
   state: "pending" | "accepted";
+  source: "sd-jwt-vc" | "mdoc" | null;
   last_refusal: string | null;
   created_at: Date;
   expires_at: Date;
@@ -124,6 +137,23 @@ export async function presentationRequestObject(ctx: PresentationContext, id: st
   );
 }
 
+/**
+ * The DeviceResponse when the `vp_token` answers the mdoc query (`{"age_mdoc": ["<base64url>"]}` and
+ * nothing else); anything else goes to the SD-JWT VC verifier, which refuses what is not its own.
+ */
+function mdocAnswer(vpToken: string): { mdoc?: string } {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(vpToken);
+  } catch {
+    return {};
+  }
+  if (typeof parsed !== "object" || parsed === null || Object.keys(parsed).length !== 1) return {};
+  const answer = (parsed as Record<string, unknown>)[mdocQueryId];
+  if (answer === undefined) return {};
+  return { mdoc: Array.isArray(answer) && answer.length === 1 && typeof answer[0] === "string" ? answer[0] : "" };
+}
+
 type SubmitRefusal = PresentationRefusal | "unknown_presentation" | "already_answered" | "presentation_expired";
 
 /**
@@ -139,20 +169,33 @@ export async function submitPresentation(
   if (row.state === "accepted") return { accepted: false, reason: "already_answered" };
   const now = ctx.clock.now();
   if (row.expires_at <= now) return { accepted: false, reason: "presentation_expired" };
-  const verification =
+  const format = mdocAnswer(input.vpToken);
+  const verification: Verification =
     input.state !== row.id || Buffer.byteLength(input.vpToken) > maxVpTokenBytes
-      ? ({ accepted: false, reason: "malformed_presentation" } as const)
-      : await verifySdJwtVcPresentation(
-          input.vpToken,
-          {
-            nonce: row.nonce,
-            clientId: row.client_id,
-            thresholds: row.thresholds,
-            credentialTypes: ctx.credentialTypes,
-            now,
-          },
-          ctx.verifier,
-        );
+      ? { accepted: false, reason: "malformed_presentation" }
+      : format.mdoc !== undefined
+        ? await verifyMdocPresentation(
+            format.mdoc,
+            {
+              nonce: row.nonce,
+              clientId: row.client_id,
+              responseUri: responseUriOf(row.client_id, row.id),
+              thresholds: row.thresholds,
+              now,
+            },
+            ctx.iacaRoots,
+          )
+        : await verifySdJwtVcPresentation(
+            input.vpToken,
+            {
+              nonce: row.nonce,
+              clientId: row.client_id,
+              thresholds: row.thresholds,
+              credentialTypes: ctx.credentialTypes,
+              now,
+            },
+            ctx.verifier,
+          );
   if (!verification.accepted) {
     await ctx.em.execute(`update age_presentation set last_refusal = ? where id = ? and state = 'pending'`, [
       verification.reason,
@@ -160,13 +203,14 @@ export async function submitPresentation(
     ]);
     return verification;
   }
-  const verdicts = keptVerdicts(verification, now);
+  const source = format.mdoc !== undefined ? "mdoc" : "sd-jwt-vc";
+  const verdicts = keptVerdicts(verification, source, now);
   return ctx.em.transactional(async (tx) => {
     const [request] = verdicts;
     const taken = await tx.execute<{ id: string }[]>(
-      `update age_presentation set state = 'accepted', last_refusal = null, issuer = ?, threshold = ?, result = ?,
-         valid_until = ?, verified_at = ? where id = ? and state = 'pending' returning id`,
-      [request?.issuer, request?.threshold, request?.result, request?.validUntil, now, row.id],
+      `update age_presentation set state = 'accepted', last_refusal = null, source = ?, issuer = ?, threshold = ?,
+         result = ?, valid_until = ?, verified_at = ? where id = ? and state = 'pending' returning id`,
+      [source, request?.issuer, request?.threshold, request?.result, request?.validUntil, now, row.id],
     );
     if (taken.length !== 1) return { accepted: false, reason: "already_answered" as const };
     if (row.svc_user_id) recordWalletVerdicts(tx, row.svc_user_id, verdicts);
@@ -180,13 +224,14 @@ export async function submitPresentation(
  */
 function keptVerdicts(
   verification: { issuer: string; disclosed: Map<number, boolean>; validUntil: Date },
+  source: WalletVerdict["source"],
   verifiedAt: Date,
 ): WalletVerdict[] {
   const entries = [...verification.disclosed.entries()];
   const over = entries.filter(([, value]) => value).map(([t]) => t);
   const under = entries.filter(([, value]) => !value).map(([t]) => t);
   const base = {
-    source: "sd-jwt-vc" as const,
+    source,
     issuer: verification.issuer,
     verifiedAt,
     validUntil: verification.validUntil,
@@ -201,17 +246,24 @@ function keptVerdicts(
 export async function claimRequestPresentation(em: EntityManager, svcUserId: string, requestId: string): Promise<void> {
   await em.transactional(async (tx) => {
     const claimed = await tx.execute<
-      { issuer: string; threshold: number; result: "over" | "under"; valid_until: Date; verified_at: Date }[]
+      {
+        source: WalletVerdict["source"];
+        issuer: string;
+        threshold: number;
+        result: "over" | "under";
+        valid_until: Date;
+        verified_at: Date;
+      }[]
     >(
       `update age_presentation set svc_user_id = ? where request_id = ? and state = 'accepted' and svc_user_id is null
-       returning issuer, threshold, result, valid_until, verified_at`,
+       returning source, issuer, threshold, result, valid_until, verified_at`,
       [svcUserId, requestId],
     );
     recordWalletVerdicts(
       tx,
       svcUserId,
       claimed.map((row) => ({
-        source: "sd-jwt-vc",
+        source: row.source,
         issuer: row.issuer,
         threshold: row.threshold,
         result: row.result,
@@ -249,4 +301,29 @@ export async function findRequestPresentation(ctx: Pick<PresentationContext, "em
   );
   if (!row) throw refuse("not_found", "the request has no presentation step open: open the request first");
   return { presentationId: row.id, requestUri: requestUriOf(row.client_id, row.id) };
+}
+
+/**
+ * Deletes presentations that can no longer matter, an hour past their expiry: pending ones (never
+ * answered), and accepted ones of a gate request that nobody confirmed (their request has ended, see
+ * `presentationLifetimeMs`). Accepted ones of a human (ahead of time, or claimed at a confirmation)
+ * stay: their verdicts are already the human's evidence, and go with the human. In batches of 500 rows,
+ * at most 20 batches a tick, so one sweep never holds a long transaction; what is left waits for the next.
+ */
+export async function deleteOldPresentations(em: EntityManager, now: Date, batchSize = sweepBatchSize) {
+  const endedBefore = new Date(now.getTime() - presentationRetentionMs);
+  let deleted = 0;
+  for (let batch = 0; batch < maxSweepBatches; batch += 1) {
+    const rows = await em.execute<{ id: string }[]>(
+      `delete from age_presentation where id in (
+         select id from age_presentation
+         where expires_at <= ? and (state = 'pending' or (request_id is not null and svc_user_id is null))
+         limit ?)
+       returning id`,
+      [endedBefore, batchSize],
+    );
+    deleted += rows.length;
+    if (rows.length < batchSize) break;
+  }
+  return deleted;
 }

@@ -2,17 +2,26 @@ import type { Clock } from "@svc/platform";
 import { DevIssuers, developmentStatusListUri } from "./dev-issuers.ts";
 import { type Es256KeyPair, keyPairFromSeed } from "./es256.ts";
 import type { VerifierDependencies } from "./sd-jwt-vc-verifier.ts";
-import type { TrustedIssuer } from "./trust-list.ts";
+import type { TrustedIaca, TrustedIssuer } from "./trust-list.ts";
 
 export interface WalletDependencies {
   verifierKey: Es256KeyPair;
   credentialTypes: readonly string[];
   verifier: VerifierDependencies;
+  /** IACA roots of mdoc issuers: the configured ones, plus the development issuer's while it is on. */
+  iacaRoots: readonly TrustedIaca[];
   devIssuers: DevIssuers;
 }
 
 const statusListTimeoutMs = 3000;
 const maxStatusListBytes = 256 * 1024;
+/**
+ * A status list token is kept this long on our clock: one list answers for many credentials, so
+ * fetching (or, for the development issuer, signing) it per presentation would cost more than the
+ * presentation's own signatures. A revocation is seen at most this late.
+ */
+const statusListCacheMs = 5 * 60_000;
+const maxCachedStatusLists = 256;
 
 /**
  * The verifier's keys and trust: the configured issuers, plus the development issuer while it is on
@@ -23,25 +32,45 @@ export function walletDependencies(config: {
   verifierKey: Buffer;
   devWalletIssuerKey: Buffer | null;
   walletIssuers: TrustedIssuer[];
+  walletIacaRoots: TrustedIaca[];
   walletCredentialTypes: string[];
   clock: Clock;
 }): WalletDependencies {
   const devIssuers = new DevIssuers(config.devWalletIssuerKey ?? undefined);
   const development = devIssuers.trusted();
   const trusted = new Map([...config.walletIssuers, ...(development ? [development] : [])].map((i) => [i.iss, i]));
+  const statusLists = new Map<string, { token: string; from: number; signedBy: Set<string> }>();
+  const statusListToken = async (uri: string) => {
+    if (development && uri === developmentStatusListUri) return devIssuers.statusList(config.clock.now());
+    if (!uri.startsWith("https://")) throw new Error("a status list is fetched over https only");
+    const response = await fetch(uri, { signal: AbortSignal.timeout(statusListTimeoutMs), redirect: "error" });
+    const body = await response.text();
+    if (!response.ok || body.length > maxStatusListBytes) throw new Error(`status list ${uri}: ${response.status}`);
+    return body;
+  };
   return {
     verifierKey: keyPairFromSeed(config.verifierKey),
     credentialTypes: config.walletCredentialTypes,
     devIssuers,
+    iacaRoots: [...config.walletIacaRoots, ...[devIssuers.trustedIaca()].filter((root) => root !== undefined)],
     verifier: {
       trustedIssuer: (iss) => trusted.get(iss),
       statusList: async (uri) => {
-        if (development && uri === developmentStatusListUri) return devIssuers.statusList(config.clock.now());
-        if (!uri.startsWith("https://")) throw new Error("a status list is fetched over https only");
-        const response = await fetch(uri, { signal: AbortSignal.timeout(statusListTimeoutMs), redirect: "error" });
-        const body = await response.text();
-        if (!response.ok || body.length > maxStatusListBytes) throw new Error(`status list ${uri}: ${response.status}`);
-        return body;
+        const now = config.clock.now().getTime();
+        const cached = statusLists.get(uri);
+        if (cached && cached.from <= now && now < cached.from + statusListCacheMs) return cached.token;
+        const token = await statusListToken(uri);
+        statusLists.delete(uri);
+        if (statusLists.size >= maxCachedStatusLists) statusLists.delete(statusLists.keys().next().value as string);
+        statusLists.set(uri, { token, from: now, signedBy: new Set() });
+        return token;
+      },
+      statusListSignedBy: (token, iss, verify) => {
+        const held = [...statusLists.values()].find((entry) => entry.token === token);
+        if (held?.signedBy.has(iss)) return true;
+        const signed = verify();
+        if (signed) held?.signedBy.add(iss);
+        return signed;
       },
     },
   };

@@ -1,0 +1,182 @@
+import { createHash, X509Certificate } from "node:crypto";
+import {
+  cborEncode,
+  DataItem,
+  DeviceSignedDocument,
+  parseDeviceResponse,
+  type VerificationAssessment,
+  Verifier,
+} from "@animo-id/mdoc";
+import { isBoundedCbor } from "./cbor-guard.ts";
+import { mdocContext } from "./mdoc-context.ts";
+import type { PresentationRefusal, Verification } from "./sd-jwt-vc-verifier.ts";
+import type { TrustedIaca } from "./trust-list.ts";
+
+/** The mDL document type and the ISO 18013-5 namespace whose `age_over_NN` elements are asked for. */
+export const mdlDocType = "org.iso.18013.5.1.mDL";
+export const mdlNamespace = "org.iso.18013.5.1";
+const ageElement = /^age_over_(\d{2})$/;
+/** COSE algorithm -7: ES256, the only one taken for the issuer's and the device's signatures. */
+const coseEs256 = -7;
+const coseAlgorithmHeader = 1;
+
+export interface MdocExpectations {
+  nonce: string;
+  clientId: string;
+  responseUri: string;
+  thresholds: readonly number[];
+  now: Date;
+}
+
+/**
+ * The SessionTranscript of OpenID4VP 1.0 Annex B.2.6.1 for a request answered by `direct_post`, as
+ * the tagged CBOR the device signs within DeviceAuthentication: `[null, null, ["OpenID4VPHandover",
+ * SHA-256(cbor([client_id, nonce, null, response_uri]))]]`. The null is the JWK thumbprint of a
+ * response encryption key, and responses here are not encrypted.
+ */
+function openId4VpSessionTranscript(input: { clientId: string; nonce: string; responseUri: string }) {
+  const handoverInfo = cborEncode([input.clientId, input.nonce, null, input.responseUri]);
+  const handover = ["OpenID4VPHandover", createHash("sha256").update(handoverInfo).digest()];
+  return cborEncode(DataItem.fromData([null, null, handover]));
+}
+
+class Refused extends Error {
+  readonly reason: PresentationRefusal;
+  constructor(reason: PresentationRefusal) {
+    super(reason);
+    this.reason = reason;
+  }
+}
+const refuseWith = (reason: PresentationRefusal): never => {
+  throw new Refused(reason);
+};
+
+/** The library reports each check; the first that fails refuses for the reason of its kind. */
+function refuseOnFailure(check: VerificationAssessment): void {
+  if (check.status !== "FAILED") return;
+  if (check.category === "DEVICE_AUTH") refuseWith("bad_device_signature");
+  if (check.category === "DATA_INTEGRITY") refuseWith("tampered_disclosure");
+  if (check.category === "ISSUER_AUTH" && check.check.includes("signature")) refuseWith("bad_issuer_signature");
+  refuseWith("malformed_presentation");
+}
+
+const validAt = (certificate: X509Certificate, now: Date) =>
+  new Date(certificate.validFrom) <= now && now <= new Date(certificate.validTo);
+
+/** The configured IACA root that issued the document signer certificate, both valid on our clock. */
+function trustedRoot(documentSigner: Uint8Array, roots: readonly TrustedIaca[], now: Date): TrustedIaca {
+  let signer: X509Certificate;
+  try {
+    signer = new X509Certificate(documentSigner);
+  } catch {
+    return refuseWith("malformed_presentation");
+  }
+  const root = roots.find(
+    ({ certificate }) =>
+      certificate.ca &&
+      signer.checkIssued(certificate) &&
+      signer.verify(certificate.publicKey) &&
+      validAt(certificate, now),
+  );
+  if (!root) return refuseWith("untrusted_issuer");
+  if (!validAt(signer, now)) refuseWith("untrusted_issuer");
+  return root;
+}
+
+/**
+ * Verifies an ISO 18013-5 DeviceResponse (base64url, as OpenID4VP 1.0 carries `mso_mdoc`): one mDL,
+ * its document signer issued by a trusted IACA root, the MSO valid on our clock, the issuer's and the
+ * device's ES256 signatures (the device's over this request's session transcript), each disclosed
+ * item's digest, and nothing disclosed but asked `age_over_NN` elements. Our checks come first so that
+ * each refusal names its cause; `@animo-id/mdoc` then checks the signatures and digests.
+ */
+export async function verifyMdocPresentation(
+  deviceResponse: string,
+  expected: MdocExpectations,
+  roots: readonly TrustedIaca[],
+): Promise<Verification> {
+  try {
+    return await verifyOrRefuse(deviceResponse, expected, roots);
+  } catch (error) {
+    if (error instanceof Refused) return { accepted: false, reason: error.reason };
+    throw error;
+  }
+}
+
+function parse(deviceResponse: string) {
+  const bytes = Buffer.from(deviceResponse, "base64url");
+  if (!isBoundedCbor(bytes)) return refuseWith("malformed_presentation");
+  try {
+    const parsed = parseDeviceResponse(bytes);
+    const [document, ...others] = parsed.documents;
+    if (!document || others.length > 0 || !(document instanceof DeviceSignedDocument) || parsed.status !== 0)
+      return refuseWith("malformed_presentation");
+    // Reading the MSO, the certificate and the device auth here makes a malformed one fail as such.
+    const { issuerAuth } = document.issuerSigned;
+    const mso = issuerAuth.decodedPayload;
+    return { parsed, document, issuerAuth, mso, certificate: issuerAuth.certificate };
+  } catch (error) {
+    if (error instanceof Refused) throw error;
+    return refuseWith("malformed_presentation");
+  }
+}
+
+async function verifyOrRefuse(
+  deviceResponse: string,
+  expected: MdocExpectations,
+  roots: readonly TrustedIaca[],
+): Promise<Verification> {
+  const { document, issuerAuth, mso, certificate } = parse(deviceResponse);
+  if (document.docType !== mdlDocType || mso.docType !== mdlDocType) refuseWith("credential_type_not_accepted");
+  const deviceSignature = document.deviceSigned.deviceAuth.deviceSignature;
+  if (issuerAuth.protectedHeaders.get(coseAlgorithmHeader) !== coseEs256) refuseWith("unsupported_algorithm");
+  if (deviceSignature?.protectedHeaders.get(coseAlgorithmHeader) !== coseEs256) refuseWith("unsupported_algorithm");
+  const root = trustedRoot(certificate, roots, expected.now);
+
+  const { validFrom, validUntil } = mso.validityInfo ?? {};
+  if (!(validFrom instanceof Date) || !(validUntil instanceof Date)) return refuseWith("malformed_presentation");
+  if (validUntil <= expected.now) refuseWith("expired_credential");
+  if (validFrom > expected.now) refuseWith("credential_not_yet_valid");
+
+  const disclosed = disclosedAges(document, expected.thresholds);
+
+  const verifier = new Verifier();
+  await verifier.verifyIssuerSignature(
+    {
+      issuerAuth,
+      trustedCertificates: [new Uint8Array(root.certificate.raw)],
+      // Done above against the configured roots, on our clock.
+      disableCertificateChainValidation: true,
+      now: expected.now,
+      onCheckG: refuseOnFailure,
+    },
+    mdocContext,
+  );
+  await verifier.verifyDeviceSignature(
+    { deviceSigned: document, sessionTranscriptBytes: openId4VpSessionTranscript(expected), onCheckG: refuseOnFailure },
+    mdocContext,
+  );
+  await verifier.verifyData({ mdoc: document, onCheckG: refuseOnFailure }, mdocContext);
+
+  return { accepted: true, issuer: root.issuer, disclosed, validUntil };
+}
+
+/**
+ * The age elements the holder disclosed: only issuer-signed `age_over_NN` of the mDL namespace, each
+ * an asked threshold with a boolean, each once, at least one, and nothing signed by the device alone.
+ */
+function disclosedAges(document: DeviceSignedDocument, asked: readonly number[]): Map<number, boolean> {
+  if (document.deviceSigned.nameSpaces.size > 0) refuseWith("claim_not_asked");
+  const disclosed = new Map<number, boolean>();
+  for (const [namespace, items] of document.issuerSigned.nameSpaces) {
+    if (namespace !== mdlNamespace) refuseWith("claim_not_asked");
+    for (const item of items) {
+      const threshold = Number(ageElement.exec(item.elementIdentifier)?.[1]);
+      if (!asked.includes(threshold) || typeof item.elementValue !== "boolean") refuseWith("claim_not_asked");
+      if (disclosed.has(threshold)) refuseWith("duplicate_disclosure");
+      disclosed.set(threshold, item.elementValue as boolean);
+    }
+  }
+  if (disclosed.size === 0) refuseWith("claim_missing");
+  return disclosed;
+}
