@@ -76,7 +76,9 @@ describe("the web app over the accounts and inbox operations", () => {
     const open = page.getByRole("button", { name: "Open", exact: true }).first();
     // Each request's Open button is described by that request's text, for a screen reader.
     expect(
-      await open.evaluate((b) => document.getElementById(b.getAttribute("aria-describedby") ?? "")?.textContent),
+      await open.evaluate(
+        (b) => b.closest("li")?.querySelector(`[id="${b.getAttribute("aria-describedby")}"]`)?.textContent,
+      ),
     ).toBe("Web shop asks you to confirm you are a person");
     await open.click();
     await page.getByRole("button", { name: "Confirm with a passkey" }).click();

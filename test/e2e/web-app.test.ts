@@ -329,7 +329,9 @@ describe("the web app", () => {
     await notices.getByText("Pay_Bot is now bound to you.").waitFor();
     const dismiss = notices.getByRole("button", { name: "Dismiss" });
     expect(
-      await dismiss.evaluate((b) => document.getElementById(b.getAttribute("aria-describedby") ?? "")?.textContent),
+      await dismiss.evaluate(
+        (b) => b.closest("li")?.querySelector(`[id="${b.getAttribute("aria-describedby")}"]`)?.textContent,
+      ),
     ).toBe("Pay_Bot is now bound to you.");
     await dismiss.click();
     await page.getByText("Nothing is waiting for you.").waitFor();

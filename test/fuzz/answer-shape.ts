@@ -65,6 +65,9 @@ function matches(document: OpenApiDocument, raw: JsonSchema, value: unknown, at 
   }
 }
 
+/** What the gateway answers for requests Node's HTTP parser refuses before any route runs (http-hardening). */
+const parserRefusals = new Set([408, 417, 431]);
+
 function checkEnveloped(document: OpenApiDocument, operation: FuzzOperation, answer: Answer): AnswerKind {
   if (answer.status === 200 && answer.contentType.startsWith("text/event-stream")) {
     if (!operation.responses["200"]?.content["text/event-stream"]) fail("an event stream the document does not name");
@@ -90,7 +93,8 @@ function checkEnveloped(document: OpenApiDocument, operation: FuzzOperation, ans
       fail(`data.error ${error.statusCode} "${error.message}": an operation failed with every service up`);
     return "refused";
   }
-  if (answer.status === 400) {
+  // Node's own parser refusals (a request line or headers too large: 431) are answered in the 400 shape.
+  if (answer.status === 400 || parserRefusals.has(answer.status)) {
     if (body.code !== "InputValidationError") fail(`400 without code InputValidationError (${preview(answer)})`);
     if (typeof body.message !== "string") fail("400 without a message");
     if (!isObject(body.input)) fail("400 whose input is not an object");
