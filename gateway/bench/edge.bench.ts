@@ -1,10 +1,9 @@
-import { readdirSync, readFileSync } from "node:fs";
 import { Agent } from "node:http";
 import { Worker } from "node:worker_threads";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { createInternalClient, createLogger, openDatabase, openStatementPool, systemClock } from "@svc/platform";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { median, startBenchMesh } from "../../test/bench/bench-infrastructure.ts";
+import { cpuMicros, mintAttestations, postgresProcesses, withChildren } from "../../test/bench/process-cpu.ts";
 import { entities } from "../src/credentials/entities.ts";
 import { parseStage } from "../src/http/parse.ts";
 import { handleStage, type Stage, validateStage } from "../src/http/pipeline.ts";
@@ -87,61 +86,17 @@ try {
   const without = await start([parseStage, validateStage, handleStage]);
   const withEdge = await start([parseStage, ...edge, validateStage, handleStage]);
 
-  let sequence = 0;
-  const mint = async (count: number): Promise<string[]> => {
-    const tokens: string[] = [];
-    while (tokens.length < count) {
-      const batch = await Promise.all(
-        Array.from({ length: 200 }, () =>
-          signing.signAttestation({
-            requestId: `req_${(sequence++).toString(16).padStart(32, "0")}`,
-            verified: true,
-            organizationId: "bench-org",
-            verifiedAt: timestampFromDate(new Date()),
-          }),
-        ),
-      );
-      tokens.push(...batch.map((r) => r.token));
-    }
-    return tokens;
-  };
+  const mint = (count: number) => mintAttestations(signing, count);
 
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
 
   // CPU of everything a request costs: this process (the gateway under test and the load's thread), the
   // mesh's processes (signing) and this benchmark's PostgreSQL, so the cost per request can be
   // compared even when other work on the machine skews the throughput.
-  const postgresPort = new URL(mesh.databaseUrl).port;
-  const costedProcesses = (): string[] => {
-    const processes = readdirSync("/proc").filter((pid) => /^\d+$/.test(pid));
-    const parentOf = (pid: string) => {
-      try {
-        const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-        return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]!;
-      } catch {
-        return "";
-      }
-    };
-    const postmaster = processes.find((pid) => {
-      try {
-        return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").includes(`-p ${postgresPort} `);
-      } catch {
-        return false;
-      }
-    });
-    const own = String(process.pid);
-    return processes.filter((pid) => pid === own || pid === postmaster || [own, postmaster].includes(parentOf(pid)));
-  };
-  const cpuMicros = (pids: string[]) =>
-    pids.reduce((sum, pid) => {
-      try {
-        const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-        return sum + (Number(fields[11]) + Number(fields[12])) * 10_000;
-      } catch {
-        return sum;
-      }
-    }, 0);
+  const costedProcesses = (): string[] => [
+    ...withChildren([String(process.pid)]),
+    ...postgresProcesses(mesh.databaseUrl),
+  ];
 
   const load = new Worker(new URL("./verify-token-load.ts", import.meta.url));
   const ask = (order: LoadOrder) =>

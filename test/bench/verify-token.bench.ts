@@ -1,12 +1,11 @@
 import { webcrypto } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { Worker } from "node:worker_threads";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { createInternalClient } from "@svc/platform";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import type { LoadOrder, LoadReport } from "../../gateway/bench/verify-token-load.ts";
 import { median, startBenchMesh } from "./bench-infrastructure.ts";
+import { cpuMicros, mintAttestations, postgresProcesses } from "./process-cpu.ts";
 
 /**
  * The server side's CPU per POST /v1/sdk/verify-token against the CPU of one raw crypto.subtle.verify
@@ -28,24 +27,7 @@ const parts: Part[] = ["gateway", "signing", "postgres"];
 const mesh = await startBenchMesh(["signing"]);
 try {
   const signing = createInternalClient(SigningService, mesh.urls.signing!, { timeoutMs: 30_000 });
-  let sequence = 0;
-  const mint = async (count: number): Promise<string[]> => {
-    const tokens: string[] = [];
-    while (tokens.length < count) {
-      const batch = await Promise.all(
-        Array.from({ length: 200 }, () =>
-          signing.signAttestation({
-            requestId: `req_${(sequence++).toString(16).padStart(32, "0")}`,
-            verified: true,
-            organizationId: "bench-org",
-            verifiedAt: timestampFromDate(new Date()),
-          }),
-        ),
-      );
-      tokens.push(...batch.map((r) => r.token));
-    }
-    return tokens;
-  };
+  const mint = (count: number) => mintAttestations(signing, count);
 
   const { keys } = await (await fetch(`${mesh.gatewayUrl}/.well-known/jwks.json`)).json();
   const publicKey = await webcrypto.subtle.importKey("jwk", keys[0], { name: "ECDSA", namedCurve: "P-256" }, false, [
@@ -73,42 +55,12 @@ try {
     return (used.user + used.system) / rawVerifies;
   };
 
-  const postgresPort = new URL(mesh.databaseUrl).port;
-  const parentOf = (pid: string) => {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]!;
-    } catch {
-      return "";
-    }
-  };
   /** The processes whose CPU a request costs, by part: PostgreSQL is its postmaster and every backend. */
-  const serverProcesses = (): Record<Part, string[]> => {
-    const processes = readdirSync("/proc").filter((pid) => /^\d+$/.test(pid));
-    const postmaster = processes.find((pid) => {
-      try {
-        return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").includes(`-p ${postgresPort} `);
-      } catch {
-        return false;
-      }
-    });
-    if (!postmaster) throw new Error("the benchmark's PostgreSQL is not running");
-    return {
-      gateway: [String(mesh.pid("gateway"))],
-      signing: [String(mesh.pid("signing"))],
-      postgres: processes.filter((pid) => pid === postmaster || parentOf(pid) === postmaster),
-    };
-  };
-  const cpuMicros = (pids: string[]) =>
-    pids.reduce((sum, pid) => {
-      try {
-        const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-        return sum + (Number(fields[11]) + Number(fields[12])) * 10_000;
-      } catch {
-        return sum;
-      }
-    }, 0);
+  const serverProcesses = (): Record<Part, string[]> => ({
+    gateway: [String(mesh.pid("gateway"))],
+    signing: [String(mesh.pid("signing"))],
+    postgres: postgresProcesses(mesh.databaseUrl),
+  });
   const cpuOf = (processes: Record<Part, string[]>) =>
     Object.fromEntries(parts.map((part) => [part, cpuMicros(processes[part])])) as Record<Part, number>;
 

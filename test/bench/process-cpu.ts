@@ -1,0 +1,65 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { Client } from "@connectrpc/connect";
+import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
+
+/**
+ * CPU time of processes read from /proc, for benchmarks that cost a request across the mesh's
+ * processes and PostgreSQL (so the figure holds even when other work on the machine skews throughput).
+ */
+const statFields = (pid: string): string[] | undefined => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  } catch {
+    return undefined;
+  }
+};
+
+const livePids = () => readdirSync("/proc").filter((pid) => /^\d+$/.test(pid));
+
+/** `pids` and every process whose parent is one of them. */
+export function withChildren(pids: string[]): string[] {
+  return livePids().filter((pid) => pids.includes(pid) || pids.includes(statFields(pid)?.[1] ?? ""));
+}
+
+/** The benchmark's PostgreSQL: its postmaster (found by the port of `databaseUrl`) and every backend. */
+export function postgresProcesses(databaseUrl: string): string[] {
+  const port = new URL(databaseUrl).port;
+  const postmaster = livePids().find((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").includes(`-p ${port} `);
+    } catch {
+      return false;
+    }
+  });
+  if (!postmaster) throw new Error("the benchmark's PostgreSQL is not running");
+  return withChildren([postmaster]);
+}
+
+/** User and system CPU of `pids` so far, in µs (a process gone since counts nothing). */
+export const cpuMicros = (pids: string[]): number =>
+  pids.reduce((sum, pid) => {
+    const fields = statFields(pid);
+    return fields ? sum + (Number(fields[11]) + Number(fields[12])) * 10_000 : sum;
+  }, 0);
+
+let sequence = 0;
+/** `count` fresh attestation tokens from signing, 200 at a time, each for its own request id. */
+export async function mintAttestations(signing: Client<typeof SigningService>, count: number): Promise<string[]> {
+  const tokens: string[] = [];
+  while (tokens.length < count) {
+    const batch = await Promise.all(
+      Array.from({ length: 200 }, () =>
+        signing.signAttestation({
+          requestId: `req_${(sequence++).toString(16).padStart(32, "0")}`,
+          verified: true,
+          organizationId: "bench-org",
+          verifiedAt: timestampFromDate(new Date()),
+        }),
+      ),
+    );
+    tokens.push(...batch.map((r) => r.token));
+  }
+  return tokens;
+}
