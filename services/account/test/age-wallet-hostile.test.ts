@@ -59,12 +59,13 @@ async function open(target: { svcUserId: string } | { requestId: string; thresho
   };
 }
 
-async function mdocCredential(holder: Holder, issuer = "development") {
+async function mdocCredential(holder: Holder, issuer = "development", revoked = false) {
   const { credential } = await account.console.issueDevAgeCredential({
     birthDate,
     holderJwk: holder.jwk,
     issuer,
     format: "mdoc",
+    revoked,
   });
   return credential;
 }
@@ -356,6 +357,11 @@ describe("hostile mdoc presentations", () => {
   it("a tampered issuer-signed item (under 65 turned into over 65: its digest is not the signed one)", async () => {
     const tampered = withElementValue(honest, "age_over_65", true);
     await expectRefused(request.id, await present({ mdoc: tampered }), "tampered_disclosure");
+  });
+
+  it("a revoked mdoc (its MSO's status list entry, a CWT status list)", async () => {
+    const revoked = await mdocCredential(device, "development", true);
+    await expectRefused(request.id, await present({ mdoc: revoked }), "revoked_credential");
   });
 
   it("an mdoc whose IACA root no trust list holds", async () => {

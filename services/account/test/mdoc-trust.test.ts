@@ -45,7 +45,9 @@ describe("ACCOUNT_WALLET_IACA_ROOTS", () => {
   it("a configured IACA root is trusted, and its issuer name is the one kept", async () => {
     const wallet = dependencies(null, configured);
     const mdoc = await outside.issue({ birthDate: "1996-05-17", deviceJwk: deviceJwk as never, now });
-    expect(await verifyMdocPresentation(await present(mdoc), expected, wallet.iacaRoots)).toMatchObject({
+    expect(
+      await verifyMdocPresentation(await present(mdoc), expected, wallet.iacaRoots, wallet.verifier),
+    ).toMatchObject({
       accepted: true,
       issuer: "https://issuer.example",
       disclosed: new Map([[18, true]]),
@@ -63,16 +65,18 @@ describe("ACCOUNT_WALLET_IACA_ROOTS", () => {
       now,
     });
     const off = dependencies(null, configured);
-    expect(await verifyMdocPresentation(await present(development), expected, off.iacaRoots)).toEqual({
+    expect(await verifyMdocPresentation(await present(development), expected, off.iacaRoots, off.verifier)).toEqual({
       accepted: false,
       reason: "untrusted_issuer",
     });
     const on = dependencies(seed, configured);
     expect(on.iacaRoots).toHaveLength(2);
-    expect(await verifyMdocPresentation(await present(development), expected, on.iacaRoots)).toMatchObject({
-      accepted: true,
-      issuer: "https://wallet-issuer.development.invalid",
-    });
+    expect(await verifyMdocPresentation(await present(development), expected, on.iacaRoots, on.verifier)).toMatchObject(
+      {
+        accepted: true,
+        issuer: "https://wallet-issuer.development.invalid",
+      },
+    );
   });
 
   it("a bad list stops the service at start, naming the entry", () => {

@@ -9,7 +9,8 @@ import {
 } from "@animo-id/mdoc";
 import { isBoundedCbor } from "./cbor-guard.ts";
 import { mdocContext } from "./mdoc-context.ts";
-import type { PresentationRefusal, Verification } from "./sd-jwt-vc-verifier.ts";
+import { InvalidStatusList, statusInCwt, statusListEntryOf } from "./mdoc-status.ts";
+import type { PresentationRefusal, Verification, VerifierDependencies } from "./sd-jwt-vc-verifier.ts";
 import type { TrustedIaca } from "./trust-list.ts";
 
 /** The mDL document type and the ISO 18013-5 namespace whose `age_over_NN` elements are asked for. */
@@ -19,6 +20,8 @@ const ageElement = /^age_over_(\d{2})$/;
 /** COSE algorithm -7: ES256, the only one taken for the issuer's and the device's signatures. */
 const coseEs256 = -7;
 const coseAlgorithmHeader = 1;
+/** How far an issuer's clock may be ahead of or behind ours for its status list token (as for SD-JWT VC). */
+const statusClockSkewSeconds = 60;
 
 export interface MdocExpectations {
   nonce: string;
@@ -87,16 +90,19 @@ function trustedRoot(documentSigner: Uint8Array, roots: readonly TrustedIaca[], 
  * Verifies an ISO 18013-5 DeviceResponse (base64url, as OpenID4VP 1.0 carries `mso_mdoc`): one mDL,
  * its document signer issued by a trusted IACA root, the MSO valid on our clock, the issuer's and the
  * device's ES256 signatures (the device's over this request's session transcript), each disclosed
- * item's digest, and nothing disclosed but asked `age_over_NN` elements. Our checks come first so that
- * each refusal names its cause; `@animo-id/mdoc` then checks the signatures and digests.
+ * item's digest, nothing disclosed but asked `age_over_NN` elements, and the status list entry where
+ * the MSO has one. Our checks come first so that each refusal names its cause; `@animo-id/mdoc` then
+ * checks the signatures and digests; the status list is read last, only for an mdoc whose issuer
+ * signature verified, so a forged MSO never makes us fetch its `uri`.
  */
 export async function verifyMdocPresentation(
   deviceResponse: string,
   expected: MdocExpectations,
   roots: readonly TrustedIaca[],
+  status: Pick<VerifierDependencies, "cwtStatusList" | "statusListSignedBy">,
 ): Promise<Verification> {
   try {
-    return await verifyOrRefuse(deviceResponse, expected, roots);
+    return await verifyOrRefuse(deviceResponse, expected, roots, status);
   } catch (error) {
     if (error instanceof Refused) return { accepted: false, reason: error.reason };
     throw error;
@@ -125,6 +131,7 @@ async function verifyOrRefuse(
   deviceResponse: string,
   expected: MdocExpectations,
   roots: readonly TrustedIaca[],
+  status: Pick<VerifierDependencies, "cwtStatusList" | "statusListSignedBy">,
 ): Promise<Verification> {
   const { document, issuerAuth, mso, certificate } = parse(deviceResponse);
   if (document.docType !== mdlDocType || mso.docType !== mdlDocType) refuseWith("credential_type_not_accepted");
@@ -137,6 +144,8 @@ async function verifyOrRefuse(
   if (!(validFrom instanceof Date) || !(validUntil instanceof Date)) return refuseWith("malformed_presentation");
   if (validUntil <= expected.now) refuseWith("expired_credential");
   if (validFrom > expected.now) refuseWith("credential_not_yet_valid");
+  const statusEntry = statusListEntryOf((mso as { status?: unknown }).status);
+  if (statusEntry === null) refuseWith("malformed_presentation");
 
   const disclosed = disclosedAges(document, expected.thresholds);
 
@@ -157,8 +166,34 @@ async function verifyOrRefuse(
     mdocContext,
   );
   await verifier.verifyData({ mdoc: document, onCheckG: refuseOnFailure }, mdocContext);
+  if (statusEntry) await checkStatus(statusEntry, root, expected.now, status);
 
   return { accepted: true, issuer: root.issuer, disclosed, validUntil };
+}
+
+/** Refuses a revoked or suspended mdoc (any status but 0, VALID), and one whose list is unusable. */
+async function checkStatus(
+  entry: { idx: number; uri: string },
+  root: TrustedIaca,
+  now: Date,
+  deps: Pick<VerifierDependencies, "cwtStatusList" | "statusListSignedBy">,
+): Promise<void> {
+  const token = await deps.cwtStatusList(entry.uri).catch(() => refuseWith("status_unavailable"));
+  let value: number;
+  try {
+    value = statusInCwt(token, {
+      entry,
+      root: root.certificate,
+      now,
+      skewSeconds: statusClockSkewSeconds,
+      signedBy: (verify) =>
+        deps.statusListSignedBy(Buffer.from(token).toString("base64url"), root.certificate.fingerprint256, verify),
+    });
+  } catch (error) {
+    if (error instanceof InvalidStatusList) return refuseWith("status_unavailable");
+    throw error;
+  }
+  if (value !== 0) refuseWith("revoked_credential");
 }
 
 /**

@@ -184,6 +184,7 @@ export async function submitPresentation(
               now,
             },
             ctx.iacaRoots,
+            ctx.verifier,
           )
         : await verifySdJwtVcPresentation(
             input.vpToken,

@@ -38,13 +38,16 @@ export interface PresentationExpectations {
 
 export interface VerifierDependencies {
   trustedIssuer(iss: string): TrustedIssuer | undefined;
-  /** The status list token at a credential's `status.status_list.uri`. */
+  /** The status list token (JWT) at an SD-JWT VC's `status.status_list.uri`. */
   statusList(uri: string): Promise<string>;
+  /** The status list token (CWT, CBOR bytes) at an mdoc MSO's `status.status_list.uri`. */
+  cwtStatusList(uri: string): Promise<Uint8Array>;
   /**
-   * Whether a status list token is signed by `iss`: `verify` runs once for each token held and
-   * issuer, as a list answers for many credentials.
+   * Whether a status list token (a JWT, or a CWT as base64url) is signed by `signer` (an SD-JWT VC
+   * issuer, or the fingerprint of an mdoc's IACA root): `verify` runs once for each token held and
+   * signer, as a list answers for many credentials.
    */
-  statusListSignedBy(token: string, iss: string, verify: () => boolean): boolean;
+  statusListSignedBy(token: string, signer: string, verify: () => boolean): boolean;
 }
 
 export type Verification =

@@ -1,5 +1,5 @@
 import type { Clock } from "@svc/platform";
-import { DevIssuers, developmentStatusListUri } from "./dev-issuers.ts";
+import { DevIssuers, developmentMdocStatusListUri, developmentStatusListUri } from "./dev-issuers.ts";
 import { type Es256KeyPair, keyPairFromSeed } from "./es256.ts";
 import type { VerifierDependencies } from "./sd-jwt-vc-verifier.ts";
 import type { TrustedIaca, TrustedIssuer } from "./trust-list.ts";
@@ -15,6 +15,9 @@ export interface WalletDependencies {
 
 const statusListTimeoutMs = 3000;
 const maxStatusListBytes = 256 * 1024;
+/** The two forms of a status list token: a JWT for SD-JWT VCs, a CWT for mdocs. */
+type StatusListForm = "jwt" | "cwt";
+
 /**
  * A status list token is kept this long on our clock: one list answers for many credentials, so
  * fetching (or, for the development issuer, signing) it per presentation would cost more than the
@@ -39,14 +42,33 @@ export function walletDependencies(config: {
   const devIssuers = new DevIssuers(config.devWalletIssuerKey ?? undefined);
   const development = devIssuers.trusted();
   const trusted = new Map([...config.walletIssuers, ...(development ? [development] : [])].map((i) => [i.iss, i]));
+  // Tokens held as text: a JWT as it is, a CWT as base64url, so one cache and one signer check serve both.
   const statusLists = new Map<string, { token: string; from: number; signedBy: Set<string> }>();
-  const statusListToken = async (uri: string) => {
-    if (development && uri === developmentStatusListUri) return devIssuers.statusList(config.clock.now());
+  const statusListToken = async (uri: string, form: StatusListForm) => {
+    const now = config.clock.now();
+    if (development && form === "jwt" && uri === developmentStatusListUri) return devIssuers.statusList(now);
+    if (development && form === "cwt" && uri === developmentMdocStatusListUri)
+      return devIssuers.mdocStatusList(now).toString("base64url");
     if (!uri.startsWith("https://")) throw new Error("a status list is fetched over https only");
-    const response = await fetch(uri, { signal: AbortSignal.timeout(statusListTimeoutMs), redirect: "error" });
-    const body = await response.text();
+    const response = await fetch(uri, {
+      signal: AbortSignal.timeout(statusListTimeoutMs),
+      redirect: "error",
+      headers: { accept: `application/statuslist+${form}` },
+    });
+    const body = Buffer.from(await response.arrayBuffer());
     if (!response.ok || body.length > maxStatusListBytes) throw new Error(`status list ${uri}: ${response.status}`);
-    return body;
+    return form === "jwt" ? body.toString("utf8") : body.toString("base64url");
+  };
+  const statusList = async (uri: string, form: StatusListForm) => {
+    const key = `${form} ${uri}`;
+    const now = config.clock.now().getTime();
+    const cached = statusLists.get(key);
+    if (cached && cached.from <= now && now < cached.from + statusListCacheMs) return cached.token;
+    const token = await statusListToken(uri, form);
+    statusLists.delete(key);
+    if (statusLists.size >= maxCachedStatusLists) statusLists.delete(statusLists.keys().next().value as string);
+    statusLists.set(key, { token, from: now, signedBy: new Set() });
+    return token;
   };
   return {
     verifierKey: keyPairFromSeed(config.verifierKey),
@@ -55,21 +77,13 @@ export function walletDependencies(config: {
     iacaRoots: [...config.walletIacaRoots, ...[devIssuers.trustedIaca()].filter((root) => root !== undefined)],
     verifier: {
       trustedIssuer: (iss) => trusted.get(iss),
-      statusList: async (uri) => {
-        const now = config.clock.now().getTime();
-        const cached = statusLists.get(uri);
-        if (cached && cached.from <= now && now < cached.from + statusListCacheMs) return cached.token;
-        const token = await statusListToken(uri);
-        statusLists.delete(uri);
-        if (statusLists.size >= maxCachedStatusLists) statusLists.delete(statusLists.keys().next().value as string);
-        statusLists.set(uri, { token, from: now, signedBy: new Set() });
-        return token;
-      },
-      statusListSignedBy: (token, iss, verify) => {
+      statusList: (uri) => statusList(uri, "jwt"),
+      cwtStatusList: async (uri) => Buffer.from(await statusList(uri, "cwt"), "base64url"),
+      statusListSignedBy: (token, signer, verify) => {
         const held = [...statusLists.values()].find((entry) => entry.token === token);
-        if (held?.signedBy.has(iss)) return true;
+        if (held?.signedBy.has(signer)) return true;
         const signed = verify();
-        if (signed) held?.signedBy.add(iss);
+        if (signed) held?.signedBy.add(signer);
         return signed;
       },
     },
