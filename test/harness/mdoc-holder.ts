@@ -11,9 +11,16 @@ import type { JWK } from "jose";
 const mdlDocType = "org.iso.18013.5.1.mDL";
 const mdlNamespace = "org.iso.18013.5.1";
 
-function openId4VpSessionTranscript(input: { clientId: string; nonce: string; responseUri: string }) {
-  const info = cborEncode([input.clientId, input.nonce, null, input.responseUri]);
-  return cborEncode(DataItem.fromData([null, null, ["OpenID4VPHandover", createHash("sha256").update(info).digest()]]));
+/** How the request reached the wallet: by redirect (`direct_post`) or through the Digital Credentials API. */
+export type Transcript = { clientId: string; nonce: string; responseUri: string } | { origin: string; nonce: string };
+
+/** Annex B.2.6.1's OpenID4VPHandover, or, for the DC API, OpenID4VPDCAPIHandover over the bare origin. */
+function openId4VpSessionTranscript(input: Transcript) {
+  const [name, info] =
+    "origin" in input
+      ? ["OpenID4VPDCAPIHandover", cborEncode([input.origin, input.nonce, null])]
+      : ["OpenID4VPHandover", cborEncode([input.clientId, input.nonce, null, input.responseUri])];
+  return cborEncode(DataItem.fromData([null, null, [name, createHash("sha256").update(info).digest()]]));
 }
 
 const deviceContext: Pick<MdocContext, "crypto" | "cose"> = {
@@ -69,7 +76,7 @@ export async function deviceResponse(input: {
   mdoc: string;
   elements: string[];
   key: KeyObject;
-  transcript: { clientId: string; nonce: string; responseUri: string };
+  transcript: Transcript;
 }): Promise<string> {
   const request = DeviceRequest.from("1.0", [
     {

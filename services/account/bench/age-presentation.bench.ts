@@ -46,7 +46,7 @@ const bindingSignature = sign("sha256", Buffer.from(bindingInput), {
   dsaEncoding: "ieee-p1363",
 });
 const vpToken = JSON.stringify({ age: [`${presented}${bindingInput}.${bindingSignature.toString("base64url")}`] });
-const expected = { nonce, clientId, thresholds: [18], credentialTypes: ["urn:eudi:pid:1"], now };
+const expected = { nonce, audience: clientId, thresholds: [18], credentialTypes: ["urn:eudi:pid:1"], now };
 
 const ours = async () => {
   const verification = await verifySdJwtVcPresentation(vpToken, expected, wallet.verifier);

@@ -121,7 +121,7 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
         }),
 
       getAgePresentationRequestObject: (req) =>
-        wireErrors(async () => ({ requestObject: await presentationRequestObject(wallet(), req.presentationId) })),
+        wireErrors(async () => ({ requestObject: await presentationRequestObject(wallet(), req) })),
 
       submitAgePresentation: (req) =>
         wireErrors(async () => {

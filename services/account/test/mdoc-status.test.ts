@@ -23,7 +23,12 @@ const transcript = {
   nonce: "n-0123456789",
   responseUri: "https://verify.example/wallet/responses/apr_1",
 };
-const expected = { ...transcript, thresholds: [18], now };
+const expected = {
+  nonce: transcript.nonce,
+  handover: { kind: "redirect" as const, clientId: transcript.clientId, responseUri: transcript.responseUri },
+  thresholds: [18],
+  now,
+};
 const device = generateKeyPairSync("ec", { namedCurve: "P-256" });
 const deviceJwk = device.publicKey.export({ format: "jwk" }) as never;
 

@@ -25,22 +25,27 @@ const statusClockSkewSeconds = 60;
 
 export interface MdocExpectations {
   nonce: string;
-  clientId: string;
-  responseUri: string;
+  /** How the request reached the wallet, which decides the session transcript's handover. */
+  handover: { kind: "redirect"; clientId: string; responseUri: string } | { kind: "dc_api"; origin: string };
   thresholds: readonly number[];
   now: Date;
 }
 
 /**
- * The SessionTranscript of OpenID4VP 1.0 Annex B.2.6.1 for a request answered by `direct_post`, as
- * the tagged CBOR the device signs within DeviceAuthentication: `[null, null, ["OpenID4VPHandover",
- * SHA-256(cbor([client_id, nonce, null, response_uri]))]]`. The null is the JWK thumbprint of a
- * response encryption key, and responses here are not encrypted.
+ * The SessionTranscript of OpenID4VP 1.0 Annex B.2.6.1, as the tagged CBOR the device signs within
+ * DeviceAuthentication. For a request answered by `direct_post`: `[null, null, ["OpenID4VPHandover",
+ * SHA-256(cbor([client_id, nonce, null, response_uri]))]]`; through the Digital Credentials API:
+ * `[null, null, ["OpenID4VPDCAPIHandover", SHA-256(cbor([origin, nonce, null]))]]`, the origin not
+ * prefixed. The null is the JWK thumbprint of a response encryption key, and responses here are not
+ * encrypted. The two differ in name and content, so a response made for one never verifies as the other.
  */
-function openId4VpSessionTranscript(input: { clientId: string; nonce: string; responseUri: string }) {
-  const handoverInfo = cborEncode([input.clientId, input.nonce, null, input.responseUri]);
-  const handover = ["OpenID4VPHandover", createHash("sha256").update(handoverInfo).digest()];
-  return cborEncode(DataItem.fromData([null, null, handover]));
+function openId4VpSessionTranscript(expected: MdocExpectations) {
+  const { handover } = expected;
+  const [name, info] =
+    handover.kind === "redirect"
+      ? ["OpenID4VPHandover", [handover.clientId, expected.nonce, null, handover.responseUri]]
+      : ["OpenID4VPDCAPIHandover", [handover.origin, expected.nonce, null]];
+  return cborEncode(DataItem.fromData([null, null, [name, createHash("sha256").update(cborEncode(info)).digest()]]));
 }
 
 class Refused extends Error {

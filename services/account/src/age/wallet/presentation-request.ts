@@ -12,28 +12,54 @@ export const mdocQueryId = "age_mdoc";
 export const requestUriOf = (clientId: string, id: string) => `${clientId}/wallet/requests/${id}`;
 export const responseUriOf = (clientId: string, id: string) => `${clientId}/wallet/responses/${id}`;
 
+/** What both request objects carry. */
+interface RequestInput {
+  id: string;
+  clientId: string;
+  nonce: string;
+  thresholds: readonly number[];
+  credentialTypes: readonly string[];
+  issuedAt: Date;
+  expiresAt: Date;
+}
+
+const seconds = (at: Date) => Math.floor(at.getTime() / 1000);
+
 /**
- * The OpenID4VP 1.0 authorization request, signed (JAR, `typ: oauth-authz-req+jwt`): a DCQL query
- * for either an SD-JWT VC of an accepted type disclosing exactly the asked `age_equal_or_over` claims
- * or an mDL (ISO 18013-5) disclosing exactly the asked `age_over_NN` elements (`credential_sets`: one
- * of the two), answered by `direct_post` to the response URI with this nonce; `state` is the
- * presentation id.
+ * The DCQL query: either an SD-JWT VC of an accepted type disclosing exactly the asked
+ * `age_equal_or_over` claims or an mDL (ISO 18013-5) disclosing exactly the asked `age_over_NN`
+ * elements (`credential_sets`: one of the two).
  */
-export function requestObject(
-  input: {
-    id: string;
-    clientId: string;
-    nonce: string;
-    thresholds: readonly number[];
-    credentialTypes: readonly string[];
-    issuedAt: Date;
-    expiresAt: Date;
-  },
-  signingKey: { privateKey: KeyObject; publicJwk: unknown },
-): string {
-  const seconds = (at: Date) => Math.floor(at.getTime() / 1000);
-  return signJws(
-    { typ: "oauth-authz-req+jwt", jwk: signingKey.publicJwk },
+const dcqlQuery = (input: RequestInput) => ({
+  credentials: [
+    {
+      id: credentialQueryId,
+      format: "dc+sd-jwt",
+      meta: { vct_values: input.credentialTypes },
+      claims: input.thresholds.map((t) => ({ path: ["age_equal_or_over", String(t)] })),
+    },
+    {
+      id: mdocQueryId,
+      format: "mso_mdoc",
+      meta: { doctype_value: mdlDocType },
+      claims: input.thresholds.map((t) => ({
+        path: [mdlNamespace, `age_over_${String(t).padStart(2, "0")}`],
+        intent_to_retain: false,
+      })),
+    },
+  ],
+  credential_sets: [{ options: [[credentialQueryId], [mdocQueryId]] }],
+});
+
+const signedRequest = (claims: Record<string, unknown>, signingKey: { privateKey: KeyObject; publicJwk: unknown }) =>
+  signJws({ typ: "oauth-authz-req+jwt", jwk: signingKey.publicJwk }, claims, signingKey.privateKey);
+
+/**
+ * The OpenID4VP 1.0 authorization request, signed (JAR, `typ: oauth-authz-req+jwt`): the DCQL query,
+ * answered by `direct_post` to the response URI with this nonce; `state` is the presentation id.
+ */
+export function requestObject(input: RequestInput, signingKey: { privateKey: KeyObject; publicJwk: unknown }): string {
+  return signedRequest(
     {
       iss: input.clientId,
       aud: "https://self-issued.me/v2",
@@ -45,27 +71,38 @@ export function requestObject(
       state: input.id,
       iat: seconds(input.issuedAt),
       exp: seconds(input.expiresAt),
-      dcql_query: {
-        credentials: [
-          {
-            id: credentialQueryId,
-            format: "dc+sd-jwt",
-            meta: { vct_values: input.credentialTypes },
-            claims: input.thresholds.map((t) => ({ path: ["age_equal_or_over", String(t)] })),
-          },
-          {
-            id: mdocQueryId,
-            format: "mso_mdoc",
-            meta: { doctype_value: mdlDocType },
-            claims: input.thresholds.map((t) => ({
-              path: [mdlNamespace, `age_over_${String(t).padStart(2, "0")}`],
-              intent_to_retain: false,
-            })),
-          },
-        ],
-        credential_sets: [{ options: [[credentialQueryId], [mdocQueryId]] }],
-      },
+      dcql_query: dcqlQuery(input),
     },
-    signingKey.privateKey,
+    signingKey,
   );
 }
+
+/**
+ * The same request for the Digital Credentials API (OpenID4VP 1.0 Appendix A, a signed request:
+ * protocol `openid4vp-v1-signed`): `response_mode` `dc_api`, so the wallet answers to the page that
+ * asked, which is `expected_origins`' one entry; no `response_uri` and no `state`, which the DC API
+ * does not use; the same `client_id` and nonce.
+ */
+export function dcApiRequestObject(
+  input: RequestInput & { origin: string },
+  signingKey: { privateKey: KeyObject; publicJwk: unknown },
+): string {
+  return signedRequest(
+    {
+      iss: input.clientId,
+      aud: "https://self-issued.me/v2",
+      client_id: input.clientId,
+      response_type: "vp_token",
+      response_mode: "dc_api",
+      expected_origins: [input.origin],
+      nonce: input.nonce,
+      iat: seconds(input.issuedAt),
+      exp: seconds(input.expiresAt),
+      dcql_query: dcqlQuery(input),
+    },
+    signingKey,
+  );
+}
+
+/** The audience of a holder binding made through the DC API: the page's origin, prefixed (Appendix A.4). */
+export const dcApiAudience = (origin: string) => `origin:${origin}`;

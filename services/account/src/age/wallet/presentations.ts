@@ -6,7 +6,15 @@ import { invalidArgument, refuse } from "../../refusal.ts";
 import { coveringVerdict, recordWalletVerdicts, requireThreshold, type WalletVerdict } from "../age-evidence.ts";
 import type { Es256KeyPair } from "./es256.ts";
 import { verifyMdocPresentation } from "./mdoc-verifier.ts";
-import { euPidThresholds, mdocQueryId, requestObject, requestUriOf, responseUriOf } from "./presentation-request.ts";
+import {
+  dcApiAudience,
+  dcApiRequestObject,
+  euPidThresholds,
+  mdocQueryId,
+  requestObject,
+  requestUriOf,
+  responseUriOf,
+} from "./presentation-request.ts";
 import {
   type PresentationRefusal,
   type Verification,
@@ -119,22 +127,33 @@ export async function startPresentation(
   return started(withDates(row) as PresentationRow);
 }
 
-export async function presentationRequestObject(ctx: PresentationContext, id: string): Promise<string> {
-  const row = await load(ctx.em, id);
+/** An origin as a browser reports it: scheme, host and port only. */
+const originPattern = /^https?:\/\/[^/?#]+$/;
+
+/**
+ * The signed request object of a pending presentation: for `direct_post` (the request_uri), or, with
+ * `dcApiOrigin`, for the Digital Credentials API from a page of that origin. Both carry the one nonce
+ * of the presentation: what binds an answer to its way back is its audience (SD-JWT VC) or handover (mdoc).
+ */
+export async function presentationRequestObject(
+  ctx: PresentationContext,
+  input: { presentationId: string; dcApiOrigin: string },
+): Promise<string> {
+  const row = await load(ctx.em, input.presentationId);
   if (row?.state !== "pending" || row.expires_at <= ctx.clock.now())
     throw refuse("not_found", "no such pending presentation request");
-  return requestObject(
-    {
-      id: row.id,
-      clientId: row.client_id,
-      nonce: row.nonce,
-      thresholds: row.thresholds,
-      credentialTypes: ctx.credentialTypes,
-      issuedAt: ctx.clock.now(),
-      expiresAt: row.expires_at,
-    },
-    ctx.verifierKey,
-  );
+  const request = {
+    id: row.id,
+    clientId: row.client_id,
+    nonce: row.nonce,
+    thresholds: row.thresholds,
+    credentialTypes: ctx.credentialTypes,
+    issuedAt: ctx.clock.now(),
+    expiresAt: row.expires_at,
+  };
+  if (input.dcApiOrigin === "") return requestObject(request, ctx.verifierKey);
+  if (!originPattern.test(input.dcApiOrigin)) throw invalidArgument("dc_api_origin must be an origin");
+  return dcApiRequestObject({ ...request, origin: input.dcApiOrigin }, ctx.verifierKey);
 }
 
 /**
@@ -157,12 +176,14 @@ function mdocAnswer(vpToken: string): { mdoc?: string } {
 type SubmitRefusal = PresentationRefusal | "unknown_presentation" | "already_answered" | "presentation_expired";
 
 /**
- * The wallet's answer. A refusal stores no evidence: only its reason, on the pending presentation, for
- * the person's page. An accepted one is used up in the same statement that checks it is still pending.
+ * The wallet's answer, by `direct_post` (with `state`), or through the Digital Credentials API to a
+ * page of `dcApiOrigin` (no `state`; bound to that origin instead of the client_id and response_uri).
+ * A refusal stores no evidence: only its reason, on the pending presentation, for the person's page.
+ * An accepted one is used up in the same statement that checks it is still pending.
  */
 export async function submitPresentation(
   ctx: PresentationContext,
-  input: { presentationId: string; vpToken: string; state: string },
+  input: { presentationId: string; vpToken: string; state: string; dcApiOrigin: string },
 ): Promise<{ accepted: true } | { accepted: false; reason: SubmitRefusal }> {
   const row = await load(ctx.em, input.presentationId);
   if (!row) return { accepted: false, reason: "unknown_presentation" };
@@ -170,16 +191,19 @@ export async function submitPresentation(
   const now = ctx.clock.now();
   if (row.expires_at <= now) return { accepted: false, reason: "presentation_expired" };
   const format = mdocAnswer(input.vpToken);
+  const dcApi = input.dcApiOrigin !== "";
+  const wellFormed = dcApi ? originPattern.test(input.dcApiOrigin) : input.state === row.id;
   const verification: Verification =
-    input.state !== row.id || Buffer.byteLength(input.vpToken) > maxVpTokenBytes
+    !wellFormed || Buffer.byteLength(input.vpToken) > maxVpTokenBytes
       ? { accepted: false, reason: "malformed_presentation" }
       : format.mdoc !== undefined
         ? await verifyMdocPresentation(
             format.mdoc,
             {
               nonce: row.nonce,
-              clientId: row.client_id,
-              responseUri: responseUriOf(row.client_id, row.id),
+              handover: dcApi
+                ? { kind: "dc_api", origin: input.dcApiOrigin }
+                : { kind: "redirect", clientId: row.client_id, responseUri: responseUriOf(row.client_id, row.id) },
               thresholds: row.thresholds,
               now,
             },
@@ -190,7 +214,7 @@ export async function submitPresentation(
             input.vpToken,
             {
               nonce: row.nonce,
-              clientId: row.client_id,
+              audience: dcApi ? dcApiAudience(input.dcApiOrigin) : row.client_id,
               thresholds: row.thresholds,
               credentialTypes: ctx.credentialTypes,
               now,

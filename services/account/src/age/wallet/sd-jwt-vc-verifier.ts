@@ -29,8 +29,11 @@ export type PresentationRefusal =
 
 export interface PresentationExpectations {
   nonce: string;
-  /** The verifier's client_id: the KB-JWT's `aud`. */
-  clientId: string;
+  /**
+   * The KB-JWT's `aud`: the verifier's client_id for `direct_post`, or `origin:<origin>` for a
+   * response through the Digital Credentials API (OpenID4VP 1.0 Appendix A.4, also for signed requests).
+   */
+  audience: string;
   thresholds: readonly number[];
   credentialTypes: readonly string[];
   now: Date;
@@ -185,7 +188,7 @@ async function verifyOrRefuse(
   if (binding.header.alg !== es256) refuseWith("unsupported_algorithm");
   if (binding.header.typ !== "kb+jwt") refuseWith("malformed_presentation");
   if (binding.payload.nonce !== expected.nonce) refuseWith("wrong_nonce");
-  if (binding.payload.aud !== expected.clientId) refuseWith("wrong_audience");
+  if (binding.payload.aud !== expected.audience) refuseWith("wrong_audience");
   const iat = binding.payload.iat;
   if (typeof iat !== "number" || Math.abs(iat - nowSeconds) > keyBindingFreshnessSeconds)
     refuseWith("stale_key_binding");
