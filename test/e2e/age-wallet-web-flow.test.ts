@@ -325,6 +325,29 @@ describe("the Age Gate's web flow with a wallet on another device", () => {
       "1990-01-01",
     ]);
     expect(JSON.parse(elsewhere.stdout)).toEqual({ error: "invalid_request" });
+    // The development wallet authenticates the verifier (x509_hash): a request whose x5c leaf is not the
+    // one client_id names, or whose payload was changed under the signature, gets no answer but invalid_client.
+    const [header = "", payload = "", signature = ""] = String(asked.data.request).split(".");
+    const decodedHeader = JSON.parse(Buffer.from(header, "base64url").toString());
+    const otherLeaf = Buffer.concat([Buffer.from(decodedHeader.x5c[0], "base64"), Buffer.from([0])]).toString("base64");
+    const reencode = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
+    const forged = [
+      `${reencode({ ...decodedHeader, x5c: [otherLeaf] })}.${payload}.${signature}`,
+      `${header}.${reencode({ ...jwtPayload(asked.data.request), nonce: "another" })}.${signature}`,
+    ];
+    for (const requestObject of forged) {
+      const run = await runSvcctl(mesh, [
+        "wallet",
+        "dc-api",
+        "--request-object",
+        requestObject,
+        "--origin",
+        origin,
+        "--birthdate",
+        "1990-01-01",
+      ]);
+      expect(JSON.parse(run.stdout)).toEqual({ error: "invalid_client" });
+    }
     // Without the flow secret the DC API routes answer not found, like the step's state.
     const refused = await api.post("/flow/requests/presentation/dc-api-response", {
       request_id: link.request_id,

@@ -138,7 +138,12 @@ describe("age from a wallet credential (SD-JWT VC and mdoc)", () => {
     const request = await fetch(started.request_uri);
     expect(request.headers.get("content-type")).toBe("application/oauth-authz-req+jwt");
     const claims = JSON.parse(Buffer.from((await request.text()).split(".")[1]!, "base64url").toString());
-    expect(claims).toMatchObject({ client_id: origin, response_mode: "direct_post", response_type: "vp_token" });
+    expect(claims).toMatchObject({ response_mode: "direct_post", response_type: "vp_token" });
+    // The client is the account service's certificate (x509_hash); the request and response URIs are the gateway's.
+    expect(claims.client_id).toMatch(/^x509_hash:[A-Za-z0-9_-]{43}$/);
+    expect(claims.response_uri).toBe(started.request_uri.replace("/wallet/requests/", "/wallet/responses/"));
+    const qr = await (await fetch(started.qr_code_url)).text();
+    expect(qr).toContain("<svg");
     expect(claims.dcql_query.credentials[0].claims.map((c: { path: string[] }) => c.path[1])).toEqual([
       "12",
       "14",

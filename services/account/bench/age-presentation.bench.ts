@@ -15,6 +15,7 @@ const clientId = "https://verify.example";
 const nonce = "bench-nonce-0123456789abcdefghijklmnopqrstuv";
 const wallet = walletDependencies({
   verifierKey: Buffer.alloc(32, 3),
+  verifierCertificate: null,
   devWalletIssuerKey: Buffer.alloc(32, 5),
   walletIssuers: [],
   walletIacaRoots: [],

@@ -1,5 +1,11 @@
 import { developmentSecret, parse, type Settings } from "@svc/platform";
-import { parseIacaTrustList, parseTrustList, type TrustedIaca, type TrustedIssuer } from "./age/wallet/trust-list.ts";
+import {
+  parseCertificatePem,
+  parseIacaTrustList,
+  parseTrustList,
+  type TrustedIaca,
+  type TrustedIssuer,
+} from "./age/wallet/trust-list.ts";
 
 /** ACCOUNT_<NAME> variables beside the shared ones; the README lists them with their defaults. */
 export const settings = {
@@ -30,6 +36,14 @@ export const settings = {
     parse: parse.base64Key32,
     developmentDefault: Buffer.from("account development verifier key", "utf8"),
     description: "private P-256 scalar signing OpenID4VP request objects, base64 of 32 bytes",
+  }),
+  // A certificate is public, but production must be given its own: the default (none) makes development
+  // certify the verifier key itself, and production refuses a missing one like a development secret.
+  verifierCertificate: developmentSecret<Buffer | null>({
+    parse: parseCertificatePem,
+    developmentDefault: null,
+    description:
+      "PEM X.509 certificate of ACCOUNT_VERIFIER_KEY's public key: the request object's x5c, whose SHA-256 is the client_id (x509_hash); development makes a self-signed one",
   }),
   walletIssuers: {
     parse: parseTrustList,

@@ -120,8 +120,7 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
               };
         }),
 
-      getAgePresentationRequestObject: (req) =>
-        wireErrors(async () => ({ requestObject: await presentationRequestObject(wallet(), req) })),
+      getAgePresentationRequestObject: (req) => wireErrors(() => presentationRequestObject(wallet(), req)),
 
       submitAgePresentation: (req) =>
         wireErrors(async () => {

@@ -62,8 +62,9 @@ const submitDirectPost = (id: string, token: string) =>
 describe("the Digital Credentials API request", () => {
   it("is signed, asks for the same claims with the same nonce and client_id, dc_api to the page's origin, no response_uri or state", async () => {
     const { id, redirect, dcApi } = await open();
+    expect(redirect.client_id).toMatch(/^x509_hash:[A-Za-z0-9_-]{43}$/);
     expect(dcApi).toMatchObject({
-      client_id: clientId,
+      client_id: redirect.client_id,
       response_type: "vp_token",
       response_mode: "dc_api",
       expected_origins: [origin],
@@ -101,7 +102,7 @@ describe("an SD-JWT VC through the DC API", () => {
 
   it("bound to the redirect's audience (client_id) is refused on the DC API path, storing nothing", async () => {
     const { id, svcUserId, dcApi } = await open();
-    expect(await submitDcApi(id, answer(dcApi.nonce, clientId))).toMatchObject({
+    expect(await submitDcApi(id, answer(dcApi.nonce, String(dcApi.client_id)))).toMatchObject({
       accepted: false,
       reason: "wrong_audience",
     });
@@ -147,7 +148,11 @@ describe("an mdoc through the DC API", () => {
   it("signed over the redirect handover is refused on the DC API path, and the DC API handover by direct_post", async () => {
     const { id, svcUserId, redirect } = await open();
     const nonce = String(redirect.nonce);
-    const redirectMade = await answer({ clientId, nonce, responseUri: String(redirect.response_uri) });
+    const redirectMade = await answer({
+      clientId: String(redirect.client_id),
+      nonce,
+      responseUri: String(redirect.response_uri),
+    });
     expect(await submitDcApi(id, redirectMade)).toMatchObject({ accepted: false, reason: "bad_device_signature" });
     expect(await submitDirectPost(id, await answer({ origin, nonce }))).toMatchObject({
       accepted: false,

@@ -173,6 +173,7 @@ describe("the development issuer's mdoc status list", () => {
   const clock = new ManualClock(now);
   const wallet = walletDependencies({
     verifierKey: Buffer.alloc(32, 1),
+    verifierCertificate: null,
     devWalletIssuerKey: seed,
     walletIssuers: [],
     walletIacaRoots: [],

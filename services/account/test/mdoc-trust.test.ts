@@ -31,6 +31,7 @@ const present = (mdoc: string) =>
 const dependencies = (devWalletIssuerKey: Buffer | null, iacaRoots: string) =>
   walletDependencies({
     verifierKey: Buffer.alloc(32, 1),
+    verifierCertificate: null,
     devWalletIssuerKey,
     walletIssuers: [],
     walletIacaRoots: parseIacaTrustList(iacaRoots),

@@ -6,13 +6,46 @@ import {
   type KeyObject,
   randomBytes,
   sign,
+  verify,
+  X509Certificate,
 } from "node:crypto";
 import { cborEncode, DataItem, DeviceRequest, DeviceResponse, type MdocContext } from "@animo-id/mdoc";
 import { AccountConsoleService } from "@svc/proto/account/v1/account_pb.js";
 import { type CliContext, type CommandGroup, type OptionValues, stringValue, UsageError } from "../command.ts";
 
 const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
-const decodeJwtPayload = (jwt: string) => JSON.parse(Buffer.from(jwt.split(".")[1] ?? "", "base64url").toString());
+const decodeSegment = (segment: string | undefined): Record<string, unknown> | undefined => {
+  try {
+    const value = JSON.parse(Buffer.from(segment ?? "", "base64url").toString());
+    return typeof value === "object" && value !== null ? value : undefined;
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * The request object's payload when it authenticates its client as OpenID4VP 1.0 §5.9.3's `x509_hash`
+ * prefix asks, as a wallet checks before answering: ES256, `client_id` `x509_hash:` the base64url
+ * SHA-256 of the `x5c` leaf's DER, and the JWS signature verified with that leaf's public key.
+ * Undefined otherwise: the development wallet then answers nothing but `invalid_client`.
+ */
+function authenticatedRequest(jws: string): RequestObject | undefined {
+  const [headerPart, payloadPart, signaturePart = ""] = jws.split(".");
+  const header = decodeSegment(headerPart);
+  const payload = decodeSegment(payloadPart);
+  const leaf = Array.isArray(header?.x5c) && typeof header.x5c[0] === "string" ? header.x5c[0] : undefined;
+  if (!header || !payload || header.alg !== "ES256" || leaf === undefined) return undefined;
+  const der = Buffer.from(leaf, "base64");
+  if (payload.client_id !== `x509_hash:${createHash("sha256").update(der).digest("base64url")}`) return undefined;
+  try {
+    const key = new X509Certificate(der).publicKey;
+    const signed = Buffer.from(`${headerPart}.${payloadPart}`);
+    const valid = verify("sha256", signed, { key, dsaEncoding: "ieee-p1363" }, Buffer.from(signaturePart, "base64url"));
+    return valid ? (payload as unknown as RequestObject) : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** The request_uri to answer: a gate request's open presentation step, or a new ahead-of-time one in the app API. */
 async function requestUri(ctx: CliContext, human: string | undefined, requestId: string | undefined): Promise<string> {
@@ -182,7 +215,9 @@ export const walletCommands: CommandGroup = {
       summary: 'Presents an age credential; prints {"accepted", "reason"?}.',
       details:
         "Gets a credential for --birthdate from the development issuer (or the untrusted one) bound to a fresh holder key, " +
-        "fetches the request object at the request_uri and discloses only the asked claims: an SD-JWT VC's " +
+        "fetches the request object at the request_uri, checks its client (x509_hash: the x5c leaf's SHA-256 is the " +
+        'client_id and its key verifies the signature; else {"accepted": false, "reason": "invalid_client"}, nothing ' +
+        "posted) and discloses only the asked claims: an SD-JWT VC's " +
         "age_equal_or_over with a KB-JWT over its nonce and client_id, or an mDL's age_over_NN in a DeviceResponse " +
         "signed over the OpenID4VP session transcript (nonce, client_id, response_uri); then posts it by direct_post. With --request it answers that request's presentation " +
         "step (open the request first); without, it proves the age ahead of time through the app API at SVCCTL_API_URL " +
@@ -200,7 +235,8 @@ export const walletCommands: CommandGroup = {
         const uri = await requestUri(ctx, stringValue(values, "human"), stringValue(values, "request"));
         const fetched = await fetch(uri);
         if (!fetched.ok) throw new UsageError(`the request object could not be fetched: ${fetched.status}`);
-        const request = decodeJwtPayload(await fetched.text()) as RequestObject;
+        const request = authenticatedRequest(await fetched.text());
+        if (!request) return { accepted: false, reason: "invalid_client" };
         const vpToken = await answer(values, ctx, request, {
           kind: "redirect",
           clientId: request.client_id,
@@ -223,6 +259,7 @@ export const walletCommands: CommandGroup = {
       details:
         "Takes the signed request (protocol openid4vp-v1-signed) a page passed to navigator.credentials.get and the " +
         "origin the browser reports, and answers as the wallet would through the DC API (OpenID4VP 1.0 Appendix A): " +
+        'a request whose client is not authenticated (x509_hash, as for present) gets {"error": "invalid_client"}; ' +
         'a request whose response_mode is not dc_api or whose expected_origins lacks the origin gets {"error": ' +
         '"invalid_request"}; otherwise {"vp_token": …} with only the asked claims, bound to the origin (a KB-JWT aud ' +
         "of origin:<origin>, or an mDL DeviceResponse signed over the OpenID4VPDCAPIHandover). Nothing is posted: " +
@@ -238,7 +275,8 @@ export const walletCommands: CommandGroup = {
         ...credentialOptions,
       },
       async run(values, ctx) {
-        const request = decodeJwtPayload(values["request-object"] as string) as RequestObject;
+        const request = authenticatedRequest(values["request-object"] as string);
+        if (!request) return { error: "invalid_client" };
         const origin = values.origin as string;
         const expected = Array.isArray(request.expected_origins) ? request.expected_origins : [];
         if (request.response_mode !== "dc_api" || !expected.includes(origin)) return { error: "invalid_request" };

@@ -49,7 +49,8 @@ const extension = (extnID: string, value: unknown) =>
 
 /**
  * A DER X.509 certificate signed ECDSA P-256 with SHA-256: an IACA root (a CA that signs document
- * signers) or a document signer or status list signer issued by one. Only the development and untrusted mdoc issuers make
+ * signers) or a document signer or status list signer issued by one; or the development verifier's
+ * self-signed certificate (its request objects' x5c). Only the development and untrusted mdoc issuers make
  * these; a real issuer's IACA root comes from configuration.
  */
 export function issueCertificate(input: {
@@ -58,7 +59,7 @@ export function issueCertificate(input: {
   issuer: CertificateName;
   publicKey: KeyObject;
   signingKey: KeyObject;
-  role: "iaca" | "document-signer" | "status-list-signer";
+  role: "iaca" | "document-signer" | "status-list-signer" | "verifier";
   notBefore: Date;
   notAfter: Date;
 }): Buffer {

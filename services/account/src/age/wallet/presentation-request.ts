@@ -15,6 +15,9 @@ export const responseUriOf = (clientId: string, id: string) => `${clientId}/wall
 /** What both request objects carry. */
 interface RequestInput {
   id: string;
+  /** The verifier's origin (the gateway's public origin), where the request and response URIs live. */
+  verifierOrigin: string;
+  /** The verifier's client identifier: `x509_hash:<base64url SHA-256 of the x5c leaf>`. */
   clientId: string;
   nonce: string;
   thresholds: readonly number[];
@@ -51,14 +54,24 @@ const dcqlQuery = (input: RequestInput) => ({
   credential_sets: [{ options: [[credentialQueryId], [mdocQueryId]] }],
 });
 
-const signedRequest = (claims: Record<string, unknown>, signingKey: { privateKey: KeyObject; publicJwk: unknown }) =>
-  signJws({ typ: "oauth-authz-req+jwt", jwk: signingKey.publicJwk }, claims, signingKey.privateKey);
+/** The verifier's signing key and its certificate (DER), which the `x5c` header carries as the leaf. */
+export interface RequestSigner {
+  privateKey: KeyObject;
+  certificate: Buffer;
+}
+
+/**
+ * A JAR signed for the `x509_hash` client identifier prefix (OpenID4VP 1.0 §5.9.3): the wallet hashes
+ * the `x5c` leaf, compares it to the client_id, and verifies the signature with the leaf's key.
+ */
+const signedRequest = (claims: Record<string, unknown>, signer: RequestSigner) =>
+  signJws({ typ: "oauth-authz-req+jwt", x5c: [signer.certificate.toString("base64")] }, claims, signer.privateKey);
 
 /**
  * The OpenID4VP 1.0 authorization request, signed (JAR, `typ: oauth-authz-req+jwt`): the DCQL query,
  * answered by `direct_post` to the response URI with this nonce; `state` is the presentation id.
  */
-export function requestObject(input: RequestInput, signingKey: { privateKey: KeyObject; publicJwk: unknown }): string {
+export function requestObject(input: RequestInput, signer: RequestSigner): string {
   return signedRequest(
     {
       iss: input.clientId,
@@ -66,14 +79,14 @@ export function requestObject(input: RequestInput, signingKey: { privateKey: Key
       client_id: input.clientId,
       response_type: "vp_token",
       response_mode: "direct_post",
-      response_uri: responseUriOf(input.clientId, input.id),
+      response_uri: responseUriOf(input.verifierOrigin, input.id),
       nonce: input.nonce,
       state: input.id,
       iat: seconds(input.issuedAt),
       exp: seconds(input.expiresAt),
       dcql_query: dcqlQuery(input),
     },
-    signingKey,
+    signer,
   );
 }
 
@@ -83,10 +96,7 @@ export function requestObject(input: RequestInput, signingKey: { privateKey: Key
  * asked, which is `expected_origins`' one entry; no `response_uri` and no `state`, which the DC API
  * does not use; the same `client_id` and nonce.
  */
-export function dcApiRequestObject(
-  input: RequestInput & { origin: string },
-  signingKey: { privateKey: KeyObject; publicJwk: unknown },
-): string {
+export function dcApiRequestObject(input: RequestInput & { origin: string }, signer: RequestSigner): string {
   return signedRequest(
     {
       iss: input.clientId,
@@ -100,7 +110,7 @@ export function dcApiRequestObject(
       exp: seconds(input.expiresAt),
       dcql_query: dcqlQuery(input),
     },
-    signingKey,
+    signer,
   );
 }
 

@@ -40,6 +40,9 @@ export interface PresentationContext {
   em: EntityManager;
   clock: Clock;
   verifierKey: Es256KeyPair;
+  verifierCertificate: Buffer;
+  /** The request objects' client_id (`x509_hash:…`): the KB-JWT's `aud` and the redirect handover's client id. */
+  clientId: string;
   credentialTypes: readonly string[];
   verifier: VerifierDependencies;
   iacaRoots: readonly TrustedIaca[];
@@ -51,6 +54,7 @@ interface PresentationRow {
   request_id: string | null;
   thresholds: number[];
   nonce: string;
+  /** The verifier's origin the presentation was started for (where its URIs live), not the client_id. */
   client_id: string;
   state: "pending" | "accepted";
   source: "sd-jwt-vc" | "mdoc" | null;
@@ -138,22 +142,27 @@ const originPattern = /^https?:\/\/[^/?#]+$/;
 export async function presentationRequestObject(
   ctx: PresentationContext,
   input: { presentationId: string; dcApiOrigin: string },
-): Promise<string> {
+): Promise<{ requestObject: string; clientId: string }> {
   const row = await load(ctx.em, input.presentationId);
   if (row?.state !== "pending" || row.expires_at <= ctx.clock.now())
     throw refuse("not_found", "no such pending presentation request");
   const request = {
     id: row.id,
-    clientId: row.client_id,
+    verifierOrigin: row.client_id,
+    clientId: ctx.clientId,
     nonce: row.nonce,
     thresholds: row.thresholds,
     credentialTypes: ctx.credentialTypes,
     issuedAt: ctx.clock.now(),
     expiresAt: row.expires_at,
   };
-  if (input.dcApiOrigin === "") return requestObject(request, ctx.verifierKey);
+  const signer = { privateKey: ctx.verifierKey.privateKey, certificate: ctx.verifierCertificate };
+  if (input.dcApiOrigin === "") return { requestObject: requestObject(request, signer), clientId: ctx.clientId };
   if (!originPattern.test(input.dcApiOrigin)) throw invalidArgument("dc_api_origin must be an origin");
-  return dcApiRequestObject({ ...request, origin: input.dcApiOrigin }, ctx.verifierKey);
+  return {
+    requestObject: dcApiRequestObject({ ...request, origin: input.dcApiOrigin }, signer),
+    clientId: ctx.clientId,
+  };
 }
 
 /**
@@ -203,7 +212,7 @@ export async function submitPresentation(
               nonce: row.nonce,
               handover: dcApi
                 ? { kind: "dc_api", origin: input.dcApiOrigin }
-                : { kind: "redirect", clientId: row.client_id, responseUri: responseUriOf(row.client_id, row.id) },
+                : { kind: "redirect", clientId: ctx.clientId, responseUri: responseUriOf(row.client_id, row.id) },
               thresholds: row.thresholds,
               now,
             },
@@ -214,7 +223,7 @@ export async function submitPresentation(
             input.vpToken,
             {
               nonce: row.nonce,
-              audience: dcApi ? dcApiAudience(input.dcApiOrigin) : row.client_id,
+              audience: dcApi ? dcApiAudience(input.dcApiOrigin) : ctx.clientId,
               thresholds: row.thresholds,
               credentialTypes: ctx.credentialTypes,
               now,

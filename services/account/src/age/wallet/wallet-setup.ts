@@ -1,11 +1,16 @@
+import { createHash, createPublicKey, X509Certificate } from "node:crypto";
 import type { Clock } from "@svc/platform";
 import { DevIssuers, developmentMdocStatusListUri, developmentStatusListUri } from "./dev-issuers.ts";
 import { type Es256KeyPair, keyPairFromSeed } from "./es256.ts";
+import { issueCertificate } from "./mdoc-certificates.ts";
 import type { VerifierDependencies } from "./sd-jwt-vc-verifier.ts";
 import type { TrustedIaca, TrustedIssuer } from "./trust-list.ts";
 
 export interface WalletDependencies {
   verifierKey: Es256KeyPair;
+  /** The verifier's certificate (DER) and the client_id it makes: `x509_hash:` its base64url SHA-256. */
+  verifierCertificate: Buffer;
+  clientId: string;
   credentialTypes: readonly string[];
   verifier: VerifierDependencies;
   /** IACA roots of mdoc issuers: the configured ones, plus the development issuer's while it is on. */
@@ -33,6 +38,7 @@ const maxCachedStatusLists = 256;
  */
 export function walletDependencies(config: {
   verifierKey: Buffer;
+  verifierCertificate: Buffer | null;
   devWalletIssuerKey: Buffer | null;
   walletIssuers: TrustedIssuer[];
   walletIacaRoots: TrustedIaca[];
@@ -70,8 +76,12 @@ export function walletDependencies(config: {
     statusLists.set(key, { token, from: now, signedBy: new Set() });
     return token;
   };
+  const verifierKey = keyPairFromSeed(config.verifierKey);
+  const verifierCertificate = config.verifierCertificate ?? selfSigned(verifierKey);
   return {
-    verifierKey: keyPairFromSeed(config.verifierKey),
+    verifierKey,
+    verifierCertificate,
+    clientId: x509HashClientId(verifierCertificate, verifierKey),
     credentialTypes: config.walletCredentialTypes,
     devIssuers,
     iacaRoots: [...config.walletIacaRoots, ...[devIssuers.trustedIaca()].filter((root) => root !== undefined)],
@@ -88,4 +98,38 @@ export function walletDependencies(config: {
       },
     },
   };
+}
+
+/** Fixed and wide, like the development mdoc issuers' certificates, so tests may move their clock. */
+const developmentCertificateFrom = new Date("2000-01-01T00:00:00Z");
+const developmentCertificateUntil = new Date("2100-01-01T00:00:00Z");
+
+/**
+ * Development only (production must configure its certificate): the verifier key certifying itself.
+ * ECDSA signatures are randomized, so each start makes another certificate and so another client_id;
+ * a development request object fetched before a restart is answered to the old one and refused.
+ */
+function selfSigned(key: Es256KeyPair): Buffer {
+  const name = { country: "UT", commonName: "svc development verifier" };
+  return issueCertificate({
+    serial: 1,
+    subject: name,
+    issuer: name,
+    publicKey: createPublicKey(key.privateKey),
+    signingKey: key.privateKey,
+    role: "verifier",
+    notBefore: developmentCertificateFrom,
+    notAfter: developmentCertificateUntil,
+  });
+}
+
+/**
+ * The client identifier of OpenID4VP 1.0 §5.9.3's `x509_hash` prefix: the base64url SHA-256 of the
+ * leaf certificate's DER, which must certify the key that signs the request objects.
+ */
+function x509HashClientId(certificate: Buffer, key: Es256KeyPair): string {
+  const certified = new X509Certificate(certificate).publicKey.export({ format: "jwk" });
+  if (certified.x !== key.publicJwk.x || certified.y !== key.publicJwk.y)
+    throw new Error("ACCOUNT_VERIFIER_CERTIFICATE does not certify the public key of ACCOUNT_VERIFIER_KEY");
+  return `x509_hash:${createHash("sha256").update(certificate).digest("base64url")}`;
 }
