@@ -26,6 +26,7 @@ const walletOnlyBirthDate = "1996-05-17";
 const birthDates = {
   "sd-jwt-vc": { 30: "1996-01-15", 15: "2011-01-15" },
   mdoc: { 30: "1996-03-09", 15: "2011-03-09" },
+  "mdoc-av": { 30: "1996-04-21", 15: "2011-04-21" },
 };
 const walletBirthDates = [...Object.values(birthDates).flatMap((d) => [d[30], d[15]]), walletOnlyBirthDate];
 
@@ -95,7 +96,8 @@ describe("age from a wallet credential (SD-JWT VC and mdoc)", () => {
     return { confirmed, record };
   }
 
-  for (const c of (["sd-jwt-vc", "mdoc"] as const).flatMap((format) => [
+  // mdoc-av: the EU age verification attestation (doctype and namespace eu.europa.ec.av.1).
+  for (const c of (["sd-jwt-vc", "mdoc", "mdoc-av"] as const).flatMap((format) => [
     { format, birthdate: birthDates[format][30], issuer: "development", verdict: "over", claim: true },
     { format, birthdate: birthDates[format][15], issuer: "development", verdict: "under", claim: false },
     { format, birthdate: birthDates[format][30], issuer: "untrusted", verdict: "unavailable", claim: null },
@@ -152,7 +154,7 @@ describe("age from a wallet credential (SD-JWT VC and mdoc)", () => {
       "21",
       "65",
     ]);
-    // Either format answers: an SD-JWT VC, or an mDL with exactly the same thresholds as age_over_NN.
+    // Any one answers: an SD-JWT VC, or an mDL or EU age verification mdoc with the same thresholds as age_over_NN.
     expect(claims.dcql_query.credentials[1]).toMatchObject({
       id: "age_mdoc",
       format: "mso_mdoc",
@@ -161,7 +163,15 @@ describe("age from a wallet credential (SD-JWT VC and mdoc)", () => {
     expect(claims.dcql_query.credentials[1].claims.map((c: { path: string[] }) => c.path)).toEqual(
       [12, 14, 16, 18, 21, 65].map((t) => ["org.iso.18013.5.1", `age_over_${t}`]),
     );
-    expect(claims.dcql_query.credential_sets).toEqual([{ options: [["age"], ["age_mdoc"]] }]);
+    expect(claims.dcql_query.credentials[2]).toMatchObject({
+      id: "age_av",
+      format: "mso_mdoc",
+      meta: { doctype_value: "eu.europa.ec.av.1" },
+    });
+    expect(claims.dcql_query.credentials[2].claims.map((c: { path: string[] }) => c.path)).toEqual(
+      [12, 14, 16, 18, 21, 65].map((t) => ["eu.europa.ec.av.1", `age_over_${t}`]),
+    );
+    expect(claims.dcql_query.credential_sets).toEqual([{ options: [["age"], ["age_mdoc"], ["age_av"]] }]);
 
     const sandbox = await runSvcctl(mesh, ["human", "create", "--env", "development"]);
     const human = JSON.parse(sandbox.stdout).svc_user_id as string;

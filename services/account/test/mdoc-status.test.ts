@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { deviceResponse } from "../../../test/harness/mdoc-holder.ts";
 import { DevIssuers } from "../src/age/wallet/dev-issuers.ts";
 import { DevMdocIssuer } from "../src/age/wallet/dev-mdoc-issuer.ts";
-import { verifyMdocPresentation } from "../src/age/wallet/mdoc-verifier.ts";
+import { mdl, verifyMdocPresentation } from "../src/age/wallet/mdoc-verifier.ts";
 import type { VerifierDependencies } from "../src/age/wallet/sd-jwt-vc-verifier.ts";
 import { parseIacaTrustList } from "../src/age/wallet/trust-list.ts";
 import { walletDependencies } from "../src/age/wallet/wallet-setup.ts";
@@ -24,6 +24,7 @@ const transcript = {
   responseUri: "https://verify.example/wallet/responses/apr_1",
 };
 const expected = {
+  type: mdl,
   nonce: transcript.nonce,
   handover: { kind: "redirect" as const, clientId: transcript.clientId, responseUri: transcript.responseUri },
   thresholds: [18],
@@ -66,7 +67,7 @@ function serving(token: Uint8Array | Error) {
 }
 
 async function present(idx: number) {
-  const mdoc = await issuer.issue({ birthDate: "1996-05-17", deviceJwk, now, status: { idx, uri } });
+  const mdoc = await issuer.issue({ birthDate: "1996-05-17", deviceJwk, now, status: { idx, uri }, type: mdl });
   return deviceResponse({ mdoc, elements: ["age_over_18"], key: device.privateKey, transcript });
 }
 
@@ -160,7 +161,7 @@ describe("the status list entry of an mdoc", () => {
   });
 
   it("an mdoc without a status entry is not checked against any list", async () => {
-    const mdoc = await issuer.issue({ birthDate: "1996-05-17", deviceJwk, now });
+    const mdoc = await issuer.issue({ birthDate: "1996-05-17", deviceJwk, now, type: mdl });
     const { deps, fetched } = serving(new Error("never asked"));
     const response = await deviceResponse({ mdoc, elements: ["age_over_18"], key: device.privateKey, transcript });
     expect(await verifyMdocPresentation(response, expected, roots, deps)).toMatchObject({ accepted: true });

@@ -5,7 +5,7 @@ import { deviceResponse } from "../../../test/harness/mdoc-holder.ts";
 import { DevIssuers } from "../src/age/wallet/dev-issuers.ts";
 import { DevMdocIssuer } from "../src/age/wallet/dev-mdoc-issuer.ts";
 import { issueCertificate } from "../src/age/wallet/mdoc-certificates.ts";
-import { verifyMdocPresentation } from "../src/age/wallet/mdoc-verifier.ts";
+import { mdl, verifyMdocPresentation } from "../src/age/wallet/mdoc-verifier.ts";
 import { parseIacaTrustList } from "../src/age/wallet/trust-list.ts";
 import { walletDependencies } from "../src/age/wallet/wallet-setup.ts";
 
@@ -16,6 +16,7 @@ const transcript = {
   responseUri: "https://verify.example/wallet/responses/apr_1",
 };
 const expected = {
+  type: mdl,
   nonce: transcript.nonce,
   handover: { kind: "redirect" as const, clientId: transcript.clientId, responseUri: transcript.responseUri },
   thresholds: [18],
@@ -50,7 +51,7 @@ describe("ACCOUNT_WALLET_IACA_ROOTS", () => {
 
   it("a configured IACA root is trusted, and its issuer name is the one kept", async () => {
     const wallet = dependencies(null, configured);
-    const mdoc = await outside.issue({ birthDate: "1996-05-17", deviceJwk: deviceJwk as never, now });
+    const mdoc = await outside.issue({ birthDate: "1996-05-17", deviceJwk: deviceJwk as never, now, type: mdl });
     expect(
       await verifyMdocPresentation(await present(mdoc), expected, wallet.iacaRoots, wallet.verifier),
     ).toMatchObject({

@@ -74,7 +74,9 @@ interface RequestObject {
   response_mode: string;
   response_uri: string;
   expected_origins?: unknown;
-  dcql_query: { credentials: { id: string; format: string; claims: { path: string[] }[] }[] };
+  dcql_query: {
+    credentials: { id: string; format: string; meta?: { doctype_value?: string }; claims: { path: string[] }[] }[];
+  };
 }
 
 /**
@@ -94,10 +96,15 @@ function sessionTranscript(binding: Binding, nonce: string) {
   return cborEncode(DataItem.fromData([null, null, [name, createHash("sha256").update(cborEncode(info)).digest()]]));
 }
 
-/** The names the request's DCQL query asks of the credential query in `format`. */
-function askedClaims(request: RequestObject, format: string) {
-  const query = request.dcql_query.credentials.find((c) => c.format === format);
-  if (!query) throw new UsageError(`the request does not ask for ${format}`);
+/** The document type of each mdoc the development issuer issues, by `--format`. */
+const mdocDocTypes: Record<string, string> = { mdoc: "org.iso.18013.5.1.mDL", "mdoc-av": "eu.europa.ec.av.1" };
+
+/** The names the request's DCQL query asks of the credential query in `format` (for an mdoc, of its doctype). */
+function askedClaims(request: RequestObject, format: string, docType?: string) {
+  const query = request.dcql_query.credentials.find(
+    (c) => c.format === format && (docType === undefined || c.meta?.doctype_value === docType),
+  );
+  if (!query) throw new UsageError(`the request does not ask for ${docType ?? format}`);
   return { id: query.id, paths: query.claims.map((claim) => claim.path) };
 }
 
@@ -151,8 +158,14 @@ const deviceContext: Pick<MdocContext, "crypto" | "cose"> = {
  * SHA-256(cbor([client_id, nonce, null, response_uri]))]]` by redirect, `[null, null,
  * ["OpenID4VPDCAPIHandover", SHA-256(cbor([origin, nonce, null]))]]` through the DC API.
  */
-async function mdocAnswer(mdoc: string, deviceKey: KeyObject, request: RequestObject, binding: Binding) {
-  const asked = askedClaims(request, "mso_mdoc");
+async function mdocAnswer(
+  mdoc: string,
+  docType: string,
+  deviceKey: KeyObject,
+  request: RequestObject,
+  binding: Binding,
+) {
+  const asked = askedClaims(request, "mso_mdoc", docType);
   const [docNamespace = ""] = asked.paths[0] ?? [];
   const transcript = sessionTranscript(binding, request.nonce);
   const signed = await DeviceResponse.from(Buffer.from(mdoc, "base64url"))
@@ -160,7 +173,7 @@ async function mdocAnswer(mdoc: string, deviceKey: KeyObject, request: RequestOb
       DeviceRequest.from("1.0", [
         {
           itemsRequestData: {
-            docType: "org.iso.18013.5.1.mDL",
+            docType,
             nameSpaces: new Map([[docNamespace, new Map(asked.paths.map((path) => [String(path[1]), false]))]]),
           },
         },
@@ -182,8 +195,9 @@ async function answer(values: OptionValues, ctx: CliContext, request: RequestObj
     issuer: stringValue(values, "issuer") ?? "development",
     format,
   });
-  return format === "mdoc"
-    ? mdocAnswer(credential, holder.privateKey, request, binding)
+  const docType = mdocDocTypes[format];
+  return docType !== undefined
+    ? mdocAnswer(credential, docType, holder.privateKey, request, binding)
     : sdJwtVcAnswer(credential, holder.privateKey, request, binding);
 }
 
@@ -196,8 +210,8 @@ const credentialOptions = {
   },
   format: {
     type: "string",
-    choices: ["sd-jwt-vc", "mdoc"],
-    description: "credential format (default sd-jwt-vc)",
+    choices: ["sd-jwt-vc", "mdoc", "mdoc-av"],
+    description: "credential format: an SD-JWT VC (the default), an mDL, or an EU age verification mdoc",
   },
   issuer: {
     type: "string",

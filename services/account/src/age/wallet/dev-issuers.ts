@@ -7,6 +7,7 @@ import { refuse } from "../../refusal.ts";
 import { ageVerdictAt, parseCalendarDate } from "../age-evaluation.ts";
 import { DevMdocIssuer } from "./dev-mdoc-issuer.ts";
 import { type Es256KeyPair, es256, keyPairFromSeed, signEs256, signJws } from "./es256.ts";
+import { euAgeVerification, mdl } from "./mdoc-verifier.ts";
 import { euPidThresholds } from "./presentation-request.ts";
 import type { TrustedIaca, TrustedIssuer } from "./trust-list.ts";
 
@@ -75,7 +76,8 @@ export class DevIssuers {
 
   /**
    * A credential whose only claims are the EU PID age thresholds reached on `now`, each disclosable
-   * alone: an SD-JWT VC, or an mDL (base64url CBOR) with `age_over_NN` elements. The development
+   * alone: an SD-JWT VC, or an mdoc (base64url CBOR) with `age_over_NN` elements: an mDL (`mdoc`) or
+   * an EU age verification attestation (`mdoc-av`). The development
    * issuer's credentials of both formats carry a status list entry, revoked when asked; the untrusted
    * issuer's mdocs carry none (they are refused before any status is read).
    */
@@ -83,7 +85,7 @@ export class DevIssuers {
     birthDate: string;
     holderJwk: unknown;
     issuer: "development" | "untrusted";
-    format: "sd-jwt-vc" | "mdoc";
+    format: "sd-jwt-vc" | "mdoc" | "mdoc-av";
     revoked: boolean;
     now: Date;
   }): Promise<string> {
@@ -92,7 +94,7 @@ export class DevIssuers {
     } catch (error) {
       throw refuse("invalid_argument", (error as Error).message);
     }
-    if (input.format === "mdoc") {
+    if (input.format !== "sd-jwt-vc") {
       const mdocIssuer = input.issuer === "development" ? this.#developmentMdoc : this.#untrustedMdoc;
       if (!mdocIssuer) throw refuse("failed_precondition", "the development wallet issuer is off in this deployment");
       if (input.revoked && input.issuer !== "development")
@@ -100,7 +102,13 @@ export class DevIssuers {
       const status =
         input.issuer === "development" ? { idx: input.revoked ? 1 : 0, uri: developmentMdocStatusListUri } : undefined;
       return mdocIssuer
-        .issue({ birthDate: input.birthDate, deviceJwk: input.holderJwk as JWK, now: input.now, status })
+        .issue({
+          birthDate: input.birthDate,
+          deviceJwk: input.holderJwk as JWK,
+          now: input.now,
+          status,
+          type: input.format === "mdoc-av" ? euAgeVerification : mdl,
+        })
         .catch(() => {
           throw refuse("invalid_argument", "holder_jwk must be a P-256 public key (JWK) for an mdoc");
         });

@@ -6,7 +6,7 @@ import { keyPairFromSeed } from "./es256.ts";
 import { type CertificateName, issueCertificate } from "./mdoc-certificates.ts";
 import { mdocContext } from "./mdoc-context.ts";
 import { msoStatus, type StatusListEntry, signStatusListCwt } from "./mdoc-status.ts";
-import { mdlDocType, mdlNamespace } from "./mdoc-verifier.ts";
+import type { AgeDocType } from "./mdoc-verifier.ts";
 import { euPidThresholds } from "./presentation-request.ts";
 import type { TrustedIaca } from "./trust-list.ts";
 
@@ -33,7 +33,7 @@ function withMsoStatus(issuerAuth: unknown[], status: StatusListEntry, key: KeyO
 
 /**
  * An mdoc issuer of the development wallet: an IACA root and the document signer and status list
- * signer it certifies, all P-256 keys derived from `seed`. It issues mDLs whose only elements are the
+ * signer it certifies, all P-256 keys derived from `seed`. It issues mdocs (an mDL, or an EU age verification attestation) whose only elements are the
  * `age_over_NN` of the EU PID thresholds, bound to the holder's device key, with a status list entry
  * when asked, and signs status list tokens (CWT).
  */
@@ -105,15 +105,21 @@ export class DevMdocIssuer {
   }
 
   /**
-   * An mDL (`MDoc` with one issuer-signed document, CBOR, base64url) valid for a year from `now`, with
+   * An mdoc of `type` (`MDoc` with one issuer-signed document, CBOR, base64url) valid for a year from `now`, with
    * `status` as its MSO's status list entry when given.
    */
-  async issue(input: { birthDate: string; deviceJwk: JWK; now: Date; status?: StatusListEntry }): Promise<string> {
+  async issue(input: {
+    birthDate: string;
+    deviceJwk: JWK;
+    now: Date;
+    status?: StatusListEntry;
+    type: AgeDocType;
+  }): Promise<string> {
     const ages = Object.fromEntries(
       euPidThresholds.map((t) => [`age_over_${t}`, ageVerdictAt(input.birthDate, t, input.now) === "over"]),
     );
-    const signed = await new Document(mdlDocType, mdocContext)
-      .addIssuerNameSpace(mdlNamespace, ages)
+    const signed = await new Document(input.type.docType, mdocContext)
+      .addIssuerNameSpace(input.type.namespace, ages)
       .useDigestAlgorithm("SHA-256")
       .addValidityInfo({
         signed: input.now,

@@ -11,7 +11,7 @@ import { isBoundedCbor } from "./cbor-guard.ts";
  * the IACA root that issued the mdoc's document signer. The bit packing and its compression are
  * `@sd-jwt/jwt-status-list`'s; the COSE envelope is written here, on `node:crypto`, ES256 only.
  */
-export const statusListCwtType = "application/statuslist+cwt";
+const statusListCwtType = "application/statuslist+cwt";
 
 const coseSign1Tag = 0xd2;
 const header = { alg: 1, typ: 16, x5chain: 33 } as const;

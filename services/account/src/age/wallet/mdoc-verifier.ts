@@ -13,9 +13,15 @@ import { InvalidStatusList, statusInCwt, statusListEntryOf } from "./mdoc-status
 import type { PresentationRefusal, Verification, VerifierDependencies } from "./sd-jwt-vc-verifier.ts";
 import type { TrustedIaca } from "./trust-list.ts";
 
-/** The mDL document type and the ISO 18013-5 namespace whose `age_over_NN` elements are asked for. */
-export const mdlDocType = "org.iso.18013.5.1.mDL";
-export const mdlNamespace = "org.iso.18013.5.1";
+/** An mdoc document type whose `age_over_NN` elements prove an age here, and their namespace. */
+export interface AgeDocType {
+  docType: string;
+  namespace: string;
+}
+/** The mDL (ISO 18013-5), whose namespace defines `age_over_NN`. */
+export const mdl: AgeDocType = { docType: "org.iso.18013.5.1.mDL", namespace: "org.iso.18013.5.1" };
+/** The EU age verification attestation (the EU's age verification blueprint): `age_over_NN` in its own namespace. */
+export const euAgeVerification: AgeDocType = { docType: "eu.europa.ec.av.1", namespace: "eu.europa.ec.av.1" };
 const ageElement = /^age_over_(\d{2})$/;
 /** COSE algorithm -7: ES256, the only one taken for the issuer's and the device's signatures. */
 const coseEs256 = -7;
@@ -24,6 +30,8 @@ const coseAlgorithmHeader = 1;
 const statusClockSkewSeconds = 60;
 
 export interface MdocExpectations {
+  /** The document type the answered query asked for: the only one taken. */
+  type: AgeDocType;
   nonce: string;
   /** How the request reached the wallet, which decides the session transcript's handover. */
   handover: { kind: "redirect"; clientId: string; responseUri: string } | { kind: "dc_api"; origin: string };
@@ -139,7 +147,8 @@ async function verifyOrRefuse(
   status: Pick<VerifierDependencies, "cwtStatusList" | "statusListSignedBy">,
 ): Promise<Verification> {
   const { document, issuerAuth, mso, certificate } = parse(deviceResponse);
-  if (document.docType !== mdlDocType || mso.docType !== mdlDocType) refuseWith("credential_type_not_accepted");
+  if (document.docType !== expected.type.docType || mso.docType !== expected.type.docType)
+    refuseWith("credential_type_not_accepted");
   const deviceSignature = document.deviceSigned.deviceAuth.deviceSignature;
   if (issuerAuth.protectedHeaders.get(coseAlgorithmHeader) !== coseEs256) refuseWith("unsupported_algorithm");
   if (deviceSignature?.protectedHeaders.get(coseAlgorithmHeader) !== coseEs256) refuseWith("unsupported_algorithm");
@@ -152,7 +161,7 @@ async function verifyOrRefuse(
   const statusEntry = statusListEntryOf((mso as { status?: unknown }).status);
   if (statusEntry === null) refuseWith("malformed_presentation");
 
-  const disclosed = disclosedAges(document, expected.thresholds);
+  const disclosed = disclosedAges(document, expected.type.namespace, expected.thresholds);
 
   const verifier = new Verifier();
   await verifier.verifyIssuerSignature(
@@ -205,11 +214,11 @@ async function checkStatus(
  * The age elements the holder disclosed: only issuer-signed `age_over_NN` of the mDL namespace, each
  * an asked threshold with a boolean, each once, at least one, and nothing signed by the device alone.
  */
-function disclosedAges(document: DeviceSignedDocument, asked: readonly number[]): Map<number, boolean> {
+function disclosedAges(document: DeviceSignedDocument, ageNamespace: string, asked: readonly number[]) {
   if (document.deviceSigned.nameSpaces.size > 0) refuseWith("claim_not_asked");
   const disclosed = new Map<number, boolean>();
   for (const [namespace, items] of document.issuerSigned.nameSpaces) {
-    if (namespace !== mdlNamespace) refuseWith("claim_not_asked");
+    if (namespace !== ageNamespace) refuseWith("claim_not_asked");
     for (const item of items) {
       const threshold = Number(ageElement.exec(item.elementIdentifier)?.[1]);
       if (!asked.includes(threshold) || typeof item.elementValue !== "boolean") refuseWith("claim_not_asked");

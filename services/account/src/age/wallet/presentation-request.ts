@@ -1,13 +1,17 @@
 import type { KeyObject } from "node:crypto";
 import { signJws } from "./es256.ts";
-import { mdlDocType, mdlNamespace } from "./mdoc-verifier.ts";
+import { type AgeDocType, euAgeVerification, mdl } from "./mdoc-verifier.ts";
 
 /** The thresholds of the EU PID's `age_equal_or_over`: what an ahead-of-time presentation asks for. */
 export const euPidThresholds = [12, 14, 16, 18, 21, 65] as const;
 
 /** The DCQL ids of the two credentials asked for, either one; the `vp_token` answers under one of them. */
 export const credentialQueryId = "age";
-export const mdocQueryId = "age_mdoc";
+/** The DCQL ids of the mdoc queries, each for one document type: the mDL, and the EU age verification attestation. */
+export const mdocQueries: readonly { id: string; type: AgeDocType }[] = [
+  { id: "age_mdoc", type: mdl },
+  { id: "age_av", type: euAgeVerification },
+];
 /** Addresses on the verifier's origin (the gateway) where the wallet fetches and posts. */
 export const requestUriOf = (clientId: string, id: string) => `${clientId}/wallet/requests/${id}`;
 export const responseUriOf = (clientId: string, id: string) => `${clientId}/wallet/responses/${id}`;
@@ -29,9 +33,9 @@ interface RequestInput {
 const seconds = (at: Date) => Math.floor(at.getTime() / 1000);
 
 /**
- * The DCQL query: either an SD-JWT VC of an accepted type disclosing exactly the asked
- * `age_equal_or_over` claims or an mDL (ISO 18013-5) disclosing exactly the asked `age_over_NN`
- * elements (`credential_sets`: one of the two).
+ * The DCQL query: an SD-JWT VC of an accepted type disclosing exactly the asked `age_equal_or_over`
+ * claims, or an mDL (ISO 18013-5) or an EU age verification attestation disclosing exactly the asked
+ * `age_over_NN` elements of its namespace (`credential_sets`: any one of the three).
  */
 const dcqlQuery = (input: RequestInput) => ({
   credentials: [
@@ -41,17 +45,17 @@ const dcqlQuery = (input: RequestInput) => ({
       meta: { vct_values: input.credentialTypes },
       claims: input.thresholds.map((t) => ({ path: ["age_equal_or_over", String(t)] })),
     },
-    {
-      id: mdocQueryId,
+    ...mdocQueries.map(({ id, type }) => ({
+      id,
       format: "mso_mdoc",
-      meta: { doctype_value: mdlDocType },
+      meta: { doctype_value: type.docType },
       claims: input.thresholds.map((t) => ({
-        path: [mdlNamespace, `age_over_${String(t).padStart(2, "0")}`],
+        path: [type.namespace, `age_over_${String(t).padStart(2, "0")}`],
         intent_to_retain: false,
       })),
-    },
+    })),
   ],
-  credential_sets: [{ options: [[credentialQueryId], [mdocQueryId]] }],
+  credential_sets: [{ options: [[credentialQueryId], ...mdocQueries.map(({ id }) => [id])] }],
 });
 
 /** The verifier's signing key and its certificate (DER), which the `x5c` header carries as the leaf. */

@@ -5,12 +5,12 @@ import { requireHuman } from "../../humans/humans.ts";
 import { invalidArgument, refuse } from "../../refusal.ts";
 import { coveringVerdict, recordWalletVerdicts, requireThreshold, type WalletVerdict } from "../age-evidence.ts";
 import type { Es256KeyPair } from "./es256.ts";
-import { verifyMdocPresentation } from "./mdoc-verifier.ts";
+import { type AgeDocType, verifyMdocPresentation } from "./mdoc-verifier.ts";
 import {
   dcApiAudience,
   dcApiRequestObject,
   euPidThresholds,
-  mdocQueryId,
+  mdocQueries,
   requestObject,
   requestUriOf,
   responseUriOf,
@@ -166,10 +166,11 @@ export async function presentationRequestObject(
 }
 
 /**
- * The DeviceResponse when the `vp_token` answers the mdoc query (`{"age_mdoc": ["<base64url>"]}` and
- * nothing else); anything else goes to the SD-JWT VC verifier, which refuses what is not its own.
+ * The DeviceResponse and the document type asked for when the `vp_token` answers one mdoc query
+ * (`{"age_mdoc": ["<base64url>"]}` or `{"age_av": […]}` and nothing else); anything else goes to the
+ * SD-JWT VC verifier, which refuses what is not its own.
  */
-function mdocAnswer(vpToken: string): { mdoc?: string } {
+function mdocAnswer(vpToken: string): { mdoc?: string; type?: AgeDocType } {
   let parsed: unknown;
   try {
     parsed = JSON.parse(vpToken);
@@ -177,9 +178,14 @@ function mdocAnswer(vpToken: string): { mdoc?: string } {
     return {};
   }
   if (typeof parsed !== "object" || parsed === null || Object.keys(parsed).length !== 1) return {};
-  const answer = (parsed as Record<string, unknown>)[mdocQueryId];
-  if (answer === undefined) return {};
-  return { mdoc: Array.isArray(answer) && answer.length === 1 && typeof answer[0] === "string" ? answer[0] : "" };
+  const [id = ""] = Object.keys(parsed);
+  const query = mdocQueries.find((q) => q.id === id);
+  if (!query) return {};
+  const answer = (parsed as Record<string, unknown>)[id];
+  return {
+    mdoc: Array.isArray(answer) && answer.length === 1 && typeof answer[0] === "string" ? answer[0] : "",
+    type: query.type,
+  };
 }
 
 type SubmitRefusal = PresentationRefusal | "unknown_presentation" | "already_answered" | "presentation_expired";
@@ -205,10 +211,11 @@ export async function submitPresentation(
   const verification: Verification =
     !wellFormed || Buffer.byteLength(input.vpToken) > maxVpTokenBytes
       ? { accepted: false, reason: "malformed_presentation" }
-      : format.mdoc !== undefined
+      : format.mdoc !== undefined && format.type
         ? await verifyMdocPresentation(
             format.mdoc,
             {
+              type: format.type,
               nonce: row.nonce,
               handover: dcApi
                 ? { kind: "dc_api", origin: input.dcApiOrigin }
