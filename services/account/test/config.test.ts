@@ -34,8 +34,12 @@ describe("account secrets", () => {
     ).rejects.toThrow("ACCOUNT_REF_PEPPER is the built-in development value, which production refuses");
   });
 
-  it("production refuses to start without its own verifier certificate (development certifies the key itself)", async () => {
+  it("production needs its own verifier certificate and refuses the one development uses at every start", async () => {
     await expect(start(production)).rejects.toThrow(/ACCOUNT_VERIFIER_CERTIFICATE is required in production/);
+    const development = new X509Certificate(settings.verifierCertificate.default as Buffer).toString();
+    await expect(start({ ...production, ACCOUNT_VERIFIER_CERTIFICATE: development })).rejects.toThrow(
+      "ACCOUNT_VERIFIER_CERTIFICATE is the built-in development value, which production refuses",
+    );
   });
 
   it("a verifier certificate that is not a certificate, or certifies another key, stops the start", async () => {

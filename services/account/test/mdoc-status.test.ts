@@ -10,6 +10,7 @@ import { mdl, verifyMdocPresentation } from "../src/age/wallet/mdoc-verifier.ts"
 import type { VerifierDependencies } from "../src/age/wallet/sd-jwt-vc-verifier.ts";
 import { parseIacaTrustList } from "../src/age/wallet/trust-list.ts";
 import { walletDependencies } from "../src/age/wallet/wallet-setup.ts";
+import { settings } from "../src/config.ts";
 
 /**
  * The status list entry of an mdoc (IETF Token Status List, CWT form, as ISO 18013-5 second edition
@@ -173,8 +174,8 @@ describe("the development issuer's mdoc status list", () => {
   const seed = Buffer.alloc(32, 6);
   const clock = new ManualClock(now);
   const wallet = walletDependencies({
-    verifierKey: Buffer.alloc(32, 1),
-    verifierCertificate: null,
+    verifierKey: settings.verifierKey.default as Buffer,
+    verifierCertificate: settings.verifierCertificate.default as Buffer,
     devWalletIssuerKey: seed,
     walletIssuers: [],
     walletIacaRoots: [],

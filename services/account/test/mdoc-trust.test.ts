@@ -8,6 +8,7 @@ import { issueCertificate } from "../src/age/wallet/mdoc-certificates.ts";
 import { mdl, verifyMdocPresentation } from "../src/age/wallet/mdoc-verifier.ts";
 import { parseIacaTrustList } from "../src/age/wallet/trust-list.ts";
 import { walletDependencies } from "../src/age/wallet/wallet-setup.ts";
+import { settings } from "../src/config.ts";
 
 const now = new Date("2026-11-22T10:00:00Z");
 const transcript = {
@@ -31,8 +32,8 @@ const present = (mdoc: string) =>
 
 const dependencies = (devWalletIssuerKey: Buffer | null, iacaRoots: string) =>
   walletDependencies({
-    verifierKey: Buffer.alloc(32, 1),
-    verifierCertificate: null,
+    verifierKey: settings.verifierKey.default as Buffer,
+    verifierCertificate: settings.verifierCertificate.default as Buffer,
     devWalletIssuerKey,
     walletIssuers: [],
     walletIacaRoots: parseIacaTrustList(iacaRoots),

@@ -1,8 +1,7 @@
-import { createHash, createPublicKey, X509Certificate } from "node:crypto";
+import { createHash, X509Certificate } from "node:crypto";
 import type { Clock } from "@svc/platform";
 import { DevIssuers, developmentMdocStatusListUri, developmentStatusListUri } from "./dev-issuers.ts";
 import { type Es256KeyPair, keyPairFromSeed } from "./es256.ts";
-import { issueCertificate } from "./mdoc-certificates.ts";
 import type { VerifierDependencies } from "./sd-jwt-vc-verifier.ts";
 import type { TrustedIaca, TrustedIssuer } from "./trust-list.ts";
 
@@ -38,7 +37,7 @@ const maxCachedStatusLists = 256;
  */
 export function walletDependencies(config: {
   verifierKey: Buffer;
-  verifierCertificate: Buffer | null;
+  verifierCertificate: Buffer;
   devWalletIssuerKey: Buffer | null;
   walletIssuers: TrustedIssuer[];
   walletIacaRoots: TrustedIaca[];
@@ -77,7 +76,7 @@ export function walletDependencies(config: {
     return token;
   };
   const verifierKey = keyPairFromSeed(config.verifierKey);
-  const verifierCertificate = config.verifierCertificate ?? selfSigned(verifierKey);
+  const verifierCertificate = config.verifierCertificate;
   return {
     verifierKey,
     verifierCertificate,
@@ -98,29 +97,6 @@ export function walletDependencies(config: {
       },
     },
   };
-}
-
-/** Fixed and wide, like the development mdoc issuers' certificates, so tests may move their clock. */
-const developmentCertificateFrom = new Date("2000-01-01T00:00:00Z");
-const developmentCertificateUntil = new Date("2100-01-01T00:00:00Z");
-
-/**
- * Development only (production must configure its certificate): the verifier key certifying itself.
- * ECDSA signatures are randomized, so each start makes another certificate and so another client_id;
- * a development request object fetched before a restart is answered to the old one and refused.
- */
-function selfSigned(key: Es256KeyPair): Buffer {
-  const name = { country: "UT", commonName: "svc development verifier" };
-  return issueCertificate({
-    serial: 1,
-    subject: name,
-    issuer: name,
-    publicKey: createPublicKey(key.privateKey),
-    signingKey: key.privateKey,
-    role: "verifier",
-    notBefore: developmentCertificateFrom,
-    notAfter: developmentCertificateUntil,
-  });
 }
 
 /**
