@@ -127,6 +127,7 @@ export const flowDcApiRequestRoute = defineRoute({
   summary:
     "The presentation step's signed request for the Digital Credentials API (OpenID4VP 1.0 Appendix A: response_mode dc_api, expected_origins this origin).",
   auth: { accepts: [] },
+  idempotencyScope: "t",
   input: { type: "object", properties: dcApiInput, required: ["request_id", "t", "presentation_id"] },
   envelope: "nested",
   async handle(input, { services }) {
@@ -151,6 +152,7 @@ export const flowDcApiResponseRoute = defineRoute({
   summary:
     "Send the wallet's Digital Credentials API answer (its data: {vp_token}) for verification: accepted, or refused with the reason.",
   auth: { accepts: [] },
+  idempotencyScope: "t",
   input: {
     type: "object",
     properties: { ...dcApiInput, data: { type: "object", additionalProperties: true } },
