@@ -40,11 +40,15 @@ const clock = new ManualClock(created);
 /** The account service as the sandbox path uses it; its next `awayFor` assertions fail as if it were away. */
 let awayFor = 0;
 let assertionsBegun = 0;
+let humansAsked = 0;
 const account = createClient(
   AccountService,
   createRouterTransport(({ service }) => {
     service(AccountService, {
-      getHuman: ({ svcUserId }) => ({ svcUserId, sandboxBehavior: SandboxBehavior.CONFIRM }),
+      getHuman: ({ svcUserId }) => {
+        humansAsked++;
+        return { svcUserId, sandboxBehavior: SandboxBehavior.CONFIRM };
+      },
       beginPasskeyAssertion: () => {
         assertionsBegun++;
         if (awayFor-- > 0) throw new ConnectError("account is away", Code.Unavailable);
@@ -167,9 +171,11 @@ describe("sandbox humans", () => {
     expect(await responder().behaviorOf(randomUUID(), "development")).toBe("confirm");
   });
 
-  it("are never honoured in the production environment or a production deployment, and production never sweeps", async () => {
+  it("are never honoured in the production environment or a production deployment, without even asking, and production never sweeps", async () => {
+    humansAsked = 0;
     expect(await responder().behaviorOf(randomUUID(), "production")).toBeUndefined();
     expect(await responder("production").behaviorOf(randomUUID(), "development")).toBeUndefined();
+    expect(humansAsked).toBe(0);
     const { id } = await sandboxRequest("confirm");
     clock.set(at(sandboxFastPathMs));
     expect(await responder("production").sweep(20)).toBe(0);
