@@ -43,6 +43,8 @@ const behaviors = new Map<string, SandboxBehavior>();
 let awayFor = 0;
 let lookups = 0;
 let proofs = 0;
+/** Runs while a proof is signed: where a test makes another answer win the race. */
+let whileSigning: (() => Promise<void>) | undefined;
 const account = createClient(
   AccountService,
   createRouterTransport(({ service }) => {
@@ -72,8 +74,9 @@ const signing = createClient(
   SigningService,
   createRouterTransport(({ service }) => {
     service(SigningService, {
-      signProof: ({ cardId }) => {
+      signProof: async ({ cardId }) => {
         proofs++;
+        await whileSigning?.();
         return { token: `proof-${cardId}` };
       },
     });
@@ -116,6 +119,7 @@ beforeEach(async () => {
   awayFor = 0;
   lookups = 0;
   proofs = 0;
+  whileSigning = undefined;
 });
 
 /** A replica's sandbox answers, as the service builds them. */
@@ -281,6 +285,22 @@ describe("a sandbox human's answer to a card survives its process", () => {
     await replica().answerSoon("development", { id: card.cardId, svcUserId: card.person });
     expect(proofs).toBe(1);
     expect(await resolutionsOf(card.cardId)).toEqual(["card.approved"]);
+  });
+
+  it("an attempt that lost the race to another answer is done, not a failure to retry: the winner's answer stands", async () => {
+    const pending = await cardFor(SandboxBehavior.CONFIRM);
+    awayFor = 1;
+    await expect(replica().answer(pending.cardId, pending.person)).rejects.toThrow("account is away");
+
+    const card = await cardFor(SandboxBehavior.CONFIRM);
+    // The agent cancels while the proof is signed: confirm then finds the card no longer queued.
+    whileSigning = async () => {
+      await agentlink.client.cancel({ caller: card.caller, requestId: card.requestId, reason: "" });
+    };
+    await expect(replica().answer(card.cardId, card.person)).resolves.toBeUndefined();
+    expect(proofs).toBe(1);
+    expect((await cardState(card.cardId))?.status).toBe("cancelled");
+    expect(await resolutionsOf(card.cardId)).toEqual([]);
   });
 
   it("sweeps of two replicas at once answer each card once", async () => {

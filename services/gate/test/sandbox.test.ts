@@ -41,6 +41,8 @@ const clock = new ManualClock(created);
 let awayFor = 0;
 let assertionsBegun = 0;
 let humansAsked = 0;
+/** Runs while an assertion is finished: where a test makes another answer win the race. */
+let whileFinishing: (() => Promise<void>) | undefined;
 const account = createClient(
   AccountService,
   createRouterTransport(({ service }) => {
@@ -55,7 +57,10 @@ const account = createClient(
         return { ceremonyId: randomUUID(), optionsJson: "{}" };
       },
       sandboxAssert: ({ svcUserId }) => ({ responseJson: JSON.stringify({ svcUserId }) }),
-      finishPasskeyAssertion: ({ responseJson }) => ({ svcUserId: JSON.parse(responseJson).svcUserId }),
+      finishPasskeyAssertion: async ({ responseJson }) => {
+        await whileFinishing?.();
+        return { svcUserId: JSON.parse(responseJson).svcUserId };
+      },
     });
   }),
 );
@@ -126,6 +131,7 @@ beforeEach(async () => {
   clock.set(created);
   awayFor = 0;
   assertionsBegun = 0;
+  whileFinishing = undefined;
 });
 
 /**
@@ -261,6 +267,22 @@ describe("a sandbox human's answer survives its process", () => {
     clock.set(at(sandboxFastPathMs));
     expect(await sweeper.sweep(20)).toBe(1);
     await sweeper.answerSoon(id, human, "decline");
+    expect(await statusOf(id)).toBe("failed");
+    expect(await eventsOf(id)).toEqual(["gate.unavailable"]);
+  });
+
+  it("an attempt that lost the race to another answer is done, not a failure to retry: the winner's answer stands", async () => {
+    const pending = await sandboxRequest("confirm");
+    awayFor = 1;
+    await expect(responder().answer(pending.id, pending.human, "confirm")).rejects.toThrow("account is away");
+
+    const { id, human } = await sandboxRequest("confirm");
+    whileFinishing = async () => {
+      // Another answer ends the request first; this assertion is then refused, as a second one of the passkey is.
+      await lifecycle.fail(id, { reason: "user_denied", errorMessage: "declined meanwhile" });
+      throw new ConnectError("another assertion of this passkey was accepted at the same time", Code.PermissionDenied);
+    };
+    await expect(responder().answer(id, human, "confirm")).resolves.toBeUndefined();
     expect(await statusOf(id)).toBe("failed");
     expect(await eventsOf(id)).toEqual(["gate.unavailable"]);
   });

@@ -90,8 +90,25 @@ export class SandboxAnswers {
     }
   }
 
-  /** One answer for the card's person, when they are a sandbox human who answers and the card is still queued. */
+  /**
+   * One answer for the card's person, when they are a sandbox human who answers and the card is still
+   * queued. An attempt that fails because another answer resolved the card meanwhile (the fast path and a
+   * sweep both at it, the loser's confirm refused as the card is no longer queued) has nothing left to do:
+   * only a failure that leaves the card queued is one.
+   */
   async answer(cardId: string, svcUserId: string): Promise<void> {
+    try {
+      await this.#answerOnce(cardId, svcUserId);
+    } catch (error) {
+      const [row] = await this.#context().em.execute<{ queued: boolean }[]>(
+        `select status = 'queued' as queued from card where id = ?`,
+        [cardId],
+      );
+      if (row?.queued) throw error;
+    }
+  }
+
+  async #answerOnce(cardId: string, svcUserId: string): Promise<void> {
     const context = this.#context();
     const queued = await context.em.execute<{ id: string }[]>(
       `select id from card where id = ? and status = 'queued' and ttl_at > ?`,

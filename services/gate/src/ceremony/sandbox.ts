@@ -90,8 +90,26 @@ export class SandboxResponder {
     }
   }
 
-  /** One answer for the request's sandbox human; nothing when the request is no longer pending. */
+  /**
+   * One answer for the request's sandbox human; nothing when the request is no longer pending. An attempt
+   * that fails because another answer ended the request meanwhile (the fast path and a sweep both at it,
+   * the second passkey assertion refused, or a confirm finding the request completed) has nothing left to
+   * do: only a failure that leaves the request pending is one.
+   */
   async answer(requestId: string, svcUserId: string, verdict: SandboxVerdict): Promise<void> {
+    try {
+      await this.#answerOnce(requestId, svcUserId, verdict);
+    } catch (error) {
+      const [row] = await this.#orm.em
+        .fork()
+        .execute<{ pending: boolean }[]>(`select status = 'pending' as pending from requests where id = ?`, [
+          requestId,
+        ]);
+      if (row?.pending) throw error;
+    }
+  }
+
+  async #answerOnce(requestId: string, svcUserId: string, verdict: SandboxVerdict): Promise<void> {
     const access = { flowSecret: "", svcUserId };
     if (verdict === "decline") return void (await this.#ceremony.decline(requestId, access));
     const opened = await this.#ceremony.open(requestId, access, this.#rp);
