@@ -37,11 +37,12 @@ export const startAgentlink = (options: StartOptions = {}) =>
       build: ({ orm, statements, clock, config, bus, outbox, logger }): RouteDependencies => {
         const account = createInternalClient(AccountService, config.accountUrl);
         const signing = createInternalClient(SigningService, config.signingUrl);
+        const opaqueIdKey = createSecretKey(config.opaqueIdKey);
         const sandbox = new SandboxAnswers({
           context: () => ({
             em: orm.em.fork(),
             clock,
-            opaqueIdKey: createSecretKey(config.opaqueIdKey),
+            opaqueIdKey,
             account,
             signing,
             deployment: config.deployment,

@@ -21,7 +21,8 @@ const sandboxSweepLimit = 20;
 
 /**
  * gate: gates, sessions and grant tokens, verification requests and their ceremonies. Serves
- * GateService (to the gateway) and GateConsoleService (operators), sweeps expired requests and answers for sandbox humans whose answer was lost.
+ * GateService (to the gateway) and GateConsoleService (operators), sweeps expired requests, and
+ * answers for sandbox humans whose answer was lost.
  */
 export const startGate = (options: StartOptions = {}) =>
   startService(
