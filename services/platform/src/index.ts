@@ -1,3 +1,4 @@
+export * from "./backoff.ts";
 export * from "./clients.ts";
 export * from "./clock.ts";
 export * from "./config.ts";
