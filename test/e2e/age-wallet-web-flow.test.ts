@@ -2,6 +2,7 @@ import { createClient } from "@connectrpc/connect";
 import { AccountConsoleService } from "@svc/proto/account/v1/account_pb.js";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type DigitalRequest, developmentDcApiAnswer, withDigitalCredentials } from "../harness/digital-credentials.ts";
 import { launchHeadlessChromium } from "../harness/headless-browser.ts";
 import { deviceResponse, mdocVpToken } from "../harness/mdoc-holder.ts";
 import { runSvcctl } from "../harness/svcctl.ts";
@@ -116,44 +117,6 @@ describe("the Age Gate's web flow with a wallet on another device", () => {
     return page;
   }
 
-  /**
-   * A browser with the Digital Credentials API: `DigitalCredential` and `navigator.credentials.get`
-   * for `digital` requests, which hand the request and the page's origin (as the browser knows it) to
-   * `wallet` in this process; what it returns comes back to the page as the credential's `data`.
-   */
-  async function withDigitalCredentials(
-    context: BrowserContext,
-    wallet: (request: { protocol: string; data: { request: string } }, origin: string) => Promise<unknown>,
-  ) {
-    const seen: { protocol: string; data: { request: string } }[] = [];
-    await context.exposeBinding("svcTestWallet", async (source, request) => {
-      seen.push(request);
-      return wallet(request, new URL(source.frame.url()).origin);
-    });
-    await context.addInitScript(() => {
-      class DigitalCredential {
-        readonly protocol: string;
-        readonly data: unknown;
-        constructor(protocol: string, data: unknown) {
-          this.protocol = protocol;
-          this.data = data;
-        }
-      }
-      const bound = window as unknown as {
-        DigitalCredential: typeof DigitalCredential;
-        svcTestWallet: (request: unknown) => Promise<unknown>;
-      };
-      bound.DigitalCredential = DigitalCredential;
-      const get = navigator.credentials.get.bind(navigator.credentials);
-      navigator.credentials.get = (async (options?: { digital?: { requests: { protocol: string }[] } }) => {
-        if (!options?.digital) return get(options as CredentialRequestOptions);
-        const [request] = options.digital.requests;
-        return new DigitalCredential(request?.protocol ?? "", await bound.svcTestWallet(request));
-      }) as typeof navigator.credentials.get;
-    });
-    return seen;
-  }
-
   it("same device through the Digital Credentials API: the page's origin binds the answer, a redirect-bound one is refused", async () => {
     const api = partnerApi(mesh);
     const partner = await newPartner(mesh, "Adults only, same device");
@@ -165,24 +128,8 @@ describe("the Age Gate's web flow with a wallet on another device", () => {
     const accountConsole = createClient(AccountConsoleService, mesh.consoleTransport());
 
     /** The development wallet (svcctl) answering through the DC API for a person born on `birthdate`. */
-    const developmentWallet =
-      (birthdate: string, format: string) =>
-      async (asked: { protocol: string; data: { request: string } }, origin: string) => {
-        const run = await runSvcctl(mesh, [
-          "wallet",
-          "dc-api",
-          "--request-object",
-          asked.data.request,
-          "--origin",
-          origin,
-          "--birthdate",
-          birthdate,
-          "--format",
-          format,
-        ]);
-        expect(run.code, run.stderr).toBe(0);
-        return JSON.parse(run.stdout);
-      };
+    const developmentWallet = (birthdate: string, format: string) => async (asked: DigitalRequest, origin: string) =>
+      developmentDcApiAnswer(mesh, { requestObject: asked.data.request, origin, birthdate, format });
     /**
      * An honest credential presented as if the request had come by redirect: bound to client_id and
      * the response_uri of the step the page shows (its QR code names the presentation).

@@ -5,6 +5,8 @@ import type { GatewayServices } from "../services.ts";
 import { flowSecretField, requestIdField } from "./person-fields.ts";
 import { sessionUserId } from "./session-user.ts";
 
+const presentationIdField = { type: "string", pattern: "^apr_[0-9a-f]{32}$" } as const;
+
 /**
  * The presentation step of a pending Age Gate request: none when the person's evidence already covers
  * the threshold (or a presentation for the request was accepted), otherwise the OpenID4VP
@@ -72,7 +74,7 @@ export const flowPresentationStateRoute = defineRoute({
     properties: {
       request_id: requestIdField,
       t: flowSecretField,
-      presentation_id: { type: "string", pattern: "^apr_[0-9a-f]{32}$" },
+      presentation_id: presentationIdField,
     },
     required: ["request_id", "t", "presentation_id"],
   },
@@ -97,10 +99,42 @@ export const flowPresentationStateRoute = defineRoute({
 /** The DC API protocol of a signed OpenID4VP 1.0 request in JWS compact serialization (Appendix A.1). */
 const dcApiProtocol = "openid4vp-v1-signed";
 
+/** What the wallet answered through the DC API: the `DigitalCredential`'s `data`, unparsed here. */
+const dcApiDataField = { type: "object", additionalProperties: true } as const;
+
+/**
+ * The shared part of the DC API routes, the web flow's and the app's alike, once the caller may use the
+ * presentation: the signed request for the gateway's public origin (the page's, which the browser
+ * passes to the wallet as the origin it binds the answer to).
+ */
+async function dcApiRequest(services: GatewayServices, presentationId: string) {
+  const { requestObject } = await services.account.getAgePresentationRequestObject({
+    presentationId,
+    dcApiOrigin: services.publicOrigin,
+  });
+  return { protocol: dcApiProtocol, data: { request: requestObject } };
+}
+
+/**
+ * The shared part of sending on the wallet's DC API answer: verified against the public origin; a
+ * refusal is an answer with its reason, stores nothing, and leaves the step pending.
+ */
+async function dcApiAnswer(services: GatewayServices, presentationId: string, answer: Record<string, unknown>) {
+  const data = answer as { vp_token?: unknown; error?: unknown };
+  if (data.vp_token === undefined)
+    return { accepted: false, reason: typeof data.error === "string" ? "wallet_error" : "malformed_presentation" };
+  const outcome = await services.account.submitAgePresentation({
+    presentationId,
+    vpToken: JSON.stringify(data.vp_token),
+    dcApiOrigin: services.publicOrigin,
+  });
+  return outcome.accepted ? { accepted: true } : { accepted: false, reason: outcome.reason };
+}
+
 const dcApiInput = {
   request_id: requestIdField,
   t: flowSecretField,
-  presentation_id: { type: "string", pattern: "^apr_[0-9a-f]{32}$" },
+  presentation_id: presentationIdField,
 } as const;
 
 /**
@@ -132,18 +166,13 @@ export const flowDcApiRequestRoute = defineRoute({
   envelope: "nested",
   async handle(input, { services }) {
     await requirePresentationOfFlow(services, input);
-    const { requestObject } = await services.account.getAgePresentationRequestObject({
-      presentationId: input.presentation_id,
-      dcApiOrigin: services.publicOrigin,
-    });
-    return ok({ protocol: dcApiProtocol, data: { request: requestObject } });
+    return ok(await dcApiRequest(services, input.presentation_id));
   },
 });
 
 /**
  * `POST /flow/requests/presentation/dc-api-response`: the page sends on what the wallet answered
- * through the DC API (the `DigitalCredential`'s `data`). Verified against this origin; a refusal is an
- * answer with its reason, stores nothing, and leaves the step pending.
+ * through the DC API (the `DigitalCredential`'s `data`).
  */
 export const flowDcApiResponseRoute = defineRoute({
   operationId: "flowPresentationDcApiResponse",
@@ -155,23 +184,72 @@ export const flowDcApiResponseRoute = defineRoute({
   idempotencyScope: "t",
   input: {
     type: "object",
-    properties: { ...dcApiInput, data: { type: "object", additionalProperties: true } },
+    properties: { ...dcApiInput, data: dcApiDataField },
     required: ["request_id", "t", "presentation_id", "data"],
   },
   envelope: "nested",
   async handle(input, { services }) {
     await requirePresentationOfFlow(services, input);
-    const data = input.data as { vp_token?: unknown; error?: unknown };
-    if (data.vp_token === undefined)
-      return ok({
-        accepted: false,
-        reason: typeof data.error === "string" ? "wallet_error" : "malformed_presentation",
-      });
-    const outcome = await services.account.submitAgePresentation({
-      presentationId: input.presentation_id,
-      vpToken: JSON.stringify(data.vp_token),
-      dcApiOrigin: services.publicOrigin,
+    return ok(await dcApiAnswer(services, input.presentation_id, input.data as Record<string, unknown>));
+  },
+});
+
+/** The signed-in person's own presentation: account answers not found for anyone else's. */
+function requireOwnPresentation(services: GatewayServices, svcUserId: string, presentationId: string) {
+  return services.account.getAgePresentation({ presentationId, svcUserId, requestId: "" });
+}
+
+/** `POST /app/age/presentation`: the app waits here for the wallet of an ahead-of-time proof (often on another device). */
+export const appPresentationStateRoute = defineRoute({
+  operationId: "appAgePresentationState",
+  method: "POST",
+  path: "/app/age/presentation",
+  summary:
+    "The state (pending, accepted or expired) of one's ahead-of-time presentation and the last refusal's reason.",
+  auth: { accepts: ["user_session"] },
+  input: { type: "object", properties: { presentation_id: presentationIdField }, required: ["presentation_id"] },
+  envelope: "nested",
+  async handle(input, { caller, services }) {
+    const presentation = await requireOwnPresentation(services, sessionUserId(caller), input.presentation_id);
+    return ok({
+      state: presentation.state,
+      ...(presentation.lastRefusal !== "" ? { last_refusal: presentation.lastRefusal } : {}),
     });
-    return ok(outcome.accepted ? { accepted: true } : { accepted: false, reason: outcome.reason });
+  },
+});
+
+/** `POST /app/age/dc-api-request`: the ahead-of-time proof with a wallet on the same device (Digital Credentials API). */
+export const appDcApiRequestRoute = defineRoute({
+  operationId: "appAgeDcApiRequest",
+  method: "POST",
+  path: "/app/age/dc-api-request",
+  summary:
+    "The ahead-of-time presentation's signed request for the Digital Credentials API (OpenID4VP 1.0 Appendix A: response_mode dc_api, expected_origins this origin).",
+  auth: { accepts: ["user_session"] },
+  input: { type: "object", properties: { presentation_id: presentationIdField }, required: ["presentation_id"] },
+  envelope: "nested",
+  async handle(input, { caller, services }) {
+    await requireOwnPresentation(services, sessionUserId(caller), input.presentation_id);
+    return ok(await dcApiRequest(services, input.presentation_id));
+  },
+});
+
+/** `POST /app/age/dc-api-response`: the web app sends on the wallet's DC API answer of an ahead-of-time proof. */
+export const appDcApiResponseRoute = defineRoute({
+  operationId: "appAgeDcApiResponse",
+  method: "POST",
+  path: "/app/age/dc-api-response",
+  summary:
+    "Send the wallet's Digital Credentials API answer (its data: {vp_token}) of an ahead-of-time proof: accepted, or refused with the reason.",
+  auth: { accepts: ["user_session"] },
+  input: {
+    type: "object",
+    properties: { presentation_id: presentationIdField, data: dcApiDataField },
+    required: ["presentation_id", "data"],
+  },
+  envelope: "nested",
+  async handle(input, { caller, services }) {
+    await requireOwnPresentation(services, sessionUserId(caller), input.presentation_id);
+    return ok(await dcApiAnswer(services, input.presentation_id, input.data as Record<string, unknown>));
   },
 });

@@ -1,6 +1,9 @@
 import type { Client } from "@connectrpc/connect";
 import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import {
+  appDcApiRequestRoute,
+  appDcApiResponseRoute,
+  appPresentationStateRoute,
   flowDcApiRequestRoute,
   flowDcApiResponseRoute,
   flowPresentationStateRoute,
@@ -70,6 +73,9 @@ export const routes: readonly Route[] = [
   deleteAccountRoute,
   ...appRequestRoutes,
   proveAgeRoute,
+  appPresentationStateRoute,
+  appDcApiRequestRoute,
+  appDcApiResponseRoute,
   ...agentBindingRoutes,
   ...agentCardRoutes,
   ...inboxRoutes,
