@@ -12,7 +12,8 @@ const compiledFolder = new URL("gen/", webAppFolder);
 export const signedInPath = "/app/signed-in";
 
 /** The screens the page draws itself; the server answers each with the same page. */
-const screenPaths = /^\/app(?:\/(?:signed-in|inbox|passkeys|accounts|agents|delete|requests\/req_[0-9a-f]{32}))?\/?$/;
+const screenPaths =
+  /^\/app(?:\/(?:signed-in|inbox|passkeys|accounts|agents|age|delete|requests\/req_[0-9a-f]{32}))?\/?$/;
 const assetPath = /^\/app\/assets\/([a-z0-9-]+\.(?:js|css))$/;
 
 /** Whom the page signs in with: an OpenID Connect issuer (its discovery document tells the endpoints) and the client id there. */

@@ -5,6 +5,7 @@ import type { MessageKey } from "./messages.ts";
 import { passkeysSupported } from "./passkey.ts";
 import type { Screen } from "./screen.ts";
 import { accountsScreen } from "./screen-accounts.ts";
+import { ageScreen } from "./screen-age.ts";
 import { agentsScreen } from "./screen-agents.ts";
 import { deleteScreen } from "./screen-delete.ts";
 import { inboxScreen } from "./screen-inbox.ts";
@@ -19,6 +20,7 @@ const navigation: { path: string; label: MessageKey; screen: Screen }[] = [
   { path: "/app/passkeys", label: "navPasskeys", screen: passkeysScreen },
   { path: "/app/accounts", label: "navAccounts", screen: accountsScreen },
   { path: "/app/agents", label: "navAgents", screen: agentsScreen },
+  { path: "/app/age", label: "navAge", screen: ageScreen },
   { path: "/app/delete", label: "navDelete", screen: deleteScreen },
 ];
 
