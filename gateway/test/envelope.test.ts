@@ -96,9 +96,11 @@ describe("error mapping", () => {
     expect(envelopeErrorOf(new ConnectError("the refusal", code))).toEqual({ statusCode, message: "the refusal" });
   });
 
-  test("an unreachable service is 502 without its internal address", () => {
-    const error = envelopeErrorOf(new ConnectError("connect ECONNREFUSED 10.0.0.7:9091", Code.Unavailable));
-    expect(error).toEqual({
+  test.each([
+    ["unreachable", new ConnectError("connect ECONNREFUSED 10.0.0.7:9091", Code.Unavailable)],
+    ["gone in the middle of the call (connection reset)", new ConnectError("read ECONNRESET", Code.Aborted)],
+  ])("a service %s is 502, retry, without its internal text", (_, cause) => {
+    expect(envelopeErrorOf(cause)).toEqual({
       statusCode: 502,
       message: "a service behind the gateway did not answer; retry with backoff",
     });

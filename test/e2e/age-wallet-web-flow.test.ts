@@ -1,8 +1,12 @@
-import type { Browser } from "playwright-core";
+import { createClient } from "@connectrpc/connect";
+import { AccountConsoleService } from "@svc/proto/account/v1/account_pb.js";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchHeadlessChromium } from "../harness/headless-browser.ts";
+import { deviceResponse, mdocVpToken } from "../harness/mdoc-holder.ts";
 import { runSvcctl } from "../harness/svcctl.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
+import { credentialParts, jwtPayload, newHolder, presentation, vpToken } from "../harness/wallet-holder.ts";
 import { dataError, newGate, newPartner, partnerApi, result } from "./gate-support.ts";
 
 /**
@@ -13,11 +17,13 @@ import { dataError, newGate, newPartner, partnerApi, result } from "./gate-suppo
 describe("the Age Gate's web flow with a wallet on another device", () => {
   let mesh: TestMesh;
   let browser: Browser;
+  /** The gateway's public origin, which the page is served from. */
+  let origin: string;
 
   beforeAll(async () => {
     mesh = await startTestMesh("age_web", { only: ["signing", "account", "gate"] });
     // Browsers refuse IP addresses as WebAuthn relying parties: the page is served as localhost.
-    const origin = `http://localhost:${new URL(mesh.gatewayUrl).port}`;
+    origin = `http://localhost:${new URL(mesh.gatewayUrl).port}`;
     await mesh.restart("gateway", { GATEWAY_PUBLIC_ORIGIN: origin });
     await mesh.restart("account", { ACCOUNT_DEV_ISSUER: `${origin}/dev-idp` });
     browser = await launchHeadlessChromium();
@@ -90,6 +96,266 @@ describe("the Age Gate's web flow with a wallet on another device", () => {
 
     const record = result(await api.get("/verification/status", { request_id: requestId }, partner.devSecret), true);
     expect(record).toMatchObject({ status: "completed", age_verdict: "over" });
+  });
+
+  /** A page with a virtual passkey authenticator. */
+  async function pageWithPasskeys(context: BrowserContext): Promise<Page> {
+    const page = await context.newPage();
+    const cdp = await context.newCDPSession(page);
+    await cdp.send("WebAuthn.enable");
+    await cdp.send("WebAuthn.addVirtualAuthenticator", {
+      options: {
+        protocol: "ctap2",
+        transport: "internal",
+        hasResidentKey: true,
+        hasUserVerification: true,
+        isUserVerified: true,
+        automaticPresenceSimulation: true,
+      },
+    });
+    return page;
+  }
+
+  /**
+   * A browser with the Digital Credentials API: `DigitalCredential` and `navigator.credentials.get`
+   * for `digital` requests, which hand the request and the page's origin (as the browser knows it) to
+   * `wallet` in this process; what it returns comes back to the page as the credential's `data`.
+   */
+  async function withDigitalCredentials(
+    context: BrowserContext,
+    wallet: (request: { protocol: string; data: { request: string } }, origin: string) => Promise<unknown>,
+  ) {
+    const seen: { protocol: string; data: { request: string } }[] = [];
+    await context.exposeBinding("svcTestWallet", async (source, request) => {
+      seen.push(request);
+      return wallet(request, new URL(source.frame.url()).origin);
+    });
+    await context.addInitScript(() => {
+      class DigitalCredential {
+        readonly protocol: string;
+        readonly data: unknown;
+        constructor(protocol: string, data: unknown) {
+          this.protocol = protocol;
+          this.data = data;
+        }
+      }
+      const bound = window as unknown as {
+        DigitalCredential: typeof DigitalCredential;
+        svcTestWallet: (request: unknown) => Promise<unknown>;
+      };
+      bound.DigitalCredential = DigitalCredential;
+      const get = navigator.credentials.get.bind(navigator.credentials);
+      navigator.credentials.get = (async (options?: { digital?: { requests: { protocol: string }[] } }) => {
+        if (!options?.digital) return get(options as CredentialRequestOptions);
+        const [request] = options.digital.requests;
+        return new DigitalCredential(request?.protocol ?? "", await bound.svcTestWallet(request));
+      }) as typeof navigator.credentials.get;
+    });
+    return seen;
+  }
+
+  it("same device through the Digital Credentials API: the page's origin binds the answer, a redirect-bound one is refused", async () => {
+    const api = partnerApi(mesh);
+    const partner = await newPartner(mesh, "Adults only, same device");
+    await newGate(mesh, partner.organizationId, { key: "adults", age: 18 });
+    const request = async () => {
+      const grant = result(await api.post("/sdk/create-session", {}, partner.devSecret)).anchor_grant_token;
+      return result(await api.post("/sdk/create-verification-link", { gate: "adults" }, grant));
+    };
+    const accountConsole = createClient(AccountConsoleService, mesh.consoleTransport());
+
+    /** The development wallet (svcctl) answering through the DC API for a person born on `birthdate`. */
+    const developmentWallet =
+      (birthdate: string, format: string) =>
+      async (asked: { protocol: string; data: { request: string } }, origin: string) => {
+        const run = await runSvcctl(mesh, [
+          "wallet",
+          "dc-api",
+          "--request-object",
+          asked.data.request,
+          "--origin",
+          origin,
+          "--birthdate",
+          birthdate,
+          "--format",
+          format,
+        ]);
+        expect(run.code, run.stderr).toBe(0);
+        return JSON.parse(run.stdout);
+      };
+    /**
+     * An honest credential presented as if the request had come by redirect: bound to client_id and
+     * the response_uri of the step the page shows (its QR code names the presentation).
+     */
+    const redirectBound = (format: string, page: Page) => async (asked: { data: { request: string } }) => {
+      const claims = jwtPayload(asked.data.request);
+      const holder = newHolder();
+      const { credential } = await accountConsole.issueDevAgeCredential({
+        birthDate: "1990-01-01",
+        holderJwk: holder.jwk,
+        issuer: "development",
+        format,
+      });
+      const qr = String(await page.getAttribute("#qr", "src"));
+      const responseUri = qr.replace("/wallet/requests/", "/wallet/responses/").replace(/\/qr\.svg$/, "");
+      if (format === "mdoc")
+        return {
+          vp_token: JSON.parse(
+            mdocVpToken(
+              await deviceResponse({
+                mdoc: credential,
+                elements: ["age_over_18"],
+                key: holder.privateKey,
+                transcript: { clientId: String(claims.client_id), nonce: String(claims.nonce), responseUri },
+              }),
+            ),
+          ),
+        };
+      const parts = credentialParts(credential);
+      const only18 = parts.disclosures.filter((d) => JSON.parse(Buffer.from(d, "base64url").toString())[1] === "18");
+      return {
+        vp_token: JSON.parse(
+          vpToken(
+            presentation({
+              issuerJwt: parts.issuerJwt,
+              disclosures: only18,
+              key: holder.privateKey,
+              nonce: String(claims.nonce),
+              aud: String(claims.client_id),
+              iat: Math.floor(Date.now() / 1000),
+            }),
+          ),
+        ),
+      };
+    };
+
+    for (const format of ["sd-jwt-vc", "mdoc"]) {
+      const link = await request();
+      const context = await browser.newContext();
+      let wallet: Parameters<typeof withDigitalCredentials>[1] = async () => ({});
+      const seen = await withDigitalCredentials(context, (asked, from) => wallet(asked, from));
+      const page = await pageWithPasskeys(context);
+      wallet = redirectBound(format, page);
+      await page.goto(link.web_url);
+      const sameDevice = page.getByRole("button", { name: "Use a wallet on this device" });
+      await sameDevice.waitFor();
+
+      // An answer bound as for the redirect (client_id, response_uri) is refused on the DC API path.
+      await sameDevice.click();
+      await page.getByText("could not be verified").waitFor({ timeout: 15_000 });
+      const [asked] = seen;
+      expect(asked?.protocol).toBe("openid4vp-v1-signed");
+      expect(jwtPayload(asked?.data.request ?? "")).toMatchObject({
+        response_mode: "dc_api",
+        expected_origins: [origin],
+      });
+      expect(jwtPayload(asked?.data.request ?? "")).not.toHaveProperty("response_uri");
+
+      // The development wallet's answer for this origin is accepted; the page moves on to the passkey.
+      wallet = developmentWallet(format === "mdoc" ? "2011-01-15" : "1990-01-01", format);
+      await sameDevice.click();
+      await page.getByText("Confirm with a passkey on this device").waitFor({ timeout: 15_000 });
+      await page.getByRole("button", { name: "Create a passkey" }).click();
+      await page.getByText("Passkey created").waitFor();
+      await page.getByRole("button", { name: "Continue with a passkey" }).click();
+      await page.getByText("Done. You can close this page.").waitFor({ timeout: 15_000 });
+      await context.close();
+
+      // Over for the SD-JWT VC at 1990, under for the mdoc at 2011: only the verdict reaches the partner.
+      const record = result(
+        await api.get("/verification/status", { request_id: link.request_id }, partner.devSecret),
+        true,
+      );
+      expect(record).toMatchObject({ status: "completed", age_verdict: format === "mdoc" ? "under" : "over" });
+    }
+  });
+
+  it("a DC API answer posted by direct_post is refused (bound to the origin, not the client_id)", async () => {
+    const api = partnerApi(mesh);
+    const partner = await newPartner(mesh, "Adults only, vice versa");
+    await newGate(mesh, partner.organizationId, { key: "adults", age: 18 });
+    const grant = result(await api.post("/sdk/create-session", {}, partner.devSecret)).anchor_grant_token;
+    const link = result(await api.post("/sdk/create-verification-link", { gate: "adults" }, grant));
+    const t = decodeURIComponent(new URL(link.web_url).hash.slice(3));
+    const opened = result(await api.post("/flow/requests/open", { request_id: link.request_id, t, origin }));
+    const presentationId = opened.age_presentation.presentation_id as string;
+    const asked = result(
+      await api.post("/flow/requests/presentation/dc-api-request", {
+        request_id: link.request_id,
+        t,
+        presentation_id: presentationId,
+      }),
+    );
+    expect(jwtPayload(asked.data.request)).toMatchObject({ expected_origins: [origin] });
+    for (const format of ["sd-jwt-vc", "mdoc"]) {
+      const run = await runSvcctl(mesh, [
+        "wallet",
+        "dc-api",
+        "--request-object",
+        asked.data.request,
+        "--origin",
+        origin,
+        "--birthdate",
+        "1990-01-01",
+        "--format",
+        format,
+      ]);
+      expect(run.code, run.stderr).toBe(0);
+      const answer = JSON.parse(run.stdout);
+      const posted = await fetch(`${mesh.gatewayUrl}/wallet/responses/${presentationId}`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ vp_token: JSON.stringify(answer.vp_token), state: presentationId }).toString(),
+      });
+      expect(posted.status).toBe(400);
+      expect(await posted.json()).toEqual({
+        error: "invalid_request",
+        error_description: format === "mdoc" ? "bad_device_signature" : "wrong_audience",
+      });
+    }
+    // The wallet refuses a request for another origin, as OpenID4VP 1.0 Appendix A.2 asks.
+    const elsewhere = await runSvcctl(mesh, [
+      "wallet",
+      "dc-api",
+      "--request-object",
+      asked.data.request,
+      "--origin",
+      "https://attacker.example",
+      "--birthdate",
+      "1990-01-01",
+    ]);
+    expect(JSON.parse(elsewhere.stdout)).toEqual({ error: "invalid_request" });
+    // The development wallet authenticates the verifier (x509_hash): a request whose x5c leaf is not the
+    // one client_id names, or whose payload was changed under the signature, gets no answer but invalid_client.
+    const [header = "", payload = "", signature = ""] = String(asked.data.request).split(".");
+    const decodedHeader = JSON.parse(Buffer.from(header, "base64url").toString());
+    const otherLeaf = Buffer.concat([Buffer.from(decodedHeader.x5c[0], "base64"), Buffer.from([0])]).toString("base64");
+    const reencode = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
+    const forged = [
+      `${reencode({ ...decodedHeader, x5c: [otherLeaf] })}.${payload}.${signature}`,
+      `${header}.${reencode({ ...jwtPayload(asked.data.request), nonce: "another" })}.${signature}`,
+    ];
+    for (const requestObject of forged) {
+      const run = await runSvcctl(mesh, [
+        "wallet",
+        "dc-api",
+        "--request-object",
+        requestObject,
+        "--origin",
+        origin,
+        "--birthdate",
+        "1990-01-01",
+      ]);
+      expect(JSON.parse(run.stdout)).toEqual({ error: "invalid_client" });
+    }
+    // Without the flow secret the DC API routes answer not found, like the step's state.
+    const refused = await api.post("/flow/requests/presentation/dc-api-response", {
+      request_id: link.request_id,
+      t: "wrong",
+      presentation_id: presentationId,
+      data: {},
+    });
+    expect(dataError(refused).statusCode).toBe(404);
   });
 
   it("refuses the presentation route without the flow secret", async () => {

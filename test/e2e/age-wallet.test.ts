@@ -26,6 +26,7 @@ const walletOnlyBirthDate = "1996-05-17";
 const birthDates = {
   "sd-jwt-vc": { 30: "1996-01-15", 15: "2011-01-15" },
   mdoc: { 30: "1996-03-09", 15: "2011-03-09" },
+  "mdoc-av": { 30: "1996-04-21", 15: "2011-04-21" },
 };
 const walletBirthDates = [...Object.values(birthDates).flatMap((d) => [d[30], d[15]]), walletOnlyBirthDate];
 
@@ -95,7 +96,8 @@ describe("age from a wallet credential (SD-JWT VC and mdoc)", () => {
     return { confirmed, record };
   }
 
-  for (const c of (["sd-jwt-vc", "mdoc"] as const).flatMap((format) => [
+  // mdoc-av: the EU age verification attestation (doctype and namespace eu.europa.ec.av.1).
+  for (const c of (["sd-jwt-vc", "mdoc", "mdoc-av"] as const).flatMap((format) => [
     { format, birthdate: birthDates[format][30], issuer: "development", verdict: "over", claim: true },
     { format, birthdate: birthDates[format][15], issuer: "development", verdict: "under", claim: false },
     { format, birthdate: birthDates[format][30], issuer: "untrusted", verdict: "unavailable", claim: null },
@@ -138,7 +140,12 @@ describe("age from a wallet credential (SD-JWT VC and mdoc)", () => {
     const request = await fetch(started.request_uri);
     expect(request.headers.get("content-type")).toBe("application/oauth-authz-req+jwt");
     const claims = JSON.parse(Buffer.from((await request.text()).split(".")[1]!, "base64url").toString());
-    expect(claims).toMatchObject({ client_id: origin, response_mode: "direct_post", response_type: "vp_token" });
+    expect(claims).toMatchObject({ response_mode: "direct_post", response_type: "vp_token" });
+    // The client is the account service's certificate (x509_hash); the request and response URIs are the gateway's.
+    expect(claims.client_id).toMatch(/^x509_hash:[A-Za-z0-9_-]{43}$/);
+    expect(claims.response_uri).toBe(started.request_uri.replace("/wallet/requests/", "/wallet/responses/"));
+    const qr = await (await fetch(started.qr_code_url)).text();
+    expect(qr).toContain("<svg");
     expect(claims.dcql_query.credentials[0].claims.map((c: { path: string[] }) => c.path[1])).toEqual([
       "12",
       "14",
@@ -147,7 +154,7 @@ describe("age from a wallet credential (SD-JWT VC and mdoc)", () => {
       "21",
       "65",
     ]);
-    // Either format answers: an SD-JWT VC, or an mDL with exactly the same thresholds as age_over_NN.
+    // Any one answers: an SD-JWT VC, or an mDL or EU age verification mdoc with the same thresholds as age_over_NN.
     expect(claims.dcql_query.credentials[1]).toMatchObject({
       id: "age_mdoc",
       format: "mso_mdoc",
@@ -156,7 +163,15 @@ describe("age from a wallet credential (SD-JWT VC and mdoc)", () => {
     expect(claims.dcql_query.credentials[1].claims.map((c: { path: string[] }) => c.path)).toEqual(
       [12, 14, 16, 18, 21, 65].map((t) => ["org.iso.18013.5.1", `age_over_${t}`]),
     );
-    expect(claims.dcql_query.credential_sets).toEqual([{ options: [["age"], ["age_mdoc"]] }]);
+    expect(claims.dcql_query.credentials[2]).toMatchObject({
+      id: "age_av",
+      format: "mso_mdoc",
+      meta: { doctype_value: "eu.europa.ec.av.1" },
+    });
+    expect(claims.dcql_query.credentials[2].claims.map((c: { path: string[] }) => c.path)).toEqual(
+      [12, 14, 16, 18, 21, 65].map((t) => ["eu.europa.ec.av.1", `age_over_${t}`]),
+    );
+    expect(claims.dcql_query.credential_sets).toEqual([{ options: [["age"], ["age_mdoc"], ["age_av"]] }]);
 
     const sandbox = await runSvcctl(mesh, ["human", "create", "--env", "development"]);
     const human = JSON.parse(sandbox.stdout).svc_user_id as string;

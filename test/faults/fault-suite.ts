@@ -114,9 +114,10 @@ const callDeadlineMs = 90_000;
 const flowDeadlineMs = 150_000;
 /**
  * A sandbox human answers at once, in the background of the call that created the request or card; when that
- * answer fails (its service killed, signing or account away at that moment) nobody answers again, and the
- * request stays pending as one nobody opened. After this long pending the flow stops reading and counts as
- * unanswered: reported, not a broken invariant (no terminal event is due, and the id stays readable).
+ * answer is lost (its service killed, signing or account away at that moment) the service's sandbox sweep
+ * answers once it is due (5 s after the create, then every second). A flow still pending this long stops
+ * reading and counts as unanswered: reported (the goal is none), not a broken invariant (no terminal event is
+ * due, and the id stays readable).
  */
 const unansweredAfterMs = 10_000;
 const deliveryWaitMs = 60_000;

@@ -8,12 +8,21 @@ import type { JWK } from "jose";
  * thing altered. The session transcript is written here from OpenID4VP 1.0 Annex B.2.6.1, apart from
  * the verifier's, so a verifier that computed it otherwise would fail these tests.
  */
-const mdlDocType = "org.iso.18013.5.1.mDL";
 const mdlNamespace = "org.iso.18013.5.1";
+/** The mdoc types asked for: the mDL, and the EU age verification attestation (its own namespace). */
+const mdl = { docType: "org.iso.18013.5.1.mDL", namespace: mdlNamespace };
+export const euAgeVerification = { docType: "eu.europa.ec.av.1", namespace: "eu.europa.ec.av.1" };
 
-function openId4VpSessionTranscript(input: { clientId: string; nonce: string; responseUri: string }) {
-  const info = cborEncode([input.clientId, input.nonce, null, input.responseUri]);
-  return cborEncode(DataItem.fromData([null, null, ["OpenID4VPHandover", createHash("sha256").update(info).digest()]]));
+/** How the request reached the wallet: by redirect (`direct_post`) or through the Digital Credentials API. */
+export type Transcript = { clientId: string; nonce: string; responseUri: string } | { origin: string; nonce: string };
+
+/** Annex B.2.6.1's OpenID4VPHandover, or, for the DC API, OpenID4VPDCAPIHandover over the bare origin. */
+function openId4VpSessionTranscript(input: Transcript) {
+  const [name, info] =
+    "origin" in input
+      ? ["OpenID4VPDCAPIHandover", cborEncode([input.origin, input.nonce, null])]
+      : ["OpenID4VPHandover", cborEncode([input.clientId, input.nonce, null, input.responseUri])];
+  return cborEncode(DataItem.fromData([null, null, [name, createHash("sha256").update(info).digest()]]));
 }
 
 const deviceContext: Pick<MdocContext, "crypto" | "cose"> = {
@@ -69,13 +78,16 @@ export async function deviceResponse(input: {
   mdoc: string;
   elements: string[];
   key: KeyObject;
-  transcript: { clientId: string; nonce: string; responseUri: string };
+  transcript: Transcript;
+  /** The document type the mdoc was issued as (default the mDL). */
+  type?: { docType: string; namespace: string };
 }): Promise<string> {
+  const type = input.type ?? mdl;
   const request = DeviceRequest.from("1.0", [
     {
       itemsRequestData: {
-        docType: mdlDocType,
-        nameSpaces: new Map([[mdlNamespace, new Map(input.elements.map((e) => [e, false]))]]),
+        docType: type.docType,
+        nameSpaces: new Map([[type.namespace, new Map(input.elements.map((e) => [e, false]))]]),
       },
     },
   ]);
@@ -87,5 +99,5 @@ export async function deviceResponse(input: {
   return Buffer.from(signed.encode()).toString("base64url");
 }
 
-/** The `vp_token` of OpenID4VP 1.0 answering the DCQL credential id `age_mdoc`. */
-export const mdocVpToken = (response: string) => JSON.stringify({ age_mdoc: [response] });
+/** The `vp_token` of OpenID4VP 1.0 answering the DCQL credential id `age_mdoc` (the mDL's), or `id`. */
+export const mdocVpToken = (response: string, id = "age_mdoc") => JSON.stringify({ [id]: [response] });

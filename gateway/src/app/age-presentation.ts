@@ -93,3 +93,85 @@ export const flowPresentationStateRoute = defineRoute({
     });
   },
 });
+
+/** The DC API protocol of a signed OpenID4VP 1.0 request in JWS compact serialization (Appendix A.1). */
+const dcApiProtocol = "openid4vp-v1-signed";
+
+const dcApiInput = {
+  request_id: requestIdField,
+  t: flowSecretField,
+  presentation_id: { type: "string", pattern: "^apr_[0-9a-f]{32}$" },
+} as const;
+
+/**
+ * The flow secret opens the request (checked by gate), and the presentation must be that request's
+ * (account answers not found otherwise), before anything of the presentation is read or answered.
+ */
+async function requirePresentationOfFlow(
+  services: GatewayServices,
+  input: { request_id: string; t: string; presentation_id: string },
+) {
+  await services.gate.getRequestState({ requestId: input.request_id, access: { flowSecret: input.t, svcUserId: "" } });
+  return services.account.getAgePresentation({ presentationId: input.presentation_id, requestId: input.request_id });
+}
+
+/**
+ * `POST /flow/requests/presentation/dc-api-request`: the same-device wallet through the Digital
+ * Credentials API. The page passes `{protocol, data: {request}}` to `navigator.credentials.get({digital})`;
+ * the wallet answers to the page, bound to this origin.
+ */
+export const flowDcApiRequestRoute = defineRoute({
+  operationId: "flowPresentationDcApiRequest",
+  method: "POST",
+  path: "/flow/requests/presentation/dc-api-request",
+  summary:
+    "The presentation step's signed request for the Digital Credentials API (OpenID4VP 1.0 Appendix A: response_mode dc_api, expected_origins this origin).",
+  auth: { accepts: [] },
+  idempotencyScope: "t",
+  input: { type: "object", properties: dcApiInput, required: ["request_id", "t", "presentation_id"] },
+  envelope: "nested",
+  async handle(input, { services }) {
+    await requirePresentationOfFlow(services, input);
+    const { requestObject } = await services.account.getAgePresentationRequestObject({
+      presentationId: input.presentation_id,
+      dcApiOrigin: services.publicOrigin,
+    });
+    return ok({ protocol: dcApiProtocol, data: { request: requestObject } });
+  },
+});
+
+/**
+ * `POST /flow/requests/presentation/dc-api-response`: the page sends on what the wallet answered
+ * through the DC API (the `DigitalCredential`'s `data`). Verified against this origin; a refusal is an
+ * answer with its reason, stores nothing, and leaves the step pending.
+ */
+export const flowDcApiResponseRoute = defineRoute({
+  operationId: "flowPresentationDcApiResponse",
+  method: "POST",
+  path: "/flow/requests/presentation/dc-api-response",
+  summary:
+    "Send the wallet's Digital Credentials API answer (its data: {vp_token}) for verification: accepted, or refused with the reason.",
+  auth: { accepts: [] },
+  idempotencyScope: "t",
+  input: {
+    type: "object",
+    properties: { ...dcApiInput, data: { type: "object", additionalProperties: true } },
+    required: ["request_id", "t", "presentation_id", "data"],
+  },
+  envelope: "nested",
+  async handle(input, { services }) {
+    await requirePresentationOfFlow(services, input);
+    const data = input.data as { vp_token?: unknown; error?: unknown };
+    if (data.vp_token === undefined)
+      return ok({
+        accepted: false,
+        reason: typeof data.error === "string" ? "wallet_error" : "malformed_presentation",
+      });
+    const outcome = await services.account.submitAgePresentation({
+      presentationId: input.presentation_id,
+      vpToken: JSON.stringify(data.vp_token),
+      dcApiOrigin: services.publicOrigin,
+    });
+    return ok(outcome.accepted ? { accepted: true } : { accepted: false, reason: outcome.reason });
+  },
+});

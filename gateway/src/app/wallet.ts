@@ -40,10 +40,16 @@ export function walletRoutes(account: Client<typeof AccountService>, publicOrigi
     {
       path: presentationPath("requests", "/qr\\.svg"),
       method: "GET",
-      serve: ({ url }) => {
-        const requestUri = `${publicOrigin}/wallet/requests/${presentationId(url)}`;
-        const link = `openid4vp://?${new URLSearchParams({ client_id: publicOrigin, request_uri: requestUri })}`;
-        return { status: 200, headers: { "content-type": "image/svg+xml", ...noStore }, body: qrCodeSvg(link) };
+      // The link repeats the request object's client_id (x509_hash), which only the account service knows.
+      serve: async ({ url }) => {
+        try {
+          const { clientId } = await account.getAgePresentationRequestObject({ presentationId: presentationId(url) });
+          const requestUri = `${publicOrigin}/wallet/requests/${presentationId(url)}`;
+          const link = `openid4vp://?${new URLSearchParams({ client_id: clientId, request_uri: requestUri })}`;
+          return { status: 200, headers: { "content-type": "image/svg+xml", ...noStore }, body: qrCodeSvg(link) };
+        } catch (error) {
+          return serviceRefusal(error);
+        }
       },
     },
     {

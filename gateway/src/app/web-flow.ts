@@ -181,19 +181,27 @@ const pageScript = `"use strict";
     waiting = setTimeout(() => poll(step), delay);
   }
 
-  // Best effort: the same-device wallet through the Digital Credentials API, answered like a direct_post.
+  // The same-device wallet through the Digital Credentials API (OpenID4VP 1.0 Appendix A): a signed
+  // request for this origin; the wallet answers to this page, which sends the answer to the verifier.
   async function sameDevice(step) {
-    const requestObject = await (await fetch(step.request_uri)).text();
-    const claims = JSON.parse(atob(requestObject.split(".")[1].replace(/-/g, "+").replace(/_/g, "/")));
-    const credential = await navigator.credentials.get({
-      digital: { requests: [{ protocol: "openid4vp-v1-signed", data: { request: requestObject } }] },
+    const asked = await call("requests/presentation/dc-api-request", { presentation_id: step.presentation_id });
+    const credential = await navigator.credentials.get({ digital: { requests: [{ protocol: asked.protocol, data: asked.data }] } });
+    say("Checking your wallet's answer…");
+    const outcome = await call("requests/presentation/dc-api-response", {
+      presentation_id: step.presentation_id,
+      data: (credential && credential.data) || {},
     });
-    const vpToken = credential.data && credential.data.vp_token;
-    await fetch(claims.response_uri, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({ vp_token: typeof vpToken === "string" ? vpToken : JSON.stringify(vpToken), state: claims.state }),
-    });
+    if (outcome.accepted) {
+      clearTimeout(waiting);
+      $("wallet").hidden = true;
+      say("Your age is shown. Now confirm with a passkey.");
+      await open();
+      return;
+    }
+    $("refusal").textContent = refusalText(outcome.reason);
+    $("refusal").hidden = false;
+    dismissed = outcome.reason;
+    say("");
   }
 
   async function confirm() {

@@ -116,6 +116,8 @@ export function boundedEcho(value: unknown, depth = 0): unknown {
 /**
  * Connect codes of a business service's refusal, as the status a partner reads. Unavailable and
  * DeadlineExceeded are 502 ("retry with backoff"): the gateway worked, a service behind it did not answer.
+ * So is Aborted, which no service refuses with: Connect gives it to a call whose connection was reset,
+ * as when the service died in the middle of it (a conflict code would tell the partner not to retry).
  */
 const statusByConnectCode: Partial<Record<Code, ErrorStatus>> = {
   [Code.InvalidArgument]: 400,
@@ -124,9 +126,9 @@ const statusByConnectCode: Partial<Record<Code, ErrorStatus>> = {
   [Code.PermissionDenied]: 403,
   [Code.NotFound]: 404,
   [Code.AlreadyExists]: 409,
-  [Code.Aborted]: 409,
   [Code.FailedPrecondition]: 409,
   [Code.ResourceExhausted]: 429,
+  [Code.Aborted]: 502,
   [Code.Unavailable]: 502,
   [Code.DeadlineExceeded]: 502,
 };

@@ -1,6 +1,11 @@
 import type { Client } from "@connectrpc/connect";
 import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
-import { flowPresentationStateRoute, proveAgeRoute } from "../app/age-presentation.ts";
+import {
+  flowDcApiRequestRoute,
+  flowDcApiResponseRoute,
+  flowPresentationStateRoute,
+  proveAgeRoute,
+} from "../app/age-presentation.ts";
 import { agentBindingRoutes } from "../app/agent-bindings.ts";
 import { agentCardRoutes } from "../app/agent-cards.ts";
 import { deleteAccountRoute } from "../app/delete-account.ts";
@@ -70,6 +75,8 @@ export const routes: readonly Route[] = [
   ...inboxRoutes,
   ...flowRequestRoutes,
   flowPresentationStateRoute,
+  flowDcApiRequestRoute,
+  flowDcApiResponseRoute,
   flowBeginPasskeyRegistrationRoute,
   flowFinishPasskeyRegistrationRoute,
 ];

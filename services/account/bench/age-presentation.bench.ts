@@ -9,12 +9,14 @@ import { createHash, generateKeyPairSync, sign, webcrypto } from "node:crypto";
 import { ManualClock } from "@svc/platform";
 import { verifySdJwtVcPresentation } from "../src/age/wallet/sd-jwt-vc-verifier.ts";
 import { walletDependencies } from "../src/age/wallet/wallet-setup.ts";
+import { settings } from "../src/config.ts";
 
 const now = new Date("2026-11-22T10:00:00Z");
 const clientId = "https://verify.example";
 const nonce = "bench-nonce-0123456789abcdefghijklmnopqrstuv";
 const wallet = walletDependencies({
-  verifierKey: Buffer.alloc(32, 3),
+  verifierKey: settings.verifierKey.default as Buffer,
+  verifierCertificate: settings.verifierCertificate.default as Buffer,
   devWalletIssuerKey: Buffer.alloc(32, 5),
   walletIssuers: [],
   walletIacaRoots: [],
@@ -46,7 +48,7 @@ const bindingSignature = sign("sha256", Buffer.from(bindingInput), {
   dsaEncoding: "ieee-p1363",
 });
 const vpToken = JSON.stringify({ age: [`${presented}${bindingInput}.${bindingSignature.toString("base64url")}`] });
-const expected = { nonce, clientId, thresholds: [18], credentialTypes: ["urn:eudi:pid:1"], now };
+const expected = { nonce, audience: clientId, thresholds: [18], credentialTypes: ["urn:eudi:pid:1"], now };
 
 const ours = async () => {
   const verification = await verifySdJwtVcPresentation(vpToken, expected, wallet.verifier);

@@ -1,5 +1,29 @@
 import { developmentSecret, parse, type Settings } from "@svc/platform";
-import { parseIacaTrustList, parseTrustList, type TrustedIaca, type TrustedIssuer } from "./age/wallet/trust-list.ts";
+import {
+  parseCertificatePem,
+  parseIacaTrustList,
+  parseTrustList,
+  type TrustedIaca,
+  type TrustedIssuer,
+} from "./age/wallet/trust-list.ts";
+
+/**
+ * The development verifier key's own certificate, fixed so that the development client_id is the same
+ * at every start and on every replica (a new one per start would refuse answers to request objects
+ * fetched before it). Made once with `issueCertificate` (role verifier, valid 2000-2100).
+ */
+const developmentVerifierCertificate = [
+  "-----BEGIN CERTIFICATE-----",
+  "MIIBYzCCAQmgAwIBAgIBATAKBggqhkjOPQQDAjAwMQswCQYDVQQGEwJVVDEhMB8G",
+  "A1UEAwwYc3ZjIGRldmVsb3BtZW50IHZlcmlmaWVyMCAXDTAwMDEwMTAwMDAwMFoY",
+  "DzIxMDAwMTAxMDAwMDAwWjAwMQswCQYDVQQGEwJVVDEhMB8GA1UEAwwYc3ZjIGRl",
+  "dmVsb3BtZW50IHZlcmlmaWVyMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAElDfm",
+  "vrWLWt45vk+4hv2nFovzKTE8N2Pfk8seUEi10+M0FQ6rCZ7N/UAAdYaYt3m4xq62",
+  "2SD+2uhFCP97nvb4PKMSMBAwDgYDVR0PAQH/BAQDAgeAMAoGCCqGSM49BAMCA0gA",
+  "MEUCIALNB40YE1iZyor5B2TEu63EdMa/rJ8opWgG73v5eDnxAiEA1XMYwtXw5ze0",
+  "XOU0DTTOtUBwFScP7qYgcVq7qcjXvJA=",
+  "-----END CERTIFICATE-----",
+].join("\n");
 
 /** ACCOUNT_<NAME> variables beside the shared ones; the README lists them with their defaults. */
 export const settings = {
@@ -30,6 +54,13 @@ export const settings = {
     parse: parse.base64Key32,
     developmentDefault: Buffer.from("account development verifier key", "utf8"),
     description: "private P-256 scalar signing OpenID4VP request objects, base64 of 32 bytes",
+  }),
+  // A certificate is public, but production must be given its own, as it must its own key.
+  verifierCertificate: developmentSecret({
+    parse: parseCertificatePem,
+    developmentDefault: parseCertificatePem(developmentVerifierCertificate),
+    description:
+      "PEM X.509 certificate of ACCOUNT_VERIFIER_KEY's public key: the request object's x5c, whose SHA-256 is the client_id (x509_hash)",
   }),
   walletIssuers: {
     parse: parseTrustList,

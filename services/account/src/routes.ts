@@ -120,8 +120,7 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
               };
         }),
 
-      getAgePresentationRequestObject: (req) =>
-        wireErrors(async () => ({ requestObject: await presentationRequestObject(wallet(), req.presentationId) })),
+      getAgePresentationRequestObject: (req) => wireErrors(() => presentationRequestObject(wallet(), req)),
 
       submitAgePresentation: (req) =>
         wireErrors(async () => {
@@ -330,8 +329,8 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
             throw invalidArgument("holder_jwk must be a JWK as JSON");
           }
           const format = req.format === "" ? "sd-jwt-vc" : req.format;
-          if (format !== "sd-jwt-vc" && format !== "mdoc")
-            throw invalidArgument(`format must be sd-jwt-vc or mdoc: ${req.format}`);
+          if (format !== "sd-jwt-vc" && format !== "mdoc" && format !== "mdoc-av")
+            throw invalidArgument(`format must be sd-jwt-vc, mdoc or mdoc-av: ${req.format}`);
           const credential = await deps.wallet.devIssuers.issue({
             birthDate: req.birthDate,
             holderJwk,

@@ -2,7 +2,7 @@ import { ManualClock } from "@svc/platform";
 import { SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { deviceResponse, mdocVpToken, withElementValue } from "../../../test/harness/mdoc-holder.ts";
+import { deviceResponse, euAgeVerification, mdocVpToken, withElementValue } from "../../../test/harness/mdoc-holder.ts";
 import {
   credentialParts,
   disclosedName,
@@ -59,12 +59,13 @@ async function open(target: { svcUserId: string } | { requestId: string; thresho
   };
 }
 
-async function mdocCredential(holder: Holder, issuer = "development") {
+async function mdocCredential(holder: Holder, issuer = "development", revoked = false, format = "mdoc") {
   const { credential } = await account.console.issueDevAgeCredential({
     birthDate,
     holderJwk: holder.jwk,
     issuer,
-    format: "mdoc",
+    format,
+    revoked,
   });
   return credential;
 }
@@ -358,6 +359,11 @@ describe("hostile mdoc presentations", () => {
     await expectRefused(request.id, await present({ mdoc: tampered }), "tampered_disclosure");
   });
 
+  it("a revoked mdoc (its MSO's status list entry, a CWT status list)", async () => {
+    const revoked = await mdocCredential(device, "development", true);
+    await expectRefused(request.id, await present({ mdoc: revoked }), "revoked_credential");
+  });
+
   it("an mdoc whose IACA root no trust list holds", async () => {
     const untrusted = await mdocCredential(device, "untrusted");
     await expectRefused(request.id, await present({ mdoc: untrusted }), "untrusted_issuer");
@@ -429,6 +435,37 @@ describe("hostile mdoc presentations", () => {
       JSON.stringify({ age_mdoc: [await present(), "second"] }),
       "malformed_presentation",
     );
+  });
+
+  it("an EU age verification mdoc answers its own query (age_av), and only that one", async () => {
+    const av = await mdocCredential(device, "development", false, "mdoc-av");
+    const avResponse = (of: Awaited<ReturnType<typeof open>>) =>
+      deviceResponse({
+        mdoc: av,
+        elements: allAges,
+        key: device.privateKey,
+        transcript: transcript(of),
+        type: euAgeVerification,
+      });
+    // Under the mDL's id it is not the type asked for; an mDL under the age_av id neither.
+    await expectRefused(request.id, mdocVpToken(await avResponse(request)), "credential_type_not_accepted");
+    await expectRefused(
+      request.id,
+      mdocVpToken(JSON.parse(await present()).age_mdoc[0], "age_av"),
+      "credential_type_not_accepted",
+    );
+
+    const who = await sandboxHuman();
+    const own = await open({ svcUserId: who });
+    expect(await submit(own.id, mdocVpToken(await avResponse(own), "age_av"))).toMatchObject({ accepted: true });
+    const kept = await account.sql(
+      `select source, issuer, threshold, result from age_evidence where svc_user_id = $1 order by threshold`,
+      [who],
+    );
+    expect(kept).toEqual([
+      { source: "mdoc", issuer: "https://wallet-issuer.development.invalid", threshold: 21, result: "over" },
+      { source: "mdoc", issuer: "https://wallet-issuer.development.invalid", threshold: 65, result: "under" },
+    ]);
   });
 
   it("after every refusal the same request still takes the honest presentation", async () => {

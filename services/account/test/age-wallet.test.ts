@@ -1,3 +1,4 @@
+import { createHash, verify, X509Certificate } from "node:crypto";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { createLogger, ManualClock, openDatabase } from "@svc/platform";
 import { AgeVerdict, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
@@ -37,6 +38,28 @@ describe("wallet presentations", () => {
   it("start ahead of time with the EU PID thresholds", async () => {
     const started = await account.client.startAgePresentation({ svcUserId: await sandboxHuman(), clientId });
     expect(started.requestUri).toMatch(/^https:\/\/verify\.example\/wallet\/requests\/apr_/);
+  });
+
+  it("sign their request objects for the x509_hash client identifier: the x5c leaf hashes to client_id and verifies the JWS", async () => {
+    const started = await account.client.startAgePresentation({ svcUserId: await sandboxHuman(), clientId });
+    for (const dcApiOrigin of ["", clientId]) {
+      const answer = await account.client.getAgePresentationRequestObject({
+        presentationId: started.presentationId,
+        dcApiOrigin,
+      });
+      const [header = "", payload = "", signature = ""] = answer.requestObject.split(".");
+      const decoded = JSON.parse(Buffer.from(header, "base64url").toString()) as { x5c: string[]; jwk?: unknown };
+      expect(decoded).not.toHaveProperty("jwk");
+      const leaf = Buffer.from(decoded.x5c[0] ?? "", "base64");
+      const hash = createHash("sha256").update(leaf).digest("base64url");
+      expect(answer.clientId).toBe(`x509_hash:${hash}`);
+      expect(jwtPayload(answer.requestObject)).toMatchObject({ client_id: answer.clientId, iss: answer.clientId });
+      const key = new X509Certificate(leaf).publicKey;
+      const signed = Buffer.from(`${header}.${payload}`);
+      expect(verify("sha256", signed, { key, dsaEncoding: "ieee-p1363" }, Buffer.from(signature, "base64url"))).toBe(
+        true,
+      );
+    }
   });
 });
 
@@ -90,7 +113,7 @@ describe("the sweep of old presentations", () => {
           disclosures: disclosures.filter((d) => asked?.includes(disclosedName(d))),
           key: holder.privateKey,
           nonce: String(request.nonce),
-          aud: clientId,
+          aud: String(request.client_id),
           iat: Math.floor(clock.now().getTime() / 1000),
         }),
       ),

@@ -5,9 +5,10 @@ import { deviceResponse } from "../../../test/harness/mdoc-holder.ts";
 import { DevIssuers } from "../src/age/wallet/dev-issuers.ts";
 import { DevMdocIssuer } from "../src/age/wallet/dev-mdoc-issuer.ts";
 import { issueCertificate } from "../src/age/wallet/mdoc-certificates.ts";
-import { verifyMdocPresentation } from "../src/age/wallet/mdoc-verifier.ts";
+import { mdl, verifyMdocPresentation } from "../src/age/wallet/mdoc-verifier.ts";
 import { parseIacaTrustList } from "../src/age/wallet/trust-list.ts";
 import { walletDependencies } from "../src/age/wallet/wallet-setup.ts";
+import { settings } from "../src/config.ts";
 
 const now = new Date("2026-11-22T10:00:00Z");
 const transcript = {
@@ -15,7 +16,13 @@ const transcript = {
   nonce: "n-0123456789",
   responseUri: "https://verify.example/wallet/responses/apr_1",
 };
-const expected = { ...transcript, thresholds: [18], now };
+const expected = {
+  type: mdl,
+  nonce: transcript.nonce,
+  handover: { kind: "redirect" as const, clientId: transcript.clientId, responseUri: transcript.responseUri },
+  thresholds: [18],
+  now,
+};
 const device = generateKeyPairSync("ec", { namedCurve: "P-256" });
 const deviceJwk = device.publicKey.export({ format: "jwk" });
 
@@ -25,7 +32,8 @@ const present = (mdoc: string) =>
 
 const dependencies = (devWalletIssuerKey: Buffer | null, iacaRoots: string) =>
   walletDependencies({
-    verifierKey: Buffer.alloc(32, 1),
+    verifierKey: settings.verifierKey.default as Buffer,
+    verifierCertificate: settings.verifierCertificate.default as Buffer,
     devWalletIssuerKey,
     walletIssuers: [],
     walletIacaRoots: parseIacaTrustList(iacaRoots),
@@ -44,8 +52,10 @@ describe("ACCOUNT_WALLET_IACA_ROOTS", () => {
 
   it("a configured IACA root is trusted, and its issuer name is the one kept", async () => {
     const wallet = dependencies(null, configured);
-    const mdoc = await outside.issue({ birthDate: "1996-05-17", deviceJwk: deviceJwk as never, now });
-    expect(await verifyMdocPresentation(await present(mdoc), expected, wallet.iacaRoots)).toMatchObject({
+    const mdoc = await outside.issue({ birthDate: "1996-05-17", deviceJwk: deviceJwk as never, now, type: mdl });
+    expect(
+      await verifyMdocPresentation(await present(mdoc), expected, wallet.iacaRoots, wallet.verifier),
+    ).toMatchObject({
       accepted: true,
       issuer: "https://issuer.example",
       disclosed: new Map([[18, true]]),
@@ -63,16 +73,18 @@ describe("ACCOUNT_WALLET_IACA_ROOTS", () => {
       now,
     });
     const off = dependencies(null, configured);
-    expect(await verifyMdocPresentation(await present(development), expected, off.iacaRoots)).toEqual({
+    expect(await verifyMdocPresentation(await present(development), expected, off.iacaRoots, off.verifier)).toEqual({
       accepted: false,
       reason: "untrusted_issuer",
     });
     const on = dependencies(seed, configured);
     expect(on.iacaRoots).toHaveLength(2);
-    expect(await verifyMdocPresentation(await present(development), expected, on.iacaRoots)).toMatchObject({
-      accepted: true,
-      issuer: "https://wallet-issuer.development.invalid",
-    });
+    expect(await verifyMdocPresentation(await present(development), expected, on.iacaRoots, on.verifier)).toMatchObject(
+      {
+        accepted: true,
+        issuer: "https://wallet-issuer.development.invalid",
+      },
+    );
   });
 
   it("a bad list stops the service at start, naming the entry", () => {

@@ -73,6 +73,8 @@ try {
     classifier: undefined,
     bus: { subject: (type) => `events.${type}`, nc, subjectPrefix: "events" },
     outbox: { wake: () => undefined },
+    // Its people are no sandbox humans: its cards stay out of the mesh's sandbox sweep.
+    deployment: "production",
   });
   const proposal: JsonObject = {
     action: {

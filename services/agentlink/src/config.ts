@@ -38,6 +38,12 @@ export const settings = {
     "how long a card and its audit log are kept after it ended: as long as its proof can still verify",
   ),
   retentionBatch: batchSizeSetting("cards one retention statement deletes at most, with their audit rows"),
+  sandboxSweepEvery: {
+    parse: parse.duration,
+    default: 1_000,
+    description:
+      "how often queued development cards whose sandbox human's answer was lost are answered (also once at start)",
+  },
   passkeyOrigin: {
     parse: parse.url,
     default: "http://127.0.0.1:8080",

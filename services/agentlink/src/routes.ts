@@ -41,7 +41,7 @@ import type { AgentlinkSecrets } from "./config.ts";
 import { beginConfirmation } from "./confirmations/begin-confirmation.ts";
 import { type ConfirmationContext, confirm } from "./confirmations/confirm.ts";
 import { queuedCardsOf } from "./confirmations/person-cards.ts";
-import { SandboxAnswers } from "./confirmations/sandbox-answers.ts";
+import type { SandboxAnswers } from "./confirmations/sandbox-answers.ts";
 import { cancel } from "./proposals/cancel.ts";
 import { cardAudit } from "./proposals/card-audit.ts";
 import { type CardReader, noCardMessage } from "./proposals/card-reader.ts";
@@ -68,8 +68,8 @@ export interface RouteDependencies {
     "getHuman" | "beginPasskeyAssertion" | "finishPasskeyAssertion" | "sandboxAssert" | "pushToHuman"
   >;
   signing: Pick<Client<typeof SigningService>, "signProof">;
-  /** The gateway's public origin: the relying party sandbox humans answer cards with. */
-  passkeyOrigin: string;
+  /** Sandbox humans' answers: the fast path after inquire, and the sweep the background runs. */
+  sandbox: SandboxAnswers;
   logger: Logger;
   /** The trust layer's HTTP classifier, made once at start; undefined without a URL (local rules only). */
   classifier: ClassifierClient | undefined;
@@ -100,6 +100,7 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
     classifier: deps.classifier,
     bus: deps.bus,
     outbox: deps.outbox,
+    deployment: deps.deployment,
   });
 
   const confirmations = (): ConfirmationContext => ({
@@ -111,13 +112,6 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
     deployment: deps.deployment,
     bus: deps.bus,
     outbox: deps.outbox,
-  });
-  const sandbox = new SandboxAnswers({
-    context: confirmations,
-    account: deps.account,
-    passkeyOrigin: deps.passkeyOrigin,
-    logger: deps.logger,
-    deployment: deps.deployment,
   });
   /** After the commit and best effort: the person's phones are told of the new card; a failure is only logged. */
   const pushCard = (svcUserId: string) => {
@@ -184,7 +178,8 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
             proposal: req.proposal ?? {},
           });
           if (!replay) {
-            sandbox.answer(environmentName(req.caller?.environment ?? Environment.UNSPECIFIED), card);
+            // Recorded with a development card: should this answer be lost, the sandbox sweep gives it.
+            void deps.sandbox.answerSoon(environmentName(req.caller?.environment ?? Environment.UNSPECIFIED), card);
             pushCard(card.svcUserId);
           }
           return {

@@ -1,10 +1,12 @@
-import { createInternalClient, runAsMain, type StartOptions, startService } from "@svc/platform";
+import { createSecretKey } from "node:crypto";
+import { createInternalClient, runAsMain, type StartOptions, startService, startWakeableLoop } from "@svc/platform";
 import { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { Agent, AgentKey } from "./agents/agent.entity.ts";
 import { AgentNames } from "./agents/agent-naming.ts";
 import { Binding, BindSession } from "./binding/binding.entity.ts";
 import { settings } from "./config.ts";
+import { SandboxAnswers } from "./confirmations/sandbox-answers.ts";
 import { migrations } from "./migrations/index.ts";
 import { Card, CardAudit } from "./proposals/card.entity.ts";
 import { CardReader } from "./proposals/card-reader.ts";
@@ -13,6 +15,9 @@ import { expireSweep, sweepEveryMs } from "./proposals/expire-sweep.ts";
 import { pruneCards } from "./proposals/retention.ts";
 import { agentlinkRoutes, type RouteDependencies } from "./routes.ts";
 import { classifierFromEnvironment } from "./trust-layer/classifier-client.ts";
+
+/** Cards one sandbox sweep claims, and then answers side by side, at most. */
+const sandboxSweepLimit = 20;
 
 /**
  * agentlink: agents with their keys, the bindings between agents and people, the agents' proposals and
@@ -29,27 +34,48 @@ export const startAgentlink = (options: StartOptions = {}) =>
       entities: [Agent, AgentKey, BindSession, Binding, Card, CardAudit],
       migrations,
       storedDefinitions: [proposeCards],
-      build: ({ orm, statements, clock, config, bus, outbox, logger }): RouteDependencies => ({
-        orm,
-        agentNames: new AgentNames(statements),
-        cards: new CardWriter(statements),
-        cardReader: new CardReader(statements),
-        clock,
-        secrets: {
-          keyPepper: config.keyPepper,
-          opaqueIdKey: config.opaqueIdKey,
-          callbackSecretKey: config.callbackSecretKey,
-        },
-        keyOverlapMs: config.keyOverlap,
-        deployment: config.deployment,
-        account: createInternalClient(AccountService, config.accountUrl),
-        signing: createInternalClient(SigningService, config.signingUrl),
-        passkeyOrigin: config.passkeyOrigin,
-        logger,
-        classifier: classifierFromEnvironment(options.env ?? process.env),
-        bus,
-        outbox,
-      }),
+      build: ({ orm, statements, clock, config, bus, outbox, logger }): RouteDependencies => {
+        const account = createInternalClient(AccountService, config.accountUrl);
+        const signing = createInternalClient(SigningService, config.signingUrl);
+        const opaqueIdKey = createSecretKey(config.opaqueIdKey);
+        const sandbox = new SandboxAnswers({
+          context: () => ({
+            em: orm.em.fork(),
+            clock,
+            opaqueIdKey,
+            account,
+            signing,
+            deployment: config.deployment,
+            bus,
+            outbox,
+          }),
+          account,
+          passkeyOrigin: config.passkeyOrigin,
+          logger,
+          deployment: config.deployment,
+        });
+        return {
+          orm,
+          agentNames: new AgentNames(statements),
+          cards: new CardWriter(statements),
+          cardReader: new CardReader(statements),
+          clock,
+          secrets: {
+            keyPepper: config.keyPepper,
+            opaqueIdKey: config.opaqueIdKey,
+            callbackSecretKey: config.callbackSecretKey,
+          },
+          keyOverlapMs: config.keyOverlap,
+          deployment: config.deployment,
+          account,
+          signing,
+          sandbox,
+          logger,
+          classifier: classifierFromEnvironment(options.env ?? process.env),
+          bus,
+          outbox,
+        };
+      },
       routes: agentlinkRoutes,
       // The expire sweep and the retention about every 60 seconds; replicas share the work through their
       // row locks.
@@ -62,7 +88,17 @@ export const startAgentlink = (options: StartOptions = {}) =>
             logger.warn("card retention failed; will retry", { error }),
           );
         }, sweepEveryMs);
-        return async () => clearInterval(timer);
+        // At start (the answers a killed predecessor left) and then every AGENTLINK_SANDBOX_SWEEP_EVERY; a
+        // full batch is followed by the next one at once.
+        const sandboxSweep = startWakeableLoop({
+          pollMs: config.sandboxSweepEvery,
+          work: async () => (await deps.sandbox.sweep(sandboxSweepLimit)) === sandboxSweepLimit,
+          onError: (error) => logger.warn("sandbox sweep failed; will retry", { error }),
+        });
+        return async () => {
+          clearInterval(timer);
+          await sandboxSweep.stop();
+        };
       },
     },
     options,

@@ -72,6 +72,7 @@ function proposal(agent: { id: string; lookup: string }, requestId: string, stat
         createdAt: now,
         namedBy: "opaque_id",
         warnings: [],
+        sandboxAnswerAt: null,
       },
       audit: { action: "card.proposed", actor: `agent:${agent.id}`, at: now, detail: null },
       event: outboxRow(

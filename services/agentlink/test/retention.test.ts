@@ -115,7 +115,7 @@ describe("card retention", () => {
     await statements.query("analyze card");
     await statements.query("analyze card_audit");
     const rule = cardRetentionRule(clock.now(), retentionMs);
-    const plan = await planOf(statements, dueBatchStatement(rule), [...rule.params, 1000]);
+    const plan = await planOf(statements, dueBatchStatement(rule), [rule.before, 1000]);
     expect(plan, plan).not.toContain("Seq Scan");
     expect(plan, plan).toContain("card_by_resolution");
     // What the cascade runs for each deleted card.

@@ -21,6 +21,12 @@ export const settings = {
     default: 30_000,
     description: "how often pending requests past their window are expired",
   },
+  sandboxSweepEvery: {
+    parse: parse.duration,
+    default: 1_000,
+    description:
+      "how often pending requests whose sandbox human's answer was lost are answered (also once at start); development environments only",
+  },
   sessionRetention: retentionSetting(
     day,
     "how long a session (grant token) is kept after it expired; the token is refused from its expiry on",

@@ -1,4 +1,11 @@
-import { ConfigError, createInternalClient, runAsMain, type StartOptions, startService } from "@svc/platform";
+import {
+  ConfigError,
+  createInternalClient,
+  runAsMain,
+  type StartOptions,
+  startService,
+  startWakeableLoop,
+} from "@svc/platform";
 import { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { settings } from "./config.ts";
@@ -9,9 +16,13 @@ import { pruneGate } from "./requests/retention.ts";
 import { gateRoutes } from "./routes.ts";
 import { gateServices } from "./services.ts";
 
+/** Requests one sandbox sweep claims, and then answers side by side, at most. */
+const sandboxSweepLimit = 20;
+
 /**
  * gate: gates, sessions and grant tokens, verification requests and their ceremonies. Serves
- * GateService (to the gateway) and GateConsoleService (operators), and sweeps expired requests.
+ * GateService (to the gateway) and GateConsoleService (operators), sweeps expired requests, and
+ * answers for sandbox humans whose answer was lost.
  */
 export const startGate = (options: StartOptions = {}) =>
   startService(
@@ -51,7 +62,7 @@ export const startGate = (options: StartOptions = {}) =>
           console(router);
         };
       },
-      background: async ({ lifecycle }, { orm, clock, config, logger }) => {
+      background: async ({ lifecycle, sandbox }, { orm, clock, config, logger }) => {
         const retention = {
           sessionMs: config.sessionRetention,
           requestMs: config.requestRetention,
@@ -63,7 +74,17 @@ export const startGate = (options: StartOptions = {}) =>
             logger.warn("retention failed; will retry", { error }),
           );
         }, config.sweepEvery);
-        return async () => clearInterval(timer);
+        // At start (the answers a killed predecessor left) and then every GATE_SANDBOX_SWEEP_EVERY; a full
+        // batch is followed by the next one at once.
+        const sandboxSweep = startWakeableLoop({
+          pollMs: config.sandboxSweepEvery,
+          work: async () => (await sandbox.sweep(sandboxSweepLimit)) === sandboxSweepLimit,
+          onError: (error) => logger.warn("sandbox sweep failed; will retry", { error }),
+        });
+        return async () => {
+          clearInterval(timer);
+          await sandboxSweep.stop();
+        };
       },
     },
     options,

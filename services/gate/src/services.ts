@@ -27,6 +27,7 @@ export interface GateServices {
   queries: PartnerQueries;
   lifecycle: RequestLifecycle;
   ceremony: Ceremony;
+  sandbox: SandboxResponder;
   createVerificationLink(caller: PartnerCaller, input: LinkInput): Promise<CreatedLink>;
   pendingRequestsOf(svcUserId: string): Promise<PendingRequest[]>;
 }
@@ -63,6 +64,8 @@ export function gateServices(deps: GateDependencies): GateServices {
     ceremony,
     account,
     rp: { rpId: new URL(deps.passkeyOrigin).hostname, origin: deps.passkeyOrigin },
+    orm,
+    clock,
     logger,
     deployment: deps.deployment,
   });
@@ -80,6 +83,7 @@ export function gateServices(deps: GateDependencies): GateServices {
     queries: new PartnerQueries({ orm, clock, refs, bus: deps.bus }),
     lifecycle,
     ceremony,
+    sandbox,
     async createVerificationLink(caller, input) {
       // The account calls run before the transaction, so it holds no lock while another service answers.
       // An svc_user_id nobody holds is a request pushed to no device: answering otherwise would tell a
@@ -103,7 +107,7 @@ export function gateServices(deps: GateDependencies): GateServices {
         },
         caller,
         input,
-        { devices },
+        { devices, sandbox: behavior },
       );
       // The ambiguous outcome the Idempotency-Key exists for: committed, never answered (a real kill -9).
       if (deps.crashAfterCreate) process.kill(process.pid, "SIGKILL");
@@ -114,8 +118,9 @@ export function gateServices(deps: GateDependencies): GateServices {
       }
       if (link.status === "pending" && input.parentRequestId !== "")
         await publishSupersededParent(deps.bus, db, input.parentRequestId);
+      // Recorded with the request: should this answer be lost, the sandbox sweep gives it.
       if (link.status === "pending" && behavior !== undefined)
-        sandbox.answer(link.requestId, input.svcUserId, behavior);
+        void sandbox.answerSoon(link.requestId, input.svcUserId, behavior);
       return link;
     },
     pendingRequestsOf: (svcUserId) => pendingRequestsOf(orm, clock, svcUserId),

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import {
   createLogger,
@@ -10,11 +11,12 @@ import {
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../../test/harness/index.ts";
+import { sandboxFastPathMs } from "../src/ceremony/sandbox.ts";
 import { GateFactsLookup } from "../src/gates/gate-facts.ts";
 import { GateStore } from "../src/gates/gate-store.ts";
 import { migrations } from "../src/migrations/index.ts";
 import { partnerRefs } from "../src/partner-refs.ts";
-import { createLink, type LinkInput } from "../src/requests/create-link.ts";
+import { createLink, type HumanFacts, type LinkInput } from "../src/requests/create-link.ts";
 import { IdempotentCreates } from "../src/requests/idempotent-creates.ts";
 import { createVerificationRequests, type NewRequest, RequestWriter } from "../src/requests/request-writer.ts";
 import { SessionFactsLookup } from "../src/sessions/session-facts.ts";
@@ -58,7 +60,7 @@ const replica = () => {
   return {
     sessions: new SessionStore({ db: statements, clock, refs, facts: sessionFacts }),
     writer,
-    link: (sessionId: string, linkInput: LinkInput) =>
+    link: (sessionId: string, linkInput: LinkInput, human: HumanFacts = { devices: 0 }) =>
       createLink(
         {
           writer,
@@ -71,7 +73,7 @@ const replica = () => {
         },
         { ...keyCaller, credentialId: sessionId, kind: "grant_token" },
         linkInput,
-        { devices: 0 },
+        human,
       ),
   };
 };
@@ -145,6 +147,31 @@ describe("create-verification-link with an idempotency token (the gateway's scop
     );
     expect(rows[0]).toEqual({ idempotency_token_hash: null, flow_secret_sealed: null });
     await expect(node.sessions.authenticate(session.token, "token-a")).rejects.toThrow(/already used/);
+  });
+});
+
+describe("create-verification-link for a sandbox human", () => {
+  it("records with the request how the sandbox human answers and when the sandbox sweep may answer; anyone else's records neither", async () => {
+    const node = replica();
+    const link = async (human: HumanFacts) => {
+      const session = await node.sessions.create(keyCaller, {
+        partnerUserId: "",
+        metadata: undefined,
+        allowedGates: [],
+      });
+      const { id } = await node.sessions.authenticate(session.token);
+      const created = await node.link(id, input("checkout", { svcUserId: randomUUID() }), human);
+      const { rows } = await statements.query(
+        `select sandbox_behavior, sandbox_answer_at from requests where id = $1`,
+        [created.requestId],
+      );
+      return rows[0];
+    };
+    expect(await link({ devices: 0, sandbox: "decline" })).toEqual({
+      sandbox_behavior: "decline",
+      sandbox_answer_at: new Date(clock.now().getTime() + sandboxFastPathMs),
+    });
+    expect(await link({ devices: 0 })).toEqual({ sandbox_behavior: null, sandbox_answer_at: null });
   });
 });
 

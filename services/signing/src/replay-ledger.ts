@@ -23,8 +23,8 @@ export interface ReplayLedger {
 /** The ledger rows whose tokens expired before `expiredBefore`, found on `token_check_expires_at`. */
 export const ledgerPruneRule = (expiredBefore: Date): RetentionRule => ({
   table: "token_check",
-  due: "expires_at < ?",
-  params: [expiredBefore],
+  column: "expires_at",
+  before: expiredBefore,
 });
 
 /**

@@ -1,5 +1,5 @@
 import type { Client } from "@connectrpc/connect";
-import type { EnvironmentName, Logger } from "@svc/platform";
+import { type EnvironmentName, type Logger, withBackoff } from "@svc/platform";
 import { type AccountService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import type { Card } from "../proposals/card.entity.ts";
@@ -7,66 +7,171 @@ import { beginConfirmation } from "./begin-confirmation.ts";
 import { type ConfirmationContext, confirm } from "./confirm.ts";
 
 /**
+ * The process that created a card answers for a sandbox human at once, retrying for about this long;
+ * from then on the sandbox sweep may answer instead (the card's `sandbox_answer_at`).
+ */
+export const sandboxFastPathMs = 5_000;
+/** The fast path's waits after a failure: with their jitter (up to 1.5×) about 4.5 s, inside `sandboxFastPathMs`. */
+const fastPathRetriesMs = [200, 400, 800, 1600] as const;
+/**
+ * A sweep's claim on a card: no other sweep answers it for this long. An answer that failed, or a
+ * sweeper that died midway, is answered again by the first sweep after the claim ran out.
+ */
+export const sandboxClaimMs = 10_000;
+
+/**
+ * When the sandbox sweep may answer a new card, recorded with it: every card of the development
+ * environment of a development deployment (its person may be a sandbox human, which only the account
+ * service knows); null for every other card.
+ */
+export const sandboxAnswerAt = (
+  deployment: "development" | "production",
+  environment: EnvironmentName,
+  now: Date,
+): Date | null =>
+  deployment !== "production" && environment === "development" ? new Date(now.getTime() + sandboxFastPathMs) : null;
+
+type SandboxAccount = Pick<Client<typeof AccountService>, "getHuman" | "beginPasskeyAssertion" | "sandboxAssert">;
+
+/**
  * Sandbox humans (development only) answer a card by their fixed behaviour, through the path a person's
  * phone takes: confirm-challenge, their software passkey's assertion over it, confirm. `confirm` approves,
  * `decline` denies, `silent` never answers. Production never honours them.
+ *
+ * Their answer is as reliable as a person's: a development card records, in the statement that creates
+ * it, from when the sandbox sweep may answer it (`sandbox_answer_at`). The creating process answers at
+ * once (`answerSoon`, retried with bounded backoff); when that is lost (the process killed, PostgreSQL,
+ * NATS or another service away for longer than the retries), the sandbox sweep of any replica answers
+ * every queued card whose time has come, at start and then periodically. Answering is idempotent: each
+ * attempt starts from the card's state, a card no longer queued is left alone, and a card whose person
+ * turns out to be no sandbox human who answers leaves the sweep for good.
  */
 export class SandboxAnswers {
   readonly #context: () => ConfirmationContext;
-  readonly #account: Pick<Client<typeof AccountService>, "getHuman" | "beginPasskeyAssertion" | "sandboxAssert">;
+  readonly #account: SandboxAccount;
   readonly #origin: string;
   readonly #logger: Logger;
   readonly #honoured: boolean;
+  readonly #retriesMs: readonly number[];
 
   constructor(options: {
     context: () => ConfirmationContext;
-    account: Pick<Client<typeof AccountService>, "getHuman" | "beginPasskeyAssertion" | "sandboxAssert">;
+    account: SandboxAccount;
     /** The gateway's public origin: the relying party of the sandbox passkey's assertion. */
     passkeyOrigin: string;
     logger: Logger;
     deployment: "development" | "production";
+    /** The fast path's waits after a failure (tests shorten them). */
+    retriesMs?: readonly number[];
   }) {
     this.#context = options.context;
     this.#account = options.account;
     this.#origin = options.passkeyOrigin;
     this.#logger = options.logger;
     this.#honoured = options.deployment !== "production";
+    this.#retriesMs = options.retriesMs ?? fastPathRetriesMs;
   }
 
-  /** Answers in the background, after the card was committed and returned to the agent. */
-  answer(environment: EnvironmentName | undefined, card: Pick<Card, "id" | "svcUserId">): void {
+  /**
+   * The fast path: answers in the background, after the card was committed and returned to the agent.
+   * Settles (never rejects) once answered or given up; callers need not wait for it.
+   */
+  async answerSoon(environment: EnvironmentName | undefined, card: Pick<Card, "id" | "svcUserId">): Promise<void> {
     if (!this.#honoured || environment !== "development") return;
-    const run = async () => {
-      const human = await this.#account.getHuman({ svcUserId: card.svcUserId });
-      if (human.sandboxEnvironment !== Environment.DEVELOPMENT) return;
-      const verdict =
-        human.sandboxBehavior === SandboxBehavior.CONFIRM
+    await new Promise((resolve) => setImmediate(resolve));
+    try {
+      await withBackoff(() => this.answer(card.id, card.svcUserId), {
+        delaysMs: this.#retriesMs,
+        onRetry: (error, delayMs) =>
+          this.#logger.info("sandbox human could not answer a card yet; retrying", { cardId: card.id, delayMs, error }),
+      });
+    } catch (error) {
+      this.#logger.warn("sandbox human could not answer a card; the sandbox sweep will", { cardId: card.id, error });
+    }
+  }
+
+  /**
+   * One answer for the card's person, when they are a sandbox human who answers and the card is still
+   * queued. An attempt that fails because another answer resolved the card meanwhile (the fast path and a
+   * sweep both at it, the loser's confirm refused as the card is no longer queued) has nothing left to do:
+   * only a failure that leaves the card queued is one.
+   */
+  async answer(cardId: string, svcUserId: string): Promise<void> {
+    try {
+      await this.#answerOnce(cardId, svcUserId);
+    } catch (error) {
+      const [row] = await this.#context().em.execute<{ queued: boolean }[]>(
+        `select status = 'queued' as queued from card where id = ?`,
+        [cardId],
+      );
+      if (row?.queued) throw error;
+    }
+  }
+
+  async #answerOnce(cardId: string, svcUserId: string): Promise<void> {
+    const context = this.#context();
+    const queued = await context.em.execute<{ id: string }[]>(
+      `select id from card where id = ? and status = 'queued' and ttl_at > ?`,
+      [cardId, context.clock.now()],
+    );
+    if (queued.length === 0) return;
+    const human = await this.#account.getHuman({ svcUserId });
+    const verdict =
+      human.sandboxEnvironment !== Environment.DEVELOPMENT
+        ? undefined
+        : human.sandboxBehavior === SandboxBehavior.CONFIRM
           ? "approve"
           : human.sandboxBehavior === SandboxBehavior.DECLINE
             ? "denied"
             : undefined;
-      if (verdict === undefined) return;
-      const decisions = [{ cardId: card.id, verdict }];
-      const context = this.#context();
-      const begun = await beginConfirmation(
-        { ...context, account: this.#account },
-        { svcUserId: card.svcUserId, decisions, rpId: new URL(this.#origin).hostname, origin: this.#origin },
-      );
-      const asserted = await this.#account.sandboxAssert({
-        svcUserId: card.svcUserId,
-        optionsJson: begun.optionsJson,
-        origin: this.#origin,
-      });
-      await confirm(context, {
-        svcUserId: card.svcUserId,
-        decisions,
-        assertion: { challengeId: begun.challengeId, responseJson: asserted.responseJson },
-      });
-    };
-    setImmediate(() => {
-      run().catch((error: unknown) =>
-        this.#logger.warn("sandbox human could not answer a card", { cardId: card.id, error }),
-      );
+    if (verdict === undefined) {
+      // A person, or a silent sandbox human: nobody answers for them, and the sweep need not ask again.
+      await context.em.execute(`update card set sandbox_answer_at = null where id = ?`, [cardId]);
+      return;
+    }
+    const decisions = [{ cardId, verdict }];
+    const begun = await beginConfirmation(
+      { ...context, account: this.#account },
+      { svcUserId, decisions, rpId: new URL(this.#origin).hostname, origin: this.#origin },
+    );
+    const asserted = await this.#account.sandboxAssert({
+      svcUserId,
+      optionsJson: begun.optionsJson,
+      origin: this.#origin,
     });
+    await confirm(context, {
+      svcUserId,
+      decisions,
+      assertion: { challengeId: begun.challengeId, responseJson: asserted.responseJson },
+    });
+  }
+
+  /**
+   * The sandbox sweep: claims at most `limit` queued cards before their `ttl_at` whose sandbox answer is
+   * due (`card_sandbox_due`), taken `for update skip locked` and moved `sandboxClaimMs` on in one
+   * statement, so replicas sweeping at once never claim the same card; then answers them. Answers how
+   * many it claimed. A card past its `ttl_at` is the expire sweep's.
+   */
+  async sweep(limit: number): Promise<number> {
+    if (!this.#honoured) return 0;
+    const { em, clock } = this.#context();
+    const now = clock.now();
+    const claimed = await em.execute<{ id: string; svc_user_id: string }[]>(
+      `with due as (
+         select id from card where status = 'queued' and sandbox_answer_at <= ? and ttl_at > ?
+           order by sandbox_answer_at limit ? for update skip locked)
+       update card c set sandbox_answer_at = ? from due where c.id = due.id
+       returning c.id, c.svc_user_id`,
+      [now, now, limit, new Date(now.getTime() + sandboxClaimMs)],
+    );
+    const answered = await Promise.allSettled(claimed.map((row) => this.answer(row.id, row.svc_user_id)));
+    answered.forEach((outcome, i) => {
+      if (outcome.status === "rejected")
+        this.#logger.warn("the sandbox sweep could not answer a card; its next claim will retry", {
+          cardId: claimed[i]?.id,
+          error: outcome.reason,
+        });
+    });
+    return claimed.length;
   }
 }

@@ -4,6 +4,15 @@ import { createCards } from "./0003-cards.ts";
 import { addResolutions } from "./0004-resolutions.ts";
 import { addBindingNotices } from "./0005-binding-notices.ts";
 import { cardRetention } from "./0006-card-retention.ts";
+import { sandboxAnswers } from "./0007-sandbox-answers.ts";
 
 /** Applied in order at start; a migration, once released, is never edited (add a new one). */
-export const migrations = [createAgents, createBindings, createCards, addResolutions, addBindingNotices, cardRetention];
+export const migrations = [
+  createAgents,
+  createBindings,
+  createCards,
+  addResolutions,
+  addBindingNotices,
+  cardRetention,
+  sandboxAnswers,
+];

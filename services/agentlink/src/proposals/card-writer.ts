@@ -133,6 +133,7 @@ function asItem(proposal: Proposal, ordinal: number) {
       created_at: newCard.card.createdAt,
       named_by: newCard.card.namedBy,
       warnings: newCard.card.warnings,
+      sandbox_answer_at: newCard.card.sandboxAnswerAt ?? null,
       audit_action: newCard.audit.action,
       audit_actor: newCard.audit.actor,
       audit_at: newCard.audit.at,

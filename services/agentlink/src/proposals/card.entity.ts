@@ -42,6 +42,11 @@ export const Card = defineEntity({
     resolutionId: p.uuid().nullable(),
     /** The Proof of Resolution, for approved and denied cards only. */
     resolutionJwt: p.text().nullable(),
+    /**
+     * A card of the development environment: from when the sandbox sweep may answer it, should its person
+     * be a sandbox human who answers (`confirmations/sandbox-answers.ts`); null for every other card.
+     */
+    sandboxAnswerAt: p.datetime().nullable(),
   },
 });
 export type Card = InferEntity<typeof Card>;

@@ -13,6 +13,7 @@ import {
 import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import type { AgentNames } from "../agents/agent-naming.ts";
 import { opaqueIdLookup } from "../binding/opaque-id.ts";
+import { sandboxAnswerAt } from "../confirmations/sandbox-answers.ts";
 import { AgentlinkRefusal, refuse } from "../refusal.ts";
 import type { ClassifierClient } from "../trust-layer/classifier-client.ts";
 import { trustLayerError } from "../trust-layer/data-error.ts";
@@ -33,6 +34,8 @@ export interface ProposalContext {
   classifier: ClassifierClient | undefined;
   bus: Pick<EventBus, "subject" | "nc" | "subjectPrefix">;
   outbox: Pick<OutboxRelay, "wake">;
+  /** A development deployment honours sandbox humans: its development cards record when the sandbox sweep may answer them. */
+  deployment: "development" | "production";
 }
 
 export interface InquireInput {
@@ -117,6 +120,7 @@ export async function inquire(
       createdAt: now,
       namedBy: person.value.namedBy satisfies PersonIdentifier,
       warnings: accepted.warnings as unknown as JsonObject[],
+      sandboxAnswerAt: sandboxAnswerAt(ctx.deployment, agent.environment, now),
     };
     newCard = {
       card,

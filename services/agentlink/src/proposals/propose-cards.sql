@@ -24,7 +24,7 @@ begin
       ordinal integer, agent_id uuid, request_id uuid, opaque_id_lookup text, given_svc_user_id uuid, category text,
       -- The new card, or nulls when inquire has already refused the call.
       id uuid, summary_title text, card_category text, canonical_card text, card_digest text, status text,
-      ttl_at timestamptz, created_at timestamptz, named_by text, warnings jsonb,
+      ttl_at timestamptz, created_at timestamptz, named_by text, warnings jsonb, sandbox_answer_at timestamptz,
       audit_action text, audit_actor text, audit_at timestamptz, audit_detail jsonb,
       event_subject text, event_message_id text, event_payload bytea, event_created_at timestamptz)
   ),
@@ -42,9 +42,9 @@ begin
   ),
   inserted as (
     insert into card as c (id, agent_id, request_id, svc_user_id, summary_title, category, canonical_card, card_digest,
-      status, ttl_at, created_at, named_by, warnings)
+      status, ttl_at, created_at, named_by, warnings, sandbox_answer_at)
     select f.id, f.agent_id, f.request_id, f.person, f.summary_title, f.card_category, f.canonical_card, f.card_digest,
-      f.status, f.ttl_at, f.created_at, f.named_by, f.warnings
+      f.status, f.ttl_at, f.created_at, f.named_by, f.warnings, f.sandbox_answer_at
     from facts f
     where f.id is not null and f.agent_active and f.category_allowed and f.person is not null
     order by f.ordinal

@@ -14,8 +14,8 @@ import { type Clock, deleteDue, type RetentionRule } from "@svc/platform";
  */
 export const cardRetentionRule = (now: Date, retentionMs: number): RetentionRule => ({
   table: "card",
-  due: "resolved_at < ?",
-  params: [new Date(now.getTime() - retentionMs)],
+  column: "resolved_at",
+  before: new Date(now.getTime() - retentionMs),
 });
 
 export function pruneCards(orm: MikroORM, clock: Clock, retentionMs: number, batchSize: number): Promise<number> {

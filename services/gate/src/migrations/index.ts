@@ -5,6 +5,7 @@ import { ConfirmationHold } from "./0004-confirmation-hold.ts";
 import { PendingRequestsByPerson } from "./0005-pending-requests-by-person.ts";
 import { IdempotentCreates } from "./0006-idempotent-creates.ts";
 import { RequestRetention } from "./0007-request-retention.ts";
+import { SandboxAnswers } from "./0008-sandbox-answers.ts";
 
 /** Applied in order at start; a released migration is never edited (add a new one). */
 export const migrations = [
@@ -15,4 +16,5 @@ export const migrations = [
   { name: "0005_pending_requests_by_person", class: PendingRequestsByPerson },
   { name: "0006_idempotent_creates", class: IdempotentCreates },
   { name: "0007_request_retention", class: RequestRetention },
+  { name: "0008_sandbox_answers", class: SandboxAnswers },
 ];

@@ -1,6 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { Clock } from "@svc/platform";
 import type { PartnerCaller } from "../caller.ts";
+import { type SandboxVerdict, sandboxFastPathMs } from "../ceremony/sandbox.ts";
 import { eventMetadata } from "../events/gate-events.ts";
 import type { GateFacts, GateFactsLookup } from "../gates/gate-facts.ts";
 import type { PartnerRefs } from "../partner-refs.ts";
@@ -31,6 +32,8 @@ export interface LinkInput {
 /** What the person's side learned about `svc_user_id` before the transaction (account calls stay outside it). */
 export interface HumanFacts {
   devices: number;
+  /** How the human answers when they are a sandbox human who answers (development only); absent otherwise. */
+  sandbox?: SandboxVerdict | undefined;
 }
 
 export interface CreatedLink {
@@ -142,6 +145,9 @@ export async function createLink(
     passExpiresAt: new Date(now.getTime() + presencePassReadableMs),
     idempotencyTokenHash: input.idempotencyToken === "" ? null : tokenHash(input.idempotencyToken),
     flowSecretSealed: input.idempotencyToken === "" ? null : sealFlowSecret(refs, requestId, flowSecret),
+    ...(human.sandbox && {
+      sandbox: { verdict: human.sandbox, answerAt: new Date(now.getTime() + sandboxFastPathMs) },
+    }),
   });
   if (outcome === "unauthenticated" || outcome === "conflict") throw refusals[outcome]();
   if (outcome === "no_active_gate" || !gate) throw refusals.no_active_gate(input.gate, session.environment);

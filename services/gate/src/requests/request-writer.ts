@@ -40,6 +40,12 @@ export interface NewRequest {
   /** SHA-256 of the gateway's scoped Idempotency-Key hash, and the flow secret sealed for a retry; null without a key. */
   idempotencyTokenHash: Buffer | null;
   flowSecretSealed: Buffer | null;
+  /**
+   * The sandbox human's answer, recorded with the request so that it survives the process: how they
+   * answer, and from when the sandbox sweep may answer for them (`src/ceremony/sandbox.ts`). Absent
+   * for everyone else.
+   */
+  sandbox?: { verdict: "confirm" | "decline"; answerAt: Date };
 }
 
 export type WriteOutcome = "pending" | "pass" | "unauthenticated" | "no_active_gate" | "gate_not_allowed" | "conflict";
@@ -151,4 +157,6 @@ const asItem = (request: NewRequest, ordinal: number) => ({
   pass_expires_at: request.passExpiresAt,
   idempotency_token_hash: bytea(request.idempotencyTokenHash),
   flow_secret_sealed: bytea(request.flowSecretSealed),
+  sandbox_behavior: request.sandbox?.verdict ?? null,
+  sandbox_answer_at: request.sandbox?.answerAt ?? null,
 });

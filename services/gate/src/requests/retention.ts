@@ -20,13 +20,13 @@ export function gateRetentionRules(now: Date, retention: GateRetention): Record<
   return {
     sessions: {
       table: "sessions",
-      due: "expires_at < ?",
-      params: [new Date(now.getTime() - retention.sessionMs)],
+      column: "expires_at",
+      before: new Date(now.getTime() - retention.sessionMs),
     },
     requests: {
       table: "requests",
-      due: "ended_at < ?",
-      params: [new Date(now.getTime() - retention.requestMs)],
+      column: "ended_at",
+      before: new Date(now.getTime() - retention.requestMs),
     },
   };
 }

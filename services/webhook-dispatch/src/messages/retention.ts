@@ -13,8 +13,8 @@ const retentionEveryMs = 10 * 60_000;
  */
 export const messageRetentionRule = (now: Date, retentionMs: number): RetentionRule => ({
   table: "messages",
-  due: "received_at < ?",
-  params: [new Date(now.getTime() - retentionMs)],
+  column: "received_at",
+  before: new Date(now.getTime() - retentionMs),
 });
 
 export function pruneMessages(orm: MikroORM, clock: Clock, retentionMs: number, batchSize: number): Promise<number> {

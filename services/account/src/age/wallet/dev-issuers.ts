@@ -7,13 +7,16 @@ import { refuse } from "../../refusal.ts";
 import { ageVerdictAt, parseCalendarDate } from "../age-evaluation.ts";
 import { DevMdocIssuer } from "./dev-mdoc-issuer.ts";
 import { type Es256KeyPair, es256, keyPairFromSeed, signEs256, signJws } from "./es256.ts";
+import { euAgeVerification, mdl } from "./mdoc-verifier.ts";
 import { euPidThresholds } from "./presentation-request.ts";
 import type { TrustedIaca, TrustedIssuer } from "./trust-list.ts";
 
 const developmentIssuerId = "https://wallet-issuer.development.invalid";
 const untrustedIssuerId = "https://untrusted-issuer.development.invalid";
-/** The development issuer's one status list: index 0 is valid, index 1 revoked. */
+/** The development issuer's status lists (JWT for SD-JWT VCs, CWT for mdocs): index 0 is valid, index 1 revoked. */
 export const developmentStatusListUri = `${developmentIssuerId}/status/1`;
+export const developmentMdocStatusListUri = `${developmentIssuerId}/status/mdoc/1`;
+const developmentStatuses = [0, 1];
 const ageCredentialType = "urn:eudi:pid:1";
 const credentialLifetimeMs = 365 * 86_400_000;
 
@@ -58,23 +61,31 @@ export class DevIssuers {
   statusList(now: Date): string {
     if (!this.#development) throw new Error("the development wallet issuer is off");
     const { header, payload } = createHeaderAndPayload(
-      new StatusList([0, 1], 1),
+      new StatusList(developmentStatuses, 1),
       { iss: developmentIssuerId, sub: developmentStatusListUri, iat: Math.floor(now.getTime() / 1000) },
       { alg: es256, typ: "statuslist+jwt" },
     );
     return signJws(header, payload, this.#development.privateKey);
   }
 
+  /** The development issuer's mdoc status list token (CWT, CBOR bytes), signed by its status list signer. */
+  mdocStatusList(now: Date): Buffer {
+    if (!this.#developmentMdoc) throw new Error("the development wallet issuer is off");
+    return this.#developmentMdoc.statusList(developmentMdocStatusListUri, developmentStatuses, now);
+  }
+
   /**
    * A credential whose only claims are the EU PID age thresholds reached on `now`, each disclosable
-   * alone: an SD-JWT VC, or an mDL (base64url CBOR) with `age_over_NN` elements. Only the SD-JWT VC has
-   * a status list entry, so only it can be issued revoked.
+   * alone: an SD-JWT VC, or an mdoc (base64url CBOR) with `age_over_NN` elements: an mDL (`mdoc`) or
+   * an EU age verification attestation (`mdoc-av`). The development
+   * issuer's credentials of both formats carry a status list entry, revoked when asked; the untrusted
+   * issuer's mdocs carry none (they are refused before any status is read).
    */
   async issue(input: {
     birthDate: string;
     holderJwk: unknown;
     issuer: "development" | "untrusted";
-    format: "sd-jwt-vc" | "mdoc";
+    format: "sd-jwt-vc" | "mdoc" | "mdoc-av";
     revoked: boolean;
     now: Date;
   }): Promise<string> {
@@ -83,12 +94,21 @@ export class DevIssuers {
     } catch (error) {
       throw refuse("invalid_argument", (error as Error).message);
     }
-    if (input.format === "mdoc") {
+    if (input.format !== "sd-jwt-vc") {
       const mdocIssuer = input.issuer === "development" ? this.#developmentMdoc : this.#untrustedMdoc;
       if (!mdocIssuer) throw refuse("failed_precondition", "the development wallet issuer is off in this deployment");
-      if (input.revoked) throw refuse("invalid_argument", "an mdoc of the development issuer has no status to revoke");
+      if (input.revoked && input.issuer !== "development")
+        throw refuse("invalid_argument", "an mdoc of the untrusted issuer has no status to revoke");
+      const status =
+        input.issuer === "development" ? { idx: input.revoked ? 1 : 0, uri: developmentMdocStatusListUri } : undefined;
       return mdocIssuer
-        .issue({ birthDate: input.birthDate, deviceJwk: input.holderJwk as JWK, now: input.now })
+        .issue({
+          birthDate: input.birthDate,
+          deviceJwk: input.holderJwk as JWK,
+          now: input.now,
+          status,
+          type: input.format === "mdoc-av" ? euAgeVerification : mdl,
+        })
         .catch(() => {
           throw refuse("invalid_argument", "holder_jwk must be a P-256 public key (JWK) for an mdoc");
         });

@@ -49,7 +49,8 @@ const extension = (extnID: string, value: unknown) =>
 
 /**
  * A DER X.509 certificate signed ECDSA P-256 with SHA-256: an IACA root (a CA that signs document
- * signers) or a document signer issued by one. Only the development and untrusted mdoc issuers make
+ * signers) or a document signer or status list signer issued by one; or the development verifier's
+ * self-signed certificate (its request objects' x5c). Only the development and untrusted mdoc issuers make
  * these; a real issuer's IACA root comes from configuration.
  */
 export function issueCertificate(input: {
@@ -58,7 +59,7 @@ export function issueCertificate(input: {
   issuer: CertificateName;
   publicKey: KeyObject;
   signingKey: KeyObject;
-  role: "iaca" | "document-signer";
+  role: "iaca" | "document-signer" | "status-list-signer" | "verifier";
   notBefore: Date;
   notAfter: Date;
 }): Buffer {
@@ -69,10 +70,12 @@ export function issueCertificate(input: {
           extension(id_ce_basicConstraints, new BasicConstraints({ cA: true, pathLenConstraint: 0 })),
           extension(id_ce_keyUsage, new KeyUsage(KeyUsageFlags.keyCertSign | KeyUsageFlags.cRLSign)),
         ]
-      : [
-          extension(id_ce_keyUsage, new KeyUsage(KeyUsageFlags.digitalSignature)),
-          extension(id_ce_extKeyUsage, new ExtendedKeyUsage([mdlDocumentSigner])),
-        ];
+      : input.role === "document-signer"
+        ? [
+            extension(id_ce_keyUsage, new KeyUsage(KeyUsageFlags.digitalSignature)),
+            extension(id_ce_extKeyUsage, new ExtendedKeyUsage([mdlDocumentSigner])),
+          ]
+        : [extension(id_ce_keyUsage, new KeyUsage(KeyUsageFlags.digitalSignature))];
   const tbsCertificate = new TBSCertificate({
     version: Version.v3,
     serialNumber: new Uint8Array([input.serial]).buffer,

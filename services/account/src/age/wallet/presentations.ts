@@ -5,8 +5,16 @@ import { requireHuman } from "../../humans/humans.ts";
 import { invalidArgument, refuse } from "../../refusal.ts";
 import { coveringVerdict, recordWalletVerdicts, requireThreshold, type WalletVerdict } from "../age-evidence.ts";
 import type { Es256KeyPair } from "./es256.ts";
-import { verifyMdocPresentation } from "./mdoc-verifier.ts";
-import { euPidThresholds, mdocQueryId, requestObject, requestUriOf, responseUriOf } from "./presentation-request.ts";
+import { type AgeDocType, verifyMdocPresentation } from "./mdoc-verifier.ts";
+import {
+  dcApiAudience,
+  dcApiRequestObject,
+  euPidThresholds,
+  mdocQueries,
+  requestObject,
+  requestUriOf,
+  responseUriOf,
+} from "./presentation-request.ts";
 import {
   type PresentationRefusal,
   type Verification,
@@ -32,6 +40,9 @@ export interface PresentationContext {
   em: EntityManager;
   clock: Clock;
   verifierKey: Es256KeyPair;
+  verifierCertificate: Buffer;
+  /** The request objects' client_id (`x509_hash:…`): the KB-JWT's `aud` and the redirect handover's client id. */
+  clientId: string;
   credentialTypes: readonly string[];
   verifier: VerifierDependencies;
   iacaRoots: readonly TrustedIaca[];
@@ -43,6 +54,7 @@ interface PresentationRow {
   request_id: string | null;
   thresholds: number[];
   nonce: string;
+  /** The verifier's origin the presentation was started for (where its URIs live), not the client_id. */
   client_id: string;
   state: "pending" | "accepted";
   source: "sd-jwt-vc" | "mdoc" | null;
@@ -119,29 +131,46 @@ export async function startPresentation(
   return started(withDates(row) as PresentationRow);
 }
 
-export async function presentationRequestObject(ctx: PresentationContext, id: string): Promise<string> {
-  const row = await load(ctx.em, id);
+/** An origin as a browser reports it: scheme, host and port only. */
+const originPattern = /^https?:\/\/[^/?#]+$/;
+
+/**
+ * The signed request object of a pending presentation: for `direct_post` (the request_uri), or, with
+ * `dcApiOrigin`, for the Digital Credentials API from a page of that origin. Both carry the one nonce
+ * of the presentation: what binds an answer to its way back is its audience (SD-JWT VC) or handover (mdoc).
+ */
+export async function presentationRequestObject(
+  ctx: PresentationContext,
+  input: { presentationId: string; dcApiOrigin: string },
+): Promise<{ requestObject: string; clientId: string }> {
+  const row = await load(ctx.em, input.presentationId);
   if (row?.state !== "pending" || row.expires_at <= ctx.clock.now())
     throw refuse("not_found", "no such pending presentation request");
-  return requestObject(
-    {
-      id: row.id,
-      clientId: row.client_id,
-      nonce: row.nonce,
-      thresholds: row.thresholds,
-      credentialTypes: ctx.credentialTypes,
-      issuedAt: ctx.clock.now(),
-      expiresAt: row.expires_at,
-    },
-    ctx.verifierKey,
-  );
+  const request = {
+    id: row.id,
+    verifierOrigin: row.client_id,
+    clientId: ctx.clientId,
+    nonce: row.nonce,
+    thresholds: row.thresholds,
+    credentialTypes: ctx.credentialTypes,
+    issuedAt: ctx.clock.now(),
+    expiresAt: row.expires_at,
+  };
+  const signer = { privateKey: ctx.verifierKey.privateKey, certificate: ctx.verifierCertificate };
+  if (input.dcApiOrigin === "") return { requestObject: requestObject(request, signer), clientId: ctx.clientId };
+  if (!originPattern.test(input.dcApiOrigin)) throw invalidArgument("dc_api_origin must be an origin");
+  return {
+    requestObject: dcApiRequestObject({ ...request, origin: input.dcApiOrigin }, signer),
+    clientId: ctx.clientId,
+  };
 }
 
 /**
- * The DeviceResponse when the `vp_token` answers the mdoc query (`{"age_mdoc": ["<base64url>"]}` and
- * nothing else); anything else goes to the SD-JWT VC verifier, which refuses what is not its own.
+ * The DeviceResponse and the document type asked for when the `vp_token` answers one mdoc query
+ * (`{"age_mdoc": ["<base64url>"]}` or `{"age_av": […]}` and nothing else); anything else goes to the
+ * SD-JWT VC verifier, which refuses what is not its own.
  */
-function mdocAnswer(vpToken: string): { mdoc?: string } {
+function mdocAnswer(vpToken: string): { mdoc?: string; type?: AgeDocType } {
   let parsed: unknown;
   try {
     parsed = JSON.parse(vpToken);
@@ -149,20 +178,27 @@ function mdocAnswer(vpToken: string): { mdoc?: string } {
     return {};
   }
   if (typeof parsed !== "object" || parsed === null || Object.keys(parsed).length !== 1) return {};
-  const answer = (parsed as Record<string, unknown>)[mdocQueryId];
-  if (answer === undefined) return {};
-  return { mdoc: Array.isArray(answer) && answer.length === 1 && typeof answer[0] === "string" ? answer[0] : "" };
+  const [id = ""] = Object.keys(parsed);
+  const query = mdocQueries.find((q) => q.id === id);
+  if (!query) return {};
+  const answer = (parsed as Record<string, unknown>)[id];
+  return {
+    mdoc: Array.isArray(answer) && answer.length === 1 && typeof answer[0] === "string" ? answer[0] : "",
+    type: query.type,
+  };
 }
 
 type SubmitRefusal = PresentationRefusal | "unknown_presentation" | "already_answered" | "presentation_expired";
 
 /**
- * The wallet's answer. A refusal stores no evidence: only its reason, on the pending presentation, for
- * the person's page. An accepted one is used up in the same statement that checks it is still pending.
+ * The wallet's answer, by `direct_post` (with `state`), or through the Digital Credentials API to a
+ * page of `dcApiOrigin` (no `state`; bound to that origin instead of the client_id and response_uri).
+ * A refusal stores no evidence: only its reason, on the pending presentation, for the person's page.
+ * An accepted one is used up in the same statement that checks it is still pending.
  */
 export async function submitPresentation(
   ctx: PresentationContext,
-  input: { presentationId: string; vpToken: string; state: string },
+  input: { presentationId: string; vpToken: string; state: string; dcApiOrigin: string },
 ): Promise<{ accepted: true } | { accepted: false; reason: SubmitRefusal }> {
   const row = await load(ctx.em, input.presentationId);
   if (!row) return { accepted: false, reason: "unknown_presentation" };
@@ -170,26 +206,31 @@ export async function submitPresentation(
   const now = ctx.clock.now();
   if (row.expires_at <= now) return { accepted: false, reason: "presentation_expired" };
   const format = mdocAnswer(input.vpToken);
+  const dcApi = input.dcApiOrigin !== "";
+  const wellFormed = dcApi ? originPattern.test(input.dcApiOrigin) : input.state === row.id;
   const verification: Verification =
-    input.state !== row.id || Buffer.byteLength(input.vpToken) > maxVpTokenBytes
+    !wellFormed || Buffer.byteLength(input.vpToken) > maxVpTokenBytes
       ? { accepted: false, reason: "malformed_presentation" }
-      : format.mdoc !== undefined
+      : format.mdoc !== undefined && format.type
         ? await verifyMdocPresentation(
             format.mdoc,
             {
+              type: format.type,
               nonce: row.nonce,
-              clientId: row.client_id,
-              responseUri: responseUriOf(row.client_id, row.id),
+              handover: dcApi
+                ? { kind: "dc_api", origin: input.dcApiOrigin }
+                : { kind: "redirect", clientId: ctx.clientId, responseUri: responseUriOf(row.client_id, row.id) },
               thresholds: row.thresholds,
               now,
             },
             ctx.iacaRoots,
+            ctx.verifier,
           )
         : await verifySdJwtVcPresentation(
             input.vpToken,
             {
               nonce: row.nonce,
-              clientId: row.client_id,
+              audience: dcApi ? dcApiAudience(input.dcApiOrigin) : ctx.clientId,
               thresholds: row.thresholds,
               credentialTypes: ctx.credentialTypes,
               now,

@@ -29,8 +29,11 @@ export type PresentationRefusal =
 
 export interface PresentationExpectations {
   nonce: string;
-  /** The verifier's client_id: the KB-JWT's `aud`. */
-  clientId: string;
+  /**
+   * The KB-JWT's `aud`: the verifier's client_id for `direct_post`, or `origin:<origin>` for a
+   * response through the Digital Credentials API (OpenID4VP 1.0 Appendix A.4, also for signed requests).
+   */
+  audience: string;
   thresholds: readonly number[];
   credentialTypes: readonly string[];
   now: Date;
@@ -38,13 +41,16 @@ export interface PresentationExpectations {
 
 export interface VerifierDependencies {
   trustedIssuer(iss: string): TrustedIssuer | undefined;
-  /** The status list token at a credential's `status.status_list.uri`. */
+  /** The status list token (JWT) at an SD-JWT VC's `status.status_list.uri`. */
   statusList(uri: string): Promise<string>;
+  /** The status list token (CWT, CBOR bytes) at an mdoc MSO's `status.status_list.uri`. */
+  cwtStatusList(uri: string): Promise<Uint8Array>;
   /**
-   * Whether a status list token is signed by `iss`: `verify` runs once for each token held and
-   * issuer, as a list answers for many credentials.
+   * Whether a status list token (a JWT, or a CWT as base64url) is signed by `signer` (an SD-JWT VC
+   * issuer, or the fingerprint of an mdoc's IACA root): `verify` runs once for each token held and
+   * signer, as a list answers for many credentials.
    */
-  statusListSignedBy(token: string, iss: string, verify: () => boolean): boolean;
+  statusListSignedBy(token: string, signer: string, verify: () => boolean): boolean;
 }
 
 export type Verification =
@@ -182,7 +188,7 @@ async function verifyOrRefuse(
   if (binding.header.alg !== es256) refuseWith("unsupported_algorithm");
   if (binding.header.typ !== "kb+jwt") refuseWith("malformed_presentation");
   if (binding.payload.nonce !== expected.nonce) refuseWith("wrong_nonce");
-  if (binding.payload.aud !== expected.clientId) refuseWith("wrong_audience");
+  if (binding.payload.aud !== expected.audience) refuseWith("wrong_audience");
   const iat = binding.payload.iat;
   if (typeof iat !== "number" || Math.abs(iat - nowSeconds) > keyBindingFreshnessSeconds)
     refuseWith("stale_key_binding");

@@ -22,6 +22,15 @@ export function parseTrustList(raw: string): TrustedIssuer[] {
   });
 }
 
+/** `ACCOUNT_VERIFIER_CERTIFICATE`: one PEM certificate (line breaks may be written `\n`), as DER. */
+export function parseCertificatePem(raw: string): Buffer {
+  try {
+    return Buffer.from(new X509Certificate(raw.replaceAll("\\n", "\n")).raw);
+  } catch {
+    throw new Error("not a PEM certificate");
+  }
+}
+
 /** An IACA root certificate this deployment trusts for mdocs, and the issuer name kept with a verdict. */
 export interface TrustedIaca {
   issuer: string;
