@@ -109,6 +109,13 @@ describe("validate", () => {
     } as const satisfies ObjectSchema;
     expect(validate(schema, { name: "😀😀" }).ok).toBe(true);
     expect(validate(schema, { name: "😀😀😀" }).ok).toBe(false);
+    const mixed = {
+      type: "object",
+      properties: { name: { type: "string", minLength: 3, maxLength: 3 } },
+    } as const satisfies ObjectSchema;
+    expect(validate(mixed, { name: "a😀b" }).ok).toBe(true);
+    expect(validate(mixed, { name: "😀😀" }).ok).toBe(false);
+    expect(validate(mixed, { name: "a😀b😀" }).ok).toBe(false);
   });
 
   describe("query parameters", () => {

@@ -1,6 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { TimestampSchema, timestampDate } from "@bufbuild/protobuf/wkt";
 import { type Client, Code, ConnectError } from "@connectrpc/connect";
+import type { AttestationLedgerCheck as LedgerCheck } from "@svc/platform";
 import {
   type RecordTokenChecksResponse,
   RecordTokenChecksResponseSchema,
@@ -8,7 +9,6 @@ import {
 } from "@svc/proto/signing/v1/signing_pb.js";
 import { describe, expect, test } from "vitest";
 import { outcomeOf } from "../src/http/pipeline.ts";
-import type { LedgerCheck } from "../src/operations/attestation-check.ts";
 import { TokenCheckBatcher } from "../src/operations/verify-token-batcher.ts";
 
 interface Sent {

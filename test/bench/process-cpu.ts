@@ -44,6 +44,17 @@ export const cpuMicros = (pids: string[]): number =>
     return fields ? sum + (Number(fields[11]) + Number(fields[12])) * 10_000 : sum;
   }, 0);
 
+/** Each process's CPU so far, in µs, to compare with a later reading ({@link cpuMicrosSince}). */
+export const cpuReading = (pids: string[]): Map<string, number> => new Map(pids.map((pid) => [pid, cpuMicros([pid])]));
+
+/**
+ * CPU used by `pids` since `before`, in µs. A process that started since (a PostgreSQL backend that a
+ * pool opened again after its idle timeout, an autovacuum worker) counts all of its CPU: leaving it out
+ * undercounts the database whenever a pool reconnects during a round.
+ */
+export const cpuMicrosSince = (before: Map<string, number>, pids: string[]): number =>
+  pids.reduce((sum, pid) => sum + cpuMicros([pid]) - (before.get(pid) ?? 0), 0);
+
 let sequence = 0;
 /** `count` fresh attestation tokens from signing, 200 at a time, each for its own request id. */
 export async function mintAttestations(signing: Client<typeof SigningService>, count: number): Promise<string[]> {

@@ -5,7 +5,7 @@ import { createInternalClient } from "@svc/platform";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import type { LoadOrder, LoadReport } from "../../gateway/bench/verify-token-load.ts";
 import { median, startBenchMesh } from "./bench-infrastructure.ts";
-import { cpuMicros, mintAttestations, postgresProcesses } from "./process-cpu.ts";
+import { cpuMicrosSince, cpuReading, mintAttestations, postgresProcesses } from "./process-cpu.ts";
 
 /**
  * The server side's CPU per POST /v1/sdk/verify-token against the CPU of one raw crypto.subtle.verify
@@ -55,14 +55,15 @@ try {
     return (used.user + used.system) / rawVerifies;
   };
 
-  /** The processes whose CPU a request costs, by part: PostgreSQL is its postmaster and every backend. */
+  /**
+   * The processes whose CPU a request costs, by part: PostgreSQL is its postmaster and every backend,
+   * listed again at the end of a round, so a backend that started during it counts too.
+   */
   const serverProcesses = (): Record<Part, string[]> => ({
     gateway: [String(mesh.pid("gateway"))],
     signing: [String(mesh.pid("signing"))],
     postgres: postgresProcesses(mesh.databaseUrl),
   });
-  const cpuOf = (processes: Record<Part, string[]>) =>
-    Object.fromEntries(parts.map((part) => [part, cpuMicros(processes[part])])) as Record<Part, number>;
 
   const load = new Worker(new URL("../../gateway/bench/verify-token-load.ts", import.meta.url));
   const ask = (order: LoadOrder) =>
@@ -81,14 +82,17 @@ try {
     });
   const round = async (durationMs: number, tokens: string[]) => {
     await ask({ kind: "load", tokens });
-    const processes = serverProcesses();
-    const before = cpuOf(processes);
+    const started = serverProcesses();
+    const before = Object.fromEntries(parts.map((part) => [part, cpuReading(started[part])])) as Record<
+      Part,
+      Map<string, number>
+    >;
     const report = await ask({ kind: "run", origin: mesh.gatewayUrl, inFlight, durationMs });
     if (report.kind !== "ran")
       throw new Error(`load generator: ${report.kind === "failed" ? report.message : report.kind}`);
-    const after = cpuOf(processes);
+    const ended = serverProcesses();
     const perRequest = Object.fromEntries(
-      parts.map((part) => [part, (after[part] - before[part]) / report.used]),
+      parts.map((part) => [part, cpuMicrosSince(before[part], ended[part]) / report.used]),
     ) as Record<Part, number>;
     return { ops: report.ops, perRequest };
   };

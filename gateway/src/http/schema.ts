@@ -160,6 +160,25 @@ export function validate<S extends Schema>(
   return errors.length > 0 ? { ok: false, errors } : { ok: true, value: out as Infer<S> };
 }
 
+/**
+ * A string's length as the schema counts it, in code points (an emoji is one character), as `[...text].length`
+ * counts, without making an array of every character of each string checked (a token is hundreds).
+ */
+function codePoints(text: string): number {
+  let count = text.length;
+  for (let i = 0; i < text.length - 1; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit >= 0xd800 && unit <= 0xdbff) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        count--;
+        i++;
+      }
+    }
+  }
+  return count;
+}
+
 function check(schema: Schema, value: unknown, path: string, errors: ValidationIssue[], fromQuery: boolean): unknown {
   const fail = (message: string): undefined => {
     errors.push({ propertyPath: path, invalidValue: value ?? null, message: `${label(path)} ${message}` });
@@ -172,7 +191,7 @@ function check(schema: Schema, value: unknown, path: string, errors: ValidationI
     case "string": {
       if (typeof value !== "string") return fail(`must be a string, not ${describeType(value)}`);
       if (!isStorableText(value)) return fail(unstorableMessage);
-      const length = [...value].length;
+      const length = codePoints(value);
       if (schema.minLength !== undefined && length < schema.minLength)
         return fail(
           schema.minLength === 1 ? "must not be empty" : `must be at least ${schema.minLength} characters long`,

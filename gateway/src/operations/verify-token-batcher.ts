@@ -1,9 +1,8 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { Client } from "@connectrpc/connect";
-import { NaturalBatcher } from "@svc/platform";
+import { type AttestationLedgerCheck, NaturalBatcher } from "@svc/platform";
 import { type SigningService, TokenCheckSchema } from "@svc/proto/signing/v1/signing_pb.js";
-import type { LedgerCheck } from "./attestation-check.ts";
 
 /** Checks per RecordTokenChecks call (signing takes up to 256): enough to spread the per-call cost thin, few enough to return soon. */
 const defaultMaxBatch = 64;
@@ -15,7 +14,7 @@ const defaultMaxBatch = 64;
  * first of its token, across every replica, so replays are detected exactly.
  */
 export class TokenCheckBatcher {
-  readonly #batcher: NaturalBatcher<LedgerCheck, boolean>;
+  readonly #batcher: NaturalBatcher<AttestationLedgerCheck, boolean>;
 
   constructor(signing: Pick<Client<typeof SigningService>, "recordTokenChecks">, options: { maxBatch?: number } = {}) {
     this.#batcher = new NaturalBatcher({
@@ -38,7 +37,7 @@ export class TokenCheckBatcher {
   }
 
   /** Whether this is the first check of its token; rejects with the RPC's error when the batch it went in failed. */
-  record(check: LedgerCheck): Promise<boolean> {
+  record(check: AttestationLedgerCheck): Promise<boolean> {
     return this.#batcher.submit(check);
   }
 }

@@ -1,9 +1,9 @@
+import { type AttestationVerification, checkAttestation } from "@svc/platform";
 import { defineRoute, ok } from "../http/route.ts";
-import { checkAttestation, type TokenVerification } from "./attestation-check.ts";
 
 /**
  * `POST /sdk/verify-token`: the gateway checks the token against the key set it keeps
- * (attestation-check.ts, verifying-keys.ts) and signing's ledger says whether the check is the first
+ * (platform's attestation-check.ts, verifying-keys.ts) and signing's ledger says whether the check is the first
  * (replays); an invalid token is a normal result. Field rules: decisions.md ("verify-token result").
  * Concurrent checks reach the ledger together, in one RecordTokenChecks call (verify-token-batcher.ts).
  */
@@ -67,7 +67,7 @@ export interface VerifyTokenResult {
   claims?: Record<string, unknown>;
 }
 
-function verifyTokenResult(result: TokenVerification): VerifyTokenResult {
+function verifyTokenResult(result: AttestationVerification): VerifyTokenResult {
   if (result.kind === "valid")
     return { valid: true, verdict: "pass", replayed: result.replayed, claims: result.claims };
   return {

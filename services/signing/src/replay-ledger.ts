@@ -1,5 +1,5 @@
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { deleteDue, type RetentionRule } from "@svc/platform";
+import { deleteDue, type Queryable, type RetentionRule } from "@svc/platform";
 
 /** Without the ledger no check can be called first, so verification fails rather than guessing. */
 export class ReplayLedgerUnavailableError extends Error {}
@@ -27,8 +27,28 @@ export const ledgerPruneRule = (expiredBefore: Date): RetentionRule => ({
   before: expiredBefore,
 });
 
+/**
+ * Records a call's checks: one prepared statement whatever the call's size (the rows come as arrays),
+ * so PostgreSQL parses and plans it once per connection. The primary key decides which of concurrent
+ * checks is first.
+ */
+const recordStatement = {
+  name: "record_token_checks",
+  text: `insert into token_check (payload_hash, checked_at, expires_at)
+           select t.hash, $2::timestamptz, t.expires_at from unnest($1::bytea[], $3::timestamptz[]) with ordinality as t(hash, expires_at, i)
+            order by t.i
+           on conflict do nothing
+           returning payload_hash`,
+};
+
+/**
+ * The ledger in signing's schema. Checks are recorded through `statements`, a plain driver pool
+ * (platform's `openStatementPool`): RecordTokenChecks is on every verify-token's path, and the ORM's
+ * per-query work (formatting each value into the text) cost more than the insert. Pruning stays on the ORM.
+ */
 export function databaseReplayLedger(
   orm: MikroORM,
+  statements: Queryable,
   pruneBatchSize: number,
 ): ReplayLedger & { prune(expiredBefore: Date): Promise<number> } {
   return {
@@ -42,13 +62,12 @@ export function databaseReplayLedger(
       // Rows go in sorted by key, so concurrent writes that share tokens wait for each other in the same
       // order and cannot deadlock.
       const rows = [...byKey].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, check]) => check);
-      // One statement, one round trip: the primary key decides which of concurrent checks is first.
       let inserted: { payload_hash: Buffer }[];
       try {
-        inserted = await orm.em.fork().execute(
-          `insert into token_check (payload_hash, checked_at, expires_at) values ${rows.map(() => "(?, ?, ?)").join(", ")} on conflict do nothing returning payload_hash`,
-          rows.flatMap((row) => [row.tokenKey, checkedAt, row.expiresAt]),
-        );
+        ({ rows: inserted } = await statements.query<{ payload_hash: Buffer }>({
+          ...recordStatement,
+          values: [rows.map((row) => row.tokenKey), checkedAt, rows.map((row) => row.expiresAt)],
+        }));
       } catch (cause) {
         throw new ReplayLedgerUnavailableError("the replay ledger could not record the checks", { cause });
       }

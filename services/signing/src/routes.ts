@@ -1,4 +1,4 @@
-import { create } from "@bufbuild/protobuf";
+import { create, type JsonObject } from "@bufbuild/protobuf";
 import { type Timestamp, timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
 import { type Clock, refusalTranslator } from "@svc/platform";
@@ -194,7 +194,8 @@ function verificationResponse(result: Verification) {
     valid: result.kind === "valid",
     reason: result.kind === "invalid" ? result.reason : "",
     replayed: result.replayed,
-    ...(result.claims !== undefined && { claims: result.claims }),
+    // Claims come from JSON.parse of the payload: a JSON object, as protobuf's Struct takes it.
+    ...(result.claims !== undefined && { claims: result.claims as JsonObject }),
     ...(result.kind === "invalid" &&
       result.expiredAt !== undefined && { expiredAt: timestampFromDate(result.expiredAt) }),
   });

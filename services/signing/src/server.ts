@@ -5,6 +5,7 @@ import {
   databaseReachable,
   type Logger,
   openDatabase,
+  openStatementPool,
   type RunningService,
   runAsMain,
   serveConnect,
@@ -45,6 +46,7 @@ export async function startSigning(
     logger,
   });
   let maintenance: ReturnType<typeof startMaintenance> | undefined;
+  let statements: ReturnType<typeof openStatementPool> | undefined;
   try {
     const addKey = (due: (newest: KeyWindow | undefined, now: Date) => boolean) =>
       addKeyWhen(orm, { clock, kek: config.kek, policy: config.rotation, due });
@@ -52,7 +54,8 @@ export async function startSigning(
     if (first) logger.info("first signing key created", { kid: first.kid });
     const ring = new KeyRing({ orm, kek: config.kek, clock, logger });
     await ring.load();
-    const ledger = databaseReplayLedger(orm, config.ledgerPruneBatch);
+    statements = openStatementPool({ url: config.databaseUrl, schema: "signing", max: 4, logger });
+    const ledger = databaseReplayLedger(orm, statements, config.ledgerPruneBatch);
 
     maintenance = startMaintenance({
       everyMs: config.refreshEvery,
@@ -101,12 +104,14 @@ export async function startSigning(
       },
       onStop: async () => {
         await maintenance?.stop();
+        await statements?.end();
         await orm.close();
       },
     });
     return { ...service, maintain: maintenance.runOnce };
   } catch (error) {
     await maintenance?.stop();
+    await statements?.end();
     await orm.close(true);
     throw error;
   }

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { deleteDueBatch, dueBatchStatement, openDatabase } from "@svc/platform";
+import { deleteDueBatch, dueBatchStatement, openDatabase, openStatementPool } from "@svc/platform";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../../test/harness/index.ts";
@@ -14,6 +14,7 @@ import { memoryLogger } from "./support.ts";
 describe("the replay ledger in PostgreSQL", () => {
   let db: TestDatabase;
   let orm: MikroORM;
+  let statements: pg.Pool;
   const checkedAt = new Date("2026-11-20T10:00:00Z");
   const check = (): LedgerCheck => ({ tokenKey: randomBytes(32), expiresAt: new Date("2026-11-20T10:02:00Z") });
 
@@ -26,14 +27,16 @@ describe("the replay ledger in PostgreSQL", () => {
       migrations,
       logger: memoryLogger(),
     });
+    statements = openStatementPool({ url: db.url, schema: "signing", max: 4, logger: memoryLogger() });
   });
   afterAll(async () => {
+    await statements?.end();
     await orm?.close();
     await db?.drop();
   });
 
   it("of copies of a token in one call only the first listed is first, and later calls see them all", async () => {
-    const ledger = databaseReplayLedger(orm, 1000);
+    const ledger = databaseReplayLedger(orm, statements, 1000);
     const [a, b, c] = [check(), check(), check()];
     expect(await ledger.recordChecks([a, b, a], checkedAt)).toEqual([true, true, false]);
     expect(await ledger.recordChecks([b, c, c, a], checkedAt)).toEqual([false, true, false, false]);
@@ -41,7 +44,7 @@ describe("the replay ledger in PostgreSQL", () => {
   });
 
   it("concurrent writes that share tokens in opposite orders never deadlock, and each token is first exactly once", async () => {
-    const ledger = databaseReplayLedger(orm, 1000);
+    const ledger = databaseReplayLedger(orm, statements, 1000);
     // Rows taken in call order would lock in opposite orders: with a few rounds, a deadlock is near certain.
     for (let round = 0; round < 5; round++) {
       const checks = Array.from({ length: 2000 }, check);
@@ -90,7 +93,7 @@ describe("the replay ledger in PostgreSQL", () => {
       await seed(pruneAt, 2);
       expect(await deleteDueBatch(orm, ledgerPruneRule(pruneAt), 3)).toBe(3);
       expect(await left(due)).toBe(4);
-      expect(await databaseReplayLedger(orm, 3).prune(pruneAt)).toBe(4);
+      expect(await databaseReplayLedger(orm, statements, 3).prune(pruneAt)).toBe(4);
       expect(await left(due)).toBe(0);
       expect(await left(pruneAt)).toBe(2);
     });

@@ -1,8 +1,8 @@
 import { type KeyObject, sign, verify, X509Certificate } from "node:crypto";
-import { inflateSync } from "node:zlib";
 import { cborDecode, cborEncode } from "@animo-id/mdoc";
 import { type BitsPerStatus, StatusList } from "@sd-jwt/jwt-status-list";
 import { isBoundedCbor } from "./cbor-guard.ts";
+import { inflateBounded } from "./status-list-bounds.ts";
 
 /**
  * The CWT form of the IETF Token Status List (draft-ietf-oauth-status-list), as the second edition of
@@ -17,8 +17,6 @@ const coseSign1Tag = 0xd2;
 const header = { alg: 1, typ: 16, x5chain: 33 } as const;
 const claim = { sub: 2, exp: 4, iat: 6, statusList: 65533, ttl: 65534 } as const;
 const coseEs256 = -7;
-/** A status list of 8 million one-bit entries inflates to 1 MiB; anything larger is refused unread. */
-const maxInflatedBytes = 1024 * 1024;
 
 export interface StatusListEntry {
   idx: number;
@@ -191,8 +189,7 @@ export function statusInCwt(
   if (bits !== 1 && bits !== 2 && bits !== 4 && bits !== 8) return invalid("bits is not 1, 2, 4 or 8");
   if (!(lst instanceof Uint8Array)) return invalid("lst is not a byte string");
   try {
-    // Bounded here first: the library's own inflate has no limit.
-    inflateSync(lst, { maxOutputLength: maxInflatedBytes });
+    inflateBounded(lst);
     return StatusList.decompressStatusList(Buffer.from(lst).toString("base64url"), bits as BitsPerStatus).getStatus(
       expected.entry.idx,
     );

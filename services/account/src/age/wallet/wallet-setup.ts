@@ -3,6 +3,7 @@ import type { Clock } from "@svc/platform";
 import { DevIssuers, developmentMdocStatusListUri, developmentStatusListUri } from "./dev-issuers.ts";
 import { type Es256KeyPair, keyPairFromSeed } from "./es256.ts";
 import type { VerifierDependencies } from "./sd-jwt-vc-verifier.ts";
+import { boundedJwtStatusList, maxStatusListBytes, readCapped } from "./status-list-bounds.ts";
 import type { TrustedIaca, TrustedIssuer } from "./trust-list.ts";
 
 export interface WalletDependencies {
@@ -18,7 +19,6 @@ export interface WalletDependencies {
 }
 
 const statusListTimeoutMs = 3000;
-const maxStatusListBytes = 256 * 1024;
 /** The two forms of a status list token: a JWT for SD-JWT VCs, a CWT for mdocs. */
 type StatusListForm = "jwt" | "cwt";
 
@@ -60,9 +60,12 @@ export function walletDependencies(config: {
       redirect: "error",
       headers: { accept: `application/statuslist+${form}` },
     });
-    const body = Buffer.from(await response.arrayBuffer());
-    if (!response.ok || body.length > maxStatusListBytes) throw new Error(`status list ${uri}: ${response.status}`);
-    return form === "jwt" ? body.toString("utf8") : body.toString("base64url");
+    if (!response.ok) {
+      await response.body?.cancel();
+      throw new Error(`status list ${uri}: ${response.status}`);
+    }
+    const body = await readCapped(response, maxStatusListBytes);
+    return form === "jwt" ? boundedJwtStatusList(body.toString("utf8")) : body.toString("base64url");
   };
   const statusList = async (uri: string, form: StatusListForm) => {
     const key = `${form} ${uri}`;
