@@ -10,7 +10,9 @@ const presentationIdField = { type: "string", pattern: "^apr_[0-9a-f]{32}$" } as
 /**
  * The presentation step of a pending Age Gate request: none when the person's evidence already covers
  * the threshold (or a presentation for the request was accepted), otherwise the OpenID4VP
- * `request_uri` a wallet answers, before the passkey confirmation.
+ * `request_uri` a wallet answers, before the passkey confirmation. `svcUserId` is whose evidence counts:
+ * the signed-in person in the app; in the web flow the person the request names (gate's answer, never
+ * passed on to the page), or none for a request that names nobody.
  */
 export async function presentationStep(services: GatewayServices, opened: OpenRequestResponse, svcUserId: string) {
   if (opened.gateType !== GateType.AGE || opened.status !== "pending") return {};

@@ -65,7 +65,7 @@ function requestRoutes(side: "app" | "flow"): Route[] {
         });
         return ok({
           ...opened(response),
-          ...(await presentationStep(services, response, access(input, caller).svcUserId)),
+          ...(await presentationStep(services, response, app ? sessionUserId(caller) : response.svcUserId)),
         });
       },
     }),

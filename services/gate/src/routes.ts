@@ -176,6 +176,7 @@ export function gateRoutes(services: GateServices): (router: ConnectRouter) => v
             expiresAt: timestampFromDate(new Date(row.expires_at)),
             ceremonyId: opened.ceremonyId,
             optionsJson: opened.optionsJson,
+            svcUserId: row.svc_user_id ?? "",
           });
         }),
 

@@ -85,7 +85,7 @@ const started = (row: PresentationRow) => ({
 
 /**
  * A presentation request: for a gate request, its threshold (unless the human's evidence already
- * answers it, or a presentation for the request was accepted; a pending one is reused); ahead of
+ * answers it, or a presentation for the request was accepted; a pending one of the same human is reused); ahead of
  * time, the EU PID thresholds for the human.
  */
 export async function startPresentation(
@@ -111,7 +111,13 @@ export async function startPresentation(
     );
     if (existing?.state === "accepted") return { covered: true };
     const reusable = withDates(existing);
-    if (reusable && reusable.thresholds[0] === input.threshold && reusable.client_id === input.clientId)
+    // Reused only for the same human (or none): the app reads a presentation as the signed-in human's.
+    if (
+      reusable &&
+      reusable.thresholds[0] === input.threshold &&
+      reusable.client_id === input.clientId &&
+      reusable.svc_user_id === svcUserId
+    )
       return started(reusable);
   }
   const [row] = await em.execute<PresentationRow[]>(
