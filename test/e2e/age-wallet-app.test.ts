@@ -6,6 +6,7 @@ import { developmentDcApiAnswer, withDigitalCredentials } from "../harness/digit
 import { launchHeadlessChromium } from "../harness/headless-browser.ts";
 import { deviceResponse, mdocVpToken } from "../harness/mdoc-holder.ts";
 import { SoftwareAuthenticator } from "../harness/software-passkey.ts";
+import { runSvcctl } from "../harness/svcctl.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 import { credentialParts, jwtPayload, newHolder, presentation, vpToken } from "../harness/wallet-holder.ts";
 import { dataError, newGate, newPartner, partnerApi, result } from "./gate-support.ts";
@@ -369,6 +370,79 @@ describe("proving one's age ahead of time from the app, with a wallet on this de
       await api.get("/verification/status", { request_id: link.request_id }, partner.devSecret),
       true,
     );
+    expect(record).toMatchObject({ status: "completed", age_verdict: "over" });
+    expect(policyViolations).toEqual([]);
+    await context.close();
+  });
+  it("the web app's request screen in Chromium: an Age Gate at 18 for a person without evidence runs the wallet step (a refusal, try again), then the passkey; over", async () => {
+    const context = await browser.newContext({ viewport: phoneViewport });
+    // The browser has the Digital Credentials API: the step offers the wallet on this device beside the QR code.
+    await withDigitalCredentials(context, async () => ({}));
+    const { page, policyViolations } = await pageWithAuthenticator(context);
+    const session = await signInAsNewPerson(page, origin);
+    const svcUserId = result(await api.get("/app/me", {}, session)).svc_user_id as string;
+    await page.getByRole("link", { name: "Passkeys" }).click();
+    await page.getByRole("button", { name: "Create a passkey" }).click();
+    await page.getByText("Passkey created.").waitFor();
+
+    const grant = result(await api.post("/sdk/create-session", {}, partner.devSecret)).anchor_grant_token;
+    const link = result(
+      await api.post("/sdk/create-verification-link", { gate: "adults", svc_user_id: svcUserId }, grant),
+    );
+    const requestId = link.request_id as string;
+    await page.goto(`${origin}/app/requests/${requestId}`);
+    await page.getByRole("heading", { name: "Confirm you are 18 or older" }).waitFor();
+    await page.getByText("First, show your age with a wallet. Then confirm with a passkey.").waitFor();
+    const qr = page.getByRole("img", { name: "QR code to scan with your wallet app" });
+    expect(String(await qr.getAttribute("src"))).toMatch(
+      new RegExp(`^${origin}/wallet/requests/apr_[0-9a-f]{32}/qr\\.svg$`),
+    );
+    await page.waitForFunction(() => (document.querySelector("img.qr") as HTMLImageElement).naturalWidth > 0);
+    await page.getByRole("status").filter({ hasText: "Waiting for your wallet" }).waitFor();
+    expect(await page.getByRole("button", { name: "Use a wallet on this device" }).isVisible()).toBe(true);
+    const confirm = page.getByRole("button", { name: "Confirm with a passkey" });
+    expect(await confirm.isVisible()).toBe(false);
+    expect(await page.getByRole("button", { name: "Decline" }).isVisible()).toBe(true);
+    await reviewScreen(page, "request-wallet");
+
+    // The development wallet on another device answers the step's request by direct_post.
+    const wallet = async (issuer: string) => {
+      const run = await runSvcctl(mesh, [
+        "wallet",
+        "present",
+        "--request",
+        requestId,
+        "--birthdate",
+        birthDates[30],
+        "--issuer",
+        issuer,
+      ]);
+      expect(run.code, run.stderr).toBe(0);
+      return JSON.parse(run.stdout);
+    };
+    expect(await wallet("untrusted")).toEqual({ accepted: false, reason: "untrusted_issuer" });
+    const alert = page.getByRole("alert");
+    await alert.filter({ hasText: "comes from an issuer this service does not trust" }).waitFor({ timeout: 15_000 });
+    expect(await alert.textContent()).toBe(
+      "Your wallet's credential comes from an issuer this service does not trust. Nothing was kept.",
+    );
+    await reviewScreen(page, "request-wallet-refused");
+    await page.getByRole("button", { name: "Try again" }).click();
+    expect(await alert.isVisible()).toBe(false);
+    // The refusal stored nothing and the request is still pending.
+    const pending = result(await api.get("/verification/status", { request_id: requestId }, partner.devSecret), true);
+    expect(pending.status).toBe("pending");
+
+    expect(await wallet("development")).toEqual({ accepted: true });
+    await page
+      .getByRole("status")
+      .filter({ hasText: "Your age is shown. Now confirm with a passkey." })
+      .waitFor({ timeout: 15_000 });
+    expect(await qr.isVisible()).toBe(false);
+    expect(await page.getByText("Confirm with a passkey on this device.").isVisible()).toBe(true);
+    await confirm.click();
+    await page.getByText("This request is completed.").waitFor({ timeout: 15_000 });
+    const record = result(await api.get("/verification/status", { request_id: requestId }, partner.devSecret), true);
     expect(record).toMatchObject({ status: "completed", age_verdict: "over" });
     expect(policyViolations).toEqual([]);
     await context.close();

@@ -68,6 +68,8 @@ const en = {
   requestConfirm: "Confirm with a passkey",
   requestDecline: "Decline",
   requestStatus: "This request is {status}.",
+  requestIntroWallet: "First, show your age with a wallet. Then confirm with a passkey.",
+  requestAgeShown: "Your age is shown. Now confirm with a passkey.",
 
   cardsTitle: "Cards from your agents",
   cardFrom: "From {agent}",
@@ -217,6 +219,8 @@ const de: Messages = {
   requestConfirm: "Mit Passkey bestätigen",
   requestDecline: "Ablehnen",
   requestStatus: "Diese Anfrage ist {status}.",
+  requestIntroWallet: "Zeigen Sie zuerst Ihr Alter mit einer Wallet. Bestätigen Sie dann mit einem Passkey.",
+  requestAgeShown: "Ihr Alter ist nachgewiesen. Bestätigen Sie jetzt mit einem Passkey.",
 
   cardsTitle: "Karten Ihrer Agenten",
   cardFrom: "Von {agent}",

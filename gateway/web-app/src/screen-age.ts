@@ -1,167 +1,36 @@
 import { api } from "./api.ts";
-import { button, el, statusLine, uniqueId } from "./dom.ts";
+import { button, el, statusLine } from "./dom.ts";
 import { guard } from "./guard.ts";
 import { t } from "./i18n.ts";
-import type { MessageKey } from "./messages.ts";
 import type { Screen } from "./screen.ts";
-
-/** `POST /app/age/prove`: a presentation of the EU PID thresholds, for a wallet to answer. */
-interface Step {
-  presentation_id: string;
-  qr_code_url: string;
-}
-
-/** The Digital Credentials API's request and answer, which the DOM types of this TypeScript do not know yet. */
-interface DigitalRequestOptions {
-  digital: { requests: { protocol: string; data: unknown }[] };
-}
-type DigitalCredentialAnswer = Credential & { data?: Record<string, unknown> };
-
-/** A refusal code from the verifier, said plainly; anything else falls back to the general sentence. */
-const refusals: Record<string, MessageKey> = {
-  untrusted_issuer: "ageRefusedUntrustedIssuer",
-  expired_credential: "ageRefusedExpired",
-  credential_not_yet_valid: "ageRefusedNotYetValid",
-  revoked_credential: "ageRefusedRevoked",
-  claim_missing: "ageRefusedClaimMissing",
-  claim_not_asked: "ageRefusedClaimNotAsked",
-  credential_type_not_accepted: "ageRefusedType",
-};
-const refusalText = (code: string): string => `${t(refusals[code] ?? "ageRefusedUnverified")} ${t("ageNothingKept")}`;
+import { type Presentation, walletStep } from "./wallet-step.ts";
 
 /**
- * Proving one's age ahead of time with a wallet: a QR code for a wallet on another device (its answer
- * goes to the verifier by direct_post, so the screen waits for it, backing off from 1 s to 8 s) and,
- * where the browser has the Digital Credentials API, a wallet on this device whose answer the screen
- * sends on. A refusal is shown in plain words and stores nothing; the wallet may answer again.
+ * Proving one's age ahead of time with a wallet (`POST /app/age/prove`, the EU PID thresholds): the
+ * wallet step shows the QR code and the same-device wallet, and says the outcome here.
  */
 export const ageScreen: Screen = (main) => {
   const status = statusLine();
-  const walletHeading = uniqueId("wallet");
-  const qr = el("img", { class: "qr", alt: t("ageQrAlt"), width: "240", height: "240" });
-  const refusal = el("p", { role: "alert", class: "status problem", hidden: true });
-  let step: Step | undefined;
-  let waiting: ReturnType<typeof setTimeout> | undefined;
-  let delay = 1000;
-  /** The refusal the person dismissed: the wait does not show it again. */
-  let dismissed = "";
-
-  const showRefusal = (code: string) => {
-    refusal.textContent = refusalText(code);
-    refusal.hidden = false;
-    retry.hidden = false;
-  };
-  const retry = button(t("ageTryAgain"), () => {
-    refusal.hidden = true;
-    retry.hidden = true;
-    status.say(t("ageScanAgain"));
-    delay = 1000;
-  });
-  retry.hidden = true;
-
-  const stopWaiting = () => {
-    clearTimeout(waiting);
-    waiting = undefined;
-  };
-  const ended = (message: MessageKey) => {
-    stopWaiting();
-    step = undefined;
-    wallet.hidden = true;
+  const wallet = walletStep(status, (state) => {
     start.hidden = false;
-    status.say(t(message));
-  };
-
-  const wait = (current: Step) => {
-    waiting = setTimeout(
-      guard(status.say, async () => {
-        const answer = await api<{ state: string; last_refusal?: string }>("POST", "/app/age/presentation", {
-          presentation_id: current.presentation_id,
-        }).finally(() => {
-          // A failed look is tried again too: the wallet may still answer.
-          if (step === current) {
-            delay = Math.min(delay * 1.5, 8000);
-            wait(current);
-          }
-        });
-        if (step !== current) return;
-        if (answer.state === "accepted") return ended("ageAccepted");
-        if (answer.state === "expired") return ended("ageExpired");
-        if (answer.last_refusal && answer.last_refusal !== dismissed) {
-          dismissed = answer.last_refusal;
-          showRefusal(answer.last_refusal);
-        }
-      }),
-      delay,
-    );
-  };
-
-  const sameDevice = button(
-    t("ageSameDevice"),
-    guard(status.say, async () => {
-      const current = step;
-      if (!current) return;
-      const asked = await api<{ protocol: string; data: unknown }>("POST", "/app/age/dc-api-request", {
-        presentation_id: current.presentation_id,
-      });
-      let credential: DigitalCredentialAnswer | null;
-      try {
-        const options: DigitalRequestOptions = {
-          digital: { requests: [{ protocol: asked.protocol, data: asked.data }] },
-        };
-        credential = (await navigator.credentials.get(
-          options as CredentialRequestOptions,
-        )) as DigitalCredentialAnswer | null;
-      } catch (error) {
-        if (error instanceof DOMException && error.name === "NotAllowedError")
-          return status.say(t("ageWalletDismissed"), "problem");
-        throw error;
-      }
-      status.say(t("ageChecking"));
-      const outcome = await api<{ accepted: boolean; reason?: string }>("POST", "/app/age/dc-api-response", {
-        presentation_id: current.presentation_id,
-        data: credential?.data ?? {},
-      });
-      if (outcome.accepted) return ended("ageAccepted");
-      dismissed = outcome.reason ?? "";
-      showRefusal(dismissed);
-      status.say("");
-    }),
-  );
-
-  const wallet = el(
-    "section",
-    { "aria-labelledby": walletHeading, hidden: true },
-    el("h2", { id: walletHeading }, t("ageWalletTitle")),
-    el("p", {}, t("ageScan")),
-    qr,
-    sameDevice,
-    refusal,
-    retry,
-  );
+    status.say(t(state === "accepted" ? "ageAccepted" : "ageExpired"));
+  });
 
   const start = button(
     t("ageStart"),
     guard(status.say, async () => {
-      stopWaiting();
-      const begun = await api<Step>("POST", "/app/age/prove", {});
-      step = begun;
-      dismissed = "";
-      delay = 1000;
-      qr.src = begun.qr_code_url;
-      sameDevice.hidden = !("DigitalCredential" in window);
-      refusal.hidden = true;
-      retry.hidden = true;
-      wallet.hidden = false;
+      wallet.begin(await api<Presentation>("POST", "/app/age/prove", {}));
       start.hidden = true;
-      status.say(t("ageWaiting"));
-      wait(begun);
     }),
     { class: "primary" },
   );
 
-  main.append(el("h1", { tabindex: "-1" }, t("ageTitle")), el("p", {}, t("ageIntro")), start, wallet, status.element);
-  return () => {
-    step = undefined;
-    stopWaiting();
-  };
+  main.append(
+    el("h1", { tabindex: "-1" }, t("ageTitle")),
+    el("p", {}, t("ageIntro")),
+    start,
+    wallet.element,
+    status.element,
+  );
+  return wallet.stop;
 };

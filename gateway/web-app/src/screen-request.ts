@@ -4,6 +4,7 @@ import { guard } from "./guard.ts";
 import { t } from "./i18n.ts";
 import { assertPasskey } from "./passkey.ts";
 import type { Screen } from "./screen.ts";
+import { type Presentation, walletStep } from "./wallet-step.ts";
 
 interface Opened {
   status: string;
@@ -11,12 +12,15 @@ interface Opened {
   age_threshold?: number;
   ceremony_id?: string;
   options?: PublicKeyCredentialRequestOptionsJSON;
+  /** An Age Gate's wallet step: needed while the person's evidence does not cover the threshold. */
+  age_presentation?: { needed: false } | ({ needed: true } & Presentation);
 }
 
 /**
  * One gate request (`/app/requests/<request_id>`, the deep link's secret in the fragment when there is
- * one): what it asks, then confirm with a passkey or decline. Each confirm opens the request again for a
- * fresh ceremony, so a dismissed prompt can simply be tried again.
+ * one): what it asks, then confirm with a passkey or decline. An Age Gate the person's evidence does not
+ * cover first shows the wallet step, and the passkey once the wallet's answer is accepted. Each confirm
+ * opens the request again for a fresh ceremony, so a dismissed prompt can simply be tried again.
  */
 export const requestScreen: Screen = (main) => {
   const requestId = location.pathname.split("/")[3] ?? "";
@@ -30,25 +34,54 @@ export const requestScreen: Screen = (main) => {
 
   const showStatus = (state: string) => {
     actions.hidden = true;
+    wallet.stop();
+    wallet.element.hidden = true;
     status.say(t("requestStatus", { status: state }));
   };
 
+  /** What an opening asks next: the request's end, the wallet step, or the passkey. */
+  const show = (opened: Opened): opened is Opened & Required<Pick<Opened, "ceremony_id" | "options">> => {
+    if (opened.status !== "pending") {
+      showStatus(opened.status);
+      return false;
+    }
+    actions.hidden = false;
+    const step = opened.age_presentation;
+    confirm.hidden = step?.needed === true;
+    if (step?.needed) {
+      intro.textContent = t("requestIntroWallet");
+      wallet.begin(step);
+      return false;
+    }
+    intro.textContent = t("requestIntro");
+    return opened.ceremony_id !== undefined && opened.options !== undefined;
+  };
+
+  // Accepted: the passkey is next. Expired while the request is pending: opening again starts a fresh step.
+  const wallet = walletStep(status, (state) =>
+    guard(status.say, async () => {
+      if (show(await open()) && state === "accepted") status.say(t("requestAgeShown"));
+    })(),
+  );
+
+  const confirm = button(
+    t("requestConfirm"),
+    guard(status.say, async () => {
+      const opened = await open();
+      if (!show(opened)) return;
+      const response = await assertPasskey(opened.options);
+      const confirmed = await api<{ status: string }>("POST", "/app/requests/confirm", {
+        ...access,
+        ceremony_id: opened.ceremony_id,
+        response,
+      });
+      showStatus(confirmed.status);
+    }),
+    { class: "primary" },
+  );
+
   actions.append(
-    button(
-      t("requestConfirm"),
-      guard(status.say, async () => {
-        const opened = await open();
-        if (opened.status !== "pending" || !opened.options || !opened.ceremony_id) return showStatus(opened.status);
-        const response = await assertPasskey(opened.options);
-        const confirmed = await api<{ status: string }>("POST", "/app/requests/confirm", {
-          ...access,
-          ceremony_id: opened.ceremony_id,
-          response,
-        });
-        showStatus(confirmed.status);
-      }),
-      { class: "primary" },
-    ),
+    confirm,
     button(
       t("requestDecline"),
       guard(status.say, async () => {
@@ -57,15 +90,13 @@ export const requestScreen: Screen = (main) => {
       }),
     ),
   );
-  main.append(title, intro, actions, status.element);
+  main.append(title, intro, wallet.element, actions, status.element);
 
   guard(status.say, async () => {
     const opened = await open();
     title.textContent =
       opened.gate_type === "age" ? t("requestTitleAge", { age: opened.age_threshold ?? "" }) : t("requestTitleHuman");
-    if (opened.status !== "pending") return showStatus(opened.status);
-    intro.textContent = t("requestIntro");
-    actions.hidden = false;
+    show(opened);
   })();
-  return undefined;
+  return wallet.stop;
 };
