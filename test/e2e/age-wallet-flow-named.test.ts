@@ -47,7 +47,7 @@ describe("the web flow of an Age Gate naming a person who proved their age ahead
       }),
     );
     const me = result(await api.get("/app/me", {}, sessionToken));
-    return { svcUserId: me.svc_user_id as string, authenticator };
+    return { svcUserId: me.svc_user_id as string, authenticator, app };
   }
 
   /** A partner's Age Gate at 18, naming `svcUserId` when given: its id and the web_url's flow secret. */
@@ -114,6 +114,18 @@ describe("the web flow of an Age Gate naming a person who proved their age ahead
     );
     expect(unnamedOpened.age_presentation).toMatchObject({ needed: true });
     expect(unnamedOpened.age_presentation.presentation_id).toMatch(/^apr_[0-9a-f]{32}$/);
+
+    // The same request opened in the app by someone holding its link: the flow's presentation (bound to
+    // nobody) is not handed on; the app's step is the signed-in person's own, which the app routes read.
+    const other = await person();
+    const inApp = result(await other.app("/requests/open", { request_id: unnamed.requestId, t: unnamed.t, origin }));
+    expect(inApp.age_presentation).toMatchObject({ needed: true });
+    expect(inApp.age_presentation.presentation_id).not.toBe(unnamedOpened.age_presentation.presentation_id);
+    expect(
+      result(await other.app("/age/presentation", { presentation_id: inApp.age_presentation.presentation_id })),
+    ).toEqual({
+      state: "pending",
+    });
   });
 
   it("a named person without evidence is still asked in the web flow", async () => {
