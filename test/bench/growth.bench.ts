@@ -356,9 +356,13 @@ try {
       [now],
     );
     result["gate session retention"] = await scan(
-      `insert into gate.sessions (id, token_hash, organization_id, environment, credential_id, credential_kind, created_at, expires_at)
+      // Consumed, as the filled ones and nearly every real session: a smaller row would fit the space a
+      // page has left after the fill, one row a page, which no table that grew by sessions has.
+      `insert into gate.sessions (id, token_hash, organization_id, environment, credential_id, credential_kind, created_at, expires_at,
+                                  consumed_at, request_id)
          select gen_random_uuid(), sha256(('due${tag}' || i)::bytea), '${big}', 'development', 'key', 'secret_key',
-                now() - interval '3 days', now() - interval '2 days' from ${series}`,
+                now() - interval '2 days 5 minutes', now() - interval '2 days', now() - interval '2 days 5 minutes' + interval '2 seconds',
+                'req_' || md5('due${tag}' || i) from ${series}`,
       retention("gate.sessions", "expires_at"),
       [new Date(now.getTime() - day), 1000],
     );
