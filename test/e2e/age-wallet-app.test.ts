@@ -5,11 +5,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { developmentDcApiAnswer, withDigitalCredentials } from "../harness/digital-credentials.ts";
 import { launchHeadlessChromium } from "../harness/headless-browser.ts";
 import { deviceResponse, mdocVpToken } from "../harness/mdoc-holder.ts";
-import { SoftwareAuthenticator } from "../harness/software-passkey.ts";
 import { runSvcctl } from "../harness/svcctl.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 import { credentialParts, jwtPayload, newHolder, presentation, vpToken } from "../harness/wallet-holder.ts";
-import { dataError, newGate, newPartner, partnerApi, result } from "./gate-support.ts";
+import { dataError, newGate, newPartner, partnerApi, result, signedInPerson } from "./gate-support.ts";
 import { pageWithAuthenticator, phoneViewport, reviewScreen, signInAsNewPerson } from "./web-app-support.ts";
 
 /**
@@ -46,24 +45,7 @@ describe("proving one's age ahead of time from the app, with a wallet on this de
     await mesh?.stop();
   });
 
-  /** A signed-in person of the app API with a passkey. */
-  async function person() {
-    const { sessionToken } = await mesh.console.mintDevSession({
-      issuer: `${origin}/dev-idp`,
-      subject: `person-${crypto.randomUUID()}`,
-    });
-    const authenticator = SoftwareAuthenticator.create();
-    const app = (path: string, body: Record<string, unknown> = {}) => api.post(`/app${path}`, body, sessionToken);
-    const begun = result(await app("/passkeys/begin-registration", { origin }));
-    result(
-      await app("/passkeys/finish-registration", {
-        ceremony_id: begun.ceremony_id,
-        response: authenticator.register(begun.options, origin),
-      }),
-    );
-    const me = result(await api.get("/app/me", {}, sessionToken));
-    return { svcUserId: me.svc_user_id as string, authenticator, app };
-  }
+  const person = () => signedInPerson(mesh, origin);
   type Person = Awaited<ReturnType<typeof person>>;
 
   /** A later Age Gate at 18 naming the person, opened and confirmed in the app: what it asked and what the partner reads. */

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SoftwareAuthenticator } from "../harness/software-passkey.ts";
 import { runSvcctl } from "../harness/svcctl.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
-import { dataError, newGate, newPartner, partnerApi, result } from "./gate-support.ts";
+import { dataError, newGate, newPartner, partnerApi, result, signedInPerson } from "./gate-support.ts";
 
 /**
  * The partner's web flow of an Age Gate that names a person (linked-account): the evidence that person
@@ -31,24 +30,7 @@ describe("the web flow of an Age Gate naming a person who proved their age ahead
     await mesh?.stop();
   });
 
-  /** A real person (a development identity provider's session, not a sandbox human) with a passkey. */
-  async function person() {
-    const { sessionToken } = await mesh.console.mintDevSession({
-      issuer: `${origin}/dev-idp`,
-      subject: `person-${crypto.randomUUID()}`,
-    });
-    const authenticator = SoftwareAuthenticator.create();
-    const app = (path: string, body: Record<string, unknown> = {}) => api.post(`/app${path}`, body, sessionToken);
-    const begun = result(await app("/passkeys/begin-registration", { origin }));
-    result(
-      await app("/passkeys/finish-registration", {
-        ceremony_id: begun.ceremony_id,
-        response: authenticator.register(begun.options, origin),
-      }),
-    );
-    const me = result(await api.get("/app/me", {}, sessionToken));
-    return { svcUserId: me.svc_user_id as string, authenticator, app };
-  }
+  const person = () => signedInPerson(mesh, origin);
 
   /** A partner's Age Gate at 18, naming `svcUserId` when given: its id and the web_url's flow secret. */
   async function ageRequest(svcUserId?: string) {

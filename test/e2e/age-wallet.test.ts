@@ -3,7 +3,6 @@ import { AccountConsoleService } from "@svc/proto/account/v1/account_pb.js";
 import { createRemoteJWKSet, jwtVerify } from "jose";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SoftwareAuthenticator } from "../harness/software-passkey.ts";
 import { runSvcctl } from "../harness/svcctl.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 import {
@@ -14,7 +13,7 @@ import {
   presentation,
   vpToken,
 } from "../harness/wallet-holder.ts";
-import { issuer, newGate, newPartner, partnerApi, result } from "./gate-support.ts";
+import { issuer, newGate, newPartner, partnerApi, result, signedInPerson } from "./gate-support.ts";
 
 /**
  * Age from a wallet credential, end to end through the gateway: an Age Gate request opens a
@@ -52,23 +51,7 @@ describe("age from a wallet credential (SD-JWT VC and mdoc)", () => {
     await mesh?.stop();
   });
 
-  async function person() {
-    const { sessionToken } = await mesh.console.mintDevSession({
-      issuer: `${origin}/dev-idp`,
-      subject: `person-${crypto.randomUUID()}`,
-    });
-    const authenticator = SoftwareAuthenticator.create();
-    const app = (path: string, body: Record<string, unknown> = {}) => api.post(`/app${path}`, body, sessionToken);
-    const begun = result(await app("/passkeys/begin-registration", { origin }));
-    result(
-      await app("/passkeys/finish-registration", {
-        ceremony_id: begun.ceremony_id,
-        response: authenticator.register(begun.options, origin),
-      }),
-    );
-    const me = result(await api.get("/app/me", {}, sessionToken));
-    return { svcUserId: me.svc_user_id as string, authenticator, app };
-  }
+  const person = () => signedInPerson(mesh, origin);
 
   async function ageRequest() {
     const grant = result(await api.post("/sdk/create-session", {}, partner.devSecret)).anchor_grant_token;

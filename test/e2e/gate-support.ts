@@ -4,6 +4,7 @@ import { KeyType } from "@svc/proto/console/v1/console_pb.js";
 import { GateConsoleService, GateType } from "@svc/proto/gate/v1/gate_pb.js";
 import { createRemoteJWKSet, type JWTPayload, jwtVerify } from "jose";
 import { expect } from "vitest";
+import { SoftwareAuthenticator } from "../harness/software-passkey.ts";
 import type { TestMesh } from "../harness/test-mesh.ts";
 
 /** `iss` of every token in a test mesh: the gateway's default public origin. */
@@ -123,4 +124,27 @@ export async function verifyIndependently(mesh: TestMesh, token: string, at: Dat
   });
   expect(protectedHeader.alg).toBe("ES256");
   return payload;
+}
+
+/**
+ * A real person of the app API (a session of the development identity provider at `origin`, not a
+ * sandbox human) with a passkey made for `origin`: their id, authenticator and app API caller.
+ */
+export async function signedInPerson(mesh: TestMesh, origin: string) {
+  const api = partnerApi(mesh);
+  const { sessionToken } = await mesh.console.mintDevSession({
+    issuer: `${origin}/dev-idp`,
+    subject: `person-${crypto.randomUUID()}`,
+  });
+  const authenticator = SoftwareAuthenticator.create();
+  const app = (path: string, body: Record<string, unknown> = {}) => api.post(`/app${path}`, body, sessionToken);
+  const begun = result(await app("/passkeys/begin-registration", { origin }));
+  result(
+    await app("/passkeys/finish-registration", {
+      ceremony_id: begun.ceremony_id,
+      response: authenticator.register(begun.options, origin),
+    }),
+  );
+  const me = result(await api.get("/app/me", {}, sessionToken));
+  return { svcUserId: me.svc_user_id as string, authenticator, app };
 }
