@@ -1,5 +1,4 @@
 import { Agent } from "node:http";
-import { Worker } from "node:worker_threads";
 import { createInternalClient, createLogger, openDatabase, openStatementPool, systemClock } from "@svc/platform";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { median, startBenchMesh } from "../../test/bench/bench-infrastructure.ts";
@@ -18,7 +17,7 @@ import { decideRateLimits, RateLimiter } from "../src/rate-limits/rate-limiter.t
 import { aliasStage } from "../src/rename-window/alias-stage.ts";
 import { aliasTable, sunset } from "../src/rename-window/aliases.ts";
 import type { GatewayServices } from "../src/services.ts";
-import type { LoadOrder, LoadReport } from "./verify-token-load.ts";
+import { startVerifyTokenLoad } from "./verify-token-load-thread.ts";
 import { postVerifyToken } from "./verify-token-post.ts";
 
 /**
@@ -98,21 +97,8 @@ try {
     ...postgresProcesses(mesh.databaseUrl),
   ];
 
-  const load = new Worker(new URL("./verify-token-load.ts", import.meta.url));
-  const ask = (order: LoadOrder) =>
-    new Promise<LoadReport>((resolve, reject) => {
-      const failed = (error: unknown) => {
-        load.off("message", answered);
-        reject(error);
-      };
-      const answered = (report: LoadReport) => {
-        load.off("error", failed);
-        resolve(report);
-      };
-      load.once("message", answered);
-      load.once("error", failed);
-      load.postMessage(order);
-    });
+  const load = startVerifyTokenLoad();
+  const ask = load.ask;
   const run = async (origin: string, inFlight: number, durationMs: number, tokens: string[]) => {
     await ask({ kind: "load", tokens });
     const pids = costedProcesses();
@@ -159,7 +145,7 @@ try {
       without_edge: summary(arms.off),
     });
   }
-  await load.terminate();
+  await load.stop();
   const peakOf = (arm: "with_edge" | "without_edge") => measured.reduce((a, b) => (b[arm].ops > a[arm].ops ? b : a));
 
   // Latency one request at a time, and the limiter's own decision.

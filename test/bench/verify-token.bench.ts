@@ -1,9 +1,8 @@
 import { webcrypto } from "node:crypto";
 import { loadavg } from "node:os";
-import { Worker } from "node:worker_threads";
 import { createInternalClient } from "@svc/platform";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
-import type { LoadOrder, LoadReport } from "../../gateway/bench/verify-token-load.ts";
+import { startVerifyTokenLoad } from "../../gateway/bench/verify-token-load-thread.ts";
 import { median, startBenchMesh } from "./bench-infrastructure.ts";
 import { cpuMicrosSince, cpuReading, mintAttestations, postgresProcesses } from "./process-cpu.ts";
 
@@ -65,21 +64,8 @@ try {
     postgres: postgresProcesses(mesh.databaseUrl),
   });
 
-  const load = new Worker(new URL("../../gateway/bench/verify-token-load.ts", import.meta.url));
-  const ask = (order: LoadOrder) =>
-    new Promise<LoadReport>((resolve, reject) => {
-      const failed = (error: unknown) => {
-        load.off("message", answered);
-        reject(error);
-      };
-      const answered = (report: LoadReport) => {
-        load.off("error", failed);
-        resolve(report);
-      };
-      load.once("message", answered);
-      load.once("error", failed);
-      load.postMessage(order);
-    });
+  const load = startVerifyTokenLoad();
+  const ask = load.ask;
   const round = async (durationMs: number, tokens: string[]) => {
     await ask({ kind: "load", tokens });
     const started = serverProcesses();
@@ -105,7 +91,7 @@ try {
     const { ops, perRequest } = await round(roundMs, await mint(tokensPerRound));
     measured.push({ ops, perRequest, raw: await rawCpuPerVerify(await mint(2000)) });
   }
-  await load.terminate();
+  await load.stop();
 
   const serverCpu = measured.map((m) => parts.reduce((sum, part) => sum + m.perRequest[part], 0));
   const server = median(serverCpu);
