@@ -1,6 +1,5 @@
-import { timingSafeEqual } from "node:crypto";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { type Clock, uuid } from "@svc/platform";
+import { type Clock, constantTimeEqual, uuid } from "@svc/platform";
 import { requireText, requireUuid } from "../input.ts";
 import { refuse } from "../refusal.ts";
 import { Human, SignInIdentity } from "./human.entity.ts";
@@ -105,9 +104,7 @@ async function keepEmail(
   if (emailHash === undefined) return;
   const kept = identity.emailHash ?? null;
   const same =
-    kept === null || emailHash === null
-      ? kept === emailHash
-      : kept.length === emailHash.length && timingSafeEqual(kept, emailHash);
+    kept === null || emailHash === null ? kept === emailHash : constantTimeEqual(Buffer.from(kept), emailHash);
   if (same) return;
   await em.execute(
     `update sign_in_identity set email_hash = ?, email_verified_at = ? where issuer = ? and subject = ?`,
