@@ -129,7 +129,10 @@ describe("agents ask: inquire by user_email", () => {
       const { rows } = await db.query<{ row: string }>(
         `select row_to_json(t)::text as row from account.sign_in_identity t`,
       );
-      const dump = rows.map((r) => r.row).join("\n").toLowerCase();
+      const dump = rows
+        .map((r) => r.row)
+        .join("\n")
+        .toLowerCase();
       expect(dump).not.toContain(email.toLowerCase());
       expect(dump).not.toContain(email.split("@")[0]?.toLowerCase());
     } finally {
