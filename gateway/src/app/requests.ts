@@ -110,7 +110,7 @@ function requestRoutes(side: "app" | "flow"): Route[] {
       method: "POST",
       path: `/${prefix}/requests/confirm`,
       summary:
-        "Confirm the request (request_id) with the passkey assertion: open's ceremony_id and the browser's AuthenticationResponseJSON as response.",
+        "Confirm the request (request_id) with the passkey assertion: open's ceremony_id and the browser's AuthenticationResponseJSON as response. An assertion signed without user verification fails the request with device_lock_required.",
       auth,
       ...(app ? {} : { idempotencyScope: "t" }),
       input: base(ceremonyAnswerFields, ["ceremony_id", "response"]) as {
@@ -172,7 +172,8 @@ function requestRoutes(side: "app" | "flow"): Route[] {
       operationId: id("ReportFailure"),
       method: "POST",
       path: `/${prefix}/requests/fail`,
-      summary: "Report that the device could not run the ceremony.",
+      summary:
+        "Report that the device could not run the ceremony: device_lock_required (the passkey prompt was refused and the browser has no user-verifying platform authenticator: no screen lock or biometric) or platform_declined (the browser cannot run it).",
       auth,
       ...(app ? {} : { idempotencyScope: "t" }),
       input: base({ reason: { type: "string", enum: ["device_lock_required", "platform_declined"] } }, ["reason"]) as {
