@@ -222,8 +222,9 @@ const pageScript = `"use strict";
       credential = await navigator.credentials.get({ publicKey: PublicKeyCredential.parseRequestOptionsFromJSON(opened.options) });
     } catch (error) {
       if (!(await cannotVerifyUser(error))) throw error;
-      $("detail").textContent = "This device has no screen lock or biometric set up, so a passkey cannot confirm it is you.";
-      finish(await call("requests/fail", { reason: "device_lock_required" }));
+      const failed = await call("requests/fail", { reason: "device_lock_required" });
+      if (failed.status === "failed") $("detail").textContent = "This device has no screen lock or biometric set up, so a passkey cannot confirm it is you.";
+      finish(failed);
       return;
     }
     finish(await call("requests/confirm", { ceremony_id: opened.ceremony_id, response: credential.toJSON() }));

@@ -80,7 +80,7 @@ export const requestScreen: Screen = (main) => {
           reason: "device_lock_required",
         });
         showStatus(failed.status);
-        status.say(t("requestDeviceLock", { status: failed.status }), "problem");
+        if (failed.status === "failed") status.say(t("requestDeviceLock", { status: failed.status }), "problem");
         return;
       }
       const confirmed = await api<{ status: string }>("POST", "/app/requests/confirm", {
