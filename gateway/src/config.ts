@@ -93,6 +93,12 @@ export const settings = {
     default: "",
     description: "upgrade_url of a development key's rate-limit refusal (default: {api_origin}/upgrade)",
   },
+  devIdpIssuer: {
+    parse: parse.url,
+    default: "",
+    description:
+      "development only (production refuses it): issuer of the development identity provider (deploy/dev-idp), whose /mint answers the console's MintDevSession",
+  },
   consoleToken: developmentSecret({
     parse: (raw: string) => {
       if (!/^[\x21-\x7e]{32,}$/.test(raw)) throw new Error("must be at least 32 printable ASCII characters, no spaces");
@@ -108,10 +114,17 @@ export const settings = {
   }),
 };
 
-/** `GATEWAY_*` variables plus the shared `SVC_*` ones; production refuses the development pepper and the test clock. */
+/**
+ * `GATEWAY_*` variables plus the shared `SVC_*` ones; production refuses the development pepper, the test clock
+ * and the development identity provider.
+ */
 export function loadGatewayConfig(env: NodeJS.ProcessEnv, logger: Logger) {
   const config = loadConfig("GATEWAY", settings, env, logger);
   const clockRefusal = testClockRefusal(config.deployment, env);
   if (clockRefusal) throw new ConfigError(`invalid configuration:\n  ${clockRefusal}`);
+  if (config.deployment === "production" && config.devIdpIssuer !== "")
+    throw new ConfigError(
+      "invalid configuration:\n  GATEWAY_DEV_IDP_ISSUER (the development identity provider) is refused in production",
+    );
   return { ...config, upgradeUrl: config.upgradeUrl || `${config.publicOrigin}/upgrade` };
 }

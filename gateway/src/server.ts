@@ -20,6 +20,7 @@ import { WebhookCallbackService } from "@svc/proto/webhook/v1/webhook_pb.js";
 import type { InboxChange } from "./app/inbox-follower.ts";
 import { OrganizationNameCache } from "./app/organization-names.ts";
 import { loadGatewayConfig } from "./config.ts";
+import { devSessionMinter } from "./console/dev-sessions.ts";
 import { consoleForwarding } from "./console/forwarding.ts";
 import { gateConsoleRenames } from "./console/gate-console-renames.ts";
 import { operatorCredential, operatorCredentialRefusal } from "./console/operator-credential.ts";
@@ -30,8 +31,6 @@ import { CredentialDirectory } from "./credentials/directory.ts";
 import { entities } from "./credentials/entities.ts";
 import { grantTokenResolver } from "./credentials/grant-token.ts";
 import { loadOidcConfig, userSessionResolver } from "./credentials/user-session.ts";
-import { AuthorizationCodes } from "./dev-idp/authorization-codes.ts";
-import { DevIdentityProvider, devClientId } from "./dev-idp/dev-identity-provider.ts";
 import { openApiDocument, openApiPath } from "./http/openapi.ts";
 import { parseStage } from "./http/parse.ts";
 import { handleStage, type Stage, validateStage } from "./http/pipeline.ts";
@@ -132,18 +131,13 @@ export async function startGateway(
     publicOrigin: config.publicOrigin,
     widget: loadWidgetScript(logger),
   };
-  // The development identity provider signs sandbox humans in; production never runs it.
-  const devIdp =
-    config.deployment === "production"
-      ? undefined
-      : await DevIdentityProvider.open({ orm, clock, publicOrigin: config.publicOrigin, pepper: config.keyPepper });
   const oidc = loadOidcConfig(env);
-  const userSessions = userSessionResolver({ oidc, devIdp, account, clock });
-  // The web app signs in with the configured issuer once it has a client id there, else with the development one.
+  const userSessions = userSessionResolver({ oidc, account, clock });
+  // The web app signs in with the configured issuer once it has a client id there.
   const signIn =
     oidc.oidcIssuer !== "" && oidc.oidcClientId !== ""
       ? { issuer: oidc.oidcIssuer, clientId: oidc.oidcClientId }
-      : devIdp && { issuer: devIdp.issuer, clientId: devClientId };
+      : undefined;
   const ready = async () => {
     await databaseReachable(orm);
     await reachable(config.signingUrl, "signing");
@@ -235,7 +229,6 @@ export async function startGateway(
       rawRoutes: rawRoutes({
         keySet: services.keySet,
         openApi,
-        devIdp: devIdp && { provider: devIdp, codes: new AuthorizationCodes({ orm, clock }) },
         signIn,
         account: services.account,
         publicOrigin: config.publicOrigin,
@@ -250,7 +243,12 @@ export async function startGateway(
       // The network policy admits only operators' pods to this port; the credential is the second wall.
       authenticate: { check: operatorCredential(config.consoleToken), refusal: operatorCredentialRefusal },
       routes: (router) => {
-        consoleRoutes({ directory, signing, keyLimits: new KeyLimits({ orm, clock }), devIdp })(router);
+        consoleRoutes({
+          directory,
+          signing,
+          keyLimits: new KeyLimits({ orm, clock }),
+          ...(config.devIdpIssuer === "" ? {} : { mintDevSession: devSessionMinter(config.devIdpIssuer) }),
+        })(router);
         // Gate's console goes through the rename window instead of being forwarded unchanged.
         gateConsoleRenames({ gate: createInternalClient(GateConsoleService, config.gateUrl), clock })(router);
       },

@@ -78,10 +78,10 @@ describe("Cache-Control: no-store and nosniff on every API answer", () => {
   });
 
   test("a 413 of a raw route, and a raw JSON route", async () => {
-    const tooLarge = await api("/dev-idp/token", {
+    const tooLarge = await api(`/wallet/responses/apr_${"0".repeat(32)}`, {
       method: "POST",
       headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: "a".repeat(20_000),
+      body: "a".repeat(64 * 1024 + 1),
     });
     expect(tooLarge.status).toBe(413);
     expectHardened(tooLarge);

@@ -78,7 +78,7 @@ try {
   const persons = await Promise.all(
     Array.from({ length: people }, async (_, i) => {
       const { sessionToken } = await operators.mintDevSession({
-        issuer: "http://127.0.0.1:8080/dev-idp",
+        issuer: mesh.devIdpIssuer,
         subject: `bench-inbox-${i}`,
       });
       const me = await call("GET", "/app/me", {}, sessionToken);

@@ -45,10 +45,9 @@ const chromiumPath = await ensureChromiumInstalled(() => {});
 const browser = await launchChromium(chromiumPath);
 const shop = createServer();
 try {
-  // The links, passkey assertions and sandbox humans' sign-in identities name the gateway as the page and this process reach it.
+  // The links and passkey assertions name the gateway as the page and this process reach it.
   await mesh.restart("gateway", { GATEWAY_PUBLIC_ORIGIN: mesh.gatewayUrl });
   await mesh.restart("gate", { GATE_PASSKEY_ORIGIN: mesh.gatewayUrl });
-  await mesh.restart("account", { ACCOUNT_DEV_ISSUER: `${mesh.gatewayUrl}/dev-idp` });
   const gatewayOrigin = new URL(mesh.gatewayUrl).origin;
 
   await new Promise<void>((resolve) => shop.listen(0, "127.0.0.1", resolve));

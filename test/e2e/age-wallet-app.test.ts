@@ -34,7 +34,6 @@ describe("proving one's age ahead of time from the app, with a wallet on this de
     // Browsers refuse IP addresses as WebAuthn relying parties: the app is served as localhost.
     origin = `http://localhost:${new URL(mesh.gatewayUrl).port}`;
     await mesh.restart("gateway", { GATEWAY_PUBLIC_ORIGIN: origin });
-    await mesh.restart("account", { ACCOUNT_DEV_ISSUER: `${origin}/dev-idp` });
     api = partnerApi(mesh);
     partner = await newPartner(mesh, "Adults only");
     await newGate(mesh, partner.organizationId, { key: "adults", age: 18 });

@@ -19,7 +19,6 @@ describe("the web flow of an Age Gate naming a person who proved their age ahead
     // The wallet fetches the request_uri and posts to the response_uri: they must be this gateway's.
     origin = mesh.gatewayUrl;
     await mesh.restart("gateway", { GATEWAY_PUBLIC_ORIGIN: origin });
-    await mesh.restart("account", { ACCOUNT_DEV_ISSUER: `${origin}/dev-idp` });
     // svcctl proves an age ahead of time through the app API there.
     process.env.SVCCTL_API_URL = origin;
     api = partnerApi(mesh);

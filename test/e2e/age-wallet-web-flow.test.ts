@@ -26,7 +26,6 @@ describe("the Age Gate's web flow with a wallet on another device", () => {
     // Browsers refuse IP addresses as WebAuthn relying parties: the page is served as localhost.
     origin = `http://localhost:${new URL(mesh.gatewayUrl).port}`;
     await mesh.restart("gateway", { GATEWAY_PUBLIC_ORIGIN: origin });
-    await mesh.restart("account", { ACCOUNT_DEV_ISSUER: `${origin}/dev-idp` });
     browser = await launchHeadlessChromium();
   });
   afterAll(async () => {

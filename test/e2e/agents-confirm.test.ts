@@ -98,7 +98,7 @@ describe("agents ask: the person confirms, the service signs proofs", () => {
   /** A person with the app: a development-IdP session and a registered software passkey. */
   async function person() {
     const { sessionToken } = await mesh.console.mintDevSession({
-      issuer: `${issuer}/dev-idp`,
+      issuer: mesh.devIdpIssuer,
       subject: `person-${randomUUID()}`,
     });
     const authenticator = SoftwareAuthenticator.create();

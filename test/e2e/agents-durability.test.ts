@@ -85,7 +85,7 @@ describe("agents ask: a resolution survives kill -9 of agentlink around its publ
   /** A person with the app (a development-IdP session, a software passkey) and a card queued for them. */
   async function queuedCard() {
     const { sessionToken } = await mesh.console.mintDevSession({
-      issuer: `${issuer}/dev-idp`,
+      issuer: mesh.devIdpIssuer,
       subject: `person-${randomUUID()}`,
     });
     const authenticator = SoftwareAuthenticator.create();

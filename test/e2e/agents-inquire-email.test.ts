@@ -3,7 +3,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 import { svcctlJson } from "./agent-support.ts";
-import { dataError, issuer, partnerApi, result } from "./gate-support.ts";
+import { dataError, partnerApi, result } from "./gate-support.ts";
 
 /**
  * Inquire with `user_email` through the gateway (decisions.md "`user_email` on inquire"): the address
@@ -29,7 +29,7 @@ describe("agents ask: inquire by user_email", () => {
   /** A session of the development identity provider for `subject`, used once so the gateway signs them in. */
   async function signIn(subject: string, email?: { address: string; verified: boolean }) {
     const { sessionToken } = await mesh.console.mintDevSession({
-      issuer: `${issuer}/dev-idp`,
+      issuer: mesh.devIdpIssuer,
       subject,
       ...(email && { email: email.address, emailVerified: email.verified }),
     });
@@ -43,7 +43,7 @@ describe("agents ask: inquire by user_email", () => {
     try {
       const { rows } = await db.query<{ email_hash: Buffer | null }>(
         `select email_hash from account.sign_in_identity where issuer = $1 and subject = $2`,
-        [`${issuer}/dev-idp`, subject],
+        [mesh.devIdpIssuer, subject],
       );
       expect(rows).toHaveLength(1);
       return rows[0]?.email_hash ?? null;

@@ -59,7 +59,7 @@ describe("gate ceremonies end to end", () => {
   /** A person with the app: a development-IdP session, a registered passkey and a phone. */
   async function person() {
     const { sessionToken } = await mesh.console.mintDevSession({
-      issuer: `${issuer}/dev-idp`,
+      issuer: mesh.devIdpIssuer,
       subject: `person-${crypto.randomUUID()}`,
     });
     const authenticator = SoftwareAuthenticator.create();
@@ -156,10 +156,10 @@ describe("gate ceremonies end to end", () => {
   });
 
   it("the development identity provider's sessions verify against its served key set; a wrong issuer is refused", async () => {
-    const { sessionToken } = await mesh.console.mintDevSession({ issuer: `${issuer}/dev-idp`, subject: "jwks-check" });
-    const keySet = createRemoteJWKSet(new URL(`${mesh.gatewayUrl}/dev-idp/.well-known/jwks.json`));
+    const { sessionToken } = await mesh.console.mintDevSession({ issuer: mesh.devIdpIssuer, subject: "jwks-check" });
+    const keySet = createRemoteJWKSet(new URL(`${mesh.devIdpIssuer}/.well-known/jwks.json`));
     const { payload } = await jwtVerify(sessionToken, keySet, {
-      issuer: `${issuer}/dev-idp`,
+      issuer: mesh.devIdpIssuer,
       audience: "svc-app",
       currentDate: now,
     });

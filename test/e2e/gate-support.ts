@@ -127,13 +127,13 @@ export async function verifyIndependently(mesh: TestMesh, token: string, at: Dat
 }
 
 /**
- * A real person of the app API (a session of the development identity provider at `origin`, not a
- * sandbox human) with a passkey made for `origin`: their id, authenticator and app API caller.
+ * A real person of the app API (a session of the mesh's development identity provider, not a sandbox
+ * human) with a passkey made for `origin`: their id, authenticator and app API caller.
  */
 export async function signedInPerson(mesh: TestMesh, origin: string) {
   const api = partnerApi(mesh);
   const { sessionToken } = await mesh.console.mintDevSession({
-    issuer: `${origin}/dev-idp`,
+    issuer: mesh.devIdpIssuer,
     subject: `person-${crypto.randomUUID()}`,
   });
   const authenticator = SoftwareAuthenticator.create();

@@ -43,7 +43,7 @@ describe("the person's inbox", () => {
   /** A signed-in person with no registered device: only an open inbox can count as reached. */
   async function person() {
     const { sessionToken } = await mesh.console.mintDevSession({
-      issuer: `${issuer}/dev-idp`,
+      issuer: mesh.devIdpIssuer,
       subject: `inbox-${randomUUID()}`,
     });
     const me = result(await api.get("/app/me", {}, sessionToken));

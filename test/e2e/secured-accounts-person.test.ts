@@ -53,7 +53,7 @@ describe("the person's secured accounts end to end", () => {
   /** A person with the app: a development-IdP session, a registered passkey. */
   async function person() {
     const { sessionToken } = await mesh.console.mintDevSession({
-      issuer: `${issuer}/dev-idp`,
+      issuer: mesh.devIdpIssuer,
       subject: `person-${crypto.randomUUID()}`,
     });
     const authenticator = SoftwareAuthenticator.create();

@@ -9,7 +9,7 @@ import { findExecutable } from "@svc/local-mesh/process-tools";
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 import { svcctlJson } from "./agent-support.ts";
-import { dataError, issuer, newGate, newPartner, partnerApi, result } from "./gate-support.ts";
+import { dataError, newGate, newPartner, partnerApi, result } from "./gate-support.ts";
 
 /**
  * After a whole run through the gateway (partner keys, a session, a link a sandbox human confirms, a
@@ -175,7 +175,7 @@ describe("what the mesh stores and logs after a whole run", () => {
       "user_email (verified at sign-in, lowercased)": signedInEmail.toLowerCase(),
     });
     const { sessionToken: emailSession } = await mesh.console.mintDevSession({
-      issuer: `${issuer}/dev-idp`,
+      issuer: mesh.devIdpIssuer,
       subject: `person-${randomUUID()}`,
       email: signedInEmail,
       emailVerified: true,

@@ -73,11 +73,13 @@ describe("svcctl human session", () => {
       SVC_DEPLOYMENT: "production",
       GATEWAY_KEY_PEPPER: randomBytes(32).toString("base64"),
       SVC_CLOCK_FILE: "",
+      GATEWAY_DEV_IDP_ISSUER: "",
     });
     expect(await svcctl(["human", "session", "--human", svc_user_id])).toEqual({
       code: 1,
       stdout: "",
-      stderr: "svcctl: FailedPrecondition: the development identity provider does not run in production\n",
+      stderr:
+        "svcctl: FailedPrecondition: the development identity provider does not run in production, nor here: GATEWAY_DEV_IDP_ISSUER is not set\n",
     });
   });
 });

@@ -10,7 +10,8 @@ import { canonical, pageWithAuthenticator, phoneViewport, reviewScreen, sha256ur
 
 /**
  * The person's web app at {api_origin}/app against the real mesh: the page's headers and language, the
- * development identity provider as an OpenID Connect provider (authorization code with PKCE), and in
+ * mesh's development identity provider (deploy/dev-idp) as its OpenID Connect provider (authorization code
+ * with PKCE, its ID token the app API's session), and in
  * headless Chromium with the DevTools virtual authenticator: sign in through the provider's page,
  * create a passkey, bind an agent with its link code, approve and deny two cards in one passkey ceremony
  * (proofs verified with jose, card_digest recomputed from the text the page showed), and confirm a gate
@@ -40,6 +41,9 @@ describe("the web app", () => {
   });
 
   const get = (path: string, headers: Record<string, string> = {}) => fetch(`${mesh.gatewayUrl}${path}`, { headers });
+  /** The screens' policy: the page also fetches the identity provider's discovery document and token endpoint. */
+  const screenPolicy = () =>
+    strictPolicy.replace("connect-src 'self'", `connect-src 'self' ${new URL(mesh.devIdpIssuer).origin}`);
 
   it("serves every screen, script and the stylesheet with a strict policy that forbids framing", async () => {
     for (const path of [
@@ -53,7 +57,9 @@ describe("the web app", () => {
     ]) {
       const response = await get(path);
       expect(response.status, path).toBe(200);
-      expect(response.headers.get("content-security-policy"), path).toBe(strictPolicy);
+      expect(response.headers.get("content-security-policy"), path).toBe(
+        path.startsWith("/app/assets/") ? strictPolicy : screenPolicy(),
+      );
       expect(response.headers.get("referrer-policy"), path).toBe("no-referrer");
       expect(response.headers.get("x-content-type-options"), path).toBe("nosniff");
       expect(response.headers.get("x-frame-options"), path).toBe("DENY");
@@ -64,7 +70,7 @@ describe("the web app", () => {
     const page = await (await get("/app")).text();
     // No inline script or style: the policy would refuse them.
     expect(page).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>|<style|style=/);
-    expect(page).toContain(`<meta name="oidc-issuer" content="${origin}/dev-idp">`);
+    expect(page).toContain(`<meta name="oidc-issuer" content="${mesh.devIdpIssuer}">`);
     expect((await get("/app/assets/nothing.js")).status).toBe(404);
     expect((await get("/app/unknown-screen")).status).toBe(404);
   });
@@ -91,7 +97,7 @@ describe("the web app", () => {
 
     /** The authorize form posted as the page posts it; answers the code from the redirect. */
     async function authorize(codeVerifier: string, subject: string, extra: Record<string, string> = {}) {
-      const response = await fetch(`${mesh.gatewayUrl}/dev-idp/authorize`, {
+      const response = await fetch(`${mesh.devIdpIssuer}/authorize`, {
         method: "POST",
         redirect: "manual",
         headers: { "content-type": "application/x-www-form-urlencoded" },
@@ -117,7 +123,7 @@ describe("the web app", () => {
       return back.searchParams.get("code") ?? "";
     };
     const token = (code: string, codeVerifier: string) =>
-      fetch(`${mesh.gatewayUrl}/dev-idp/token`, {
+      fetch(`${mesh.devIdpIssuer}/token`, {
         method: "POST",
         headers: { "content-type": "application/x-www-form-urlencoded" },
         body: new URLSearchParams({
@@ -130,12 +136,15 @@ describe("the web app", () => {
       });
 
     it("publishes its discovery document and shows a page that says what it is", async () => {
-      const discovery = await (await get("/dev-idp/.well-known/openid-configuration")).json();
-      expect(discovery).toMatchObject({
-        issuer: `${origin}/dev-idp`,
-        authorization_endpoint: `${origin}/dev-idp/authorize`,
-        token_endpoint: `${origin}/dev-idp/token`,
-        jwks_uri: `${origin}/dev-idp/.well-known/jwks.json`,
+      const idp = mesh.devIdpIssuer;
+      const discovered = await fetch(`${idp}/.well-known/openid-configuration`, { headers: { origin } });
+      // The app's page reads it cross-origin.
+      expect(discovered.headers.get("access-control-allow-origin")).toBe(origin);
+      expect(await discovered.json()).toMatchObject({
+        issuer: idp,
+        authorization_endpoint: `${idp}/authorize`,
+        token_endpoint: `${idp}/token`,
+        jwks_uri: `${idp}/.well-known/jwks.json`,
         code_challenge_methods_supported: ["S256"],
       });
       const query = new URLSearchParams({
@@ -146,13 +155,15 @@ describe("the web app", () => {
         code_challenge: sha256url("v"),
         code_challenge_method: "S256",
       });
-      const page = await get(`/dev-idp/authorize?${query}`);
+      const page = await fetch(`${idp}/authorize?${query}`);
       expect(page.status).toBe(200);
-      expect(page.headers.get("content-security-policy")).toBe(strictPolicy);
+      expect(page.headers.get("content-security-policy")).toBe(
+        `default-src 'none'; style-src ${origin}; form-action 'self' ${origin}; base-uri 'none'; frame-ancestors 'none'`,
+      );
       expect(await page.text()).toContain("This is the development identity provider, not a real sign-in");
       // Another site's redirect is never followed: the page refuses and sends nobody anywhere.
       query.set("redirect_uri", "https://evil.example/app/signed-in");
-      const refused = await get(`/dev-idp/authorize?${query}`);
+      const refused = await fetch(`${idp}/authorize?${query}`);
       expect(refused.status).toBe(400);
       expect(await refused.text()).toContain("redirect_uri is not one of the web app&#39;s");
       const posted = await authorize(verifier(), "mallory", { redirect_uri: "https://evil.example/app/signed-in" });
@@ -182,9 +193,9 @@ describe("the web app", () => {
       expect(answered.headers.get("cache-control")).toBe("no-store");
       const body = await answered.json();
       expect(body).toMatchObject({ token_type: "Bearer", expires_in: 3600 });
-      const keySet = createRemoteJWKSet(new URL(`${mesh.gatewayUrl}/dev-idp/.well-known/jwks.json`));
+      const keySet = createRemoteJWKSet(new URL(`${mesh.devIdpIssuer}/.well-known/jwks.json`));
       const { payload } = await jwtVerify(body.id_token, keySet, {
-        issuer: `${origin}/dev-idp`,
+        issuer: mesh.devIdpIssuer,
         audience: "svc-app",
         currentDate: start,
       });
@@ -200,7 +211,7 @@ describe("the web app", () => {
       expect(await (await token(stolen, verifier())).json()).toMatchObject({ error: "invalid_grant" });
       expect(await (await token(stolen, other)).json()).toMatchObject({ error: "invalid_grant" });
 
-      // Past its minute on the gateway's clock.
+      // Past its minute on the mesh's clock.
       const late = verifier();
       const stale = codeOf(await authorize(late, subject));
       mesh.setClock(new Date(start.getTime() + 61_000));
@@ -232,7 +243,7 @@ describe("the web app", () => {
     await page.getByRole("heading", { name: "Inbox" }).waitFor();
     expect(page.url()).toBe(`${origin}/app`);
     const session = (await page.evaluate(() => sessionStorage.getItem("svc.id_token"))) ?? "";
-    expect(decodeJwt(session)).toMatchObject({ iss: `${origin}/dev-idp`, sub: subject, aud: "svc-app" });
+    expect(decodeJwt(session)).toMatchObject({ iss: mesh.devIdpIssuer, sub: subject, aud: "svc-app" });
     const svcUserId = result(await api.get("/app/me", {}, session)).svc_user_id as string;
 
     // A passkey.

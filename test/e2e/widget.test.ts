@@ -132,7 +132,7 @@ describe("the svc-verify widget", () => {
     const api = partnerApi(mesh);
     const passkeyOrigin = mesh.gatewayUrl;
     const { sessionToken } = await mesh.console.mintDevSession({
-      issuer: `${passkeyOrigin}/dev-idp`,
+      issuer: mesh.devIdpIssuer,
       subject: `person-${crypto.randomUUID()}`,
     });
     const authenticator = SoftwareAuthenticator.create();

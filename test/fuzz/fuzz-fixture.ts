@@ -4,7 +4,7 @@ import { AccountConsoleService, SandboxBehavior } from "@svc/proto/account/v1/ac
 import { AgentConsoleService } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { KeyType } from "@svc/proto/console/v1/console_pb.js";
-import { gateConsole, issuer, newGate, newPartner, partnerApi, result } from "../e2e/gate-support.ts";
+import { gateConsole, newGate, newPartner, partnerApi, result } from "../e2e/gate-support.ts";
 import type { TestMesh } from "../harness/test-mesh.ts";
 import type { KnownValues } from "./schema-arbitrary.ts";
 
@@ -136,7 +136,7 @@ export async function createFuzzFixture(mesh: TestMesh, start: Date): Promise<Fu
   const grantExpired = result(await api.post("/sdk/create-session", {}, partner.devSecret))
     .anchor_grant_token as string;
   const sessionExpired = (
-    await mesh.console.mintDevSession({ issuer: `${issuer}/dev-idp`, subject: `fuzz-expired-${randomUUID()}` })
+    await mesh.console.mintDevSession({ issuer: mesh.devIdpIssuer, subject: `fuzz-expired-${randomUUID()}` })
   ).sessionToken;
   mesh.setClock(new Date(start.getTime() + 2 * 3600_000));
   // Nothing made before the run's instant is left for a sweep to expire once the batches run.
@@ -191,7 +191,7 @@ export async function createFuzzFixture(mesh: TestMesh, start: Date): Promise<Fu
     for (const operationId of needs.sessionOperations)
       sessions.set(
         operationId,
-        (await mesh.console.mintDevSession({ issuer: `${issuer}/dev-idp`, subject: `fuzz-${round}-${operationId}` }))
+        (await mesh.console.mintDevSession({ issuer: mesh.devIdpIssuer, subject: `fuzz-${round}-${operationId}` }))
           .sessionToken,
       );
     for (const token of sessions.values()) result(await api.get("/app/me", {}, token));

@@ -40,7 +40,12 @@ export class AuthorizationCodes {
    * The grant of a code presented with its client, redirect and PKCE verifier; `undefined` when the code is
    * unknown, used, expired, or presented with anything else than it was issued for (spent all the same).
    */
-  redeem(request: { code: string; clientId: string; redirectUri: string; codeVerifier: string }): CodeGrant | undefined {
+  redeem(request: {
+    code: string;
+    clientId: string;
+    redirectUri: string;
+    codeVerifier: string;
+  }): CodeGrant | undefined {
     const hash = digest(request.code);
     const held = this.#grants.get(hash);
     if (!held) return undefined;

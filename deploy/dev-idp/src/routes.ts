@@ -70,11 +70,17 @@ async function readBody(request: IncomingMessage): Promise<string | undefined> {
 export function identityProviderHandler(options: {
   provider: IdentityProvider;
   codes: AuthorizationCodes;
-  appOrigin: string;
+  appOrigins: readonly string[];
 }): (request: IncomingMessage, response: ServerResponse) => void {
-  const { provider, codes, appOrigin } = options;
-  const redirectUri = `${appOrigin}${signedInPath}`;
-  const cors = { "access-control-allow-origin": appOrigin, vary: "origin" };
+  const { provider, codes, appOrigins } = options;
+  const redirectUris = appOrigins.map((origin) => `${origin}${signedInPath}`);
+  /** The web app's pages read its replies from any of its origins; other origins get no CORS grant. */
+  const corsFor = (request: IncomingMessage): Record<string, string> => {
+    const origin = request.headers.origin;
+    return origin !== undefined && appOrigins.includes(origin)
+      ? { "access-control-allow-origin": origin, vary: "origin" }
+      : { vary: "origin" };
+  };
 
   const checkRequest = (fields: URLSearchParams): AuthorizationRequest | string => {
     const one = (name: string) => {
@@ -82,7 +88,8 @@ export function identityProviderHandler(options: {
       return values.length === 1 ? values[0] : undefined;
     };
     if (one("client_id") !== clientId) return `client_id must be ${clientId}`;
-    if (one("redirect_uri") !== redirectUri) return "redirect_uri is not one of the web app's";
+    const redirectUri = one("redirect_uri") ?? "";
+    if (!redirectUris.includes(redirectUri)) return "redirect_uri is not one of the web app's";
     if (one("response_type") !== "code") return "response_type must be code";
     if (one("code_challenge_method") !== "S256") return "code_challenge_method must be S256";
     const codeChallenge = one("code_challenge") ?? "";
@@ -101,6 +108,9 @@ export function identityProviderHandler(options: {
     problem?: string,
   ): Reply => {
     const language = pickLanguage(acceptLanguage);
+    // The page wears the web app's stylesheet, from the origin the request came from when it names one.
+    const redirectUri = fields.get("redirect_uri") ?? "";
+    const appOrigin = appOrigins[Math.max(redirectUris.indexOf(redirectUri), 0)] ?? "";
     const t = languages[language];
     const hidden = requestFields
       .filter((name) => fields.has(name))
@@ -120,7 +130,7 @@ ${hidden}
       headers: {
         "content-type": "text/html; charset=utf-8",
         "cache-control": "no-store",
-        // The page wears the web app's stylesheet; the form's redirect goes back to the app.
+        // The form's redirect goes back to the app.
         "content-security-policy": `default-src 'none'; style-src ${appOrigin}; form-action 'self' ${appOrigin}; base-uri 'none'; frame-ancestors 'none'`,
         "referrer-policy": "no-referrer",
         "x-content-type-options": "nosniff",
@@ -147,10 +157,9 @@ ${body}
     };
   };
 
-  const tokenError = (error: string, description: string) =>
-    json(400, { error, error_description: description }, cors);
-
-  const token = async (body: string): Promise<Reply> => {
+  const token = async (body: string, cors: Record<string, string>): Promise<Reply> => {
+    const tokenError = (error: string, description: string) =>
+      json(400, { error, error_description: description }, cors);
     const fields = new URLSearchParams(body);
     if (fields.get("grant_type") !== "authorization_code")
       return tokenError("unsupported_grant_type", "grant_type must be authorization_code");
@@ -163,7 +172,10 @@ ${body}
       codeVerifier: verifier,
     });
     if (!grant)
-      return tokenError("invalid_grant", "the code is unknown, used, expired, or not for this client, redirect and verifier");
+      return tokenError(
+        "invalid_grant",
+        "the code is unknown, used, expired, or not for this client, redirect and verifier",
+      );
     const session = await provider.mint(grant.subject, {
       nonce: grant.nonce,
       email: emailForm.test(grant.subject) ? { address: grant.subject, verified: true } : undefined,
@@ -171,7 +183,12 @@ ${body}
     // The ID token is the app API's user session: the access token is the same JWT.
     return json(
       200,
-      { id_token: session.token, access_token: session.token, token_type: "Bearer", expires_in: session.lifetimeSeconds },
+      {
+        id_token: session.token,
+        access_token: session.token,
+        token_type: "Bearer",
+        expires_in: session.lifetimeSeconds,
+      },
       { ...cors, pragma: "no-cache" },
     );
   };
@@ -195,6 +212,7 @@ ${body}
 
   const route = async (request: IncomingMessage): Promise<Reply> => {
     const url = new URL(request.url ?? "/", provider.issuer);
+    const cors = corsFor(request);
     const key = `${request.method} ${url.pathname}`;
     switch (key) {
       case "GET /readyz":
@@ -232,7 +250,7 @@ ${body}
       return json(404, { error: `no ${request.method} ${url.pathname} here` });
     const body = await readBody(request);
     if (body === undefined) return json(413, { error: `the body is larger than ${bodyLimitBytes} bytes` }, cors);
-    if (url.pathname === "/token") return token(body);
+    if (url.pathname === "/token") return token(body, cors);
     if (url.pathname === "/mint") return mint(body);
     const fields = new URLSearchParams(body);
     const checked = checkRequest(fields);

@@ -21,10 +21,11 @@ const settings = {
     default: "",
     description: "its issuer (iss) and base URL; empty is http://{host}:{port}",
   },
-  appOrigin: {
-    parse: parse.url,
-    default: "http://127.0.0.1:8080",
-    description: "the web app's origin (the gateway's GATEWAY_PUBLIC_ORIGIN): its one client's redirect and CORS origin",
+  appOrigins: {
+    parse: (raw: string) => raw.split(",").map((origin) => parse.url(origin.trim())),
+    default: ["http://127.0.0.1:8080", "http://localhost:8080"],
+    description:
+      "the web app's origins, comma-separated (each a GATEWAY_PUBLIC_ORIGIN it may run under): where its one client's redirect may go, and whose pages may read its replies",
   },
   keySeed: {
     parse: parse.string,
@@ -54,7 +55,7 @@ export async function startIdentityProvider(
   });
   server.on(
     "request",
-    identityProviderHandler({ provider, codes: new AuthorizationCodes(clock), appOrigin: config.appOrigin }),
+    identityProviderHandler({ provider, codes: new AuthorizationCodes(clock), appOrigins: config.appOrigins }),
   );
   return { issuer, server };
 }

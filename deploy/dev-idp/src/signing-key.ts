@@ -8,7 +8,9 @@ const p256Order = BigInt("0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9
  * The provider's ES256 key, derived from its seed: the same seed signs with the same key after a restart,
  * so sessions it minted before stay valid without the provider keeping any state.
  */
-export async function signingKeyFromSeed(seed: string): Promise<{ kid: string; privateKey: CryptoKey; publicJwk: JWK }> {
+export async function signingKeyFromSeed(
+  seed: string,
+): Promise<{ kid: string; privateKey: CryptoKey; publicJwk: JWK }> {
   let d: Buffer;
   let counter = 0;
   do {

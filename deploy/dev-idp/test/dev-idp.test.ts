@@ -17,7 +17,7 @@ let server: Server;
 
 beforeAll(async () => {
   ({ issuer, server } = await startIdentityProvider(
-    { DEV_IDP_PORT: "0", DEV_IDP_APP_ORIGIN: appOrigin, DEV_IDP_KEY_SEED: seed },
+    { DEV_IDP_PORT: "0", DEV_IDP_APP_ORIGINS: `http://127.0.0.1:18080,${appOrigin}`, DEV_IDP_KEY_SEED: seed },
     clock,
   ));
 });
@@ -80,6 +80,10 @@ describe("the development identity provider", () => {
       jwks_uri: `${issuer}/.well-known/jwks.json`,
       code_challenge_methods_supported: ["S256"],
     });
+    const elsewhere = await fetch(`${issuer}/.well-known/openid-configuration`, {
+      headers: { origin: "https://evil.example" },
+    });
+    expect(elsewhere.headers.get("access-control-allow-origin")).toBeNull();
   });
 
   test("the authorize page says what it is, in the reader's language, under its own CSP", async () => {

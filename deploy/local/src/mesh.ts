@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { startIdentityProvider } from "@svc/dev-idp/server";
 import { freePort, type Log } from "./process-tools.ts";
 
 const repositoryRoot = fileURLToPath(new URL("../../../", import.meta.url));
@@ -68,11 +69,18 @@ export interface MeshOptions {
    * died stays down, which the durability tests rely on.
    */
   supervise?: Supervision;
+  /** Seed of the development identity provider's signing key; a new key at every start without it. */
+  devIdpKeySeed?: string;
 }
 
 export interface Mesh {
   gatewayUrl: string;
   consoleUrl: string;
+  /**
+   * The development identity provider, in this process: the issuer of the web app's sign-in and of the
+   * console's MintDevSession sessions, and of sandbox humans' sign-in identities.
+   */
+  devIdpIssuer: string;
   /** The operator credential of the console port, made for this mesh (`GATEWAY_CONSOLE_TOKEN`). */
   consoleToken: string;
   urls: Record<string, string>;
@@ -116,6 +124,28 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
   const consolePort = options.ports === "default" ? 9090 : await freePort();
   const consoleToken = options.env.GATEWAY_CONSOLE_TOKEN ?? randomBytes(32).toString("base64url");
   const urls = Object.fromEntries(placed.map((s) => [s.name, s.url]));
+  const gatewayPort = placed.find((s) => s.name === "gateway")?.port;
+  // Tests restart the gateway under localhost for passkeys: the web app may sign in from either name.
+  const appOrigins = [
+    ...new Set([
+      `http://127.0.0.1:${gatewayPort}`,
+      `http://localhost:${gatewayPort}`,
+      ...(options.env.GATEWAY_PUBLIC_ORIGIN ? [options.env.GATEWAY_PUBLIC_ORIGIN] : []),
+    ]),
+  ];
+  const devIdp = await startIdentityProvider({
+    SVC_CLOCK_FILE: options.env.SVC_CLOCK_FILE,
+    DEV_IDP_PORT: options.ports === "default" ? "8070" : "0",
+    DEV_IDP_APP_ORIGINS: appOrigins.join(","),
+    DEV_IDP_KEY_SEED: options.devIdpKeySeed,
+  });
+  const signIn = {
+    GATEWAY_OIDC_ISSUER: devIdp.issuer,
+    GATEWAY_OIDC_JWKS_URL: `${devIdp.issuer}/.well-known/jwks.json`,
+    GATEWAY_OIDC_CLIENT_ID: "svc-app",
+    GATEWAY_DEV_IDP_ISSUER: devIdp.issuer,
+    ACCOUNT_DEV_ISSUER: devIdp.issuer,
+  };
 
   // Each process learns every other's address as <ITS_PREFIX>_<OTHER_PREFIX>_URL, e.g. GATEWAY_SIGNING_URL.
   const addressBook: Record<string, string> = {};
@@ -134,6 +164,7 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
     nextDelayMs: backoff.firstMs,
     env: {
       ...addressBook,
+      ...signIn,
       ...options.env,
       [`${service.envPrefix}_PORT`]: String(service.port),
       ...(service.name === "gateway"
@@ -226,6 +257,9 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
         clearTimeout(forced);
       }
     }
+    const closed = new Promise((resolve) => devIdp.server.close(resolve));
+    devIdp.server.closeAllConnections();
+    await closed;
   };
   try {
     for (const p of planned) {
@@ -247,6 +281,7 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
   return {
     gatewayUrl: `http://127.0.0.1:${find("gateway").port}`,
     consoleUrl: `http://127.0.0.1:${consolePort}`,
+    devIdpIssuer: devIdp.issuer,
     consoleToken,
     urls,
     async kill(name, signal = "SIGKILL") {

@@ -5,7 +5,7 @@ import { qrCodeSvg } from "../operations/qr-code.ts";
 
 const presentationPath = (kind: string, tail = "") => new RegExp(`^/wallet/${kind}/(apr_[0-9a-f]{32})${tail}$`);
 const presentationId = (url: URL) => url.pathname.split("/")[3] ?? "";
-/** A presentation with its disclosures and KB-JWT is larger than a sign-in form post. */
+/** A presentation with its disclosures and KB-JWT is larger than a form post. */
 const presentationBodyLimit = 64 * 1024;
 const noStore = { "cache-control": "no-store" };
 const refusal = (status: number, error: string, description: string): RawReply =>

@@ -9,7 +9,7 @@ const webAppFolder = new URL("../../web-app/", import.meta.url);
 const compiledFolder = new URL("gen/", webAppFolder);
 
 /** Where the identity provider sends the person back with the authorization code. */
-export const signedInPath = "/app/signed-in";
+const signedInPath = "/app/signed-in";
 
 /** The screens the page draws itself; the server answers each with the same page. */
 const screenPaths =

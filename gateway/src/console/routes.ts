@@ -18,15 +18,15 @@ import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { type CredentialDirectory, CredentialError } from "../credentials/directory.ts";
 import type { ApiKey } from "../credentials/entities.ts";
 import type { KeyType } from "../credentials/key-format.ts";
-import type { DevIdentityProvider } from "../dev-idp/dev-identity-provider.ts";
 import type { KeyLimits } from "../rate-limits/key-limits.ts";
+import type { devSessionMinter } from "./dev-sessions.ts";
 
 export interface ConsoleDependencies {
   directory: CredentialDirectory;
   signing: Pick<Client<typeof SigningService>, "rotateKeys">;
   keyLimits: Pick<KeyLimits, "set">;
-  /** Present in development only. */
-  devIdp?: Pick<DevIdentityProvider, "issuer" | "mint">;
+  /** Present when GATEWAY_DEV_IDP_ISSUER names a development identity provider (never in production). */
+  mintDevSession?: ReturnType<typeof devSessionMinter>;
 }
 
 const keyTypeFromProto = (type: ProtoKeyType): KeyType | undefined =>
@@ -93,21 +93,12 @@ export function consoleRoutes(deps: ConsoleDependencies): (router: ConnectRouter
         }),
 
       mintDevSession: async (request) => {
-        const { devIdp } = deps;
-        if (!devIdp)
+        if (!deps.mintDevSession)
           throw new ConnectError(
-            "the development identity provider does not run in production",
+            "the development identity provider does not run in production, nor here: GATEWAY_DEV_IDP_ISSUER is not set",
             Code.FailedPrecondition,
           );
-        if (request.issuer !== devIdp.issuer)
-          throw new ConnectError(
-            `issuer must be the development identity provider, ${devIdp.issuer}`,
-            Code.InvalidArgument,
-          );
-        if (request.subject === "") throw new ConnectError("subject is required", Code.InvalidArgument);
-        const session = await devIdp.mint(request.subject, {
-          email: request.email === "" ? undefined : { address: request.email, verified: request.emailVerified },
-        });
+        const session = await deps.mintDevSession(request);
         return create(MintDevSessionResponseSchema, {
           sessionToken: session.token,
           expiresAt: timestampFromDate(session.expiresAt),

@@ -4,7 +4,6 @@ import { type Clock, loadConfig, parse } from "@svc/platform";
 import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import { CallerSchema, CredentialKind } from "@svc/proto/common/v1/caller_pb.js";
 import { createRemoteJWKSet, decodeJwt, type JWTPayload, jwtVerify } from "jose";
-import type { DevIdentityProvider } from "../dev-idp/dev-identity-provider.ts";
 import type { CredentialResolver } from "./authenticate.ts";
 
 /** The OpenID Connect issuer whose ID tokens sign users in to the app API (GATEWAY_OIDC_*). */
@@ -35,18 +34,17 @@ const jwtForm = /^eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
 /**
  * A signed-in user session: a JWT from the configured OpenID Connect issuer, verified with jose against
- * its key set, or, in development, one minted by the development identity provider. The (issuer,
+ * its key set (in development, the development identity provider of deploy/dev-idp). The (issuer,
  * subject) pair names a human in the account service, which also keeps what the token's `email` and
  * `email_verified` claims say (inquire's `user_email`); the caller carries that human's `svc_user_id`
  * as its credential id.
  */
 export function userSessionResolver(options: {
   oidc: ReturnType<typeof loadOidcConfig>;
-  devIdp: DevIdentityProvider | undefined;
   account: Pick<Client<typeof AccountService>, "resolveSignedInHuman">;
   clock: Clock;
 }): CredentialResolver {
-  const { oidc, devIdp, account, clock } = options;
+  const { oidc, account, clock } = options;
   const remote =
     oidc.oidcIssuer !== "" && oidc.oidcJwksUrl !== "" ? createRemoteJWKSet(new URL(oidc.oidcJwksUrl)) : undefined;
   // The phone app's tokens carry the configured audience, the web app's ID tokens its client id.
@@ -55,7 +53,6 @@ export function userSessionResolver(options: {
 
   const verify = async (token: string): Promise<JWTPayload | undefined> => {
     const issuer = decodeJwt(token).iss;
-    if (devIdp && issuer === devIdp.issuer) return devIdp.verify(token);
     if (remote && issuer === oidc.oidcIssuer) {
       const { payload } = await jwtVerify(token, remote, {
         issuer: oidc.oidcIssuer,

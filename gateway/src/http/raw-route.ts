@@ -2,8 +2,7 @@ import type { IncomingHttpHeaders } from "node:http";
 
 /**
  * A reply outside the envelope, for what is not an operation: the key set, the OpenAPI document, a QR
- * code image, the web pages, the development identity provider's OpenID Connect endpoints. No stage
- * runs for it (no credential, no rate limit, no rename window); it answers from its address (and, for
+ * code image, the web pages. No stage runs for it (no credential, no rate limit, no rename window); it answers from its address (and, for
  * a form post, its body) alone.
  */
 export interface RawReply {

@@ -6,6 +6,7 @@ import { DropTakeRateLimits } from "./0005-drop-take-rate-limits.ts";
 import { CreateDevIdentityProviderCodes } from "./0006-dev-idp-codes.ts";
 import { CreateIdempotencyKeys } from "./0007-idempotency-keys.ts";
 import { IndexRateLimitExpiry } from "./0008-rate-limit-sweep.ts";
+import { DropDevIdentityProviderTables } from "./0009-drop-dev-idp.ts";
 
 /** Applied in order at start; a migration, once released, is never edited (add a new one). */
 export const migrations = [
@@ -17,4 +18,5 @@ export const migrations = [
   { name: "0006_dev_idp_codes", class: CreateDevIdentityProviderCodes },
   { name: "0007_idempotency_keys", class: CreateIdempotencyKeys },
   { name: "0008_rate_limit_sweep", class: IndexRateLimitExpiry },
+  { name: "0009_drop_dev_idp", class: DropDevIdentityProviderTables },
 ];

@@ -25,11 +25,8 @@ import {
 import { appRequestRoutes, flowRequestRoutes } from "../app/requests.ts";
 import { securedAccountRoutes } from "../app/secured-accounts.ts";
 import { walletRoutes } from "../app/wallet.ts";
-import { type SignInSettings, signedInPath, webAppRoutes } from "../app/web-app.ts";
+import { type SignInSettings, webAppRoutes } from "../app/web-app.ts";
 import { webFlowRoutes } from "../app/web-flow.ts";
-import type { AuthorizationCodes } from "../dev-idp/authorization-codes.ts";
-import type { DevIdentityProvider } from "../dev-idp/dev-identity-provider.ts";
-import { devIdpRoutes } from "../dev-idp/oidc-routes.ts";
 import { openApiRoute } from "../http/openapi.ts";
 import type { RawRoute } from "../http/raw-route.ts";
 import type { Route } from "../http/route.ts";
@@ -91,14 +88,12 @@ export const routes: readonly Route[] = [
 export function rawRoutes(options: {
   keySet: KeySetCache;
   openApi: Record<string, unknown>;
-  /** The development identity provider and its codes; absent in production. */
-  devIdp: { provider: DevIdentityProvider; codes: AuthorizationCodes } | undefined;
   signIn: SignInSettings | undefined;
   account: Client<typeof AccountService>;
   publicOrigin: string;
   widget: WidgetScript | undefined;
 }): RawRoute[] {
-  const { devIdp, publicOrigin } = options;
+  const { publicOrigin } = options;
   return [
     keySetRoute(options.keySet),
     openApiRoute(options.openApi),
@@ -108,8 +103,5 @@ export function rawRoutes(options: {
     ...webFlowRoutes,
     ...walletRoutes(options.account, publicOrigin),
     ...webAppRoutes({ signIn: options.signIn, publicOrigin }),
-    ...(devIdp
-      ? devIdpRoutes({ devIdp: devIdp.provider, codes: devIdp.codes, redirectUris: [`${publicOrigin}${signedInPath}`] })
-      : []),
   ];
 }

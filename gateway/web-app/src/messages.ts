@@ -28,15 +28,6 @@ const en = {
   signInFailed: "Signing in did not work: {message}. Try again.",
   sessionEnded: "Your session ended. Sign in again.",
 
-  devIdpTitle: "Development identity provider",
-  devIdpNotice:
-    "This is the development identity provider, not a real sign-in: anyone can sign in as anyone here. In production the app signs in through the configured OpenID Connect provider.",
-  devIdpSubjectLabel: "Sign in as",
-  devIdpSubjectHelp:
-    "Any identifier: a new one starts a new person, one used before (for example a sandbox human's subject) is that person again. An e-mail address is also the person's verified address.",
-  devIdpContinue: "Continue",
-  devIdpInvalid: "This sign-in request cannot be answered: {message}",
-
   passkeysTitle: "Passkeys",
   passkeysIntro: "A passkey confirms requests and agent cards. It stays on your device.",
   passkeyCreate: "Create a passkey",
@@ -180,15 +171,6 @@ const de: Messages = {
   signingIn: "Sie werden angemeldet…",
   signInFailed: "Die Anmeldung hat nicht geklappt: {message}. Versuchen Sie es noch einmal.",
   sessionEnded: "Ihre Sitzung ist abgelaufen. Melden Sie sich erneut an.",
-
-  devIdpTitle: "Entwicklungs-Identitätsanbieter",
-  devIdpNotice:
-    "Dies ist der Identitätsanbieter für die Entwicklung, keine echte Anmeldung: Hier kann sich jeder als jeder anmelden. Im Betrieb meldet sich die App über den eingerichteten OpenID-Connect-Anbieter an.",
-  devIdpSubjectLabel: "Anmelden als",
-  devIdpSubjectHelp:
-    "Eine beliebige Kennung: Eine neue beginnt eine neue Person, eine schon benutzte (etwa das Subject eines Sandbox-Menschen) ist wieder diese Person. Eine E-Mail-Adresse ist zugleich die bestätigte Adresse der Person.",
-  devIdpContinue: "Weiter",
-  devIdpInvalid: "Diese Anmeldeanfrage kann nicht beantwortet werden: {message}",
 
   passkeysTitle: "Passkeys",
   passkeysIntro: "Ein Passkey bestätigt Anfragen und Karten von Agenten. Er bleibt auf Ihrem Gerät.",

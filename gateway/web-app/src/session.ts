@@ -1,6 +1,6 @@
 /**
- * Signing in: OpenID Connect authorization code with PKCE (S256), the same in development (the gateway's
- * development identity provider) and production (the configured issuer). The ID token is kept in
+ * Signing in: OpenID Connect authorization code with PKCE (S256), the same in development (the
+ * development identity provider, deploy/dev-idp) and production (the configured issuer). The ID token is kept in
  * sessionStorage, sent as `Authorization: Bearer` and never in a cookie, so no other site can make the
  * browser call the API as the person.
  */

@@ -45,8 +45,8 @@ export const settings = {
   }),
   devIssuer: {
     parse: parse.url,
-    default: "http://127.0.0.1:8080/dev-idp",
-    description: "issuer of sandbox humans' sign-in identities: the gateway's development identity provider",
+    default: "http://127.0.0.1:8070",
+    description: "issuer of sandbox humans' sign-in identities: the development identity provider (deploy/dev-idp)",
   },
   // On by default so a development mesh has credentials; production must say "off" (see server.ts).
   devWalletIssuerKey: developmentSecret<Buffer | null>({

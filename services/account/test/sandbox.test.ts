@@ -28,7 +28,7 @@ const createSandboxHuman = (behavior = SandboxBehavior.CONFIRM, age?: number) =>
 describe("sandbox humans", () => {
   it("are created in development with a passkey, one device, a behavior and a sign-in identity", async () => {
     const created = await createSandboxHuman(SandboxBehavior.DECLINE);
-    expect(created.issuer).toBe("http://127.0.0.1:8080/dev-idp");
+    expect(created.issuer).toBe("http://127.0.0.1:8070");
     expect(created.subject).toMatch(/^[0-9a-f-]{36}$/);
     expect(await account.client.getHuman({ svcUserId: created.svcUserId })).toMatchObject({
       svcUserId: created.svcUserId,

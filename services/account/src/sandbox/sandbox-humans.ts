@@ -18,7 +18,7 @@ export interface SandboxContext {
   em: EntityManager;
   clock: Clock;
   sandboxKey: Buffer;
-  /** Issuer of sandbox sign-in identities: the gateway's development identity provider. */
+  /** Issuer of sandbox sign-in identities: the development identity provider (deploy/dev-idp). */
   devIssuer: string;
 }
 
