@@ -76,3 +76,24 @@ describe("the console's operator credential", () => {
     );
   });
 });
+
+describe("the development identity provider's setting", () => {
+  const production = {
+    SVC_DEPLOYMENT: "production",
+    GATEWAY_KEY_PEPPER: randomBytes(32).toString("base64"),
+    GATEWAY_CONSOLE_TOKEN: randomBytes(32).toString("base64url"),
+  };
+
+  it("production refuses GATEWAY_DEV_IDP_ISSUER", () => {
+    expect(() => loadGatewayConfig({ ...production, GATEWAY_DEV_IDP_ISSUER: "http://127.0.0.1:8070" }, quiet)).toThrow(
+      "GATEWAY_DEV_IDP_ISSUER (the development identity provider) is refused in production",
+    );
+    expect(loadGatewayConfig(production, quiet).devIdpIssuer).toBe("");
+  });
+
+  it("development takes it, without a trailing slash", () => {
+    expect(loadGatewayConfig({ GATEWAY_DEV_IDP_ISSUER: "http://127.0.0.1:8070/" }, quiet).devIdpIssuer).toBe(
+      "http://127.0.0.1:8070",
+    );
+  });
+});
