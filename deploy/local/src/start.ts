@@ -1,4 +1,5 @@
-import { mkdirSync, writeFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createClient } from "@connectrpc/connect";
@@ -17,6 +18,8 @@ const dataDir = join(repositoryRoot, ".data/");
 const databaseName = "svc";
 /** Where svcctl finds the console's operator credential by itself (see gateway/src/cli/svcctl.ts). */
 const consoleTokenFile = join(dataDir, "console-token");
+/** The development identity provider's key seed: its sessions survive a restart, as the data does. */
+const devIdpSeedFile = join(dataDir, "dev-idp-key-seed");
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
 async function ensureDatabase(serverUrl: string, name: string): Promise<string> {
@@ -33,16 +36,24 @@ async function ensureDatabase(serverUrl: string, name: string): Promise<string> 
   return url.toString();
 }
 
+/** The seed kept in the data dir, made on the first start. */
+function devIdpKeySeed(): string {
+  if (!existsSync(devIdpSeedFile))
+    writeFileSync(devIdpSeedFile, randomBytes(32).toString("base64url"), { mode: 0o600 });
+  return readFileSync(devIdpSeedFile, "utf8").trim();
+}
+
 interface Addresses {
   gatewayUrl: string;
   consoleUrl: string;
+  devIdpIssuer: string;
   /** PostgreSQL (the mesh's database) and NATS: on free ports, new at every start. */
   databaseUrl: string;
   natsUrl: string;
 }
 
 function banner(addresses: Addresses, demo: DemoCredentials): string {
-  const { gatewayUrl, consoleUrl, databaseUrl, natsUrl } = addresses;
+  const { gatewayUrl, consoleUrl, devIdpIssuer, databaseUrl, natsUrl } = addresses;
   const base = `${gatewayUrl}/v1`;
   const rule = "-".repeat(100);
   return `
@@ -80,8 +91,8 @@ ${agentWalkThrough({ baseUrl: base, jwksUrl: `${gatewayUrl}/.well-known/jwks.jso
 ${rule}
 
 Or open the web flow: the web_url of a request created without svc_user_id, in a browser with a passkey.
-Or open the web app at ${gatewayUrl}/app and sign in through the development identity provider with any
-identifier. Passkeys need a host name, not an IP address: start with
+Or open the web app at ${gatewayUrl}/app and sign in through the development identity provider
+(${devIdpIssuer}, development only) with any identifier. Passkeys need a host name, not an IP address: start with
 GATEWAY_PUBLIC_ORIGIN=http://localhost:8080 and open http://localhost:8080/app.
 
 The widget: a demo partner page with <svc-verify> in a checkout form, answered by a sandbox human:
@@ -120,6 +131,7 @@ async function main(): Promise<void> {
       ports: "default",
       log,
       supervise: { onStatus: (down) => log(statusLine(down)) },
+      devIdpKeySeed: devIdpKeySeed(),
     });
     // A new operator credential at every start, readable by this user only.
     writeFileSync(consoleTokenFile, `${mesh.consoleToken}\n`, { mode: 0o600 });
@@ -140,6 +152,7 @@ async function main(): Promise<void> {
         {
           gatewayUrl: mesh.gatewayUrl,
           consoleUrl: mesh.consoleUrl,
+          devIdpIssuer: mesh.devIdpIssuer,
           databaseUrl,
           natsUrl: infrastructure.natsUrl,
         },
