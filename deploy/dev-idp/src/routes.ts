@@ -47,16 +47,21 @@ const json = (status: number, body: unknown, headers: Record<string, string> = {
   body: JSON.stringify(body),
 });
 
-/** The body as text, or `undefined` when it is longer than the limit. */
-async function readBody(request: IncomingMessage): Promise<string | undefined> {
-  const chunks: Buffer[] = [];
-  let length = 0;
-  for await (const chunk of request as AsyncIterable<Buffer>) {
-    length += chunk.length;
-    if (length > bodyLimitBytes) return undefined;
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString("utf8");
+/**
+ * The body as text, or `undefined` when it is longer than the limit: then the rest is read and dropped,
+ * so the connection stays whole for the 413.
+ */
+function readBody(request: IncomingMessage): Promise<string | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let length = 0;
+    request.on("data", (chunk: Buffer) => {
+      length += chunk.length;
+      if (length <= bodyLimitBytes) chunks.push(chunk);
+    });
+    request.once("end", () => resolve(length > bodyLimitBytes ? undefined : Buffer.concat(chunks).toString("utf8")));
+    request.once("error", reject);
+  });
 }
 
 /**
@@ -277,7 +282,7 @@ ${body}
   return (request, response) => {
     route(request).then(
       (reply) => {
-        // A body left unread (a 413) is drained, not kept, so the reply still reaches the client.
+        // A body no route reads is drained, so the connection stays usable.
         request.resume();
         response.writeHead(reply.status, reply.headers).end(reply.body);
       },
