@@ -158,7 +158,7 @@ describe("the web app", () => {
       const page = await fetch(`${idp}/authorize?${query}`);
       expect(page.status).toBe(200);
       expect(page.headers.get("content-security-policy")).toBe(
-        `default-src 'none'; style-src ${origin}; form-action 'self' ${origin}; base-uri 'none'; frame-ancestors 'none'`,
+        `default-src 'none'; style-src 'self'; form-action 'self' ${origin}; base-uri 'none'; frame-ancestors 'none'`,
       );
       expect(await page.text()).toContain("This is the development identity provider, not a real sign-in");
       // Another site's redirect is never followed: the page refuses and sends nobody anywhere.

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AuthorizationCodes } from "./authorization-codes.ts";
 import { clientId, type IdentityProvider } from "./identity-provider.ts";
 import { languages, pickLanguage } from "./messages.ts";
+import { pageStyle } from "./page-style.ts";
 
 /** Every request body it reads is a short form or JSON object. */
 export const bodyLimitBytes = 16 * 1024;
@@ -31,6 +32,10 @@ type AuthorizationRequest = {
   codeChallenge: string;
   nonce: string | undefined;
 };
+
+/** The authorize page's policy: its own stylesheet, no script, and a form whose redirect goes to the app. */
+const pagePolicy = (appOrigin: string) =>
+  `default-src 'none'; style-src 'self'; form-action 'self' ${appOrigin}; base-uri 'none'; frame-ancestors 'none'`;
 
 interface Reply {
   status: number;
@@ -113,7 +118,7 @@ export function identityProviderHandler(options: {
     problem?: string,
   ): Reply => {
     const language = pickLanguage(acceptLanguage);
-    // The page wears the web app's stylesheet, from the origin the request came from when it names one.
+    // The form's redirect goes back to the app's origin the request names (the first one when it names none).
     const redirectUri = fields.get("redirect_uri") ?? "";
     const appOrigin = appOrigins[Math.max(redirectUris.indexOf(redirectUri), 0)] ?? "";
     const t = languages[language];
@@ -135,8 +140,7 @@ ${hidden}
       headers: {
         "content-type": "text/html; charset=utf-8",
         "cache-control": "no-store",
-        // The form's redirect goes back to the app.
-        "content-security-policy": `default-src 'none'; style-src ${appOrigin}; form-action 'self' ${appOrigin}; base-uri 'none'; frame-ancestors 'none'`,
+        "content-security-policy": pagePolicy(appOrigin),
         "referrer-policy": "no-referrer",
         "x-content-type-options": "nosniff",
         "x-frame-options": "DENY",
@@ -148,7 +152,7 @@ ${hidden}
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(t.title)}</title>
-<link rel="stylesheet" href="${appOrigin}/app/assets/style.css">
+<link rel="stylesheet" href="/style.css">
 </head>
 <body>
 <main class="narrow">
@@ -240,6 +244,16 @@ ${body}
           },
           cors,
         );
+      case "GET /style.css":
+        return {
+          status: 200,
+          headers: {
+            "content-type": "text/css; charset=utf-8",
+            "cache-control": "no-store",
+            "x-content-type-options": "nosniff",
+          },
+          body: pageStyle,
+        };
       case "GET /.well-known/jwks.json":
         return json(200, provider.jwks(), cors);
       case "GET /authorize": {

@@ -92,10 +92,14 @@ describe("the development identity provider", () => {
     const html = await page.text();
     expect(html).toContain('<html lang="de">');
     expect(html).toContain("Entwicklungs-Identitätsanbieter");
-    expect(html).toContain(`<link rel="stylesheet" href="${appOrigin}/app/assets/style.css">`);
+    expect(html).toContain('<link rel="stylesheet" href="/style.css">');
+    expect(html).not.toMatch(/<script|<style|style=/);
     expect(page.headers.get("content-security-policy")).toBe(
-      `default-src 'none'; style-src ${appOrigin}; form-action 'self' ${appOrigin}; base-uri 'none'; frame-ancestors 'none'`,
+      `default-src 'none'; style-src 'self'; form-action 'self' ${appOrigin}; base-uri 'none'; frame-ancestors 'none'`,
     );
+    const style = await fetch(`${issuer}/style.css`);
+    expect(style.headers.get("content-type")).toBe("text/css; charset=utf-8");
+    expect(await style.text()).toContain(".caution");
   });
 
   test("an authorization request for another redirect or without S256 is refused on the page", async () => {
