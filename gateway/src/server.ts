@@ -32,7 +32,7 @@ import { grantTokenResolver } from "./credentials/grant-token.ts";
 import { loadOidcConfig, userSessionResolver } from "./credentials/user-session.ts";
 import { AuthorizationCodes } from "./dev-idp/authorization-codes.ts";
 import { DevIdentityProvider, devClientId } from "./dev-idp/dev-identity-provider.ts";
-import { openApiDocument, openApiPath } from "./http/openapi.ts";
+import { openApiPath } from "./http/openapi/document.ts";
 import { parseStage } from "./http/parse.ts";
 import { handleStage, type Stage, validateStage } from "./http/pipeline.ts";
 import { basePath, startPublicServer } from "./http/public-server.ts";
@@ -202,7 +202,6 @@ export async function startGateway(
     idempotencyStage({ store: new IdempotencyStore(idempotencyPool), pepper, logger }),
     handleStage,
   ];
-  const openApi = openApiDocument({ routes, aliases: aliasTable, sunset, publicOrigin: config.publicOrigin });
   const stopSweepingLimits = limiter.startSweeping(() => clock.now(), 10 * 60_000);
   const stopSweepingKeys = startKeySweep(idempotencyPool, clock, logger);
   const stopSweeping = () => {
@@ -234,7 +233,6 @@ export async function startGateway(
       meshHealth,
       rawRoutes: rawRoutes({
         keySet: services.keySet,
-        openApi,
         devIdp: devIdp && { provider: devIdp, codes: new AuthorizationCodes({ orm, clock }) },
         signIn,
         account: services.account,

@@ -1,9 +1,9 @@
 import { ManualClock } from "@svc/platform";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { jsonSchemaOf, openApiDocument } from "../src/http/openapi.ts";
+import { jsonSchemaOf } from "../src/http/openapi/json-schema.ts";
 import { type Schema, validate } from "../src/http/schema.ts";
-import { routes } from "../src/operations/index.ts";
-import { aliasTable, sunset } from "../src/rename-window/aliases.ts";
+import { openApiDocumentOf, routes } from "../src/operations/index.ts";
+import { aliasTable } from "../src/rename-window/aliases.ts";
 import { startTestMesh, type TestMesh } from "./support.ts";
 
 /**
@@ -14,7 +14,7 @@ import { startTestMesh, type TestMesh } from "./support.ts";
 // biome-ignore lint/suspicious/noExplicitAny: the generated document is walked by path in every assertion; a typed OpenAPI model would outweigh the test.
 type Json = Record<string, any>;
 const publicOrigin = "https://api.svc.test";
-const document = openApiDocument({ routes, aliases: aliasTable, sunset, publicOrigin }) as Json;
+const document = openApiDocumentOf(publicOrigin) as Json;
 
 /** Every `$ref` in the document, so each can be checked to resolve. */
 function refs(value: unknown, found: string[] = []): string[] {
@@ -230,9 +230,7 @@ describe("served", () => {
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toMatch(/^application\/json/);
     const served = await response.json();
-    expect(served).toEqual(
-      openApiDocument({ routes, aliases: aliasTable, sunset, publicOrigin: mesh.env.GATEWAY_PUBLIC_ORIGIN! }),
-    );
+    expect(served).toEqual(openApiDocumentOf(mesh.env.GATEWAY_PUBLIC_ORIGIN!));
     expect((await fetch(`${mesh.gateway.url}/v1/openapi.json`, { method: "POST" })).status).toBe(405);
   });
 
