@@ -25,7 +25,11 @@ export const logoutRoute = defineRoute({
     required: ["anchor_grant_token"],
   },
   envelope: "flat",
-  output: { type: "object", properties: { success: { type: "boolean" }, revoked: { type: "boolean" } } },
+  output: {
+    type: "object",
+    properties: { success: { type: "boolean" }, revoked: { type: "boolean" } },
+    required: ["success", "revoked"],
+  },
   async handle(input, { caller, services }) {
     const result = await failingAs500("the revoke failed; retry", () =>
       services.gate.logout({ caller, anchorGrantToken: input.anchor_grant_token }),

@@ -44,6 +44,8 @@ export const verificationStatusRoute = defineRoute({
       expires_at: { type: "string", format: "date-time" },
       token: { type: "string", nullable: true },
     },
+    // Every record has these, and a `data.error` answer has none of them: the two answers cannot be confused.
+    required: ["found", "status", "message"],
   },
   async handle(input, { caller, services, clock, logger, signal }) {
     const read = () => services.gate.getVerificationStatus({ caller, requestId: input.request_id });

@@ -1,5 +1,6 @@
 import { corsAllowedHeaders, corsExposedHeaders, preflightMaxAgeSeconds, servesBrowsers } from "../cors.ts";
 import type { Route } from "../route.ts";
+import { requestNotReadResponses } from "./envelope-components.ts";
 import { type Json, type OpenApiPart, ref } from "./part.ts";
 
 /** CORS (`../cors.ts`): a preflight for each path browsers call, and the headers of their answers. */
@@ -20,12 +21,13 @@ function preflightOf(routes: readonly Route[]): Json {
     operationId: `${first.operationId}Preflight`,
     summary: "CORS preflight of a browser call with a site key or a grant token.",
     description:
-      "Answered for any `Origin`: a preflight carries no credential, so the actual request is judged by its credential. It is not rate-limited.",
+      "Answered 204 for any `Origin` and any requested method and headers: a preflight carries no credential, so the actual request is judged by its credential, and the browser itself refuses a method or header the answer does not allow. Without an `Origin` the answer carries `Allow` alone. It is not rate-limited.",
     security: [],
     responses: {
       "204": {
         description: "The call may be tried from this origin.",
         headers: {
+          Allow: constant(`${methods}, OPTIONS`),
           "Access-Control-Allow-Origin": { description: "The request's `Origin`.", schema: { type: "string" } },
           "Access-Control-Allow-Methods": constant(methods),
           "Access-Control-Allow-Headers": constant(corsAllowedHeaders.join(", ")),
@@ -33,6 +35,7 @@ function preflightOf(routes: readonly Route[]): Json {
           Vary: ref("headers", "VaryOrigin"),
         },
       },
+      ...requestNotReadResponses,
     },
   };
 }

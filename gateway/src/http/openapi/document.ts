@@ -1,6 +1,6 @@
 import { jsonReply, type RawRoute } from "../raw-route.ts";
 import { basePath, type Route } from "../route.ts";
-import { envelopeComponents, envelopeOverview } from "./envelope-components.ts";
+import { envelopeComponents, envelopeOverview, requestNotReadResponses } from "./envelope-components.ts";
 import { operationOf, type SecuritySchemes } from "./operation.ts";
 import type { Components, Json, OpenApiPart } from "./part.ts";
 
@@ -40,6 +40,7 @@ const openApiItem: Json = {
         description: "The OpenAPI 3.1 description of the API (not enveloped).",
         content: { "application/json": { schema: { type: "object" } } },
       },
+      ...requestNotReadResponses,
     },
   },
 };

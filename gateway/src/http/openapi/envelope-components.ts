@@ -7,7 +7,15 @@ export const envelopeOverview = [
   "Only input validation (400), a rate limit (403 `RATE_LIMITED`) and an unhandled failure (500) use another status.",
 ].join(" ");
 
-/** The envelope's refusal, the 400 and the 500, with what the parts add to them. */
+/**
+ * What the server answers, on any path, to a request it cannot read, before any route runs
+ * (`public-server.ts`); in the 400's shape.
+ */
+export const requestNotReadResponses: Record<string, Json> = Object.fromEntries(
+  ["400", "408", "417", "431"].map((status) => [status, ref("responses", "RequestNotRead")]),
+);
+
+/** The envelope's refusal, the 400, the 500 and a request not read, with what the parts add to them. */
 export function envelopeComponents(parts: readonly OpenApiPart[]): Components {
   const extras: Record<string, Json> = Object.assign({}, ...parts.map((part) => part.extras));
   return {
@@ -48,6 +56,11 @@ export function envelopeComponents(parts: readonly OpenApiPart[]): Components {
     responses: {
       InputValidationError: {
         description: "The input failed validation before the operation ran.",
+        content: { "application/json": { schema: ref("schemas", "InputValidationError") } },
+      },
+      RequestNotRead: {
+        description:
+          "The request was not read, so nothing ran: 400 for one that is not valid HTTP/1.1, has no `Host` or a target that is not a URL, 408 for one that did not arrive in time, 417 for an `Expect` other than 100-continue, 431 for headers over the limit. The body has the InputValidationError shape, with `input` empty.",
         content: { "application/json": { schema: ref("schemas", "InputValidationError") } },
       },
       Unhandled: {
