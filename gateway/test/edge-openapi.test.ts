@@ -1,5 +1,6 @@
 import { ManualClock } from "@svc/platform";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { expectDocumented } from "../../test/harness/documented-answer.ts";
 import { jsonSchemaOf } from "../src/http/openapi/json-schema.ts";
 import { type Schema, validate } from "../src/http/schema.ts";
 import { openApiDocumentOf, routes } from "../src/operations/index.ts";
@@ -54,6 +55,17 @@ describe("the document", () => {
         .map((o) => o.operationId),
     );
     expect(new Set(operationIds).size).toBe(operationIds.length);
+  });
+
+  test("every operation's answer is a result or a data.error, never both (each result has fields a refusal lacks)", () => {
+    const refusal = { data: { error: { statusCode: 401, message: "an API key is required" } } };
+    for (const route of routes) {
+      // An independent validator: a oneOf matched by both branches would fail here.
+      expectDocumented(document, route.method, `/v1${route.path}`, { status: 200, body: refusal });
+    }
+    expect(() =>
+      expectDocumented(document, "GET", "/v1/verification/status", { status: 200, body: { data: {} } }),
+    ).toThrow(/required property/);
   });
 
   test("every $ref resolves", () => {
