@@ -4,9 +4,10 @@ import { type Database, ManualClock, openDatabase, openStatementPool } from "@sv
 import { CallerSchema, CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/harness/index.ts";
-import { apiKeyResolvers, authenticateStage, type CredentialResolver } from "../src/credentials/authenticate.ts";
+import { apiKeyResolvers, authenticateStage } from "../src/credentials/authenticate.ts";
 import { CredentialDirectory } from "../src/credentials/directory.ts";
 import { entities } from "../src/credentials/entities.ts";
+import type { CredentialResolver } from "../src/credentials/resolver.ts";
 import { parseStage } from "../src/http/parse.ts";
 import { handleStage, validateStage } from "../src/http/pipeline.ts";
 import { type RunningServer, startPublicServer } from "../src/http/public-server.ts";
