@@ -6,8 +6,9 @@ import { authenticateStage } from "../src/credentials/authenticate.ts";
 import type { CredentialResolver } from "../src/credentials/resolver.ts";
 import { handleStage, type Stage } from "../src/http/pipeline.ts";
 import { type RunningServer, startPublicServer } from "../src/http/public-server.ts";
-import { defineRoute, ok } from "../src/http/route.ts";
+import { ok } from "../src/http/route.ts";
 import type { GatewayServices } from "../src/services.ts";
+import { defineRoute } from "../src/services.ts";
 import { memoryLogger } from "./memory-logger.ts";
 
 /**

@@ -11,8 +11,9 @@ import { bodyLimitBytes, parseStage } from "../src/http/parse.ts";
 import { handleStage, type Stage, validateStage } from "../src/http/pipeline.ts";
 import { type RunningServer, startPublicServer } from "../src/http/public-server.ts";
 import { jsonReply, type RawRoute } from "../src/http/raw-route.ts";
-import { defineRoute, fail, ok } from "../src/http/route.ts";
+import { fail, ok } from "../src/http/route.ts";
 import type { GatewayServices } from "../src/services.ts";
+import { defineRoute } from "../src/services.ts";
 import { memoryLogger } from "./memory-logger.ts";
 
 /**

@@ -1,7 +1,8 @@
 import type { PersonCard } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { instant } from "../http/instant.ts";
-import { defineRoute, ok } from "../http/route.ts";
+import { ok } from "../http/route.ts";
 import type { Schema } from "../http/schema.ts";
+import { defineRoute } from "../services.ts";
 import { agentSummary, agentSummarySchema } from "./agent-summary.ts";
 import { pageOriginField } from "./person-fields.ts";
 import { relyingParty } from "./relying-party.ts";

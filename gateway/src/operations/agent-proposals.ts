@@ -3,9 +3,10 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Logger } from "@svc/platform";
 import { CardStatus } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { instant } from "../http/instant.ts";
-import { defineRoute, ok } from "../http/route.ts";
+import { ok } from "../http/route.ts";
 import { cardKey } from "../long-poll/waiters.ts";
 import type { GatewayServices } from "../services.ts";
+import { defineRoute } from "../services.ts";
 
 const agentKeyOnly = { accepts: ["agent_key"] } as const;
 
