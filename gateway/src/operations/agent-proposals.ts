@@ -12,7 +12,7 @@ const agentKeyOnly = { accepts: ["agent_key"] } as const;
 
 const cardStatusSchema = { type: "string", enum: ["queued", "approved", "denied", "cancelled", "expired"] } as const;
 
-export const statusNames: Record<CardStatus, (typeof cardStatusSchema.enum)[number] | undefined> = {
+const statusNames: Record<CardStatus, (typeof cardStatusSchema.enum)[number] | undefined> = {
   [CardStatus.UNSPECIFIED]: undefined,
   [CardStatus.QUEUED]: "queued",
   [CardStatus.APPROVED]: "approved",
