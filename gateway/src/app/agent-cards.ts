@@ -1,8 +1,9 @@
 import type { PersonCard } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { InputValidationError } from "../http/errors.ts";
 import { instant } from "../http/instant.ts";
-import { defineRoute, ok } from "../http/route.ts";
+import { ok } from "../http/route.ts";
 import type { Schema } from "../http/schema.ts";
+import { defineRoute } from "../services.ts";
 import { agentSummary, agentSummarySchema } from "./agent-summary.ts";
 import { pageOriginField } from "./person-fields.ts";
 import { pageRelyingParty, relyingParty } from "./relying-party.ts";
