@@ -17,7 +17,9 @@ export interface SvcOptions {
   timeoutMs?: number;
   /** Retries of a failed connection, HTTP 502/503 and a retryable refusal. Default 2. */
   maxRetries?: number;
-  /** Another address of the key set than `{api_origin}/.well-known/jwks.json`. */
+  /** The `iss` of tokens and proofs, `{api_origin}`, when it is not the origin of `baseUrl` (a proxy in between). */
+  issuer?: string;
+  /** Another address of the key set than `/.well-known/jwks.json` at the origin of `baseUrl`. */
   jwksUrl?: string;
 }
 
@@ -63,10 +65,11 @@ export class Svc {
       random: Math.random,
       sleep: abortableSleep,
     });
+    const origin = new URL(baseUrl).origin;
     const verifier = new Verifier({
-      apiOrigin: new URL(baseUrl).origin,
+      issuer: options.issuer ?? origin,
+      jwksUrl: options.jwksUrl ?? `${origin}/.well-known/jwks.json`,
       fetch: fetchFn,
-      ...(options.jwksUrl !== undefined && { jwksUrl: options.jwksUrl }),
     });
     this.environment = environmentOf(options.apiKey);
     this.verifyAttestation = verifier.verifyAttestation;

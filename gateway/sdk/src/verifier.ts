@@ -83,9 +83,9 @@ export interface ProposedCard {
 }
 
 export interface VerifierOptions {
-  /** `{api_origin}`: the issuer of every token; the key set is at `{api_origin}/.well-known/jwks.json`. */
-  apiOrigin: string;
-  /** Another address of the key set. */
+  /** `{api_origin}`: the `iss` of every token and proof. */
+  issuer: string;
+  /** `{jwks_url}`; by default `{api_origin}/.well-known/jwks.json`. */
   jwksUrl?: string;
   fetch?: typeof fetch;
   /** Milliseconds since the epoch. */
@@ -108,7 +108,7 @@ export class Verifier {
   private readonly checked = new Map<string, number>();
 
   constructor(options: VerifierOptions) {
-    this.issuer = new URL(options.apiOrigin).origin;
+    this.issuer = new URL(options.issuer).origin;
     this.now = options.now ?? Date.now;
     this.keys = new KeySet({
       url: options.jwksUrl ?? `${this.issuer}/.well-known/jwks.json`,

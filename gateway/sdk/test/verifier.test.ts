@@ -16,7 +16,7 @@ let key: Awaited<ReturnType<typeof es256Key>>;
 let server: Awaited<ReturnType<typeof keySetServer>>;
 let clock = issuedAt;
 const now = () => clock;
-const verifierAt = () => new Verifier({ apiOrigin: issuer, jwksUrl: server.url, now });
+const verifierAt = () => new Verifier({ issuer, jwksUrl: server.url, now });
 
 beforeAll(async () => {
   key = await es256Key("k1");
