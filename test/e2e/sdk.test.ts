@@ -297,6 +297,43 @@ describe("the SDK against the mesh", () => {
     expect((refused as RateLimitError).retryIn).toBeGreaterThan(0);
   });
 
+  it("retries a development key's rate-limit refusal once its retry_in has passed, within the timeout", async () => {
+    const limited = await mesh.console.createKey({
+      organizationId: partner.organizationId,
+      environment: Environment.DEVELOPMENT,
+      type: KeyType.SECRET,
+      allowedOrigins: [],
+      allowedGates: [],
+    });
+    await mesh.console.setKeyLimits({ keyId: limited.keyId, bucket: "per_minute", limit: 1 });
+    const patient = new Svc({ apiKey: limited.key, baseUrl: `${mesh.gatewayUrl}/v1`, issuer, timeoutMs: 25_000 });
+    await patient.sessions.create();
+    const started = Date.now();
+    const session = await patient.sessions.create();
+    expect(session.anchor_grant_token).toMatch(/^svcs_/);
+    expect(session.response.attempts).toBe(2);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(500);
+  });
+
+  it("a silent human's card comes back expired once its ttl_at passes, with no proof", async () => {
+    const agent = new Svc({ apiKey: await agentKey("Patient_Bot"), baseUrl: `${mesh.gatewayUrl}/v1`, issuer });
+    const requestId = crypto.randomUUID();
+    const asked = agent.agents.ask({
+      request_id: requestId,
+      svc_user_id: await sandboxHuman("silent"),
+      action,
+      ttl_seconds: 60,
+    });
+    const { ttl_at } = await vi.waitFor(() => agent.agents.checkStatus({ request_id: requestId }));
+    mesh.setClock(new Date(Date.parse(ttl_at as string) + 1_000));
+    try {
+      expect((await svcctl(["agent", "sweep", "--limit", "1000"])).expired_count).toBeGreaterThanOrEqual(1);
+      expect(await asked).toMatchObject({ requestId, status: "expired", verdict: null, proof: null });
+    } finally {
+      mesh.setClock(null);
+    }
+  });
+
   async function agentKey(name: string) {
     const registered = await svcctl([
       ...["agent", "register", "--org", partner.organizationId, "--env", "development", "--name", name],
