@@ -1,4 +1,5 @@
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
 import openapiTS, { astToString } from "openapi-typescript";
 
 /**
@@ -32,5 +33,6 @@ const onlyRequired = (branch: unknown) =>
 if (import.meta.main) {
   const [source, target] = process.argv.slice(2);
   if (source === undefined || target === undefined) throw new Error("usage: generate-types.ts OPENAPI.json OUTPUT.ts");
+  mkdirSync(dirname(target), { recursive: true });
   writeFileSync(target, await typesOf(JSON.parse(readFileSync(source, "utf8"))));
 }
