@@ -1,4 +1,4 @@
-import { SvcError } from "./errors.ts";
+import { NotFoundError, SvcError } from "./errors.ts";
 import type { Body, Query, Result } from "./operations.ts";
 import type { CallOptions, Transport, WithResponse } from "./transport.ts";
 import type { ProofClaims, Verifier } from "./verifier.ts";
@@ -106,9 +106,9 @@ export class Agents {
     const requestId = input.request_id ?? crypto.randomUUID();
     const card = { ...input, request_id: requestId } as InquireInput;
     const signal = options.signal;
-    const proposed = await this.inquire(card, signal && { signal });
-    const ttlAt = Date.parse(proposed.ttl_at ?? "");
     try {
+      const proposed = await this.inquire(card, signal && { signal });
+      const ttlAt = Date.parse(proposed.ttl_at ?? "");
       for (;;) {
         const left = Math.ceil((ttlAt - this.now()) / 1000);
         const wait = Math.min(maxWaitSeconds, Math.max(0, left));
@@ -125,9 +125,17 @@ export class Agents {
           };
       }
     } catch (error) {
-      if (signal?.aborted)
-        await this.cancel({ request_id: requestId, reason: options.cancelReason ?? "cancelled by the agent" });
+      if (signal?.aborted) await this.cancelAborted(requestId, options.cancelReason);
       throw error;
+    }
+  }
+
+  /** An abort during the inquire itself may have left no card: then there is nothing to cancel. */
+  private async cancelAborted(requestId: string, reason = "cancelled by the agent") {
+    try {
+      await this.cancel({ request_id: requestId, reason });
+    } catch (error) {
+      if (!(error instanceof NotFoundError)) throw error;
     }
   }
 

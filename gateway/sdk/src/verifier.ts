@@ -106,6 +106,7 @@ export class Verifier {
   private readonly now: () => number;
   /** Payload segment → expiry (ms) of every token accepted: ECDSA signatures are malleable, the payload is not. */
   private readonly checked = new Map<string, number>();
+  private prunedAt = Number.NEGATIVE_INFINITY;
 
   constructor(options: VerifierOptions) {
     this.issuer = new URL(options.issuer).origin;
@@ -173,9 +174,15 @@ export class Verifier {
     return { valid: true, claims };
   };
 
-  /** Records a token's first check; false when it was checked before. Expired entries are dropped as it goes. */
+  /**
+   * Records a token's first check; false when it was checked before. Expired entries are dropped at most every
+   * ten seconds, so a check does not walk the whole record.
+   */
   private firstCheck(payloadSegment: string, expiresAt: number, now: number): boolean {
-    for (const [segment, expiry] of this.checked) if (expiry <= now) this.checked.delete(segment);
+    if (now - this.prunedAt >= 10_000) {
+      this.prunedAt = now;
+      for (const [segment, expiry] of this.checked) if (expiry <= now) this.checked.delete(segment);
+    }
     if (this.checked.has(payloadSegment)) return false;
     this.checked.set(payloadSegment, expiresAt);
     return true;
