@@ -297,6 +297,28 @@ describe("the SDK against the mesh", () => {
     expect((refused as RateLimitError).retryIn).toBeGreaterThan(0);
   });
 
+  it("revokes the pending request that blocks a user, logs out an unused grant token, and reads a gate's config", async () => {
+    const blocked = async () =>
+      svc.verifications.createLink({
+        grantToken: (await svc.sessions.create({ partner_user_id: "user-revoked" })).anchor_grant_token as string,
+        gate: "signup",
+      });
+    await blocked();
+    await expect(blocked()).rejects.toBeInstanceOf(ConflictError);
+    expect(await svc.verifications.revoke({ gate: "signup", partner_user_id: "user-revoked" })).toMatchObject({
+      success: true,
+      revoked_count: 1,
+    });
+    expect((await blocked()).request_id).toMatch(/^req_/);
+    const unused = await svc.sessions.create();
+    expect(await svc.sessions.logout({ anchor_grant_token: unused.anchor_grant_token as string })).toEqual({
+      success: true,
+      revoked: true,
+    });
+    const config = await svc.partnerConfig.get({ gate: "signup" });
+    expect(config.response.status).toBe(200);
+  });
+
   it("retries a development key's rate-limit refusal once its retry_in has passed, within the timeout", async () => {
     const limited = await mesh.console.createKey({
       organizationId: partner.organizationId,
