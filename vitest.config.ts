@@ -3,7 +3,12 @@ import { SummaryReporter } from "./test/harness/summary-reporter.ts";
 
 export default defineConfig({
   test: {
-    include: ["services/*/test/**/*.test.ts", "gateway/test/**/*.test.ts", "test/**/*.test.ts"],
+    include: [
+      "services/*/test/**/*.test.ts",
+      "gateway/test/**/*.test.ts",
+      "gateway/sdk/test/**/*.test.ts",
+      "test/**/*.test.ts",
+    ],
     globalSetup: ["./test/harness/global-setup.ts"],
     pool: "forks",
     // The machines have 2 cores.
