@@ -14,6 +14,7 @@ export * from "./natural-batcher.ts";
 export * from "./outbox.ts";
 export * from "./refusal.ts";
 export * from "./retention.ts";
+export * from "./rpc-errors.ts";
 export * from "./server.ts";
 export * from "./service.ts";
 export * from "./stored-definitions.ts";
