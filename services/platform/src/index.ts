@@ -12,6 +12,7 @@ export * from "./logger.ts";
 export * from "./nats.ts";
 export * from "./natural-batcher.ts";
 export * from "./outbox.ts";
+export * from "./periodic-job.ts";
 export * from "./refusal.ts";
 export * from "./retention.ts";
 export * from "./rpc-errors.ts";
