@@ -26,14 +26,15 @@ export interface PeriodicJob {
 }
 
 export interface PeriodicJobOptions {
-  /** The mean wait between the end of one run and the start of the next. */
+  /** The longest wait between the end of one run and the start of the next. */
   everyMs: number;
   /** Run in order; one that fails does not keep the next from running. */
   steps: readonly PeriodicStep[];
   logger: Logger;
   /**
-   * Each wait is `everyMs` times a factor drawn from [1 - jitter, 1 + jitter] (default 0.1), so replicas
-   * started together do not all run at the same instant.
+   * Each wait is `everyMs` times a factor drawn from [1 - jitter, 1] (default 0.1), so replicas started
+   * together do not all run at the same instant, and a bound stated in `everyMs` (a key published that
+   * long ahead, a due row deleted within it) still holds.
    */
   jitter?: number;
   timer?: JobTimer;
@@ -76,7 +77,7 @@ export function startPeriodicJob(options: PeriodicJobOptions): PeriodicJob {
     }));
   const schedule = () => {
     if (stopped) return;
-    handle = timer.set(() => void runOnce().then(schedule), everyMs * (1 - jitter + 2 * jitter * random()));
+    handle = timer.set(() => void runOnce().then(schedule), everyMs * (1 - jitter * random()));
   };
   schedule();
 
