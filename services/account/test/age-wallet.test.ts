@@ -1,9 +1,18 @@
 import { createHash, verify, X509Certificate } from "node:crypto";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { createLogger, deleteDue, deleteDueBatch, ManualClock, openDatabase } from "@svc/platform";
+import {
+  createLogger,
+  deleteDue,
+  deleteDueBatch,
+  dueBatchStatement,
+  ManualClock,
+  openDatabase,
+  openStatementPool,
+} from "@svc/platform";
 import { AgeVerdict, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { planOf } from "../../../test/harness/plans.ts";
 import {
   credentialParts,
   disclosedName,
@@ -174,5 +183,37 @@ describe("the retention of old presentations", () => {
     expect(await left()).toBe(43);
     expect(await sweep(2)).toBe(43);
     expect(await left()).toBe(0);
+  });
+
+  it("reads only what it may delete, oldest first on age_presentation_due, past the presentations humans keep", async () => {
+    clock.set("2026-11-26T10:00:00Z");
+    const human = await sandboxHuman();
+    const longAgo = new Date(clock.now().getTime() - 2 * lifetimeMs - 2 * presentationRetentionMs);
+    await account.sql(
+      `insert into age_presentation (id, svc_user_id, thresholds, nonce, client_id, state, source, created_at, expires_at)
+       select 'kept' || g, $1, '{18}', 'n', 'c', 'accepted', 'sd-jwt-vc', $2, $2 from generate_series(1, 20000) g`,
+      [human, longAgo],
+    );
+    await account.sql(
+      `insert into age_presentation (id, request_id, thresholds, nonce, client_id, state, created_at, expires_at)
+       select 'due' || g, 'req_' || g, '{18}', 'n', 'c', 'pending', $1, $1 from generate_series(1, 2000) g`,
+      [longAgo],
+    );
+    await account.sql("analyze age_presentation");
+    const statements = openStatementPool({
+      url: account.database.url,
+      schema: "account",
+      max: 1,
+      logger: createLogger("presentation-plan-test", {}, "error"),
+    });
+    try {
+      const plan = await planOf(statements, dueBatchStatement(rule()), [rule().before, 1000]);
+      expect(plan, plan).not.toContain("Seq Scan");
+      expect(plan, plan).not.toContain("Bitmap");
+      expect(plan, plan).toContain("age_presentation_due");
+    } finally {
+      await statements.end();
+    }
+    expect(await sweep()).toBe(2000);
   });
 });
