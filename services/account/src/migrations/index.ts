@@ -8,7 +8,7 @@ import { addPersonSide } from "./0007-person-side.ts";
 import { addWalletAgeEvidence } from "./0008-wallet-age-evidence.ts";
 import { addMdocPresentations } from "./0009-mdoc-presentations.ts";
 import { countAccountLinks } from "./0010-account-link-counts.ts";
-import { indexPresentationRetention } from "./0011-presentation-retention-index.ts";
+import { indexPresentationRetention } from "./0012-presentation-retention-index.ts";
 
 /** Applied in order at start; a migration, once released, is never edited (add a new one). */
 export const migrations = [

@@ -351,7 +351,7 @@ export async function findRequestPresentation(ctx: Pick<PresentationContext, "em
  * expiry, while the person's page still reads `expired`: pending ones (never answered), and accepted ones
  * of a gate request that nobody confirmed (their request has ended, see `presentationLifetimeMs`).
  * Accepted ones of a human (ahead of time, or claimed at a confirmation) stay: their verdicts are already
- * the human's evidence, and go with the human. On `age_presentation_due` (migration 0011), whose
+ * the human's evidence, and go with the human. On `age_presentation_due` (migration 0012), whose
  * condition is this rule's `where`, word for word.
  */
 export const presentationRetentionRule = (now: Date, retentionMs: number): RetentionRule => ({

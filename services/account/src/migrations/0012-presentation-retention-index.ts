@@ -12,6 +12,6 @@ class PresentationRetentionIndex extends Migration {
 }
 
 export const indexPresentationRetention = {
-  name: "0011_presentation_retention_index",
+  name: "0012_presentation_retention_index",
   class: PresentationRetentionIndex,
 };
