@@ -10,6 +10,7 @@ export default defineConfig({
       "test/**/*.test.ts",
     ],
     globalSetup: ["./test/harness/global-setup.ts"],
+    setupFiles: ["./test/harness/fixed-seed.ts"],
     pool: "forks",
     // The machines have 2 cores.
     maxWorkers: 2,
