@@ -11,6 +11,7 @@ export * from "./inbox-watch.ts";
 export * from "./logger.ts";
 export * from "./nats.ts";
 export * from "./natural-batcher.ts";
+export * from "./node-handler.ts";
 export * from "./outbox.ts";
 export * from "./periodic-job.ts";
 export * from "./refusal.ts";

@@ -13,7 +13,7 @@ import {
   trailerFlag,
   trailerSerialize,
 } from "@connectrpc/connect/protocol-grpc-web";
-import type { NodeServerRequest, NodeServerResponse } from "./server.ts";
+import type { NodeServerRequest, NodeServerResponse } from "./node-handler.ts";
 
 const reachedInterceptors = createContextKey(false, { description: "the request message was parsed" });
 

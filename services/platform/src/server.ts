@@ -4,11 +4,8 @@ import { type AddressInfo, createServer as createTcpServer, type Socket } from "
 import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { createLogger, type Logger } from "./logger.ts";
+import type { NodeServerRequest, NodeServerResponse } from "./node-handler.ts";
 import { malformedRequestsAreInvalid, sendRpcError } from "./rpc-errors.ts";
-
-type NodeHandler = ReturnType<typeof connectNodeAdapter>;
-export type NodeServerRequest = Parameters<NodeHandler>[0];
-export type NodeServerResponse = Parameters<NodeHandler>[1];
 
 export interface ServiceOptions {
   name: string;
