@@ -230,7 +230,8 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
       listCards: (req) =>
         wireErrors(async () => {
           const manager = em();
-          const cards = await queuedCardsOf(manager, requireHuman(req.svcUserId), clock.now());
+          const now = clock.now();
+          const cards = await queuedCardsOf(manager, requireHuman(req.svcUserId), now);
           const agents = await manager.find(Agent, { id: { $in: [...new Set(cards.map((card) => card.agentId))] } });
           return {
             cards: cards.map((card) =>
@@ -243,6 +244,7 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
                 ttlAt: timestampFromDate(card.ttlAt),
                 proposedAt: timestampFromDate(card.createdAt),
                 warnings: card.warnings,
+                status: toProtoCardStatus[cardStateAt(card, now).status],
               }),
             ),
           };
