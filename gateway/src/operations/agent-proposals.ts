@@ -9,7 +9,10 @@ import type { GatewayServices } from "../services.ts";
 
 const agentKeyOnly = { accepts: ["agent_key"] } as const;
 
-export const cardStatusSchema = { type: "string", enum: ["queued", "approved", "denied", "cancelled", "expired"] } as const;
+export const cardStatusSchema = {
+  type: "string",
+  enum: ["queued", "approved", "denied", "cancelled", "expired"],
+} as const;
 
 export const statusNames: Record<CardStatus, (typeof cardStatusSchema.enum)[number] | undefined> = {
   [CardStatus.UNSPECIFIED]: undefined,
