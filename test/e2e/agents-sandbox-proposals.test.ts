@@ -172,7 +172,7 @@ describe("svcctl agent propose: console sandbox proposals", () => {
     // Operators can tell it apart in the audit log.
     const audit = await json(["agent", "audit", "--card-id", proposed.card_id]);
     expect(audit.entries[0]).toMatchObject({ action: "card.proposed", detail: { source: "console_sandbox" } });
-  });
+  }, 90_000);
 
   it("an agent's own inquire: card.proposed has no source", async () => {
     const human = await sandboxHuman("confirm");
@@ -192,7 +192,7 @@ describe("svcctl agent propose: console sandbox proposals", () => {
     const body = await delivered("agents_ask.card.proposed", requestId);
     expect(body).toMatchObject({ card_id: queued.card_id, summary_title: "Pay invoice 2232" });
     expect(body).not.toHaveProperty("source");
-  });
+  }, 90_000);
 
   it("a silent sandbox human lists the proposed card as any card", async () => {
     const human = await sandboxHuman("silent");
@@ -215,9 +215,11 @@ describe("svcctl agent propose: console sandbox proposals", () => {
         created_at: start.toISOString(),
       }),
     ]);
-  });
+  }, 90_000);
 
-  it("refuses unknown agents and humans, unbound humans, people who are not sandbox humans and inquire's refusals, creating nothing", async () => {
+  const refused = (stderr: string) => ({ code: 1, stdout: "", stderr: `svcctl: ${stderr}\n` });
+
+  it("refuses unknown agents and humans, humans not bound to the agent and people who are not sandbox humans, creating nothing", async () => {
     const bound = await sandboxHuman("silent");
     const unbound = await sandboxHuman("silent");
     await agent("Strict_Bot", bound);
@@ -226,9 +228,12 @@ describe("svcctl agent propose: console sandbox proposals", () => {
       subject: "a-real-person",
     });
     const person = result(await api.get("/app/me", {}, sessionToken)).svc_user_id as string;
-    const refused = (stderr: string) => ({ code: 1, stdout: "", stderr: `svcctl: ${stderr}\n` });
 
     expect(await propose("Nobody_Bot", bound)).toEqual(refused('NotFound: no development agent is named "Nobody_Bot"'));
+    const otherOrganization = uuid();
+    expect(await propose("Strict_Bot", bound, "--org", otherOrganization)).toEqual(
+      refused(`NotFound: no development agent is named "Strict_Bot" in organization ${otherOrganization}`),
+    );
     const stranger = uuid();
     expect(await propose("Strict_Bot", stranger)).toEqual(refused(`NotFound: no human has svc_user_id "${stranger}"`));
     expect(await propose("Strict_Bot", unbound)).toEqual(
@@ -239,26 +244,26 @@ describe("svcctl agent propose: console sandbox proposals", () => {
     expect(await propose("Strict_Bot", person)).toEqual(
       refused(`FailedPrecondition: human ${person} is not a sandbox human`),
     );
-    const otherOrganization = uuid();
-    expect(await propose("Strict_Bot", bound, "--org", otherOrganization)).toEqual(
-      refused(`NotFound: no development agent is named "Strict_Bot" in organization ${otherOrganization}`),
-    );
-    // inquire's own checks, in inquire's words.
+    expect(await cardsOf(bound)).toEqual([]);
+    expect(await cardsOf(unbound)).toEqual([]);
+  }, 90_000);
+
+  it("answers inquire's own refusals in inquire's words, and svcctl's usage errors, creating nothing", async () => {
+    const human = await sandboxHuman("silent");
+    await agent("Careful_Bot", human);
     const otherCategory = await svcctl([
-      ...["agent", "propose", "--agent", "Strict_Bot", "--human", bound],
+      ...["agent", "propose", "--agent", "Careful_Bot", "--human", human],
       ...["--title", "Buy a coin", "--category", "crypto"],
     ]);
     expect(otherCategory).toEqual(refused(`PermissionDenied: category "crypto" is not one of the agent's categories`));
-    expect((await propose("Strict_Bot", bound, "--ttl-seconds", "30")).stderr).toBe(
-      "svcctl: InvalidArgument: ttl_seconds must be at least 60\n",
+    expect(await propose("Careful_Bot", human, "--ttl-seconds", "30")).toEqual(
+      refused("InvalidArgument: ttl_seconds must be at least 60"),
     );
     // svcctl's own usage: exit 2, nothing sent.
-    expect((await propose("Strict_Bot", bound, "--detail-label", "Amount")).code).toBe(2);
-    expect((await propose("Strict_Bot", bound, "--ttl-seconds", "ten")).code).toBe(2);
-
-    expect(await cardsOf(bound)).toEqual([]);
-    expect(await cardsOf(unbound)).toEqual([]);
-  });
+    expect((await propose("Careful_Bot", human, "--detail-label", "Amount")).code).toBe(2);
+    expect((await propose("Careful_Bot", human, "--ttl-seconds", "ten")).code).toBe(2);
+    expect(await cardsOf(human)).toEqual([]);
+  }, 90_000);
 
   it("is refused by a production deployment", async () => {
     const human = await sandboxHuman("silent");
