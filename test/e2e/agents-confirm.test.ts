@@ -167,6 +167,7 @@ describe("agents ask: the person confirms, the service signs proofs", () => {
     result(await alice.post("/app/agent-bindings/claim", { link_code: code }));
     const opaqueId = result(await api.get("/agent/check-binding", { link_code: code }, agentKey)).opaque_id as string;
 
+    const trustedAccountId = randomUUID();
     const adaptiveCard = {
       type: "AdaptiveCard",
       version: "1.5",
@@ -180,6 +181,7 @@ describe("agents ask: the person confirms, the service signs proofs", () => {
           summary_title: "Pay invoice 2231",
           category: "payments",
           summary_detail: { label: "Amount", value: "EUR 120.00" },
+          trusted_account_id: trustedAccountId,
         },
         adaptive_card_payload: adaptiveCard,
       },
@@ -196,7 +198,7 @@ describe("agents ask: the person confirms, the service signs proofs", () => {
       summary_title: "Pay invoice 2231",
       summary_detail: { label: "Amount", value: "EUR 120.00" },
       category: "payments",
-      trusted_account_id: null,
+      trusted_account_id: trustedAccountId,
       adaptive_card_payload: adaptiveCard,
       status: "queued",
       ttl_at: new Date(now.getTime() + 600_000).toISOString(),
@@ -205,8 +207,8 @@ describe("agents ask: the person confirms, the service signs proofs", () => {
       warnings: [],
     });
     // What the app received, hashed independently, is what the service stored and will sign.
-    const { summary_title, category, summary_detail, adaptive_card_payload } = card!;
-    const seen = canonical({ summary_title, category, summary_detail, adaptive_card_payload });
+    const { summary_title, category, summary_detail, trusted_account_id, adaptive_card_payload } = card!;
+    const seen = canonical({ summary_title, category, summary_detail, trusted_account_id, adaptive_card_payload });
     expect(sha256url(seen)).toBe(card!.card_digest);
 
     const decisions: Decision[] = [{ card_id: cardId, verdict: "approve" }];
