@@ -281,5 +281,5 @@ describe("svcctl agent propose: console sandbox proposals", () => {
       stderr:
         "svcctl: FailedPrecondition: console sandbox proposals are development only; this is a production deployment\n",
     });
-  });
+  }, 90_000);
 });
