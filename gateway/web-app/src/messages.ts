@@ -33,7 +33,7 @@ const en = {
     "This is the development identity provider, not a real sign-in: anyone can sign in as anyone here. In production the app signs in through the configured OpenID Connect provider.",
   devIdpSubjectLabel: "Sign in as",
   devIdpSubjectHelp:
-    "Any identifier: a new one starts a new person, one used before (for example a sandbox human's subject) is that person again.",
+    "Any identifier: a new one starts a new person, one used before (for example a sandbox human's subject) is that person again. An e-mail address is also the person's verified address.",
   devIdpContinue: "Continue",
   devIdpInvalid: "This sign-in request cannot be answered: {message}",
 
@@ -68,6 +68,8 @@ const en = {
   requestConfirm: "Confirm with a passkey",
   requestDecline: "Decline",
   requestStatus: "This request is {status}.",
+  requestDeviceLock:
+    "This device has no screen lock or biometric set up, so a passkey cannot confirm it is you. This request is {status}.",
   requestIntroWallet: "First, show your age with a wallet. Then confirm with a passkey.",
   requestAgeShown: "Your age is shown. Now confirm with a passkey.",
 
@@ -184,7 +186,7 @@ const de: Messages = {
     "Dies ist der Identitätsanbieter für die Entwicklung, keine echte Anmeldung: Hier kann sich jeder als jeder anmelden. Im Betrieb meldet sich die App über den eingerichteten OpenID-Connect-Anbieter an.",
   devIdpSubjectLabel: "Anmelden als",
   devIdpSubjectHelp:
-    "Eine beliebige Kennung: Eine neue beginnt eine neue Person, eine schon benutzte (etwa das Subject eines Sandbox-Menschen) ist wieder diese Person.",
+    "Eine beliebige Kennung: Eine neue beginnt eine neue Person, eine schon benutzte (etwa das Subject eines Sandbox-Menschen) ist wieder diese Person. Eine E-Mail-Adresse ist zugleich die bestätigte Adresse der Person.",
   devIdpContinue: "Weiter",
   devIdpInvalid: "Diese Anmeldeanfrage kann nicht beantwortet werden: {message}",
 
@@ -219,6 +221,8 @@ const de: Messages = {
   requestConfirm: "Mit Passkey bestätigen",
   requestDecline: "Ablehnen",
   requestStatus: "Diese Anfrage ist {status}.",
+  requestDeviceLock:
+    "Dieses Gerät hat keine Displaysperre und keine Biometrie eingerichtet, daher kann ein Passkey nicht bestätigen, dass Sie es sind. Diese Anfrage ist {status}.",
   requestIntroWallet: "Zeigen Sie zuerst Ihr Alter mit einer Wallet. Bestätigen Sie dann mit einem Passkey.",
   requestAgeShown: "Ihr Alter ist nachgewiesen. Bestätigen Sie jetzt mit einem Passkey.",
 
