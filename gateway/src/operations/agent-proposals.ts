@@ -10,7 +10,10 @@ import { defineRoute } from "../services.ts";
 
 const agentKeyOnly = { accepts: ["agent_key"] } as const;
 
-const cardStatusSchema = { type: "string", enum: ["queued", "approved", "denied", "cancelled", "expired"] } as const;
+export const cardStatusSchema = {
+  type: "string",
+  enum: ["queued", "approved", "denied", "cancelled", "expired"],
+} as const;
 
 const statusNames: Record<CardStatus, (typeof cardStatusSchema.enum)[number] | undefined> = {
   [CardStatus.UNSPECIFIED]: undefined,

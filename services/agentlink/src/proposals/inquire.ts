@@ -19,7 +19,7 @@ import type { ClassifierClient } from "../trust-layer/classifier-client.ts";
 import { trustLayerError } from "../trust-layer/data-error.ts";
 import { screenProposal } from "../trust-layer/screen.ts";
 import type { PersonIdentifier } from "./card.entity.ts";
-import { cardProposed } from "./card-events.ts";
+import { cardProposed, type ProposalSource } from "./card-events.ts";
 import type { CardWriter, NewCard, ProposedCard } from "./card-writer.ts";
 
 export interface ProposalContext {
@@ -46,6 +46,8 @@ export interface InquireInput {
   ttlSeconds?: number;
   /** `action` and `adaptive_card_payload` as the agent sent them: what the trust layer screens. */
   proposal: JsonObject;
+  /** Set only for an operator's console sandbox proposal: its event and audit row say so. */
+  source?: ProposalSource;
 }
 
 /** The spec's `ttl_seconds`: default 600, 60-86400. */
@@ -127,15 +129,19 @@ export async function inquire(
       warnings: accepted.warnings as unknown as JsonObject[],
       sandboxAnswerAt: sandboxAnswerAt(ctx.deployment, agent.environment, now),
     };
+    const detail = {
+      ...(accepted.warnings.length > 0 && { warnings: accepted.warnings as unknown as JsonValue[] }),
+      ...(input.source && { source: input.source }),
+    };
     newCard = {
       card,
       audit: {
         action: "card.proposed",
         actor: `agent:${agentId}`,
         at: now,
-        detail: accepted.warnings.length > 0 ? { warnings: accepted.warnings as unknown as JsonValue[] } : null,
+        detail: Object.keys(detail).length > 0 ? detail : null,
       },
-      event: outboxRow(ctx.clock, cardProposed(agent, card), ctx.bus),
+      event: outboxRow(ctx.clock, cardProposed(agent, card, input.source), ctx.bus),
     };
   }
   const named = "value" in person ? person.value : undefined;
