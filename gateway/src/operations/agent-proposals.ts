@@ -15,7 +15,7 @@ export const cardStatusSchema = {
   enum: ["queued", "approved", "denied", "cancelled", "expired"],
 } as const;
 
-const statusNames: Record<CardStatus, (typeof cardStatusSchema.enum)[number] | undefined> = {
+export const statusNames: Record<CardStatus, (typeof cardStatusSchema.enum)[number] | undefined> = {
   [CardStatus.UNSPECIFIED]: undefined,
   [CardStatus.QUEUED]: "queued",
   [CardStatus.APPROVED]: "approved",
