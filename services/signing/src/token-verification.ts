@@ -1,5 +1,5 @@
 import type { KeyObject } from "node:crypto";
-import { type AttestationVerification, concludeAttestation, examineAttestation } from "@svc/platform";
+import { type AttestationVerification, concludeAttestation, examineAttestation } from "@svc/contracts/attestation";
 import type { ReplayLedger } from "./replay-ledger.ts";
 
 /**
