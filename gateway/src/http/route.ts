@@ -59,6 +59,8 @@ interface HandlerContext {
   caller: Caller | undefined;
   credential: AuthenticatedCredential | undefined;
   services: GatewayServices;
+  /** The input as received: what a 400 `InputValidationError` echoes. */
+  rawInput: Record<string, unknown>;
   clock: Clock;
   logger: Logger;
   /** Aborts when the client goes away before the answer is sent (a long-poll frees its wait then). */
