@@ -1,4 +1,4 @@
-import { canonicalJson } from "./canonical-json.ts";
+import { canonicalJson } from "@svc/contracts/canonical-json";
 import { el, uniqueId } from "./dom.ts";
 import { t, when } from "./i18n.ts";
 

@@ -1,4 +1,3 @@
-export * from "./attestation-check.ts";
 export * from "./backoff.ts";
 export * from "./clients.ts";
 export * from "./clock.ts";
