@@ -40,6 +40,7 @@ import { rateLimitPart } from "../rate-limits/openapi-part.ts";
 import { upgradePageRoute } from "../rate-limits/rate-limit-report.ts";
 import { aliasTable, sunset } from "../rename-window/aliases.ts";
 import { renameWindowPart } from "../rename-window/openapi-part.ts";
+import type { GatewayServices } from "../services.ts";
 import { bindSessionRoute, checkBindingRoute } from "./agent-binding.ts";
 import { cancelRoute, checkStatusRoute, inquireRoute } from "./agent-proposals.ts";
 import { createSessionRoute } from "./create-session.ts";
@@ -55,7 +56,7 @@ import { verifyTokenRoute } from "./verify-token.ts";
 import { type WidgetScript, widgetScriptPaths, widgetScriptRoutes } from "./widget-script.ts";
 
 /** Every public operation under `{base_url}`, one file each in this folder. */
-export const routes: readonly Route[] = [
+export const routes: readonly Route<GatewayServices>[] = [
   verifyTokenRoute,
   createSessionRoute,
   createVerificationLinkRoute,

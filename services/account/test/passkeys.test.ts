@@ -1,10 +1,10 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
-import { createLogger, ManualClock, openDatabase, uuid } from "@svc/platform";
+import { createLogger, deleteDue, ManualClock, openDatabase, uuid } from "@svc/platform";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SoftwareAuthenticator } from "../../../test/harness/software-passkey.ts";
 import { migrations } from "../src/migrations/index.ts";
-import { ceremonyRetentionMs, deleteOldCeremonies } from "../src/passkeys/ceremonies.ts";
+import { ceremonyRetentionRule } from "../src/passkeys/ceremonies.ts";
 import { PasskeyCeremony } from "../src/passkeys/passkey.entity.ts";
 import { refusal, startTestAccount, type TestAccount } from "./support/account.ts";
 
@@ -318,6 +318,42 @@ describe("passkey registration and assertion", () => {
     ]);
   });
 
+  it("a caller that judges user verification itself gets the signed assertion without it, user_verified false", async () => {
+    const svcUserId = await signedInHuman();
+    const { authenticator } = await registerPasskey(svcUserId);
+    const unverified = await beginAssertion(svcUserId, "gate-request:req_judged");
+    const answered = await account.client.finishPasskeyAssertion({
+      ceremonyId: unverified.ceremonyId,
+      responseJson: JSON.stringify(
+        authenticator.assert(JSON.parse(unverified.optionsJson), origin, { userVerified: false }),
+      ),
+      binding: "gate-request:req_judged",
+      acceptWithoutUserVerification: true,
+    });
+    expect([answered.svcUserId, answered.userVerified]).toEqual([svcUserId, false]);
+
+    // The opt-in does not loosen the signature check, and a verified assertion still reads verified.
+    const forged = await beginAssertion(svcUserId, "gate-request:req_judged");
+    const signed = authenticator.assert(JSON.parse(forged.optionsJson), origin, { userVerified: false });
+    const refused = await refusal(
+      account.client.finishPasskeyAssertion({
+        ceremonyId: forged.ceremonyId,
+        responseJson: JSON.stringify({ ...signed, response: { ...signed.response, signature: "AAAA" } }),
+        binding: "gate-request:req_judged",
+        acceptWithoutUserVerification: true,
+      }),
+    );
+    expect(refused.code).toBe(Code.PermissionDenied);
+    const verified = await beginAssertion(svcUserId, "gate-request:req_judged");
+    const passed = await account.client.finishPasskeyAssertion({
+      ceremonyId: verified.ceremonyId,
+      responseJson: answer(authenticator, verified.optionsJson),
+      binding: "gate-request:req_judged",
+      acceptWithoutUserVerification: true,
+    });
+    expect(passed.userVerified).toBe(true);
+  });
+
   it("another human's passkey cannot answer a ceremony that names a human", async () => {
     const alice = await signedInHuman();
     const bob = await signedInHuman();
@@ -406,6 +442,9 @@ describe("passkey registration and assertion", () => {
 });
 
 describe("ceremony upkeep", () => {
+  /** ACCOUNT_CEREMONY_RETENTION's default. */
+  const ceremonyRetentionMs = 60 * 60_000;
+
   it("ceremonies that expired over an hour ago are deleted; later ones still explain themselves", async () => {
     const orm = await openDatabase({
       url: account.database.url,
@@ -426,7 +465,7 @@ describe("ceremony upkeep", () => {
         binding: "gate-request:req_recent",
       });
       clock.advance(1000);
-      expect(await deleteOldCeremonies(orm.em.fork(), clock.now())).toBeGreaterThan(0);
+      expect(await deleteDue(orm, ceremonyRetentionRule(clock.now(), ceremonyRetentionMs), 1000)).toBeGreaterThan(0);
       const gone = await refusal(
         account.client.finishPasskeyAssertion({
           ceremonyId: old.ceremonyId,
