@@ -43,6 +43,7 @@ import { listSecuredAccountsRoute } from "./list-secured-accounts.ts";
 import { logoutRoute } from "./logout.ts";
 import { partnerConfigRoute } from "./partner-config.ts";
 import { qrCodeRoute } from "./qr-code.ts";
+import { reportCredentialChangeRoute } from "./report-credential-change.ts";
 import { revokeVerificationRoute } from "./revoke-verification.ts";
 import { verificationStatusRoute } from "./verification-status.ts";
 import { verifyTokenRoute } from "./verify-token.ts";
@@ -58,6 +59,7 @@ export const routes: readonly Route[] = [
   logoutRoute,
   partnerConfigRoute,
   listSecuredAccountsRoute,
+  reportCredentialChangeRoute,
   bindSessionRoute,
   checkBindingRoute,
   inquireRoute,
