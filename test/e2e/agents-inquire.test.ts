@@ -7,8 +7,8 @@ import { dataError, partnerApi, result } from "./gate-support.ts";
 
 /**
  * Agents Ask proposals through the gateway against the real mesh: inquire for a person bound to the agent
- * (a sandbox human, claimed with svcctl) or named by svc_user_id, idempotent replays, check-status as the
- * shared clock moves past ttl_at, cancel, the expire sweep driven by the
+ * (a sandbox human, claimed with svcctl) or named by svc_user_id (by user_email: agents-inquire-email.test.ts),
+ * idempotent replays, check-status as the shared clock moves past ttl_at, cancel, the expire sweep driven by the
  * shared clock through svcctl, the operator's audit log of a card (svcctl agent audit), and every refusal of
  * inquire, check-status and cancel the partner can meet. The long-poll of check-status is agents-long-poll.test.ts's.
  */
@@ -84,7 +84,7 @@ describe("agents ask: inquire, check-status, cancel, the expire sweep", () => {
     expect([error.statusCode, error.code]).toEqual([403, "category_not_allowed"]);
   });
 
-  it("answers 404 for an unknown opaque_id, an unknown svc_user_id and any user_email", async () => {
+  it("answers 404 for an unknown opaque_id, an unknown svc_user_id and an unknown user_email", async () => {
     expect(dataError(await inquire({ opaque_id: "not-a-binding" })).statusCode).toBe(404);
     expect(dataError(await inquire({ opaque_id: undefined, svc_user_id: randomUUID() })).statusCode).toBe(404);
     expect(dataError(await inquire({ opaque_id: undefined, user_email: "someone@example.com" })).statusCode).toBe(404);

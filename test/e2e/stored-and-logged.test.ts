@@ -9,12 +9,13 @@ import { findExecutable } from "@svc/local-mesh/process-tools";
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 import { svcctlJson } from "./agent-support.ts";
-import { dataError, newGate, newPartner, partnerApi, result } from "./gate-support.ts";
+import { dataError, issuer, newGate, newPartner, partnerApi, result } from "./gate-support.ts";
 
 /**
  * After a whole run through the gateway (partner keys, a session, a link a sandbox human confirms, a
  * secured account with a partner reference, e-mail addresses where operations take one, an agent with
- * a callback and a card, a person's session, a webhook endpoint), neither a dump of every schema nor
+ * a callback and cards, a person's session, a person signed in with a verified e-mail address, a webhook
+ * endpoint), neither a dump of every schema nor
  * anything any process of the mesh printed holds one of the run's secrets, keys, partner references,
  * e-mail addresses or a private key in clear.
  */
@@ -166,6 +167,28 @@ describe("what the mesh stores and logs after a whole run", () => {
         ),
       ).statusCode,
     ).toBe(404);
+
+    // A person whose identity provider vouched for an address: inquire finds them by it, though only its hash is kept.
+    const signedInEmail = `Signed.In.${randomUUID().slice(0, 8)}@Mail.Example`;
+    Object.assign(secrets, {
+      "user_email (verified at sign-in)": signedInEmail,
+      "user_email (verified at sign-in, lowercased)": signedInEmail.toLowerCase(),
+    });
+    const { sessionToken: emailSession } = await mesh.console.mintDevSession({
+      issuer: `${issuer}/dev-idp`,
+      subject: `person-${randomUUID()}`,
+      email: signedInEmail,
+      emailVerified: true,
+    });
+    secrets["user session (with an e-mail address)"] = emailSession;
+    result(await api.get("/app/me", {}, emailSession));
+    result(
+      await api.post(
+        "/agentlink/inquire",
+        { request_id: randomUUID(), action, user_email: signedInEmail },
+        secrets["agent key"],
+      ),
+    );
 
     const session = (await svcctl(["human", "session", "--human", person])).session_token as string;
     secrets["user session"] = session;

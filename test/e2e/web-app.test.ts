@@ -160,6 +160,19 @@ describe("the web app", () => {
       expect(posted.headers.get("location")).toBeNull();
     });
 
+    it("vouches for an identifier that is an e-mail address as the ID token's verified email", async () => {
+      const claimsOf = async (subject: string) => {
+        const right = verifier();
+        const body = await (await token(codeOf(await authorize(right, subject)), right)).json();
+        return decodeJwt(body.id_token);
+      };
+      const address = `Person.${randomUUID().slice(0, 8)}@Mail.example`;
+      expect(await claimsOf(address)).toMatchObject({ sub: address, email: address, email_verified: true });
+      const plain = await claimsOf(`person-${randomUUID()}`);
+      expect(plain).not.toHaveProperty("email");
+      expect(plain).not.toHaveProperty("email_verified");
+    });
+
     it("trades a code and its PKCE verifier for an ID token, once, within a minute of the injected clock", async () => {
       const subject = `person-${randomUUID()}`;
       const right = verifier();

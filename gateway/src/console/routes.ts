@@ -105,7 +105,9 @@ export function consoleRoutes(deps: ConsoleDependencies): (router: ConnectRouter
             Code.InvalidArgument,
           );
         if (request.subject === "") throw new ConnectError("subject is required", Code.InvalidArgument);
-        const session = await devIdp.mint(request.subject);
+        const session = await devIdp.mint(request.subject, {
+          email: request.email === "" ? undefined : { address: request.email, verified: request.emailVerified },
+        });
         return create(MintDevSessionResponseSchema, {
           sessionToken: session.token,
           expiresAt: timestampFromDate(session.expiresAt),

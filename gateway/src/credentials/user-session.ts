@@ -36,7 +36,8 @@ const jwtForm = /^eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 /**
  * A signed-in user session: a JWT from the configured OpenID Connect issuer, verified with jose against
  * its key set, or, in development, one minted by the development identity provider. The (issuer,
- * subject) pair names a human in the account service; the caller carries that human's `svc_user_id`
+ * subject) pair names a human in the account service, which also keeps what the token's `email` and
+ * `email_verified` claims say (inquire's `user_email`); the caller carries that human's `svc_user_id`
  * as its credential id.
  */
 export function userSessionResolver(options: {
@@ -77,7 +78,13 @@ export function userSessionResolver(options: {
         return refused;
       }
       if (!payload?.iss || !payload.sub) return refused;
-      const human = await account.resolveSignedInHuman({ issuer: payload.iss, subject: payload.sub });
+      // Account keeps the address only when the provider vouches for it, and only as a keyed hash.
+      const human = await account.resolveSignedInHuman({
+        issuer: payload.iss,
+        subject: payload.sub,
+        ...(typeof payload.email === "string" ? { email: payload.email } : {}),
+        emailVerified: payload.email_verified === true,
+      });
       return {
         ok: true,
         credential: {

@@ -119,10 +119,20 @@ export class DevIdentityProvider {
     });
   }
 
-  /** A user session for a sign-in identity of this provider; as an ID token, with the client's `nonce`. */
-  async mint(subject: string, nonce?: string): Promise<{ token: string; expiresAt: Date; lifetimeSeconds: number }> {
+  /**
+   * A user session for a sign-in identity of this provider; as an ID token, with the client's `nonce`.
+   * With an `email`, the token carries it and `email_verified` as given.
+   */
+  async mint(
+    subject: string,
+    options: { nonce?: string | undefined; email?: { address: string; verified: boolean } | undefined } = {},
+  ): Promise<{ token: string; expiresAt: Date; lifetimeSeconds: number }> {
+    const { nonce, email } = options;
     const now = Math.floor(this.#clock.now().getTime() / 1000);
-    const token = await new SignJWT(nonce === undefined ? {} : { nonce, auth_time: now })
+    const token = await new SignJWT({
+      ...(nonce === undefined ? {} : { nonce, auth_time: now }),
+      ...(email === undefined ? {} : { email: email.address, email_verified: email.verified }),
+    })
       .setProtectedHeader({ alg: "ES256", kid: this.#kid, typ: "JWT" })
       .setIssuer(this.issuer)
       .setSubject(subject)

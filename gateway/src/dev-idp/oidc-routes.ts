@@ -9,6 +9,8 @@ const tokenPath = `${devIdpPath}/token`;
 /** The same stylesheet as the web app's. */
 const stylesheet = "/app/assets/style.css";
 const subjectForm = /^[\p{L}\p{N}._@+-]{1,100}$/u;
+/** An identifier of this form is also the session's address, which this provider vouches for. */
+const emailForm = /^[^@]+@[^@]+\.[^@]+$/;
 const pkceChallengeForm = /^[A-Za-z0-9_-]{43}$/;
 const pkceVerifierForm = /^[A-Za-z0-9._~-]{43,128}$/;
 
@@ -35,7 +37,7 @@ type AuthorizationRequest = {
  * The development identity provider as a minimal OpenID Connect provider, for the web app's
  * authorization code flow with PKCE (S256 only): the discovery document, the key set, the authorize page
  * (which says plainly what it is and signs in as whatever identifier is typed), and the token endpoint
- * (code + verifier → ID token). It knows one client, the web app (`svc-app`), and only its redirect URIs.
+ * (code + verifier → ID token; an identifier that is an e-mail address is also its verified `email`). It knows one client, the web app (`svc-app`), and only its redirect URIs.
  */
 export function devIdpRoutes(options: {
   devIdp: DevIdentityProvider;
@@ -186,7 +188,10 @@ ${body}
             "invalid_grant",
             "the code is unknown, used, expired, or not for this client, redirect and verifier",
           );
-        const session = await devIdp.mint(grant.subject, grant.nonce);
+        const session = await devIdp.mint(grant.subject, {
+          nonce: grant.nonce,
+          email: emailForm.test(grant.subject) ? { address: grant.subject, verified: true } : undefined,
+        });
         // The ID token is the app API's user session: the access token is the same JWT.
         return jsonReply(
           200,

@@ -31,7 +31,7 @@ export const inquireRoute = defineRoute({
   method: "POST",
   path: "/agentlink/inquire",
   summary:
-    "Propose a card to one person (opaque_id, svc_user_id or user_email: exactly one), queued until they answer, it is cancelled or ttl_at passes. Idempotent on (agent, request_id): a repeat, even with a different body, answers the first card with idempotent_replay: true. data.error 400 (identifiers; ttl_below_floor, ttl_above_ceiling), 403 category_not_allowed, 404 no active binding or unknown person (user_email: no person can register an address yet, so always 404), 422 trust_layer_rejected, 502 trust_layer_unavailable or user lookup failed, 500 retry with the same request_id.",
+    "Propose a card to one person (opaque_id, svc_user_id or user_email: exactly one), queued until they answer, it is cancelled or ttl_at passes. Idempotent on (agent, request_id): a repeat, even with a different body, answers the first card with idempotent_replay: true. data.error 400 (identifiers; ttl_below_floor, ttl_above_ceiling), 403 category_not_allowed, 404 no active binding, or no person with that svc_user_id or verified user_email, 422 trust_layer_rejected, 502 trust_layer_unavailable or user lookup failed, 500 retry with the same request_id.",
   auth: agentKeyOnly,
   input: {
     type: "object",
@@ -64,7 +64,8 @@ export const inquireRoute = defineRoute({
         type: "string",
         format: "email",
         deprecated: true,
-        description: "No person can register an address yet: always data.error 404.",
+        description:
+          "The address a person's identity provider vouched for (email_verified) at their last sign-in, in any letter case; then as svc_user_id. An unknown or unverified address is data.error 404.",
       },
       adaptive_card_payload: {
         type: "object",

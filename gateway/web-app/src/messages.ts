@@ -33,7 +33,7 @@ const en = {
     "This is the development identity provider, not a real sign-in: anyone can sign in as anyone here. In production the app signs in through the configured OpenID Connect provider.",
   devIdpSubjectLabel: "Sign in as",
   devIdpSubjectHelp:
-    "Any identifier: a new one starts a new person, one used before (for example a sandbox human's subject) is that person again.",
+    "Any identifier: a new one starts a new person, one used before (for example a sandbox human's subject) is that person again. An e-mail address is also the person's verified address.",
   devIdpContinue: "Continue",
   devIdpInvalid: "This sign-in request cannot be answered: {message}",
 
@@ -184,7 +184,7 @@ const de: Messages = {
     "Dies ist der Identitätsanbieter für die Entwicklung, keine echte Anmeldung: Hier kann sich jeder als jeder anmelden. Im Betrieb meldet sich die App über den eingerichteten OpenID-Connect-Anbieter an.",
   devIdpSubjectLabel: "Anmelden als",
   devIdpSubjectHelp:
-    "Eine beliebige Kennung: Eine neue beginnt eine neue Person, eine schon benutzte (etwa das Subject eines Sandbox-Menschen) ist wieder diese Person.",
+    "Eine beliebige Kennung: Eine neue beginnt eine neue Person, eine schon benutzte (etwa das Subject eines Sandbox-Menschen) ist wieder diese Person. Eine E-Mail-Adresse ist zugleich die bestätigte Adresse der Person.",
   devIdpContinue: "Weiter",
   devIdpInvalid: "Diese Anmeldeanfrage kann nicht beantwortet werden: {message}",
 

@@ -38,6 +38,11 @@ export const settings = {
     developmentDefault: Buffer.from("account development ref pepper!!", "utf8"),
     description: "HMAC-SHA256 key of partner user references at rest, base64 of 32 bytes",
   }),
+  emailPepper: developmentSecret({
+    parse: parse.base64Key32,
+    developmentDefault: Buffer.from("account development email pepper", "utf8"),
+    description: "HMAC-SHA256 key of sign-in identities' verified e-mail addresses at rest, base64 of 32 bytes",
+  }),
   devIssuer: {
     parse: parse.url,
     default: "http://127.0.0.1:8080/dev-idp",
@@ -115,4 +120,5 @@ export const settings = {
 export interface AccountSecrets {
   sandboxKey: Buffer;
   refPepper: Buffer;
+  emailPepper: Buffer;
 }

@@ -43,6 +43,7 @@ import type { WalletDependencies } from "./age/wallet/wallet-setup.ts";
 import type { AccountSecrets } from "./config.ts";
 import { listDevices, registerDevice } from "./devices/devices.ts";
 import { describeHuman, devSignInSubject, resolveSignedInHuman } from "./humans/humans.ts";
+import { claimedEmailHash, findHumanByEmail } from "./humans/sign-in-emails.ts";
 import type { AccountLink } from "./links/account-link.entity.ts";
 import {
   accountLinkState,
@@ -89,6 +90,7 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
   const { clock } = deps;
   const em = () => deps.orm.em.fork();
   const pepper = createSecretKey(deps.secrets.refPepper);
+  const emailPepper = createSecretKey(deps.secrets.emailPepper);
   const passkeys = (): PasskeyContext => ({ em: em(), clock });
   const inboxes = { changed: (svcUserIds: Iterable<string | null>) => publishInboxChanged(deps.bus, svcUserIds) };
   const links = (): LinkContext => ({ em: em(), clock, pepper, bus: deps.bus, outbox: deps.outbox, inboxes });
@@ -131,7 +133,17 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
 
       getAgePresentation: (req) => wireErrors(() => describePresentation(wallet(), req)),
 
-      resolveSignedInHuman: (req) => wireErrors(() => resolveSignedInHuman(em(), clock, req)),
+      resolveSignedInHuman: (req) =>
+        wireErrors(() =>
+          resolveSignedInHuman(em(), clock, {
+            issuer: req.issuer,
+            subject: req.subject,
+            emailHash: claimedEmailHash(emailPepper, req),
+          }),
+        ),
+
+      findHumanByEmail: (req) =>
+        wireErrors(async () => ({ svcUserId: await findHumanByEmail(em(), emailPepper, req.email) })),
 
       getHuman: (req) =>
         wireErrors(async () => {

@@ -38,7 +38,7 @@ export const startAccount = (options: StartOptions = {}) =>
           clock,
           bus,
           outbox,
-          secrets: { sandboxKey: config.sandboxKey, refPepper: config.refPepper },
+          secrets: { sandboxKey: config.sandboxKey, refPepper: config.refPepper, emailPepper: config.emailPepper },
           devIssuer: config.devIssuer,
           rpName: config.rpName,
           pushProviders: configuredProviders(config),

@@ -13,7 +13,7 @@ const base64 = (key: Buffer) => key.toString("base64");
 describe("account secrets", () => {
   it("production refuses to start without its own keys, before opening anything", async () => {
     await expect(start(production)).rejects.toThrow(
-      /ACCOUNT_SANDBOX_KEY is required in production[\s\S]*ACCOUNT_REF_PEPPER is required in production/,
+      /ACCOUNT_SANDBOX_KEY is required in production[\s\S]*ACCOUNT_REF_PEPPER is required in production[\s\S]*ACCOUNT_EMAIL_PEPPER is required in production/,
     );
   });
 
@@ -32,6 +32,14 @@ describe("account secrets", () => {
         ACCOUNT_REF_PEPPER: base64(settings.refPepper.default as Buffer),
       }),
     ).rejects.toThrow("ACCOUNT_REF_PEPPER is the built-in development value, which production refuses");
+    await expect(
+      start({
+        ...production,
+        ACCOUNT_SANDBOX_KEY: base64(randomBytes(32)),
+        ACCOUNT_REF_PEPPER: base64(randomBytes(32)),
+        ACCOUNT_EMAIL_PEPPER: base64(settings.emailPepper.default as Buffer),
+      }),
+    ).rejects.toThrow("ACCOUNT_EMAIL_PEPPER is the built-in development value, which production refuses");
   });
 
   it("production needs its own verifier certificate and refuses the one development uses at every start", async () => {

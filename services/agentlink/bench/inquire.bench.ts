@@ -69,7 +69,10 @@ try {
     clock: systemClock,
     // The mesh runs with development secrets: the same key the service derives opaque_ids with.
     opaqueIdKey: createSecretKey(settings.opaqueIdKey.default as Buffer),
-    account: { getHuman: () => Promise.reject(new Error("the bench names its person by opaque_id")) },
+    account: {
+      getHuman: () => Promise.reject(new Error("the bench names its person by opaque_id")),
+      findHumanByEmail: () => Promise.reject(new Error("the bench names its person by opaque_id")),
+    },
     classifier: undefined,
     bus: { subject: (type) => `events.${type}`, nc, subjectPrefix: "events" },
     outbox: { wake: () => undefined },

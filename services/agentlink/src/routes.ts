@@ -65,7 +65,12 @@ export interface RouteDependencies {
   deployment: "development" | "production";
   account: Pick<
     Client<typeof AccountService>,
-    "getHuman" | "beginPasskeyAssertion" | "finishPasskeyAssertion" | "sandboxAssert" | "pushToHuman"
+    | "getHuman"
+    | "findHumanByEmail"
+    | "beginPasskeyAssertion"
+    | "finishPasskeyAssertion"
+    | "sandboxAssert"
+    | "pushToHuman"
   >;
   signing: Pick<Client<typeof SigningService>, "signProof">;
   /** Sandbox humans' answers: the fast path after inquire, and the sweep the background runs. */

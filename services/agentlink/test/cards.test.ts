@@ -198,20 +198,20 @@ describe("inquire", () => {
     expect((await refusal(ask(agent, { svcUserId: agent.person }))).code).toBe(Code.InvalidArgument);
   });
 
-  it("finds nobody for another agent's opaque_id, an unbound one, or an email address", async () => {
+  it("finds nobody for another agent's opaque_id or an unbound one", async () => {
     const agent = await boundAgent();
     const other = await boundAgent();
     expect((await refusal(ask(agent, { opaqueId: other.opaqueId }))).code).toBe(Code.NotFound);
     await agentlink.client.unbind({ svcUserId: agent.person, agentId: agent.id });
     expect((await refusal(ask(agent))).code).toBe(Code.NotFound);
-    const email = await refusal(ask(other, { opaqueId: undefined, userEmail: "someone@example.com" }));
-    expect(email.code).toBe(Code.NotFound);
   });
 
-  it("answers Unavailable when the svc_user_id cannot be looked up", async () => {
+  it("answers Unavailable when the svc_user_id or user_email cannot be looked up", async () => {
     const agent = await boundAgent();
     const error = await refusal(ask(agent, { opaqueId: undefined, svcUserId: agent.person }));
     expect(error.code).toBe(Code.Unavailable);
+    const email = await refusal(ask(agent, { opaqueId: undefined, userEmail: "someone@example.com" }));
+    expect(email.code).toBe(Code.Unavailable);
   });
 
   it("stores nothing for a card the trust layer rejects, and echoes its violations", async () => {

@@ -1,6 +1,9 @@
 import { defineEntity, type InferEntity, p } from "@mikro-orm/postgresql";
 
-/** A person, known only by svc_user_id: no name, e-mail or phone number is ever stored. */
+/**
+ * A person, known only by svc_user_id: no name or phone number is ever stored, and an e-mail address
+ * only as a keyed hash on a sign-in identity.
+ */
 export const Human = defineEntity({
   name: "Human",
   tableName: "human",
@@ -14,7 +17,10 @@ export const Human = defineEntity({
 });
 export type Human = InferEntity<typeof Human>;
 
-/** The OpenID Connect identity (issuer and subject) a human signs in with. */
+/**
+ * The OpenID Connect identity (issuer and subject) a human signs in with, and the e-mail address its
+ * provider last vouched for, only as a keyed hash (see sign-in-emails.ts).
+ */
 export const SignInIdentity = defineEntity({
   name: "SignInIdentity",
   tableName: "sign_in_identity",
@@ -23,6 +29,8 @@ export const SignInIdentity = defineEntity({
     subject: p.text().primary(),
     svcUserId: p.uuid(),
     createdAt: p.datetime(),
+    emailHash: p.blob().nullable(),
+    emailVerifiedAt: p.datetime().nullable(),
   },
 });
 export type SignInIdentity = InferEntity<typeof SignInIdentity>;

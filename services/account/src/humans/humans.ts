@@ -1,5 +1,5 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { type Clock, uuid } from "@svc/platform";
+import { type Clock, constantTimeEqual, uuid } from "@svc/platform";
 import { requireText, requireUuid } from "../input.ts";
 import { refuse } from "../refusal.ts";
 import { Human, SignInIdentity } from "./human.entity.ts";
@@ -56,25 +56,31 @@ class IdentityTaken extends Error {}
 /**
  * The human behind an OpenID Connect identity, created on first sight. Concurrent first sign-ins
  * create one human: the identity's primary key decides, and the loser's transaction (with the human
- * it inserted) rolls back before it reads the winner's.
+ * it inserted) rolls back before it reads the winner's. `emailHash` is what the identity keeps of the
+ * token's address (see `claimedEmailHash`): written when it differs from what is kept, so a session's
+ * every request reads and only a changed address writes.
  */
 export async function resolveSignedInHuman(
   em: EntityManager,
   clock: Clock,
-  input: { issuer: string; subject: string },
+  input: { issuer: string; subject: string; emailHash: Buffer | null | undefined },
 ): Promise<{ svcUserId: string; created: boolean }> {
   const issuer = requireText(input.issuer, "issuer");
   const subject = requireText(input.subject, "subject", 255);
+  const { emailHash } = input;
   const existing = await findIdentity(em, issuer, subject);
-  if (existing !== undefined) return { svcUserId: existing, created: false };
+  if (existing !== undefined) {
+    await keepEmail(em, clock, existing, emailHash);
+    return { svcUserId: existing.svcUserId, created: false };
+  }
   try {
     const svcUserId = await em.transactional(async (tx) => {
       const now = clock.now();
       const id = uuid();
       await insertHuman(tx, { id, createdAt: now });
       const inserted = await tx.execute<{ svc_user_id: string }[]>(
-        `insert into sign_in_identity (issuer, subject, svc_user_id, created_at) values (?, ?, ?, ?) on conflict (issuer, subject) do nothing returning svc_user_id`,
-        [issuer, subject, id, now],
+        `insert into sign_in_identity (issuer, subject, svc_user_id, created_at, email_hash, email_verified_at) values (?, ?, ?, ?, ?, ?) on conflict (issuer, subject) do nothing returning svc_user_id`,
+        [issuer, subject, id, now, emailHash ?? null, emailHash ? now : null],
       );
       if (inserted.length === 0) throw new IdentityTaken();
       return id;
@@ -85,7 +91,25 @@ export async function resolveSignedInHuman(
   }
   const winner = await findIdentity(em, issuer, subject);
   if (winner === undefined) throw new Error(`sign-in identity ${issuer} ${subject} conflicted but cannot be read`);
-  return { svcUserId: winner, created: false };
+  await keepEmail(em, clock, winner, emailHash);
+  return { svcUserId: winner.svcUserId, created: false };
+}
+
+async function keepEmail(
+  em: EntityManager,
+  clock: Clock,
+  identity: SignInIdentity,
+  emailHash: Buffer | null | undefined,
+): Promise<void> {
+  if (emailHash === undefined) return;
+  const kept = identity.emailHash ?? null;
+  const same =
+    kept === null || emailHash === null ? kept === emailHash : constantTimeEqual(Buffer.from(kept), emailHash);
+  if (same) return;
+  await em.execute(
+    `update sign_in_identity set email_hash = ?, email_verified_at = ? where issuer = ? and subject = ?`,
+    [emailHash, emailHash ? clock.now() : null, identity.issuer, identity.subject],
+  );
 }
 
 /**
@@ -99,6 +123,6 @@ export async function devSignInSubject(em: EntityManager, svcUserId: string, dev
   return identity.subject;
 }
 
-async function findIdentity(em: EntityManager, issuer: string, subject: string): Promise<string | undefined> {
-  return (await em.findOne(SignInIdentity, { issuer, subject }))?.svcUserId;
+async function findIdentity(em: EntityManager, issuer: string, subject: string): Promise<SignInIdentity | undefined> {
+  return (await em.findOne(SignInIdentity, { issuer, subject })) ?? undefined;
 }

@@ -8,6 +8,7 @@ import { addPersonSide } from "./0007-person-side.ts";
 import { addWalletAgeEvidence } from "./0008-wallet-age-evidence.ts";
 import { addMdocPresentations } from "./0009-mdoc-presentations.ts";
 import { countAccountLinks } from "./0010-account-link-counts.ts";
+import { addSignInEmails } from "./0011-sign-in-emails.ts";
 
 /** Applied in order at start; a migration, once released, is never edited (add a new one). */
 export const migrations = [
@@ -21,4 +22,5 @@ export const migrations = [
   addWalletAgeEvidence,
   addMdocPresentations,
   countAccountLinks,
+  addSignInEmails,
 ];

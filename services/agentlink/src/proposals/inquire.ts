@@ -30,7 +30,7 @@ export interface ProposalContext {
   clock: Clock;
   /** AGENTLINK_OPAQUE_ID_KEY: finds a binding from an agent's `opaque_id`. */
   opaqueIdKey: KeyObject;
-  account: Pick<Client<typeof AccountService>, "getHuman">;
+  account: Pick<Client<typeof AccountService>, "getHuman" | "findHumanByEmail">;
   classifier: ClassifierClient | undefined;
   bus: Pick<EventBus, "subject" | "nc" | "subjectPrefix">;
   outbox: Pick<OutboxRelay, "wake">;
@@ -51,8 +51,13 @@ export interface InquireInput {
 /** The spec's `ttl_seconds`: default 600, 60-86400. */
 const ttlSeconds = { default: 600, min: 60, max: 86_400 } as const;
 
-/** The person as the call names them: by a binding the statement finds, or a svc_user_id account knows. */
-type NamedPerson = { namedBy: "opaque_id"; opaqueIdLookup: string } | { namedBy: "svc_user_id"; svcUserId: string };
+/**
+ * The person as the call names them: by a binding the statement finds, or a svc_user_id account knows
+ * (given, or found from a verified e-mail address).
+ */
+type NamedPerson =
+  | { namedBy: "opaque_id"; opaqueIdLookup: string }
+  | { namedBy: "svc_user_id" | "user_email"; svcUserId: string };
 
 /** A check decided before its turn: its value, or the refusal it comes to when its turn comes. */
 type Settled<T> = { value: T } | { refusal: AgentlinkRefusal };
@@ -138,7 +143,7 @@ export async function inquire(
     agentId,
     requestId,
     opaqueIdLookup: named?.namedBy === "opaque_id" ? named.opaqueIdLookup : null,
-    svcUserId: named?.namedBy === "svc_user_id" ? named.svcUserId : null,
+    svcUserId: named !== undefined && named.namedBy !== "opaque_id" ? named.svcUserId : null,
     category: category ?? null,
     newCard,
   });
@@ -186,7 +191,8 @@ function categoryOf(proposal: JsonObject): string | undefined {
 
 /**
  * The person the card is for: exactly one of the three identifiers names them. An opaque_id names
- * whoever the agent's active binding with it is bound to, which the statement finds.
+ * whoever the agent's active binding with it is bound to, which the statement finds; a user_email the
+ * person whose identity provider vouched for it, who is then treated as if named by svc_user_id.
  */
 async function personOf(ctx: ProposalContext, input: InquireInput): Promise<NamedPerson> {
   const given = [input.opaqueId, input.svcUserId, input.userEmail].filter((value) => value !== undefined);
@@ -195,8 +201,7 @@ async function personOf(ctx: ProposalContext, input: InquireInput): Promise<Name
     return { namedBy: "opaque_id", opaqueIdLookup: opaqueIdLookup(ctx.opaqueIdKey, input.opaqueId) };
   if (input.svcUserId !== undefined)
     return { namedBy: "svc_user_id", svcUserId: await knownHuman(ctx, input.svcUserId) };
-  // Nobody can register an address yet (the app's address registration comes with issue 15).
-  throw refuse("not_found", "no person has registered that user_email");
+  return { namedBy: "user_email", svcUserId: await humanWithEmail(ctx, input.userEmail ?? "") };
 }
 
 /** The trust layer's verdict on the body: the accepted card, or its refusal (422, or 502 for the classifier). */
@@ -215,11 +220,20 @@ async function screen(ctx: ProposalContext, input: InquireInput) {
 
 async function knownHuman(ctx: ProposalContext, svcUserId: string): Promise<string> {
   if (!isUuid(svcUserId)) throw refuse("not_found", "no person has that svc_user_id");
+  return lookedUp(() => ctx.account.getHuman({ svcUserId }), "svc_user_id");
+}
+
+/** An unknown and an unverified address answer alike: account keeps verified addresses only. */
+function humanWithEmail(ctx: ProposalContext, userEmail: string): Promise<string> {
+  return lookedUp(() => ctx.account.findHumanByEmail({ email: userEmail }), "user_email");
+}
+
+async function lookedUp(lookup: () => Promise<{ svcUserId: string }>, field: string): Promise<string> {
   try {
-    return (await ctx.account.getHuman({ svcUserId })).svcUserId;
+    return (await lookup()).svcUserId;
   } catch (error) {
     if (error instanceof ConnectError && error.code === Code.NotFound)
-      throw refuse("not_found", "no person has that svc_user_id");
+      throw refuse("not_found", `no person has that ${field}`);
     throw refuse("unavailable", "the user lookup failed; retry with the same request_id");
   }
 }
