@@ -17,7 +17,6 @@ import { AgentService, type CheckStatusResponse } from "@svc/proto/agentlink/v1/
 import { GateConsoleService, GateService } from "@svc/proto/gate/v1/gate_pb.js";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { WebhookCallbackService } from "@svc/proto/webhook/v1/webhook_pb.js";
-import type { InboxChange } from "./app/inbox-follower.ts";
 import { OrganizationNameCache } from "./app/organization-names.ts";
 import { loadGatewayConfig } from "./config.ts";
 import { consoleForwarding } from "./console/forwarding.ts";
@@ -39,6 +38,7 @@ import { basePath, startPublicServer } from "./http/public-server.ts";
 import { idempotencyStage } from "./idempotency/idempotency-stage.ts";
 import { IdempotencyStore, sweepExpiredKeys } from "./idempotency/idempotency-store.ts";
 import { InboxPresence } from "./long-poll/inbox-presence.ts";
+import type { InboxChange } from "./long-poll/notifications.ts";
 import {
   cardNotifications,
   inboxNotifications,

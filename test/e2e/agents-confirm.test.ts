@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { createClient } from "@connectrpc/connect";
 import { WebhookConsoleService } from "@svc/proto/webhook/v1/webhook_pb.js";
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from "jose";
+import pg from "pg";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { SoftwareAuthenticator } from "../harness/software-passkey.ts";
@@ -422,6 +423,62 @@ describe("agents ask: the person confirms, the service signs proofs", () => {
       ceremony_id: denied.ceremony_id,
     });
     expect(result(await later).status).toBe("queued");
+  });
+
+  it("confirm-challenge refuses an origin that is not the service's own with a 400 and begins nothing", async () => {
+    const agentKey = await newAgent("Origin_Bot");
+    const frank = await person();
+    const { requestId, cardId } = await inquire(agentKey, { svc_user_id: frank.svcUserId });
+    const decisions: Decision[] = [{ card_id: cardId, verdict: "approve" }];
+    const db = new pg.Client({ connectionString: mesh.env.SVC_DATABASE_URL });
+    await db.connect();
+    const assertionsBegun = async () =>
+      Number(
+        (
+          await db.query(
+            "select count(*) from account.passkey_ceremony where kind = 'assertion' and svc_user_id = $1",
+            [frank.svcUserId],
+          )
+        ).rows[0].count,
+      );
+    try {
+      for (const origin of ["https://attacker.example", "http://127.0.0.1.attacker.example:8080", "not a url"]) {
+        const refused = await frank.post("/agentlink/confirm-challenge", { decisions, origin });
+        expect(refused.status).toBe(400);
+        expect(refused.body).toMatchObject({
+          code: "InputValidationError",
+          input: { decisions, origin },
+          errors: [
+            {
+              propertyPath: "origin",
+              invalidValue: origin,
+              message: `origin must be this service's own origin (on 127.0.0.1), not ${origin}`,
+            },
+          ],
+        });
+        expect(refused.body.errors).toHaveLength(1);
+      }
+      expect(await assertionsBegun()).toBe(0);
+
+      // The service's own origin, and no origin at all, each begin one challenge the passkey can answer.
+      const own = result(await frank.post("/agentlink/confirm-challenge", { decisions, origin: issuer }));
+      expect(own.options.rpId).toBe("127.0.0.1");
+      result(await frank.post("/agentlink/confirm-challenge", { decisions }));
+      expect(await assertionsBegun()).toBe(2);
+      const confirmed = result(
+        await frank.post("/agentlink/confirm", {
+          decisions,
+          passkey_assertion: {
+            challenge_id: own.challenge_id,
+            response: frank.authenticator.assert(own.options, issuer),
+          },
+        }),
+      );
+      expect(confirmed.resolutions).toHaveLength(1);
+      expect((await status(agentKey, requestId)).status).toBe("approved");
+    } finally {
+      await db.end();
+    }
   });
 
   it("sandbox humans answer by their behaviour through the same path, with amr sandbox; the agent's callback gets the proof", async () => {

@@ -297,6 +297,37 @@ describe("gate ceremonies end to end", () => {
     expect(dataError(await frank.app("/requests/open", { request_id: `req_${"1".repeat(32)}` })).statusCode).toBe(404);
   });
 
+  it("a passkey that answers without user verification fails the request with device_lock_required; the page cannot say otherwise", async () => {
+    const grace = await person();
+    const link = await createLink({ gate: "plain", svc_user_id: grace.svcUserId });
+    const opened = result(await grace.app("/requests/open", { request_id: link.request_id }));
+    const confirmed = result(
+      await grace.app("/requests/confirm", {
+        request_id: link.request_id,
+        ceremony_id: opened.ceremony_id,
+        response: grace.authenticator.assert(opened.options, origin, { userVerified: false }),
+      }),
+    );
+    expect(confirmed).toEqual({ status: "failed" });
+    // A page reporting another reason afterwards changes nothing: the request already ended.
+    expect(
+      result(await grace.app("/requests/fail", { request_id: link.request_id, reason: "platform_declined" })).status,
+    ).toBe("failed");
+    expect(await status(link.request_id)).toMatchObject({ found: true, status: "failed", reason: "unavailable" });
+    const event = await waitForEvent(link.request_id, "gate.unavailable");
+    expect(event).toMatchObject({
+      verdict: "unavailable",
+      reason: "device_lock_required",
+      failed_at: expect.any(String),
+    });
+    expect(event.failure_code).toBeUndefined();
+    expect(eventsFor(link.request_id).map((d) => d.body.type)).toEqual(["gate.unavailable"]);
+
+    // The same person's verified assertion on a new request still passes: only the unverified answer failed.
+    const next = await createLink({ gate: "plain", svc_user_id: grace.svcUserId });
+    expect((await confirmInApp(grace, next.request_id)).status).toBe("completed");
+  });
+
   it("sandbox humans answer through the same path: confirm with age evidence, decline, silence", async () => {
     const sandbox = async (behavior: SandboxBehavior, age?: number) =>
       (

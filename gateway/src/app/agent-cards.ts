@@ -1,10 +1,12 @@
 import type { PersonCard } from "@svc/proto/agentlink/v1/agentlink_pb.js";
+import { InputValidationError } from "../http/errors.ts";
 import { instant } from "../http/instant.ts";
-import { defineRoute, ok } from "../http/route.ts";
+import { ok } from "../http/route.ts";
 import type { Schema } from "../http/schema.ts";
+import { defineRoute } from "../services.ts";
 import { agentSummary, agentSummarySchema } from "./agent-summary.ts";
 import { pageOriginField } from "./person-fields.ts";
-import { relyingParty } from "./relying-party.ts";
+import { pageRelyingParty, relyingParty } from "./relying-party.ts";
 import { sessionUserId } from "./session-user.ts";
 
 /**
@@ -96,7 +98,13 @@ const confirmChallengeRoute = defineRoute({
   auth: signedIn,
   input: {
     type: "object",
-    properties: { decisions: decisionsField, origin: pageOriginField },
+    properties: {
+      decisions: decisionsField,
+      origin: {
+        ...pageOriginField,
+        description: "The page's origin: the service's own (on the relying party's host); another origin is refused.",
+      },
+    },
     required: ["decisions"],
   },
   envelope: "nested",
@@ -111,10 +119,23 @@ const confirmChallengeRoute = defineRoute({
     },
   },
   async handle(input, { caller, services }) {
+    const party =
+      input.origin === undefined
+        ? relyingParty(services.publicOrigin, undefined)
+        : pageRelyingParty(services.publicOrigin, input.origin);
+    // A challenge for another origin could never be answered: refused before anything is begun.
+    if (!party)
+      throw new InputValidationError(input, [
+        {
+          propertyPath: "origin",
+          invalidValue: input.origin,
+          message: `origin must be this service's own origin (on ${new URL(services.publicOrigin).hostname}), not ${input.origin}`,
+        },
+      ]);
     const begun = await services.agentlink.beginConfirmation({
       svcUserId: sessionUserId(caller),
       decisions: decisionsOf(input.decisions),
-      ...relyingParty(services.publicOrigin, input.origin),
+      ...party,
     });
     return ok({
       challenge_id: begun.challengeId,

@@ -9,10 +9,19 @@ export function relyingParty(
   claimedOrigin: string | undefined,
 ): { rpId: string; origin: string } {
   const rpId = new URL(publicOrigin).hostname;
-  if (claimedOrigin !== undefined) {
-    const claimed = URL.parse(claimedOrigin);
-    if (claimed && (claimed.protocol === "https:" || claimed.protocol === "http:") && claimed.hostname === rpId)
-      return { rpId, origin: claimed.origin };
-  }
-  return { rpId, origin: publicOrigin };
+  return (
+    (claimedOrigin !== undefined && pageRelyingParty(publicOrigin, claimedOrigin)) || { rpId, origin: publicOrigin }
+  );
+}
+
+/** The relying party for a page at `claimedOrigin`, or undefined when that origin is not on the relying party's host. */
+export function pageRelyingParty(
+  publicOrigin: string,
+  claimedOrigin: string,
+): { rpId: string; origin: string } | undefined {
+  const rpId = new URL(publicOrigin).hostname;
+  const claimed = URL.parse(claimedOrigin);
+  if (claimed && (claimed.protocol === "https:" || claimed.protocol === "http:") && claimed.hostname === rpId)
+    return { rpId, origin: claimed.origin };
+  return undefined;
 }

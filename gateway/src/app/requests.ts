@@ -1,12 +1,24 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { OpenRequestResponse } from "@svc/proto/gate/v1/gate_pb.js";
-import { defineRoute, ok, type Route } from "../http/route.ts";
+import { ok, type Route } from "../http/route.ts";
 import type { ObjectSchema } from "../http/schema.ts";
 import { gateTypeName } from "../operations/create-verification-link.ts";
+import { defineRoute, type GatewayServices } from "../services.ts";
 import { presentationStep } from "./age-presentation.ts";
 import { ceremonyAnswerFields, flowSecretField, pageOriginField, requestIdField } from "./person-fields.ts";
 import { relyingParty } from "./relying-party.ts";
 import { sessionUserId } from "./session-user.ts";
+
+const requestStatus = {
+  type: "string",
+  description: "The request's status: pending, completed, failed or expired.",
+} as const;
+const returnUrl = {
+  type: "string",
+  description: "The partner's return_url, when the request has one: where the web flow sends the person back.",
+} as const;
+/** What decline and fail answer. */
+const endedOutput = { type: "object", properties: { status: requestStatus, return_url: returnUrl } } as const;
 
 const opened = (response: OpenRequestResponse) => ({
   request_id: response.requestId,
@@ -28,7 +40,7 @@ const opened = (response: OpenRequestResponse) => ({
  * session; the deep link's `t` optional when the request names the person) and for the web flow
  * (`/flow/requests/…`, no session; the flow secret `t` from the web_url is required).
  */
-function requestRoutes(side: "app" | "flow"): Route[] {
+function requestRoutes(side: "app" | "flow"): Route<GatewayServices>[] {
   const app = side === "app";
   const auth = app ? ({ accepts: ["user_session"] } as const) : ({ accepts: [] } as const);
   const base = (extra: Record<string, unknown>, required: string[]): ObjectSchema => ({
@@ -57,6 +69,31 @@ function requestRoutes(side: "app" | "flow"): Route[] {
         required: ["request_id"];
       },
       envelope: "nested",
+      output: {
+        type: "object",
+        properties: {
+          request_id: { type: "string" },
+          status: requestStatus,
+          gate: { type: "string" },
+          gate_type: { type: "string", enum: ["human", "age"] },
+          age_threshold: { type: "integer", description: "On an Age Gate." },
+          organization: { type: "object", properties: { id: { type: "string" } } },
+          notarize_offered: { type: "boolean" },
+          auth_mode: { type: "string" },
+          expires_at: { type: "string", format: "date-time" },
+          ceremony_id: { type: "string", description: "While pending: name it in confirm." },
+          options: {
+            type: "object",
+            additionalProperties: true,
+            description: "While pending: PublicKeyCredentialRequestOptionsJSON, bound to this request.",
+          },
+          age_presentation: {
+            type: "object",
+            additionalProperties: true,
+            description: "On an Age Gate: needed, and while needed the wallet step to show first.",
+          },
+        },
+      },
       async handle(input, { caller, services }) {
         const response = await services.gate.openRequest({
           requestId: input.request_id,
@@ -73,7 +110,8 @@ function requestRoutes(side: "app" | "flow"): Route[] {
       operationId: id("ConfirmRequest"),
       method: "POST",
       path: `/${prefix}/requests/confirm`,
-      summary: "Confirm with the passkey assertion (AuthenticationResponseJSON).",
+      summary:
+        "Confirm the request (request_id) with the passkey assertion: open's ceremony_id and the browser's AuthenticationResponseJSON as response. An assertion signed without user verification fails the request with device_lock_required.",
       auth,
       ...(app ? {} : { idempotencyScope: "t" }),
       input: base(ceremonyAnswerFields, ["ceremony_id", "response"]) as {
@@ -87,6 +125,14 @@ function requestRoutes(side: "app" | "flow"): Route[] {
         required: ["request_id", "ceremony_id", "response"];
       },
       envelope: "nested",
+      output: {
+        type: "object",
+        properties: {
+          status: requestStatus,
+          token: { type: "string", description: "The attestation token: on the web flow, once completed." },
+          return_url: returnUrl,
+        },
+      },
       async handle(input, { caller, services }) {
         const result = await services.gate.confirmRequest({
           requestId: input.request_id,
@@ -114,6 +160,7 @@ function requestRoutes(side: "app" | "flow"): Route[] {
         required: ["request_id"];
       },
       envelope: "nested",
+      output: endedOutput,
       async handle(input, { caller, services }) {
         const result = await services.gate.declineRequest({
           requestId: input.request_id,
@@ -126,7 +173,8 @@ function requestRoutes(side: "app" | "flow"): Route[] {
       operationId: id("ReportFailure"),
       method: "POST",
       path: `/${prefix}/requests/fail`,
-      summary: "Report that the device could not run the ceremony.",
+      summary:
+        "Report that the device could not run the ceremony: device_lock_required (the passkey prompt was refused and the browser has no user-verifying platform authenticator: no screen lock or biometric) or platform_declined (the browser cannot run it).",
       auth,
       ...(app ? {} : { idempotencyScope: "t" }),
       input: base({ reason: { type: "string", enum: ["device_lock_required", "platform_declined"] } }, ["reason"]) as {
@@ -135,6 +183,7 @@ function requestRoutes(side: "app" | "flow"): Route[] {
         required: ["request_id", "reason"];
       },
       envelope: "nested",
+      output: endedOutput,
       async handle(input, { caller, services }) {
         const result = await services.gate.reportFailure({
           requestId: input.request_id,

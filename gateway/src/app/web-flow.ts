@@ -5,7 +5,8 @@ import type { RawReply, RawRoute } from "../http/raw-route.ts";
  * from its path and the flow secret from the URL fragment, and talks to the `/v1/flow/…` operations.
  * It asks for nothing personal. For an Age Gate without evidence it first shows the wallet presentation
  * step (a QR code for a wallet on another device, the Digital Credentials API where the browser has it)
- * and waits for its outcome before the passkey confirmation.
+ * and waits for its outcome before the passkey confirmation. Where the browser says this device cannot
+ * verify the person, the request fails with device_lock_required; without WebAuthn, platform_declined.
  */
 export const webFlowRoutes: RawRoute[] = [
   { path: /^\/flow\/req_[0-9a-f]{32}$/, method: "GET", serve: () => page("text/html; charset=utf-8", pageHtml) },
@@ -204,11 +205,28 @@ const pageScript = `"use strict";
     say("");
   }
 
+  // The browser's word that this device cannot verify the person: the prompt, which asks for user
+  // verification, was refused and there is no user-verifying platform authenticator. Elsewhere a refusal
+  // is a dismissed prompt that may be tried again.
+  async function cannotVerifyUser(error) {
+    if (!error || error.name !== "NotAllowedError") return false;
+    return !(await PublicKeyCredential.isUserVerifyingPlatformAuthenticatorAvailable().catch(() => true));
+  }
+
   async function confirm() {
     say("Waiting for your passkey…");
     const opened = await open();
     if (!opened) return;
-    const credential = await navigator.credentials.get({ publicKey: PublicKeyCredential.parseRequestOptionsFromJSON(opened.options) });
+    let credential;
+    try {
+      credential = await navigator.credentials.get({ publicKey: PublicKeyCredential.parseRequestOptionsFromJSON(opened.options) });
+    } catch (error) {
+      if (!(await cannotVerifyUser(error))) throw error;
+      const failed = await call("requests/fail", { reason: "device_lock_required" });
+      if (failed.status === "failed") $("detail").textContent = "This device has no screen lock or biometric set up, so a passkey cannot confirm it is you.";
+      finish(failed);
+      return;
+    }
     finish(await call("requests/confirm", { ceremony_id: opened.ceremony_id, response: credential.toJSON() }));
   }
 

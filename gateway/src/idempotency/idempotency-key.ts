@@ -1,8 +1,7 @@
 import { createHash, type KeyObject } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
 import { keyedHash } from "@svc/platform";
-import { bearerCredential } from "../credentials/authenticate.ts";
-import type { AuthenticatedCredential } from "../http/credential.ts";
+import { type AuthenticatedCredential, bearerCredential } from "../http/credential.ts";
 import type { ValidationIssue } from "../http/schema.ts";
 
 /** The header, as Stripe spells it. */

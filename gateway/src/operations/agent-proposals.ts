@@ -3,15 +3,16 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Logger } from "@svc/platform";
 import { CardStatus } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { instant } from "../http/instant.ts";
-import { defineRoute, ok } from "../http/route.ts";
+import { ok } from "../http/route.ts";
 import { cardKey } from "../long-poll/waiters.ts";
 import type { GatewayServices } from "../services.ts";
+import { defineRoute } from "../services.ts";
 
 const agentKeyOnly = { accepts: ["agent_key"] } as const;
 
 const cardStatusSchema = { type: "string", enum: ["queued", "approved", "denied", "cancelled", "expired"] } as const;
 
-export const statusNames: Record<CardStatus, (typeof cardStatusSchema.enum)[number] | undefined> = {
+const statusNames: Record<CardStatus, (typeof cardStatusSchema.enum)[number] | undefined> = {
   [CardStatus.UNSPECIFIED]: undefined,
   [CardStatus.QUEUED]: "queued",
   [CardStatus.APPROVED]: "approved",

@@ -34,6 +34,7 @@ import { openApiRoute } from "../http/openapi.ts";
 import type { RawRoute } from "../http/raw-route.ts";
 import type { Route } from "../http/route.ts";
 import { upgradePageRoute } from "../rate-limits/rate-limit-report.ts";
+import type { GatewayServices } from "../services.ts";
 import { bindSessionRoute, checkBindingRoute } from "./agent-binding.ts";
 import { cancelRoute, checkStatusRoute, inquireRoute } from "./agent-proposals.ts";
 import { createSessionRoute } from "./create-session.ts";
@@ -50,7 +51,7 @@ import { verifyTokenRoute } from "./verify-token.ts";
 import { type WidgetScript, widgetScriptRoutes } from "./widget-script.ts";
 
 /** Every public operation under `{base_url}`, one file each in this folder. */
-export const routes: readonly Route[] = [
+export const routes: readonly Route<GatewayServices>[] = [
   verifyTokenRoute,
   createSessionRoute,
   createVerificationLinkRoute,

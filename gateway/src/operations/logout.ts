@@ -1,4 +1,5 @@
-import { defineRoute, ok } from "../http/route.ts";
+import { ok } from "../http/route.ts";
+import { defineRoute } from "../services.ts";
 import { failingAs500 } from "./gate-failures.ts";
 
 /**

@@ -1,6 +1,7 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { GetVerificationStatusResponse } from "@svc/proto/gate/v1/gate_pb.js";
-import { defineRoute, ok } from "../http/route.ts";
+import { ok } from "../http/route.ts";
+import { defineRoute } from "../services.ts";
 
 /**
  * `GET /verification/status`: the status record, flat under `data`. decisions.md: a secret key or a

@@ -1,5 +1,6 @@
 import { type AttestationVerification, checkAttestation } from "@svc/platform";
-import { defineRoute, ok } from "../http/route.ts";
+import { ok } from "../http/route.ts";
+import { defineRoute } from "../services.ts";
 
 /**
  * `POST /sdk/verify-token`: the gateway checks the token against the key set it keeps

@@ -68,6 +68,8 @@ const en = {
   requestConfirm: "Confirm with a passkey",
   requestDecline: "Decline",
   requestStatus: "This request is {status}.",
+  requestDeviceLock:
+    "This device has no screen lock or biometric set up, so a passkey cannot confirm it is you. This request is {status}.",
   requestIntroWallet: "First, show your age with a wallet. Then confirm with a passkey.",
   requestAgeShown: "Your age is shown. Now confirm with a passkey.",
 
@@ -219,6 +221,8 @@ const de: Messages = {
   requestConfirm: "Mit Passkey bestätigen",
   requestDecline: "Ablehnen",
   requestStatus: "Diese Anfrage ist {status}.",
+  requestDeviceLock:
+    "Dieses Gerät hat keine Displaysperre und keine Biometrie eingerichtet, daher kann ein Passkey nicht bestätigen, dass Sie es sind. Diese Anfrage ist {status}.",
   requestIntroWallet: "Zeigen Sie zuerst Ihr Alter mit einer Wallet. Bestätigen Sie dann mit einem Passkey.",
   requestAgeShown: "Ihr Alter ist nachgewiesen. Bestätigen Sie jetzt mit einem Passkey.",
 

@@ -20,3 +20,13 @@ export async function assertPasskey(options: PublicKeyCredentialRequestOptionsJS
   if (!credential) throw new Error("no passkey answered");
   return credential.toJSON();
 }
+
+/**
+ * The browser's word that this device cannot verify the person (no screen lock or biometric): a prompt
+ * that asked for user verification was refused, and the browser has no user-verifying platform
+ * authenticator. A refusal on a device that has one is a dismissed prompt, which may be tried again.
+ */
+export async function cannotVerifyUser(refusal: unknown): Promise<boolean> {
+  if (!(refusal instanceof DOMException && refusal.name === "NotAllowedError")) return false;
+  return !(await PublicKeyCredential.isUserVerifyingPlatformAuthenticatorAvailable().catch(() => true));
+}

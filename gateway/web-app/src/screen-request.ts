@@ -2,7 +2,7 @@ import { api } from "./api.ts";
 import { button, el, statusLine } from "./dom.ts";
 import { guard } from "./guard.ts";
 import { t } from "./i18n.ts";
-import { assertPasskey } from "./passkey.ts";
+import { assertPasskey, cannotVerifyUser } from "./passkey.ts";
 import type { Screen } from "./screen.ts";
 import { type Presentation, walletStep } from "./wallet-step.ts";
 
@@ -20,7 +20,8 @@ interface Opened {
  * One gate request (`/app/requests/<request_id>`, the deep link's secret in the fragment when there is
  * one): what it asks, then confirm with a passkey or decline. An Age Gate the person's evidence does not
  * cover first shows the wallet step, and the passkey once the wallet's answer is accepted. Each confirm
- * opens the request again for a fresh ceremony, so a dismissed prompt can simply be tried again.
+ * opens the request again for a fresh ceremony, so a dismissed prompt can simply be tried again. Where
+ * the browser says this device cannot verify the person, the request fails with device_lock_required.
  */
 export const requestScreen: Screen = (main) => {
   const requestId = location.pathname.split("/")[3] ?? "";
@@ -69,7 +70,19 @@ export const requestScreen: Screen = (main) => {
     guard(status.say, async () => {
       const opened = await open();
       if (!show(opened)) return;
-      const response = await assertPasskey(opened.options);
+      const response = await assertPasskey(opened.options).catch(async (refusal: unknown) => {
+        if (await cannotVerifyUser(refusal)) return undefined;
+        throw refusal;
+      });
+      if (response === undefined) {
+        const failed = await api<{ status: string }>("POST", "/app/requests/fail", {
+          ...access,
+          reason: "device_lock_required",
+        });
+        showStatus(failed.status);
+        if (failed.status === "failed") status.say(t("requestDeviceLock", { status: failed.status }), "problem");
+        return;
+      }
       const confirmed = await api<{ status: string }>("POST", "/app/requests/confirm", {
         ...access,
         ceremony_id: opened.ceremony_id,

@@ -30,7 +30,7 @@ import {
 } from "@svc/proto/account/v1/account_pb.js";
 import { CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
 import type { AgeVerdict } from "./age/age-evaluation.ts";
-import { evaluateAge } from "./age/age-evidence.ts";
+import { evaluateAge } from "./age/evaluate-age.ts";
 import {
   describePresentation,
   findRequestPresentation,

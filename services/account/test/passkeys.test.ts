@@ -318,6 +318,42 @@ describe("passkey registration and assertion", () => {
     ]);
   });
 
+  it("a caller that judges user verification itself gets the signed assertion without it, user_verified false", async () => {
+    const svcUserId = await signedInHuman();
+    const { authenticator } = await registerPasskey(svcUserId);
+    const unverified = await beginAssertion(svcUserId, "gate-request:req_judged");
+    const answered = await account.client.finishPasskeyAssertion({
+      ceremonyId: unverified.ceremonyId,
+      responseJson: JSON.stringify(
+        authenticator.assert(JSON.parse(unverified.optionsJson), origin, { userVerified: false }),
+      ),
+      binding: "gate-request:req_judged",
+      acceptWithoutUserVerification: true,
+    });
+    expect([answered.svcUserId, answered.userVerified]).toEqual([svcUserId, false]);
+
+    // The opt-in does not loosen the signature check, and a verified assertion still reads verified.
+    const forged = await beginAssertion(svcUserId, "gate-request:req_judged");
+    const signed = authenticator.assert(JSON.parse(forged.optionsJson), origin, { userVerified: false });
+    const refused = await refusal(
+      account.client.finishPasskeyAssertion({
+        ceremonyId: forged.ceremonyId,
+        responseJson: JSON.stringify({ ...signed, response: { ...signed.response, signature: "AAAA" } }),
+        binding: "gate-request:req_judged",
+        acceptWithoutUserVerification: true,
+      }),
+    );
+    expect(refused.code).toBe(Code.PermissionDenied);
+    const verified = await beginAssertion(svcUserId, "gate-request:req_judged");
+    const passed = await account.client.finishPasskeyAssertion({
+      ceremonyId: verified.ceremonyId,
+      responseJson: answer(authenticator, verified.optionsJson),
+      binding: "gate-request:req_judged",
+      acceptWithoutUserVerification: true,
+    });
+    expect(passed.userVerified).toBe(true);
+  });
+
   it("another human's passkey cannot answer a ceremony that names a human", async () => {
     const alice = await signedInHuman();
     const bob = await signedInHuman();

@@ -59,7 +59,7 @@ const account = createClient(
       sandboxAssert: ({ svcUserId }) => ({ responseJson: JSON.stringify({ svcUserId }) }),
       finishPasskeyAssertion: async ({ responseJson }) => {
         await whileFinishing?.();
-        return { svcUserId: JSON.parse(responseJson).svcUserId };
+        return { svcUserId: JSON.parse(responseJson).svcUserId, userVerified: true };
       },
     });
   }),

@@ -77,12 +77,13 @@ export interface VerifiedAssertion {
 
 /**
  * Finishes an assertion: the ceremony is used up first, then the response must be signed by a passkey
- * the ceremony allows, over its challenge, origin and relying party, with user verification, and with
- * a signature counter above the stored one (unless the authenticator keeps none, reporting 0 always).
+ * the ceremony allows, over its challenge, origin and relying party, with user verification (unless the
+ * caller judges that itself), and with a signature counter above the stored one (unless the
+ * authenticator keeps none, reporting 0 always).
  */
 export async function finishAssertion(
   ctx: PasskeyContext,
-  input: { ceremonyId: string; responseJson: string; binding: string },
+  input: { ceremonyId: string; responseJson: string; binding: string; acceptWithoutUserVerification?: boolean },
 ): Promise<VerifiedAssertion> {
   const ceremonyId = requireUuid(input.ceremonyId, "ceremony_id");
   const binding = requireBinding(input.binding);
@@ -111,7 +112,7 @@ export async function finishAssertion(
       counter: passkey.signCount,
       transports: passkey.transports,
     },
-    requireUserVerification: true,
+    requireUserVerification: input.acceptWithoutUserVerification !== true,
   }).catch((error: unknown) => {
     throw refuseAssertion((error as Error).message);
   });

@@ -114,10 +114,19 @@ export class Ceremony {
       ceremonyId: assertion.ceremonyId,
       responseJson: assertion.responseJson,
       binding: assertionBinding(row.id),
+      acceptWithoutUserVerification: true,
     });
     const human = finished.svcUserId;
     if ((row.svc_user_id && human !== row.svc_user_id) || (access.svcUserId && human !== access.svcUserId))
       throw refuse("forbidden", "the passkey belongs to another person than the one this request is for");
+    // The signed flags are the server's own evidence, whatever the page says: the passkey answered
+    // without verifying the person, so the device has no screen lock or biometric to verify them with.
+    if (!finished.userVerified)
+      return this.#failByPerson(requestId, access, {
+        reason: "device_lock_required",
+        errorMessage:
+          "the passkey answered without user verification: the device has no screen lock or biometric set up",
+      });
     // From here on other services act (account link, signing): the request must not expire under them.
     if (!(await this.#lifecycle.holdForConfirmation(row.id))) {
       const current = await this.#lifecycle.load(row.id);

@@ -15,13 +15,9 @@ import {
   requestUriOf,
   responseUriOf,
 } from "./presentation-request.ts";
-import {
-  type PresentationRefusal,
-  type Verification,
-  type VerifierDependencies,
-  verifySdJwtVcPresentation,
-} from "./sd-jwt-vc-verifier.ts";
+import { verifySdJwtVcPresentation } from "./sd-jwt-vc-verifier.ts";
 import type { TrustedIaca } from "./trust-list.ts";
+import type { PresentationRefusal, Verification, VerifierDependencies } from "./verification.ts";
 
 /**
  * How long a wallet has to answer one presentation request. It outlasts the gate request it serves
