@@ -1,6 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { OperationError } from "../http/errors.ts";
-import { defineRoute, ok } from "../http/route.ts";
+import { ok } from "../http/route.ts";
+import { defineRoute } from "../services.ts";
 
 /** The account service's deliberate refusals keep their mapped status; anything else is "retry". */
 const refusals = new Set([Code.Unauthenticated, Code.PermissionDenied, Code.InvalidArgument]);
