@@ -3,8 +3,14 @@ import { SummaryReporter } from "./test/harness/summary-reporter.ts";
 
 export default defineConfig({
   test: {
-    include: ["services/*/test/**/*.test.ts", "gateway/test/**/*.test.ts", "test/**/*.test.ts"],
+    include: [
+      "services/*/test/**/*.test.ts",
+      "gateway/test/**/*.test.ts",
+      "gateway/sdk/test/**/*.test.ts",
+      "test/**/*.test.ts",
+    ],
     globalSetup: ["./test/harness/global-setup.ts"],
+    setupFiles: ["./test/harness/fixed-seed.ts"],
     pool: "forks",
     // The machines have 2 cores.
     maxWorkers: 2,

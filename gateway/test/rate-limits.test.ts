@@ -140,7 +140,7 @@ beforeAll(async () => {
   organizationId = (await directory.createOrganization("Limits")).id;
   const logger = memoryLogger();
   pool = openStatementPool({ url: database.url, schema: "gateway", max: 4, logger });
-  limiter = new RateLimiter({ pool, leaseTtlMs, logger });
+  limiter = new RateLimiter({ pool, leaseTtlMs });
   server = await startPublicServer({
     host: "127.0.0.1",
     port: 0,

@@ -121,6 +121,7 @@ export const handleStage: Stage = {
       caller: ctx.credential?.caller,
       credential: ctx.credential,
       services: ctx.services,
+      rawInput: ctx.rawInput,
       clock: ctx.clock,
       logger: ctx.logger,
       signal: ctx.signal,

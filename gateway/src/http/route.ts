@@ -59,6 +59,8 @@ interface HandlerContext<Services> {
   credential: AuthenticatedCredential | undefined;
   /** What the server was started with for handlers to reach: the gateway's `GatewayServices`. */
   services: Services;
+  /** The input as received: what a 400 `InputValidationError` echoes. */
+  rawInput: Record<string, unknown>;
   clock: Clock;
   logger: Logger;
   /** Aborts when the client goes away before the answer is sent (a long-poll frees its wait then). */

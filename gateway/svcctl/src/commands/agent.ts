@@ -23,7 +23,8 @@ const agentRow = (agent: Agent | undefined) =>
 
 export const agentCommands: CommandGroup = {
   name: "agent",
-  summary: "Agents Ask agents: registration, their keys, revocation; the expire sweep and a card's audit log.",
+  summary:
+    "Agents Ask agents: registration, their keys, revocation; console sandbox proposals, the expire sweep and a card's audit log.",
   commands: [
     {
       name: "register",
@@ -128,6 +129,68 @@ export const agentCommands: CommandGroup = {
           .serviceConsole(AgentConsoleService)
           .expire(raw === undefined ? {} : { limit: Number(raw) });
         return { expired_count: response.expiredCount };
+      },
+    },
+    {
+      name: "propose",
+      summary:
+        'Development only: proposes a card as the agent would, to a sandbox human bound to it; prints {"card_id","request_id","agent_id","status","ttl_at"}.',
+      details:
+        "The card goes through inquire's own checks and trust layer (refusals as inquire's: the category among the " +
+        "agent's, ttl_seconds 60-86400, the screened title and detail), under a fresh request_id; the sandbox human " +
+        "answers it as it answers any card, so the partner's webhooks see agents_ask.card.proposed, with " +
+        'source "console_sandbox", and then the resolution. Bind the human first (svcctl human claim). Refused in a ' +
+        "production deployment, for an unknown agent or human, and for a human that is not a sandbox human or not bound " +
+        "to the agent.",
+      options: {
+        agent: { type: "string", required: true, valueName: "NAME", description: "the development agent's name" },
+        org: {
+          type: "string",
+          valueName: "ID",
+          description:
+            "the agent's organization (needed only when several organizations' agents of that name are bound to the human)",
+        },
+        human: {
+          type: "string",
+          required: true,
+          valueName: "SANDBOX_HUMAN",
+          description: "the sandbox human's svc_user_id",
+        },
+        title: { type: "string", required: true, valueName: "T", description: "summary_title, 1-120 characters" },
+        category: { type: "string", required: true, valueName: "C", description: "one of the agent's categories" },
+        "detail-label": { type: "string", valueName: "L", description: "summary_detail.label, 1-40 characters" },
+        "detail-value": { type: "string", valueName: "V", description: "summary_detail.value, 1-80 characters" },
+        "ttl-seconds": { type: "string", valueName: "N", description: "60-86400 (default 600)" },
+      },
+      async run(values, ctx) {
+        const label = stringValue(values, "detail-label");
+        const value = stringValue(values, "detail-value");
+        if ((label === undefined) !== (value === undefined))
+          throw new UsageError("--detail-label and --detail-value go together: give both or neither");
+        const ttl = stringValue(values, "ttl-seconds");
+        if (ttl !== undefined && !/^\d{1,9}$/.test(ttl))
+          throw new UsageError(`--ttl-seconds must be a whole number of seconds, not ${JSON.stringify(ttl)}`);
+        const organizationId = stringValue(values, "org");
+        const proposed = await ctx.serviceConsole(AgentConsoleService).proposeSandboxCard({
+          agentName: values.agent as string,
+          ...(organizationId !== undefined && { organizationId }),
+          svcUserId: values.human as string,
+          proposal: {
+            action: {
+              summary_title: values.title as string,
+              category: values.category as string,
+              ...(label !== undefined && value !== undefined && { summary_detail: { label, value } }),
+            },
+          },
+          ...(ttl !== undefined && { ttlSeconds: Number(ttl) }),
+        });
+        return {
+          card_id: proposed.cardId,
+          request_id: proposed.requestId,
+          agent_id: proposed.agentId,
+          status: cardStatusName(proposed.status),
+          ttl_at: instant(proposed.ttlAt),
+        };
       },
     },
     {

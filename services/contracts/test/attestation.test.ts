@@ -1,7 +1,7 @@
 import { createHash, generateKeyPairSync, sign } from "node:crypto";
+import { ManualClock } from "@svc/platform/clock";
 import { describe, expect, it } from "vitest";
-import { type AttestationLedgerCheck, checkAttestation } from "../src/attestation-check.ts";
-import { ManualClock } from "../src/clock.ts";
+import { type AttestationLedgerCheck, checkAttestation } from "../src/attestation.ts";
 
 const issuer = "https://api.example";
 const kid = "key-1";

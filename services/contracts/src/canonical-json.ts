@@ -1,11 +1,13 @@
-import { hash } from "node:crypto";
-
 /**
  * RFC 8785 (JSON Canonicalization Scheme): no whitespace, object keys sorted by UTF-16 code units (what
  * `Array.prototype.sort` does with strings), numbers as ECMAScript's Number-to-String (which JSON.stringify
  * uses), strings with the minimal escapes of JSON.stringify. Object members whose value is `undefined` are
  * left out, as JSON.stringify does; any other value JSON cannot hold (a non-finite number, a lone surrogate,
- * a function) throws. Only values the trust layer has screened reach it.
+ * a function) throws.
+ *
+ * The one implementation: the trust layer writes the card whose digest a person signs with it, the
+ * person's web app shows the same text (it runs this module in the browser, so it uses nothing of
+ * Node), and the gateway's idempotency stage compares requests by it.
  */
 export function canonicalJson(value: unknown): string {
   const sorted = sortedCopy(value);
@@ -112,22 +114,4 @@ function write(value: unknown, out: string): string {
     default:
       throw new TypeError(`not a JSON value: ${typeof value}`);
   }
-}
-
-/** base64url SHA-256 of the canonical JSON text (UTF-8): the `card_digest` of a Proof of Resolution. */
-export const canonicalDigest = (canonical: string | Uint8Array) =>
-  hash("sha256", typeof canonical === "string" ? utf8(canonical) : canonical, "base64url");
-
-const UTF8 = new TextEncoder();
-/** Reused for every encoding: `encodeInto` an existing buffer costs a third of `encode`'s new one. */
-let scratch = new Uint8Array(64 * 1024);
-
-/**
- * The UTF-8 bytes of a text, valid only until the next call: a view of one shared buffer, for a caller that
- * measures or digests them at once.
- */
-export function utf8(text: string): Uint8Array {
-  // Three bytes per UTF-16 unit at most (a surrogate pair is two units for four bytes).
-  if (scratch.length < text.length * 3) scratch = new Uint8Array(text.length * 3);
-  return scratch.subarray(0, UTF8.encodeInto(text, scratch).written);
 }

@@ -1,32 +1,75 @@
 import { createHash, type KeyObject, verify } from "node:crypto";
-import type { Clock } from "./clock.ts";
-import { joseToDer } from "./es256-signature.ts";
+import type { Clock } from "@svc/platform/clock";
+import { joseToDer } from "@svc/platform/es256-signature";
 
 /**
- * verify-token's rules, in the order they run; the first that fails gives the reason (the root README
- * lists them for partners). The one copy of them: the gateway checks tokens with it against the key set
- * it keeps, and signing answers VerifyToken and VerifyTokens with it against its ring. Everything but the
- * replay rule is decided here; whether a check is the first of its token is decided by signing's ledger,
- * the one authority across every gateway replica, which the caller consults between
- * {@link examineAttestation} and {@link concludeAttestation} (or {@link checkAttestation} for one token).
+ * The attestation token's contract, issuing and checking side in one module: the claims signing issues
+ * (`services/signing/src/attestation-token.ts` builds them), and verify-token's rules, in the order they
+ * run, with the reasons a token is refused (the root README lists them for partners). The gateway checks
+ * every verify-token with these rules against the key set it keeps; signing's deprecated VerifyToken and
+ * VerifyTokens use them against its ring. Everything but the replay rule is decided here; whether a check is
+ * the first of its token is decided by signing's ledger, the one authority across every gateway replica,
+ * which the caller consults between {@link examineAttestation} and {@link concludeAttestation} (or
+ * {@link checkAttestation} for one token).
  */
-type InvalidReason =
-  | "malformed"
-  | "unsupported_algorithm"
-  | "unknown_key"
-  | "bad_signature"
-  | "wrong_issuer"
-  | "not_an_attestation"
-  | "expired"
-  | "audience_mismatch"
-  | "replayed";
 
-/** A token's claims: a JSON object, as decoded from its payload. */
-export type AttestationClaims = Record<string, unknown>;
+/** How long an attestation token is valid after it is issued (interface spec: 120 seconds). */
+export const attestationLifetimeSeconds = 120;
+
+/**
+ * The claims of the spec's attestation token, plus `iss`/`iat`/`exp` so standard JWT libraries enforce them.
+ * Instants are ISO 8601 text, `issued_at`/`expires_at`/`iat`/`exp` seconds since the epoch.
+ */
+export type AttestationClaims = {
+  request_id: string;
+  verified: boolean;
+  organization_id: string;
+  /** Present when the token was issued for a named audience; it then decides `audience_mismatch`. */
+  audience?: string;
+  timestamp: string;
+  nonce: string;
+  issued_at: number;
+  expires_at: number;
+  /** Present for an age check only: over the threshold, under it, or null when it could not be told. */
+  age_over?: boolean | null;
+  trusted: boolean;
+  trusted_since?: string;
+  last_pass_at?: string;
+  iss: string;
+  iat: number;
+  exp: number;
+};
+
+/** Why verify-token refuses a token, in the order the rules run. */
+export const attestationRefusals = [
+  "malformed",
+  "unsupported_algorithm",
+  "unknown_key",
+  "bad_signature",
+  "wrong_issuer",
+  "not_an_attestation",
+  "expired",
+  "audience_mismatch",
+  "replayed",
+] as const;
+export type AttestationRefusal = (typeof attestationRefusals)[number];
+
+/**
+ * A received token's claims: a JSON object as decoded from its payload, which nothing but the rules below
+ * vouches for. Typed by the names of {@link AttestationClaims}, so the rules can read only what signing
+ * issues; the object keeps every member it was sent with.
+ */
+export type ReceivedClaims = { readonly [name in keyof AttestationClaims]?: unknown };
 
 export type AttestationVerification =
-  | { kind: "valid"; claims: AttestationClaims; replayed: boolean }
-  | { kind: "invalid"; reason: InvalidReason; claims?: AttestationClaims; expiredAt?: Date; replayed: boolean };
+  | { kind: "valid"; claims: ReceivedClaims; replayed: boolean }
+  | {
+      kind: "invalid";
+      reason: AttestationRefusal;
+      claims?: ReceivedClaims;
+      expiredAt?: Date;
+      replayed: boolean;
+    };
 
 /** From this instant a second check of a token is invalid; before it, it is reported but still valid. */
 const replayRejectedFrom = new Date("2026-11-15T00:00:00Z").getTime();
@@ -46,7 +89,7 @@ export interface AttestationKeys {
 /** What the rules before the ledger found: a final answer, or a token that is valid unless it was checked before. */
 export type ExaminedAttestation =
   | { kind: "decided"; verification: AttestationVerification }
-  | { kind: "unrecorded"; claims: AttestationClaims; check: AttestationLedgerCheck };
+  | { kind: "unrecorded"; claims: ReceivedClaims; check: AttestationLedgerCheck };
 
 /** Every rule but the replay rule. `clock` is read once the key is known, for the expiry. */
 export async function examineAttestation(
@@ -81,7 +124,7 @@ export async function examineAttestation(
 }
 
 /** The answer for a token that passed every other rule, once the ledger said whether its check was the first. */
-export function concludeAttestation(claims: AttestationClaims, first: boolean, now: Date): AttestationVerification {
+export function concludeAttestation(claims: ReceivedClaims, first: boolean, now: Date): AttestationVerification {
   if (!first && now.getTime() >= replayRejectedFrom) return invalid("replayed", { claims, replayed: true });
   return { kind: "valid", claims, replayed: !first };
 }
@@ -99,7 +142,7 @@ export async function checkAttestation(
 }
 
 /** Milliseconds since the epoch. Our tokens carry equal `exp` and `expires_at`; should they differ, the earlier counts. */
-function expiryOf(claims: AttestationClaims): number | undefined {
+function expiryOf(claims: ReceivedClaims): number | undefined {
   let earliest: number | undefined;
   for (const value of [claims.exp, claims.expires_at])
     if (typeof value === "number" && Number.isFinite(value) && (earliest === undefined || value < earliest))
@@ -108,20 +151,20 @@ function expiryOf(claims: AttestationClaims): number | undefined {
 }
 
 function invalid(
-  reason: InvalidReason,
-  details: { claims?: AttestationClaims; expiredAt?: Date; replayed?: boolean } = {},
+  reason: AttestationRefusal,
+  details: { claims?: ReceivedClaims; expiredAt?: Date; replayed?: boolean } = {},
 ): AttestationVerification {
   return { kind: "invalid", reason, ...details, replayed: details.replayed ?? false };
 }
 
 const decided = (
-  reason: InvalidReason,
-  details?: { claims?: AttestationClaims; expiredAt?: Date },
+  reason: AttestationRefusal,
+  details?: { claims?: ReceivedClaims; expiredAt?: Date },
 ): ExaminedAttestation => ({ kind: "decided", verification: invalid(reason, details) });
 
 interface ParsedJws {
-  header: AttestationClaims;
-  payload: AttestationClaims;
+  header: Record<string, unknown>;
+  payload: Record<string, unknown>;
   /** The payload exactly as sent: the signature covers these characters, so they identify the token. */
   payloadSegment: string;
   signingInput: Buffer;
@@ -154,11 +197,11 @@ function parseCompact(token: string): ParsedJws | undefined {
   };
 }
 
-function decodeObject(segment: string): AttestationClaims | undefined {
+function decodeObject(segment: string): Record<string, unknown> | undefined {
   try {
     const value: unknown = JSON.parse(Buffer.from(segment, "base64url").toString("utf8"));
     return typeof value === "object" && value !== null && !Array.isArray(value)
-      ? (value as AttestationClaims)
+      ? (value as Record<string, unknown>)
       : undefined;
   } catch {
     return undefined;
