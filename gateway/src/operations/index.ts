@@ -50,6 +50,7 @@ import { listSecuredAccountsRoute } from "./list-secured-accounts.ts";
 import { logoutRoute } from "./logout.ts";
 import { partnerConfigRoute } from "./partner-config.ts";
 import { qrCodePaths, qrCodeRoute } from "./qr-code.ts";
+import { reportCredentialChangeRoute } from "./report-credential-change.ts";
 import { revokeVerificationRoute } from "./revoke-verification.ts";
 import { verificationStatusRoute } from "./verification-status.ts";
 import { verifyTokenRoute } from "./verify-token.ts";
@@ -65,6 +66,7 @@ export const routes: readonly Route<GatewayServices>[] = [
   logoutRoute,
   partnerConfigRoute,
   listSecuredAccountsRoute,
+  reportCredentialChangeRoute,
   bindSessionRoute,
   checkBindingRoute,
   inquireRoute,

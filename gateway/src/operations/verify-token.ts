@@ -23,7 +23,8 @@ export const verifyTokenRoute = defineRoute({
         type: "string",
         minLength: 1,
         maxLength: 200,
-        description: "The organization id the caller expects; a token issued for another organization is then invalid.",
+        description:
+          "The organization id the caller expects, compared with the token's `audience` claim (every token a gate issues carries its partner's organization id there); a token issued for another organization is then invalid (`audience_mismatch`).",
       },
     },
     required: ["token"],

@@ -12,8 +12,9 @@ export const accountCommands: CommandGroup = {
       summary: 'Revokes a secured account for the partner; prints {"handle","unlinked_at","reason"}.',
       details:
         "Ends the active link of the partner's account (organization, environment, the partner's reference) and sends " +
-        "account.unlinked by platform, reason platform, or credential_changed with --credential-changed (the partner " +
-        "reports a changed sign-in detail). An account without an active link is refused.",
+        "account.unlinked by platform, reason platform. An account without an active link is refused. A changed " +
+        "sign-in detail is not the console's to report: the partner's server calls " +
+        "POST /v1/secured-accounts/report-credential-change.",
       options: {
         org: { type: "string", required: true, valueName: "ID", description: "organization id" },
         env: {
@@ -28,17 +29,12 @@ export const accountCommands: CommandGroup = {
           valueName: "REF",
           description: "the partner's reference of the account (platform_user_ref)",
         },
-        "credential-changed": {
-          type: "boolean",
-          description: "the revoke reports a changed sign-in detail (reason credential_changed)",
-        },
       },
       async run(values, ctx) {
         const response = await ctx.serviceConsole(AccountConsoleService).unlinkAccount({
           organizationId: values.org as string,
           environment: environmentProto(values.env as EnvironmentName),
           partnerUserRef: values.ref as string,
-          credentialChanged: values["credential-changed"] === true,
         });
         return {
           handle: response.handle,

@@ -111,6 +111,34 @@ export const gateCommands: CommandGroup = {
       },
     },
     {
+      name: "set-notarize-offer",
+      summary: "Turns the offer of securing an account at a gate on or off; prints the gate.",
+      details:
+        "The console switch behind notarize: with it off, neither the notarize request field nor the widget's notarize " +
+        "attribute can make a request secure an account. Requests created afterwards follow it; a request already " +
+        "created keeps what it was offered.",
+      options: {
+        org,
+        env,
+        key,
+        "notarize-offer": {
+          type: "string",
+          required: true,
+          choices: ["on", "off"],
+          description: "on offers securing an account at this gate, off stops offering it",
+        },
+      },
+      async run(values, ctx) {
+        const response = await ctx.serviceConsole(GateConsoleService).setNotarizeOffer({
+          organizationId: values.org as string,
+          environment: environmentOf(stringValue(values, "env")),
+          key: values.key as string,
+          notarizeOffer: values["notarize-offer"] === "on",
+        });
+        return gateRow(response.gate);
+      },
+    },
+    {
       name: "list",
       summary: 'Lists an organization\'s gates; prints {"gates":[...]}.',
       options: {

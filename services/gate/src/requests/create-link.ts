@@ -90,7 +90,8 @@ export async function createLink(
   });
   const refHash = input.partnerUserRef === "" ? null : refs.hash(organizationId, input.partnerUserRef);
   const blockingHash = user === undefined ? null : (refHash ?? session.partner_user_hash);
-  const notarizeOffered = input.notarize && (gate?.notarizeOffer ?? false) && input.partnerUserRef !== "";
+  const notarizeOffered =
+    input.notarize && input.partnerUserRef !== "" && gate !== undefined && (await deps.gates.offersNotarize(gate.id));
   const lookup = presenceLookup({
     svcUserId: input.svcUserId,
     refHash,
