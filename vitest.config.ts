@@ -6,10 +6,12 @@ export default defineConfig({
     include: [
       "services/*/test/**/*.test.ts",
       "gateway/test/**/*.test.ts",
+      "gateway/sdk/test/**/*.test.ts",
       "deploy/*/test/**/*.test.ts",
       "test/**/*.test.ts",
     ],
     globalSetup: ["./test/harness/global-setup.ts"],
+    setupFiles: ["./test/harness/fixed-seed.ts"],
     pool: "forks",
     // The machines have 2 cores.
     maxWorkers: 2,

@@ -53,7 +53,7 @@ try {
     logger,
   });
   const pool = openStatementPool({ url: mesh.databaseUrl, schema: "gateway", max: 4, logger });
-  const limiter = new RateLimiter({ pool, leaseTtlMs: 60_000, logger });
+  const limiter = new RateLimiter({ pool, leaseTtlMs: 60_000 });
   const services = {
     signing,
     keySet: new KeySetCache({ signing, logger }),

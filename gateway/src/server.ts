@@ -11,13 +11,13 @@ import {
   type Queryable,
   runAsMain,
   serveConnect,
+  startPeriodicJob,
 } from "@svc/platform";
 import { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import { AgentService, type CheckStatusResponse } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { GateConsoleService, GateService } from "@svc/proto/gate/v1/gate_pb.js";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { WebhookCallbackService } from "@svc/proto/webhook/v1/webhook_pb.js";
-import type { InboxChange } from "./app/inbox-follower.ts";
 import { OrganizationNameCache } from "./app/organization-names.ts";
 import { loadGatewayConfig } from "./config.ts";
 import { devSessionMinter } from "./console/dev-sessions.ts";
@@ -31,13 +31,14 @@ import { CredentialDirectory } from "./credentials/directory.ts";
 import { entities } from "./credentials/entities.ts";
 import { grantTokenResolver } from "./credentials/grant-token.ts";
 import { loadOidcConfig, userSessionResolver } from "./credentials/user-session.ts";
-import { openApiDocument, openApiPath } from "./http/openapi.ts";
+import { openApiPath } from "./http/openapi/document.ts";
 import { parseStage } from "./http/parse.ts";
 import { handleStage, type Stage, validateStage } from "./http/pipeline.ts";
 import { basePath, startPublicServer } from "./http/public-server.ts";
 import { idempotencyStage } from "./idempotency/idempotency-stage.ts";
 import { IdempotencyStore, sweepExpiredKeys } from "./idempotency/idempotency-store.ts";
 import { InboxPresence } from "./long-poll/inbox-presence.ts";
+import type { InboxChange } from "./long-poll/notifications.ts";
 import {
   cardNotifications,
   inboxNotifications,
@@ -164,7 +165,7 @@ export async function startGateway(
 
   // A few connections suffice: every statement decides a whole batch of requests.
   const rateLimitPool = openStatementPool({ url: config.databaseUrl, schema: "gateway", max: 4, logger });
-  const limiter = new RateLimiter({ pool: rateLimitPool, leaseTtlMs: config.inFlightLease, logger });
+  const limiter = new RateLimiter({ pool: rateLimitPool, leaseTtlMs: config.inFlightLease });
   const idempotencyPool = openStatementPool({ url: config.databaseUrl, schema: "gateway", max: 4, logger });
   const pepper = createSecretKey(config.keyPepper);
   const openApiLink = `${config.publicOrigin}${basePath}${openApiPath}`;
@@ -196,13 +197,19 @@ export async function startGateway(
     idempotencyStage({ store: new IdempotencyStore(idempotencyPool), pepper, logger }),
     handleStage,
   ];
-  const openApi = openApiDocument({ routes, aliases: aliasTable, sunset, publicOrigin: config.publicOrigin });
-  const stopSweepingLimits = limiter.startSweeping(() => clock.now(), 10 * 60_000);
-  const stopSweepingKeys = startKeySweep(idempotencyPool, clock, logger);
-  const stopSweeping = () => {
-    stopSweepingLimits();
-    stopSweepingKeys();
-  };
+  const sweeps = [
+    startPeriodicJob({
+      everyMs: limitSweepEveryMs,
+      logger,
+      steps: [{ name: "rate-limit sweep", run: () => limiter.sweep(clock.now()) }],
+    }),
+    startPeriodicJob({
+      everyMs: keySweepEveryMs,
+      logger,
+      steps: [{ name: "Idempotency-Key sweep", run: () => sweepKeys(idempotencyPool, clock) }],
+    }),
+  ];
+  const stopSweeping = () => Promise.all(sweeps.map((job) => job.stop()));
   const stopListening = listenForNotifications({
     natsUrl: config.natsUrl,
     subscriptions: [
@@ -228,7 +235,6 @@ export async function startGateway(
       meshHealth,
       rawRoutes: rawRoutes({
         keySet: services.keySet,
-        openApi,
         signIn,
         account: services.account,
         publicOrigin: config.publicOrigin,
@@ -272,7 +278,7 @@ export async function startGateway(
       consoleUrl: consoleServer.url,
       stop: () =>
         (stopping ??= (async () => {
-          stopSweeping();
+          await stopSweeping();
           // Held long-polls answer now (read again) and event streams end, so closing the server waits for no one.
           cardWaiters.close();
           requestWaiters.close();
@@ -286,7 +292,7 @@ export async function startGateway(
         })()),
     };
   } catch (error) {
-    stopSweeping();
+    await stopSweeping();
     await stopListening();
     await publicServer?.stop();
     await rateLimitPool.end();
@@ -296,21 +302,17 @@ export async function startGateway(
   }
 }
 
+/** Expired rate counters and leases go every 10 minutes, in batches until none is left. */
+const limitSweepEveryMs = 10 * 60_000;
+
 /** Expired Idempotency-Keys go in bounded batches, a few per minute: enough for any rate of new keys. */
 const keySweepEveryMs = 60_000;
 const keySweepBatch = 1000;
 const keySweepBatchesPerRound = 10;
 
-function startKeySweep(pool: Queryable, clock: Clock, logger: Logger): () => void {
-  const sweep = async () => {
-    for (let i = 0; i < keySweepBatchesPerRound; i++)
-      if ((await sweepExpiredKeys(pool, clock.now(), keySweepBatch)) < keySweepBatch) return;
-  };
-  const timer = setInterval(() => {
-    sweep().catch((error: unknown) => logger.warn("Idempotency-Key sweep failed", { error }));
-  }, keySweepEveryMs);
-  timer.unref();
-  return () => clearInterval(timer);
+async function sweepKeys(pool: Queryable, clock: Clock): Promise<void> {
+  for (let i = 0; i < keySweepBatchesPerRound; i++)
+    if ((await sweepExpiredKeys(pool, clock.now(), keySweepBatch)) < keySweepBatch) return;
 }
 
 runAsMain(import.meta.url, "gateway", () => startGateway());

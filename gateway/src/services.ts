@@ -5,9 +5,11 @@ import type { AgentService, CheckStatusResponse } from "@svc/proto/agentlink/v1/
 import type { GateService } from "@svc/proto/gate/v1/gate_pb.js";
 import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import type { WebhookCallbackService } from "@svc/proto/webhook/v1/webhook_pb.js";
-import type { InboxChange } from "./app/inbox-follower.ts";
 import type { OrganizationNames } from "./app/organization-names.ts";
+import type { Route, RouteDefinition } from "./http/route.ts";
+import type { ObjectSchema } from "./http/schema.ts";
 import type { InboxPresence } from "./long-poll/inbox-presence.ts";
+import type { InboxChange } from "./long-poll/notifications.ts";
 import type { Waiters } from "./long-poll/waiters.ts";
 import type { CheckStatusBatcher } from "./operations/check-status-batcher.ts";
 import type { KeySetCache } from "./operations/jwks.ts";
@@ -46,4 +48,11 @@ export interface GatewayServices {
   publicOrigin: string;
   /** The built `<svc-verify>` (partner-config publishes it); undefined when the build has not run. */
   widget: WidgetScript | undefined;
+}
+
+/** Declares one of the gateway's routes, its handler's input typed from the schema (declare the schema inline or `as const`). */
+export function defineRoute<const S extends ObjectSchema>(
+  route: RouteDefinition<S, GatewayServices>,
+): Route<GatewayServices> {
+  return route as Route<GatewayServices>;
 }

@@ -1,13 +1,10 @@
 import { ManualClock } from "@svc/platform";
 import { CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { describe, expect, test } from "vitest";
-import {
-  apiKeyResolvers,
-  authenticate,
-  bearerCredential,
-  type CredentialResolver,
-} from "../src/credentials/authenticate.ts";
+import { apiKeyResolvers, authenticate } from "../src/credentials/authenticate.ts";
 import type { ApiKey } from "../src/credentials/entities.ts";
+import type { CredentialResolver } from "../src/credentials/resolver.ts";
+import { bearerCredential } from "../src/http/credential.ts";
 import type { AuthPolicy } from "../src/http/route.ts";
 
 const clock = new ManualClock("2026-10-20T12:00:00Z");

@@ -1,5 +1,3 @@
-import { execFile } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { ManualClock } from "@svc/platform";
@@ -8,6 +6,7 @@ import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { ConsoleService } from "@svc/proto/console/v1/console_pb.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { consoleTransport } from "../../test/harness/console-transport.ts";
+import { runSvcctl } from "../../test/harness/svcctl.ts";
 import { startTestMesh, type TestMesh } from "./support.ts";
 
 /**
@@ -82,15 +81,12 @@ describe("the console's operator credential", () => {
   });
 
   test("svcctl without it exits 1 saying what is missing", async () => {
-    const svcctlPath = fileURLToPath(new URL("../src/cli/svcctl.ts", import.meta.url));
-    const run = await new Promise<{ code: number; stderr: string }>((resolve) =>
-      execFile(
-        process.execPath,
-        [svcctlPath, "org", "create", "--name", "Intruder"],
-        { env: { ...process.env, SVCCTL_CONSOLE_URL: mesh.gateway.consoleUrl, SVCCTL_CONSOLE_TOKEN: "" } },
-        (error, _stdout, stderr) => resolve({ code: typeof error?.code === "number" ? error.code : 0, stderr }),
-      ),
-    );
+    const run = await runSvcctl({ consoleUrl: mesh.gateway.consoleUrl, consoleToken: "" }, [
+      "org",
+      "create",
+      "--name",
+      "Intruder",
+    ]);
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/^svcctl: Unauthenticated: the console requires the operator credential/);
   });

@@ -2,11 +2,13 @@ import { create } from "@bufbuild/protobuf";
 import { ManualClock } from "@svc/platform";
 import { CallerSchema } from "@svc/proto/common/v1/caller_pb.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { authenticateStage, type CredentialResolver } from "../src/credentials/authenticate.ts";
+import { authenticateStage } from "../src/credentials/authenticate.ts";
+import type { CredentialResolver } from "../src/credentials/resolver.ts";
 import { handleStage, type Stage } from "../src/http/pipeline.ts";
 import { type RunningServer, startPublicServer } from "../src/http/public-server.ts";
-import { defineRoute, ok } from "../src/http/route.ts";
+import { ok } from "../src/http/route.ts";
 import type { GatewayServices } from "../src/services.ts";
+import { defineRoute } from "../src/services.ts";
 import { memoryLogger } from "./memory-logger.ts";
 
 /**

@@ -1,9 +1,10 @@
 import { ManualClock } from "@svc/platform";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { jsonSchemaOf, openApiDocument } from "../src/http/openapi.ts";
+import { expectDocumented } from "../../test/harness/documented-answer.ts";
+import { jsonSchemaOf } from "../src/http/openapi/json-schema.ts";
 import { type Schema, validate } from "../src/http/schema.ts";
-import { routes } from "../src/operations/index.ts";
-import { aliasTable, sunset } from "../src/rename-window/aliases.ts";
+import { openApiDocumentOf, routes } from "../src/operations/index.ts";
+import { aliasTable } from "../src/rename-window/aliases.ts";
 import { startTestMesh, type TestMesh } from "./support.ts";
 
 /**
@@ -14,7 +15,7 @@ import { startTestMesh, type TestMesh } from "./support.ts";
 // biome-ignore lint/suspicious/noExplicitAny: the generated document is walked by path in every assertion; a typed OpenAPI model would outweigh the test.
 type Json = Record<string, any>;
 const publicOrigin = "https://api.svc.test";
-const document = openApiDocument({ routes, aliases: aliasTable, sunset, publicOrigin }) as Json;
+const document = openApiDocumentOf(publicOrigin) as Json;
 
 /** Every `$ref` in the document, so each can be checked to resolve. */
 function refs(value: unknown, found: string[] = []): string[] {
@@ -54,6 +55,17 @@ describe("the document", () => {
         .map((o) => o.operationId),
     );
     expect(new Set(operationIds).size).toBe(operationIds.length);
+  });
+
+  test("every operation's answer is a result or a data.error, never both (each result has fields a refusal lacks)", () => {
+    const refusal = { data: { error: { statusCode: 401, message: "an API key is required" } } };
+    for (const route of routes) {
+      // An independent validator: a oneOf matched by both branches would fail here.
+      expectDocumented(document, route.method, `/v1${route.path}`, { status: 200, body: refusal });
+    }
+    expect(() =>
+      expectDocumented(document, "GET", "/v1/verification/status", { status: 200, body: { data: {} } }),
+    ).toThrow(/required property/);
   });
 
   test("every $ref resolves", () => {
@@ -230,9 +242,7 @@ describe("served", () => {
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toMatch(/^application\/json/);
     const served = await response.json();
-    expect(served).toEqual(
-      openApiDocument({ routes, aliases: aliasTable, sunset, publicOrigin: mesh.env.GATEWAY_PUBLIC_ORIGIN! }),
-    );
+    expect(served).toEqual(openApiDocumentOf(mesh.env.GATEWAY_PUBLIC_ORIGIN!));
     expect((await fetch(`${mesh.gateway.url}/v1/openapi.json`, { method: "POST" })).status).toBe(405);
   });
 

@@ -6,8 +6,9 @@ import { type InboxRequest, InboxRequestSchema } from "@svc/proto/common/v1/inbo
 import { GateType, ListPendingRequestsResponseSchema, PendingRequestSchema } from "@svc/proto/gate/v1/gate_pb.js";
 import { describe, expect, it, vi } from "vitest";
 import { readHeldInbox, withRequestEnded, withRequestPending } from "../src/app/inbox-contents.ts";
-import { type InboxChange, InboxFollower } from "../src/app/inbox-follower.ts";
+import { InboxFollower } from "../src/app/inbox-follower.ts";
 import { OrganizationNameCache } from "../src/app/organization-names.ts";
+import type { InboxChange } from "../src/long-poll/notifications.ts";
 import { Waiters } from "../src/long-poll/waiters.ts";
 import type { GatewayServices } from "../src/services.ts";
 

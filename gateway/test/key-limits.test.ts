@@ -1,15 +1,13 @@
-import { execFile } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { ManualClock } from "@svc/platform";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { KeyType } from "@svc/proto/console/v1/console_pb.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { runSvcctl } from "../../test/harness/svcctl.ts";
 import { routes } from "../src/operations/index.ts";
 import { startTestMesh, type TestMesh } from "./support.ts";
 
 /** `svcctl key limits` as an operator runs it, against the console, and the limit as a partner then meets it. */
 
-const svcctlPath = fileURLToPath(new URL("../src/cli/svcctl.ts", import.meta.url));
 const clock = new ManualClock("2026-12-01T10:00:03Z");
 let mesh: TestMesh;
 
@@ -18,21 +16,8 @@ beforeAll(async () => {
 });
 afterAll(() => mesh?.stop());
 
-function svcctl(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [svcctlPath, ...args],
-      {
-        env: { ...process.env, SVCCTL_CONSOLE_URL: mesh.gateway.consoleUrl, SVCCTL_CONSOLE_TOKEN: mesh.consoleToken },
-        timeout: 20_000,
-      },
-      (error, stdout, stderr) => {
-        resolve({ code: error ? (typeof error.code === "number" ? error.code : -1) : 0, stdout, stderr });
-      },
-    );
-  });
-}
+const svcctl = (args: string[]) =>
+  runSvcctl({ consoleUrl: mesh.gateway.consoleUrl, consoleToken: mesh.consoleToken }, args);
 
 describe("svcctl key limits", () => {
   test("raises one bucket of one key, prints every bucket's limit, and the next request meets it", async () => {

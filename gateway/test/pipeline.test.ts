@@ -4,14 +4,16 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { ManualClock } from "@svc/platform";
 import { CallerSchema } from "@svc/proto/common/v1/caller_pb.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { authenticateStage, type CredentialResolver } from "../src/credentials/authenticate.ts";
+import { authenticateStage } from "../src/credentials/authenticate.ts";
+import type { CredentialResolver } from "../src/credentials/resolver.ts";
 import { OperationError } from "../src/http/errors.ts";
 import { bodyLimitBytes, parseStage } from "../src/http/parse.ts";
 import { handleStage, type Stage, validateStage } from "../src/http/pipeline.ts";
 import { type RunningServer, startPublicServer } from "../src/http/public-server.ts";
 import { jsonReply, type RawRoute } from "../src/http/raw-route.ts";
-import { defineRoute, fail, ok } from "../src/http/route.ts";
+import { fail, ok } from "../src/http/route.ts";
 import type { GatewayServices } from "../src/services.ts";
+import { defineRoute } from "../src/services.ts";
 import { memoryLogger } from "./memory-logger.ts";
 
 /**

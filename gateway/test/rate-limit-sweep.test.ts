@@ -67,7 +67,7 @@ describe("the rate-limit sweep", () => {
     await seedCounters("edge-after-", new Date(now.getTime() + 1), 2);
     await seedLeases("edge-before-", new Date(now.getTime() - 1), 2);
     await seedLeases("edge-after-", new Date(now.getTime() + 1), 1);
-    const limiter = new RateLimiter({ pool, leaseTtlMs: 60_000, logger: memoryLogger() });
+    const limiter = new RateLimiter({ pool, leaseTtlMs: 60_000 });
 
     expect(await limiter.sweep(now)).toBe(5);
     expect(await left("rate_counters", "edge-before-")).toBe(0);
@@ -93,7 +93,7 @@ describe("the rate-limit sweep", () => {
         return answer;
       },
     } as Pick<pg.Pool, "query">;
-    const limiter = new RateLimiter({ pool: recording, leaseTtlMs: 60_000, logger: memoryLogger() });
+    const limiter = new RateLimiter({ pool: recording, leaseTtlMs: 60_000 });
 
     expect(await limiter.sweep(now, 3)).toBe(11);
     expect(deletes).toEqual([3, 3, 1, 3, 1]);
@@ -124,7 +124,7 @@ describe("the expiry index and the take", () => {
     await client.connect();
     try {
       await client.query("begin");
-      const limiter = new RateLimiter({ pool: client, leaseTtlMs: 60_000, logger: memoryLogger() });
+      const limiter = new RateLimiter({ pool: client, leaseTtlMs: 60_000 });
       const updates = async () => {
         const { rows } = await client.query(
           `select n_tup_upd as updated, n_tup_hot_upd as hot from pg_stat_xact_user_tables where relname = 'rate_counters'`,

@@ -4,19 +4,21 @@ import { type Database, ManualClock, openDatabase, openStatementPool } from "@sv
 import { CallerSchema, CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/harness/index.ts";
-import { apiKeyResolvers, authenticateStage, type CredentialResolver } from "../src/credentials/authenticate.ts";
+import { apiKeyResolvers, authenticateStage } from "../src/credentials/authenticate.ts";
 import { CredentialDirectory } from "../src/credentials/directory.ts";
 import { entities } from "../src/credentials/entities.ts";
+import type { CredentialResolver } from "../src/credentials/resolver.ts";
 import { parseStage } from "../src/http/parse.ts";
 import { handleStage, validateStage } from "../src/http/pipeline.ts";
 import { type RunningServer, startPublicServer } from "../src/http/public-server.ts";
-import { defineRoute, ok } from "../src/http/route.ts";
+import { ok } from "../src/http/route.ts";
 import { migrations } from "../src/migrations/index.ts";
 import { KeyLimits } from "../src/rate-limits/key-limits.ts";
 import { rateLimitStage } from "../src/rate-limits/rate-limit-stage.ts";
 import { decideRateLimits, RateLimiter } from "../src/rate-limits/rate-limiter.ts";
 import { tiers } from "../src/rate-limits/rate-tiers.ts";
 import type { GatewayServices } from "../src/services.ts";
+import { defineRoute } from "../src/services.ts";
 import { memoryLogger } from "./memory-logger.ts";
 
 /**
@@ -138,7 +140,7 @@ beforeAll(async () => {
   organizationId = (await directory.createOrganization("Limits")).id;
   const logger = memoryLogger();
   pool = openStatementPool({ url: database.url, schema: "gateway", max: 4, logger });
-  limiter = new RateLimiter({ pool, leaseTtlMs, logger });
+  limiter = new RateLimiter({ pool, leaseTtlMs });
   server = await startPublicServer({
     host: "127.0.0.1",
     port: 0,

@@ -7,12 +7,13 @@ import { gateConsoleRenames } from "../src/console/gate-console-renames.ts";
 import { parseStage } from "../src/http/parse.ts";
 import { handleStage, validateStage } from "../src/http/pipeline.ts";
 import { type RunningServer, startPublicServer } from "../src/http/public-server.ts";
-import { defineRoute, ok } from "../src/http/route.ts";
+import { ok } from "../src/http/route.ts";
 import type { ObjectSchema } from "../src/http/schema.ts";
 import { routes as productionRoutes } from "../src/operations/index.ts";
 import { aliasRequest, aliasResult, aliasStage, renameIssues } from "../src/rename-window/alias-stage.ts";
 import { type AliasRow, aliasTable, gateStatusRenames, sunset } from "../src/rename-window/aliases.ts";
 import type { GatewayServices } from "../src/services.ts";
+import { defineRoute } from "../src/services.ts";
 import { memoryLogger } from "./memory-logger.ts";
 
 /**

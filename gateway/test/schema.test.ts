@@ -1,4 +1,5 @@
 import { describe, expect, test } from "vitest";
+import { jsonSchemaOf } from "../src/http/openapi/json-schema.ts";
 import { type Infer, type ObjectSchema, validate } from "../src/http/schema.ts";
 
 const inquire = {
@@ -116,6 +117,17 @@ describe("validate", () => {
     expect(validate(mixed, { name: "a😀b" }).ok).toBe(true);
     expect(validate(mixed, { name: "😀😀" }).ok).toBe(false);
     expect(validate(mixed, { name: "a😀b😀" }).ok).toBe(false);
+  });
+
+  test("leaves a maxLength another service owns to that service, and still checks the rest of the string", () => {
+    const schema = {
+      type: "object",
+      properties: { title: { type: "string", minLength: 1, maxLength: 3, maxLengthOwner: "agentlink" } },
+    } as const satisfies ObjectSchema;
+    expect(validate(schema, { title: "four" })).toEqual({ ok: true, value: { title: "four" } });
+    expect(validate(schema, { title: "" }).ok).toBe(false);
+    expect(validate(schema, { title: "x\uD800" }).ok).toBe(false);
+    expect(jsonSchemaOf(schema.properties.title)).toEqual({ type: "string", minLength: 1, maxLength: 3 });
   });
 
   describe("query parameters", () => {

@@ -1,10 +1,8 @@
-import { execFile } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { ManualClock } from "@svc/platform";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { runSvcctl, type SvcctlRun } from "../../test/harness/svcctl.ts";
 import { closedPort, startTestMesh, type TestMesh } from "./support.ts";
 
-const svcctlPath = fileURLToPath(new URL("../src/cli/svcctl.ts", import.meta.url));
 const clock = new ManualClock("2026-10-20T12:00:00Z");
 let mesh: TestMesh;
 
@@ -13,27 +11,11 @@ beforeAll(async () => {
 });
 afterAll(() => mesh?.stop());
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+/** svcctl as an operator runs it (the installed command), talking to this mesh's console or to `consoleUrl`. */
+const svcctl = (args: string[], consoleUrl?: string): Promise<SvcctlRun> =>
+  runSvcctl(consoleUrl ?? { consoleUrl: mesh.gateway.consoleUrl, consoleToken: mesh.consoleToken }, args);
 
-/** svcctl as an operator runs it: a child process on this Node, talking to the console over the network. */
-function svcctl(args: string[], consoleUrl = mesh.gateway.consoleUrl, token = mesh.consoleToken): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [svcctlPath, ...args],
-      { env: { ...process.env, SVCCTL_CONSOLE_URL: consoleUrl, SVCCTL_CONSOLE_TOKEN: token }, timeout: 20_000 },
-      (error, stdout, stderr) => {
-        resolve({ code: error ? (typeof error.code === "number" ? error.code : -1) : 0, stdout, stderr });
-      },
-    );
-  });
-}
-
-const json = (run: Run) => {
+const json = (run: SvcctlRun) => {
   expect([run.code, run.stderr]).toEqual([0, ""]);
   return JSON.parse(run.stdout);
 };

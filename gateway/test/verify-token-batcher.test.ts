@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { TimestampSchema, timestampDate } from "@bufbuild/protobuf/wkt";
 import { type Client, Code, ConnectError } from "@connectrpc/connect";
-import type { AttestationLedgerCheck as LedgerCheck } from "@svc/platform";
+import type { AttestationLedgerCheck as LedgerCheck } from "@svc/contracts/attestation";
 import {
   type RecordTokenChecksResponse,
   RecordTokenChecksResponseSchema,

@@ -131,7 +131,10 @@ describe("agents ask: the person confirms, the service signs proofs", () => {
     id: string;
     request_id: string;
     agent: { id: string; name: string };
-    action: Record<string, unknown>;
+    summary_title: string;
+    category: string;
+    summary_detail: Record<string, unknown> | null;
+    trusted_account_id: string | null;
     adaptive_card_payload: Record<string, unknown> | null;
     card_digest: string;
     warnings: unknown[];
@@ -165,6 +168,7 @@ describe("agents ask: the person confirms, the service signs proofs", () => {
     result(await alice.post("/app/agent-bindings/claim", { link_code: code }));
     const opaqueId = result(await api.get("/agent/check-binding", { link_code: code }, agentKey)).opaque_id as string;
 
+    const trustedAccountId = randomUUID();
     const adaptiveCard = {
       type: "AdaptiveCard",
       version: "1.5",
@@ -178,6 +182,7 @@ describe("agents ask: the person confirms, the service signs proofs", () => {
           summary_title: "Pay invoice 2231",
           category: "payments",
           summary_detail: { label: "Amount", value: "EUR 120.00" },
+          trusted_account_id: trustedAccountId,
         },
         adaptive_card_payload: adaptiveCard,
       },
@@ -185,20 +190,26 @@ describe("agents ask: the person confirms, the service signs proofs", () => {
 
     const [card, ...others] = await alice.cards();
     expect(others).toEqual([]);
-    expect(card).toMatchObject({
+    // Every field of the spec's card table at the top level, with id; card_digest and warnings besides.
+    expect(card).toEqual({
       id: cardId,
+      card_id: cardId,
       request_id: requestId,
-      agent: { name: "Pay_Bot" },
-      action: {
-        summary_title: "Pay invoice 2231",
-        category: "payments",
-        summary_detail: { label: "Amount", value: "EUR 120.00" },
-      },
+      agent: { id: expect.any(String), name: "Pay_Bot", display_name: "Pay_Bot", avatar_asset: null },
+      summary_title: "Pay invoice 2231",
+      summary_detail: { label: "Amount", value: "EUR 120.00" },
+      category: "payments",
+      trusted_account_id: trustedAccountId,
       adaptive_card_payload: adaptiveCard,
+      status: "queued",
+      ttl_at: new Date(now.getTime() + 600_000).toISOString(),
+      created_at: now.toISOString(),
+      card_digest: expect.any(String),
       warnings: [],
     });
     // What the app received, hashed independently, is what the service stored and will sign.
-    const seen = canonical({ ...card!.action, adaptive_card_payload: card!.adaptive_card_payload });
+    const { summary_title, category, summary_detail, trusted_account_id, adaptive_card_payload } = card!;
+    const seen = canonical({ summary_title, category, summary_detail, trusted_account_id, adaptive_card_payload });
     expect(sha256url(seen)).toBe(card!.card_digest);
 
     const decisions: Decision[] = [{ card_id: cardId, verdict: "approve" }];

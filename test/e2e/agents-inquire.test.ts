@@ -103,6 +103,67 @@ describe("agents ask: inquire, check-status, cancel, the expire sweep", () => {
     expect(result(await inquire({ request_id: requestId })).idempotent_replay).toBeUndefined();
   });
 
+  it("refuses each proposal text over its limit (120/80/40/80 characters) with the 400 of input validation, and queues nothing", async () => {
+    const detail = { label: "Amount", value: "EUR 120.00" };
+    // Characters are code points: a text of emoji at the limit passes, though it is twice as many UTF-16 units.
+    const atLimit = {
+      summary_title: "😀".repeat(120),
+      category: "payments",
+      summary_detail: { label: "€".repeat(40), value: "𝄞".repeat(80) },
+    };
+    expect(result(await inquire({ action: atLimit })).status).toBe("queued");
+    const cases: [path: string, body: Record<string, unknown>, value: string, limit: number][] = [
+      ["action.summary_title", { ...action, summary_title: "😀".repeat(121) }, "😀".repeat(121), 120],
+      ["action.category", { ...action, category: "p".repeat(81) }, "p".repeat(81), 80],
+      [
+        "action.summary_detail.label",
+        { ...action, summary_detail: { ...detail, label: "l".repeat(41) } },
+        "l".repeat(41),
+        40,
+      ],
+      [
+        "action.summary_detail.value",
+        { ...action, summary_detail: { ...detail, value: "v".repeat(81) } },
+        "v".repeat(81),
+        80,
+      ],
+    ];
+    for (const [path, body, value, limit] of cases) {
+      const requestId = randomUUID();
+      const sent = { request_id: requestId, opaque_id: opaqueId, action: body };
+      const reply = await api.post("/agentlink/inquire", sent, agentKey);
+      const message = `${path} must be at most ${limit} characters long`;
+      // Besides the development rate-limit report, the whole body.
+      const { _rateLimit, ...answer } = reply.body;
+      expect([reply.status, answer], path).toEqual([
+        400,
+        {
+          code: "InputValidationError",
+          message: `Input validation failed: ${message}`,
+          input: sent,
+          errors: [{ propertyPath: path, invalidValue: value, message }],
+        },
+      ]);
+      // Nothing was queued: the same request_id within the limits is a new card.
+      expect(result(await inquire({ request_id: requestId })).idempotent_replay, path).toBeUndefined();
+    }
+
+    // Every text over its limit at once, each reported, in the order of the fields.
+    const allOver = {
+      summary_title: "t".repeat(121),
+      category: "c".repeat(81),
+      summary_detail: { label: "l".repeat(41), value: "v".repeat(81) },
+    };
+    const reply = await inquire({ action: allOver });
+    expect(reply.status).toBe(400);
+    expect(reply.body.errors.map((issue: { propertyPath: string }) => issue.propertyPath)).toEqual([
+      "action.summary_title",
+      "action.category",
+      "action.summary_detail.label",
+      "action.summary_detail.value",
+    ]);
+  });
+
   it("refuses a malformed body before agentlink sees it", async () => {
     const reply = await inquire({ request_id: "not-a-uuid", action: { category: "payments" } });
     expect(reply.status).toBe(400);

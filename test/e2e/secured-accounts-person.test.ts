@@ -104,18 +104,13 @@ describe("the person's secured accounts end to end", () => {
     endpoint.deliveries().filter((d) => d.body.handle === handle && d.body.type === type);
   const partnerRow = async (reference: string) =>
     result(await api.get("/secured-accounts/list", { platform_user_ref: reference }, partner.devSecret)).rows;
-  const revoke = (reference: string, credentialChanged = false) =>
-    runSvcctl(mesh, [
-      "account",
-      "unlink",
-      "--org",
-      partner.organizationId,
-      "--env",
-      "development",
-      "--ref",
-      reference,
-      ...(credentialChanged ? ["--credential-changed"] : []),
-    ]);
+  const revoke = (reference: string) =>
+    runSvcctl(mesh, ["account", "unlink", "--org", partner.organizationId, "--env", "development", "--ref", reference]);
+  /** The partner's server reports a changed sign-in detail of its user. */
+  const reportChange = async (reference: string) =>
+    result(
+      await api.post("/secured-accounts/report-credential-change", { platform_user_ref: reference }, partner.devSecret),
+    );
 
   it("(none) → active: the confirmation secures the account, account.secured reaches the partner signed; a later pass is not first time", async () => {
     const alice = await person();
@@ -255,7 +250,7 @@ describe("the person's secured accounts end to end", () => {
     const relinked = await secure(erin, "acct-erin");
     expect(relinked.record).toMatchObject({ first_time: true, handle: record.handle });
     moveClock(60_000);
-    expect((await revoke("acct-erin", true)).code).toBe(0);
+    expect(await reportChange("acct-erin")).toEqual({ unlinked: true, handle: record.handle });
     await vi.waitFor(
       () =>
         expect(deliveredFor(record.handle, "account.unlinked").map((d) => d.body.reason)).toEqual([

@@ -159,7 +159,7 @@ describe("secured accounts list end to end", () => {
     expect(result(await list()).total).toBe(2);
   });
 
-  it("svcctl account unlink revokes for the partner: by platform, reason platform or credential_changed", async () => {
+  it("svcctl account unlink revokes for the partner (reason platform); the partner's server reports credential_changed", async () => {
     const svcctl = (args: string[]) => runSvcctl(mesh, ["account", "unlink", ...args]);
     const unlink = ["--org", partner.organizationId, "--env", "development"];
     now = new Date(now.getTime() + 60_000);
@@ -171,8 +171,12 @@ describe("secured accounts list end to end", () => {
       unlinked_at: now.toISOString(),
       reason: "platform",
     });
-    const changed = await svcctl([...unlink, "--ref", "acct-newer", "--credential-changed"]);
-    expect(JSON.parse(changed.stdout)).toMatchObject({ handle: handles.newer, reason: "credential_changed" });
+    const changed = await api.post(
+      "/secured-accounts/report-credential-change",
+      { platform_user_ref: "acct-newer" },
+      partner.devSecret,
+    );
+    expect(result(changed)).toEqual({ unlinked: true, handle: handles.newer });
     const again = await svcctl([...unlink, "--ref", "acct-older"]);
     expect(again.code).toBe(1);
     expect(again.stderr).toContain("no active link");

@@ -51,7 +51,8 @@ function exchange(request: Buffer | string): Promise<RawAnswer> {
   });
 }
 
-const expectSpec400Shape = (answer: RawAnswer) => {
+/** A refusal of the request as a whole names no property (`propertyPath: ""`); an operation's own names its field. */
+const expectSpec400Shape = (answer: RawAnswer, propertyPath: string | RegExp = "") => {
   expect(answer.status, answer.head).toBeGreaterThanOrEqual(400);
   expect(answer.status, answer.head).toBeLessThan(500);
   expect(answer.head).toContain("content-type: application/json");
@@ -59,7 +60,13 @@ const expectSpec400Shape = (answer: RawAnswer) => {
     code: "InputValidationError",
     message: expect.any(String),
     input: {},
-    errors: [{ propertyPath: "", invalidValue: null, message: expect.any(String) }],
+    errors: [
+      {
+        propertyPath: typeof propertyPath === "string" ? propertyPath : expect.stringMatching(propertyPath),
+        invalidValue: null,
+        message: expect.any(String),
+      },
+    ],
   });
 };
 
@@ -117,9 +124,12 @@ describe("Node's parser refusals answer in the spec's 400 shape", () => {
         expect(answer.status).toBeLessThan(500);
         // The router's own 404 and 405 (a request Node could read, to no route) are JSON of their own.
         if (answer.status === 404 || answer.status === 405) expect(typeof answer.body).toBe("object");
-        else if (answer.status >= 400) expectSpec400Shape(answer);
+        // A request Node could read reaches its operation: verify-token without a body is missing `token`.
+        else if (answer.status >= 400)
+          expectSpec400Shape(answer, requestLine.startsWith("POST /v1/sdk/verify-token HTTP/1.") ? /^(token)?$/ : "");
       }),
-      { numRuns: 150 },
+      // The first is the request of a failure once seen under a random seed (-1130284853).
+      { numRuns: 150, examples: [["POST /v1/sdk/verify-token HTTP/1.1", ["Host: gateway.test"]]] },
     );
   });
 });

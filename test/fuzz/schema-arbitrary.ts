@@ -209,8 +209,14 @@ function outOfBounds(schema: JsonSchema): fc.Arbitrary<unknown> | undefined {
       values.push(fc.integer({ min: 1, max: 50 }).map((extra) => "y".repeat((schema.maxLength ?? 0) + extra)));
     if ((schema.minLength ?? 0) > 1) values.push(fc.constant("y".repeat((schema.minLength ?? 1) - 1)));
     if (schema.enum) values.push(fc.string({ maxLength: 10 }).map((s) => `not-an-enum-value-${s}`));
-    if (schema.pattern !== undefined || schema.format === "uuid")
-      values.push(fc.constant("~".repeat(Math.max(schema.minLength ?? 1, 1))));
+    if (schema.pattern !== undefined || schema.format === "uuid") {
+      const pattern = schema.pattern === undefined ? undefined : new RegExp(schema.pattern);
+      // A value of a fitting length the pattern does not match: "~" breaks most, blanks a "not blank" one.
+      const broken = ["~", " "]
+        .map((unit) => unit.repeat(Math.max(schema.minLength ?? 1, 1)))
+        .find((value) => pattern === undefined || !pattern.test(value));
+      if (broken !== undefined) values.push(fc.constant(broken));
+    }
     values.push(fc.constantFrom(...unstorableText));
   }
   if (types.includes("integer")) {

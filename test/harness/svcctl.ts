@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 
 export type SvcctlRun = { code: number; stdout: string; stderr: string };
 
-/** The command npm installs for the workspace (`npx svcctl`), as an operator runs it: not the gateway's source. */
+/** The command npm installs from the svcctl workspace (`npx svcctl`), as an operator runs it: not its source. */
 const svcctlBin = fileURLToPath(new URL("../../node_modules/.bin/svcctl", import.meta.url));
 
 /**

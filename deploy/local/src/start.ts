@@ -16,7 +16,7 @@ import { agentWalkThrough, walkThrough } from "./walk-through.ts";
 const repositoryRoot = fileURLToPath(new URL("../../../", import.meta.url));
 const dataDir = join(repositoryRoot, ".data/");
 const databaseName = "svc";
-/** Where svcctl finds the console's operator credential by itself (see gateway/src/cli/svcctl.ts). */
+/** Where svcctl finds the console's operator credential by itself (see gateway/svcctl/src/svcctl.ts). */
 const consoleTokenFile = join(dataDir, "console-token");
 /** The development identity provider's key seed: its sessions survive a restart, as the data does. */
 const devIdpSeedFile = join(dataDir, "dev-idp-key-seed");

@@ -1,7 +1,8 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { GateType, type OpenRequestResponse } from "@svc/proto/gate/v1/gate_pb.js";
-import { defineRoute, ok } from "../http/route.ts";
+import { ok } from "../http/route.ts";
 import type { GatewayServices } from "../services.ts";
+import { defineRoute } from "../services.ts";
 import { flowSecretField, requestIdField } from "./person-fields.ts";
 import { sessionUserId } from "./session-user.ts";
 

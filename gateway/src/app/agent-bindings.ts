@@ -1,7 +1,8 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { OperationError } from "../http/errors.ts";
 import { instant } from "../http/instant.ts";
-import { defineRoute, ok } from "../http/route.ts";
+import { ok } from "../http/route.ts";
+import { defineRoute } from "../services.ts";
 import { agentSummary, agentSummarySchema } from "./agent-summary.ts";
 import { sessionUserId } from "./session-user.ts";
 

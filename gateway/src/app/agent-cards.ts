@@ -1,8 +1,11 @@
+import type { JsonObject } from "@bufbuild/protobuf";
 import type { PersonCard } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { InputValidationError } from "../http/errors.ts";
 import { instant } from "../http/instant.ts";
-import { defineRoute, ok } from "../http/route.ts";
+import { ok } from "../http/route.ts";
 import type { Schema } from "../http/schema.ts";
+import { cardStatusSchema, statusNames } from "../operations/agent-proposals.ts";
+import { defineRoute } from "../services.ts";
 import { agentSummary, agentSummarySchema } from "./agent-summary.ts";
 import { pageOriginField } from "./person-fields.ts";
 import { pageRelyingParty, relyingParty } from "./relying-party.ts";
@@ -32,43 +35,65 @@ const decisionsField = {
 const decisionsOf = (decisions: readonly { card_id: string; verdict: string }[]) =>
   decisions.map((d) => ({ cardId: d.card_id, verdict: d.verdict }));
 
-/** One queued card as the person's side shows it (`GET /agentlink/cards`, the inbox's cards). */
+/**
+ * One queued card as the person's side shows it (`GET /agentlink/cards`, the inbox's cards): every field of
+ * the spec's card table at the top level (optional ones null when the agent gave none), `id` the card id.
+ */
 export const cardSchema: Schema = {
   type: "object",
   properties: {
-    id: { type: "string", format: "uuid" },
+    id: { type: "string", format: "uuid", description: "The card id (as card_id)." },
+    card_id: { type: "string", format: "uuid" },
     request_id: { type: "string", format: "uuid" },
     agent: agentSummarySchema,
-    action: {
+    summary_title: { type: "string" },
+    summary_detail: {
       type: "object",
-      description: "summary_title, category, and summary_detail and trusted_account_id when the agent gave them.",
-      additionalProperties: true,
+      properties: { label: { type: "string" }, value: { type: "string" } },
+      nullable: true,
     },
+    category: { type: "string" },
+    trusted_account_id: { type: "string", format: "uuid", nullable: true },
     adaptive_card_payload: { type: "object", additionalProperties: true, nullable: true },
+    status: cardStatusSchema,
+    ttl_at: { type: "string", format: "date-time" },
+    created_at: { type: "string", format: "date-time" },
     card_digest: {
       type: "string",
       description:
-        "base64url SHA-256 of the RFC 8785 JSON of {summary_title, category, summary_detail?, trusted_account_id?, adaptive_card_payload?}: what the proof commits to.",
+        "base64url SHA-256 of the RFC 8785 JSON of {summary_title, category, summary_detail, trusted_account_id, adaptive_card_payload}, null ones left out: what the proof commits to.",
     },
     warnings: { type: "array", items: { type: "object", additionalProperties: true } },
-    ttl_at: { type: "string", format: "date-time" },
-    proposed_at: { type: "string", format: "date-time" },
   },
 };
 
-/** A card as `cardSchema` says: the action from the canonical card, its Adaptive Card apart. */
+/** The canonical card's fields, as the trust layer passed them: what `card_digest` hashes. */
+interface CanonicalCard {
+  summary_title?: string;
+  category?: string;
+  summary_detail?: { label: string; value: string };
+  trusted_account_id?: string;
+  adaptive_card_payload?: JsonObject;
+}
+
+/** A card as `cardSchema` says, its card-table fields from the canonical card. */
 export function personCardItem(card: PersonCard) {
-  const { adaptive_card_payload, ...action } = card.card ?? {};
+  const canonical = (card.card ?? {}) as CanonicalCard;
   return {
     id: card.cardId,
+    card_id: card.cardId,
     request_id: card.requestId,
     agent: agentSummary(card.agent),
-    action,
-    adaptive_card_payload: adaptive_card_payload ?? null,
+    summary_title: canonical.summary_title ?? "",
+    summary_detail: canonical.summary_detail ?? null,
+    category: canonical.category ?? "",
+    trusted_account_id: canonical.trusted_account_id ?? null,
+    adaptive_card_payload: canonical.adaptive_card_payload ?? null,
+    status: statusNames[card.status],
+    ttl_at: instant(card.ttlAt),
+    created_at: instant(card.proposedAt),
     card_digest: card.cardDigest,
     warnings: card.warnings,
-    ttl_at: instant(card.ttlAt),
-    proposed_at: instant(card.proposedAt),
   };
 }
 
@@ -77,7 +102,7 @@ const listCardsRoute = defineRoute({
   method: "GET",
   path: "/agentlink/cards",
   summary:
-    "The signed-in person's queued cards, oldest first, rendered from their canonical form: the agent, the action, the screened Adaptive Card, the trust layer's warnings (show them as a caution) and card_digest. Never another person's cards.",
+    "The signed-in person's queued cards, oldest first: each with every field of the card table at the top level (id is the card id; summary_title, summary_detail, category, trusted_account_id and the screened adaptive_card_payload from its canonical form, optional ones null), status, ttl_at, created_at, then card_digest and the trust layer's warnings (show them as a caution). Never another person's cards.",
   auth: signedIn,
   input: { type: "object", properties: {} },
   envelope: "nested",

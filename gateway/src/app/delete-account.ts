@@ -1,4 +1,5 @@
-import { defineRoute, ok } from "../http/route.ts";
+import { ok } from "../http/route.ts";
+import { defineRoute } from "../services.ts";
 import { sessionUserId } from "./session-user.ts";
 
 /** The exact phrase the person types to confirm; anything else is a 400 and deletes nothing. */

@@ -1,4 +1,5 @@
-import { defineRoute, fail, ok } from "../http/route.ts";
+import { fail, ok } from "../http/route.ts";
+import { defineRoute } from "../services.ts";
 import { ceremonyAnswerFields, flowSecretField, pageOriginField, requestIdField } from "./person-fields.ts";
 import { relyingParty } from "./relying-party.ts";
 

@@ -1,10 +1,7 @@
-import type { InboxChanged } from "@svc/proto/common/v1/inbox_watch_pb.js";
+import type { InboxChange } from "../long-poll/notifications.ts";
 import type { GatewayServices } from "../services.ts";
 import { type HeldInbox, type Inbox, readHeldInbox, withRequestEnded, withRequestPending } from "./inbox-contents.ts";
 import { platformsOf } from "./platforms.ts";
-
-/** What an `InboxChanged` may tell exactly (inbox_watch.proto); a wake without it reads the inbox again. */
-export type InboxChange = Exclude<InboxChanged["change"], { case: undefined }>;
 
 /** Requests told ended that a late "created pending" must not bring back; the oldest are forgotten past this. */
 const endedRemembered = 1000;

@@ -1,6 +1,7 @@
 import type { Logger } from "@svc/platform";
-import { defineRoute, type EventSink, ok } from "../http/route.ts";
+import { type EventSink, ok } from "../http/route.ts";
 import type { GatewayServices } from "../services.ts";
+import { defineRoute } from "../services.ts";
 import { type Inbox, inboxSchema, readInbox } from "./inbox-contents.ts";
 import { InboxFollower } from "./inbox-follower.ts";
 import { sessionUserId } from "./session-user.ts";

@@ -1,5 +1,6 @@
 import { instant } from "../http/instant.ts";
-import { defineRoute, ok } from "../http/route.ts";
+import { ok } from "../http/route.ts";
+import { defineRoute } from "../services.ts";
 import { ceremonyAnswerFields, pageOriginField } from "./person-fields.ts";
 import { relyingParty } from "./relying-party.ts";
 import { sessionUserId } from "./session-user.ts";

@@ -1,8 +1,9 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { OpenRequestResponse } from "@svc/proto/gate/v1/gate_pb.js";
-import { defineRoute, ok, type Route } from "../http/route.ts";
+import { ok, type Route } from "../http/route.ts";
 import type { ObjectSchema } from "../http/schema.ts";
 import { gateTypeName } from "../operations/create-verification-link.ts";
+import { defineRoute, type GatewayServices } from "../services.ts";
 import { presentationStep } from "./age-presentation.ts";
 import { ceremonyAnswerFields, flowSecretField, pageOriginField, requestIdField } from "./person-fields.ts";
 import { relyingParty } from "./relying-party.ts";
@@ -39,7 +40,7 @@ const opened = (response: OpenRequestResponse) => ({
  * session; the deep link's `t` optional when the request names the person) and for the web flow
  * (`/flow/requests/…`, no session; the flow secret `t` from the web_url is required).
  */
-function requestRoutes(side: "app" | "flow"): Route[] {
+function requestRoutes(side: "app" | "flow"): Route<GatewayServices>[] {
   const app = side === "app";
   const auth = app ? ({ accepts: ["user_session"] } as const) : ({ accepts: [] } as const);
   const base = (extra: Record<string, unknown>, required: string[]): ObjectSchema => ({

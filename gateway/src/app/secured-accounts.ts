@@ -1,7 +1,8 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { SecuredAccountStatus } from "@svc/proto/account/v1/account_pb.js";
 import { instant } from "../http/instant.ts";
-import { defineRoute, ok } from "../http/route.ts";
+import { ok } from "../http/route.ts";
+import { defineRoute } from "../services.ts";
 import { platformSchema, platformsOf } from "./platforms.ts";
 import { sessionUserId } from "./session-user.ts";
 

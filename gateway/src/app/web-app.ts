@@ -30,7 +30,7 @@ function loadAssets(): Map<string, RawReply> {
   const main = new URL("main.js", compiledFolder);
   if (!existsSync(main))
     throw new Error(
-      `the web app is not built: ${fileURLToPath(main)} is missing. Run npm ci (its postinstall compiles it) or npx tsc -p gateway/web-app/tsconfig.json`,
+      `the web app is not built: ${fileURLToPath(main)} is missing. Run npm ci (its postinstall builds it) or npm run build:web-app`,
     );
   const assets = new Map<string, RawReply>();
   for (const file of readdirSync(compiledFolder))

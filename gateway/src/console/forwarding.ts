@@ -1,5 +1,6 @@
 import { request } from "node:http";
-import type { Logger, NodeServerRequest, NodeServerResponse } from "@svc/platform";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { type Logger, type NodeServerRequest, type NodeServerResponse, sendRpcError } from "@svc/platform";
 
 /**
  * Each service owns its console operations (`svc.<package>.v1.<Name>ConsoleService`, defined in its own
@@ -26,9 +27,7 @@ export function consoleForwarding(targets: Record<string, string>, logger: Logge
     upstream.on("error", (error) => {
       logger.warn("console forwarding failed", { target, path, error });
       if (res.headersSent) return void res.end();
-      const body = JSON.stringify({ code: "unavailable", message: `${protoPackage} console unreachable` });
-      res.writeHead(503, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
-      res.end(body);
+      sendRpcError(req, res, new ConnectError(`${protoPackage} console unreachable`, Code.Unavailable));
     });
     (req as NodeJS.ReadableStream).pipe(upstream);
     return true;

@@ -34,6 +34,10 @@ export function gateConsoleRenames(deps: {
         const answer = await gate.setGateStatus({ ...request, status: newStatus(request.status) });
         return { ...answer, gate: answer.gate && shown(answer.gate, clock.now()) };
       },
+      setNotarizeOffer: async (request) => {
+        const answer = await gate.setNotarizeOffer(request);
+        return { ...answer, gate: answer.gate && shown(answer.gate, clock.now()) };
+      },
       listGates: async (request) => {
         const answer = await gate.listGates({ ...request, status: newStatus(request.status) });
         const now = clock.now();

@@ -8,7 +8,7 @@ import {
 } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import type { AuthFailure } from "../http/credential.ts";
 import { AnswerCache } from "./answer-cache.ts";
-import type { CredentialResolver, Resolution } from "./authenticate.ts";
+import type { CredentialResolver, Resolution } from "./resolver.ts";
 
 /**
  * Agent keys, `svc_agent_<Name>__<secret>` (decisions.md "Agent keys"), belong to agentlink: the

@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { type Clock, environmentProto } from "@svc/platform";
 import { type Caller, CallerSchema, CredentialKind } from "@svc/proto/common/v1/caller_pb.js";
-import type { AuthenticatedCredential, AuthFailure, CredentialKindName } from "../http/credential.ts";
+import { type AuthFailure, bearerCredential, type CredentialKindName } from "../http/credential.ts";
 import { OperationError } from "../http/errors.ts";
 import type { Stage } from "../http/pipeline.ts";
 import type { AuthPolicy } from "../http/route.ts";
@@ -10,6 +10,7 @@ import { agentKeyCause, agentKeyRefusalMessage } from "./agent-key.ts";
 import type { CredentialDirectory } from "./directory.ts";
 import type { ApiKey } from "./entities.ts";
 import { apiKeyTypeOf, type KeyType } from "./key-format.ts";
+import type { CredentialRequest, CredentialResolver, Resolution } from "./resolver.ts";
 
 const defaultStatus: Record<AuthFailure, 401 | 403> = {
   missing_bearer: 401,
@@ -37,37 +38,6 @@ const kindNames: Record<CredentialKindName, string> = {
   agent_key: "an agent key",
   user_session: "a user session",
 };
-
-export type Resolution =
-  | { ok: true; credential: AuthenticatedCredential }
-  | { ok: false; failure: AuthFailure; message: string };
-
-/** What a resolver may read of the request besides the credential. */
-export interface CredentialRequest {
-  origin: string | undefined;
-  /** A valid `Idempotency-Key` of a POST: a consumed grant token is accepted again with the key that consumed it. */
-  idempotencyKey?: string;
-}
-
-/**
- * Resolves the credentials of one kind. API keys are resolved here; the kinds other services own
- * (grant tokens in `gate`, agent keys in `agentlink`, user sessions) add a resolver that asks them.
- */
-export interface CredentialResolver {
-  kind: CredentialKindName;
-  /** Whether a bearer value has this kind's form (by prefix); the first resolver that recognises it decides. */
-  recognizes(credential: string): boolean;
-  resolve(credential: string, request: CredentialRequest): Promise<Resolution>;
-}
-
-/**
- * The credential of `Authorization: Bearer <credential>`; undefined when the header is absent, lacks
- * the `Bearer ` prefix or carries nothing after it (spec: a missing prefix is 401 everywhere).
- */
-export function bearerCredential(header: string | undefined): string | undefined {
-  const match = /^Bearer +(\S+) *$/i.exec(header ?? "");
-  return match?.[1];
-}
 
 /**
  * Per route: no credential needed, or exactly one of the kinds it accepts, resolved and checked.

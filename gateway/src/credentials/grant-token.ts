@@ -3,7 +3,7 @@ import { type Client, Code, ConnectError } from "@connectrpc/connect";
 import type { GateService } from "@svc/proto/gate/v1/gate_pb.js";
 import { OperationError } from "../http/errors.ts";
 import { grantTokenScope, scopedKeyHash } from "../idempotency/idempotency-key.ts";
-import type { CredentialResolver } from "./authenticate.ts";
+import type { CredentialResolver } from "./resolver.ts";
 
 /** The grant-token prefix (spec "Authentication"); what follows is the gate service's business. */
 const grantTokenPrefix = "svcs_";

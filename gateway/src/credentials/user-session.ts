@@ -4,7 +4,7 @@ import { type Clock, loadConfig, parse } from "@svc/platform";
 import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import { CallerSchema, CredentialKind } from "@svc/proto/common/v1/caller_pb.js";
 import { createRemoteJWKSet, decodeJwt, type JWTPayload, jwtVerify } from "jose";
-import type { CredentialResolver } from "./authenticate.ts";
+import type { CredentialResolver } from "./resolver.ts";
 
 /** The OpenID Connect issuer whose ID tokens sign users in to the app API (GATEWAY_OIDC_*). */
 const oidcSettings = {

@@ -1,8 +1,8 @@
 import type { Caller } from "@svc/proto/common/v1/caller_pb.js";
 
 /**
- * What the pipeline knows of a caller, and the names a route's `auth` policy uses. Resolving a bearer
- * value into one is the business of `credentials/`; everything in `http/` reads only these types.
+ * What the pipeline knows of a caller, the names a route's `auth` policy uses, and where the bearer
+ * value stands in a request. Resolving that value is the business of `credentials/`.
  */
 
 /** The public credential kinds (spec "Authentication"), as routes name them in `auth.accepts`. */
@@ -37,4 +37,13 @@ export interface AuthenticatedCredential {
   allowedGates: readonly string[];
   /** The request's Origin when a site key authenticated (it is then an allowed one). */
   origin?: string;
+}
+
+/**
+ * The credential of `Authorization: Bearer <credential>`; undefined when the header is absent, lacks
+ * the `Bearer ` prefix or carries nothing after it (spec: a missing prefix is 401 everywhere).
+ */
+export function bearerCredential(header: string | undefined): string | undefined {
+  const match = /^Bearer +(\S+) *$/i.exec(header ?? "");
+  return match?.[1];
 }

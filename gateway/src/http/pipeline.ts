@@ -1,6 +1,5 @@
 import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import type { Clock, Logger } from "@svc/platform";
-import type { GatewayServices } from "../services.ts";
 import type { AuthenticatedCredential } from "./credential.ts";
 import {
   type EnvelopeError,
@@ -59,7 +58,8 @@ export interface RequestContext {
   /** Top-level siblings of `data` (`_rateLimit`, `_deprecation`). */
   extras: Record<string, unknown>;
   responseHeaders: Record<string, string>;
-  services: GatewayServices;
+  /** What the route's handler reaches; the stages pass it on untouched. */
+  services: unknown;
   clock: Clock;
   logger: Logger;
   /** Aborts when the client goes away. */
@@ -121,6 +121,7 @@ export const handleStage: Stage = {
       caller: ctx.credential?.caller,
       credential: ctx.credential,
       services: ctx.services,
+      rawInput: ctx.rawInput,
       clock: ctx.clock,
       logger: ctx.logger,
       signal: ctx.signal,

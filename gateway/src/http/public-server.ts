@@ -1,7 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Clock, Logger } from "@svc/platform";
-import type { GatewayServices } from "../services.ts";
 import { corsResponseHeaders, preflightHeaders, servesBrowsers } from "./cors.ts";
 import { envelope } from "./envelope.ts";
 import { InputValidationError, unhandledBody } from "./errors.ts";
@@ -12,16 +11,17 @@ import { basePath, type Route } from "./route.ts";
 
 export { basePath };
 
-export interface PublicServerOptions {
+export interface PublicServerOptions<Services> {
   host: string;
   port: number;
   /** The operations under `{base_url}`, each run through `stages`. */
-  routes: readonly Route[];
+  routes: readonly Route<Services>[];
   /** Replies outside the envelope (key set, OpenAPI document, QR codes, pages), by their path on the origin. */
   rawRoutes?: readonly RawRoute[];
   /** The pipeline every operation runs through, outermost first (see `pipeline.ts`). */
   stages: readonly Stage[];
-  services: GatewayServices;
+  /** What the routes' handlers reach (the gateway's `GatewayServices`), passed to each untouched. */
+  services: Services;
   clock: Clock;
   logger: Logger;
   /** Throws when a dependency is unreachable; `/readyz` answers 503 then. */
@@ -118,7 +118,7 @@ function routeTable(routes: readonly Route[], rawRoutes: readonly RawRoute[]) {
  * HTTP 404 (405 for a known path with another method): no operation ran, so there is nothing to put in
  * the envelope, and an HTTP error makes a mistyped path loud.
  */
-export async function startPublicServer(options: PublicServerOptions): Promise<RunningServer> {
+export async function startPublicServer<Services>(options: PublicServerOptions<Services>): Promise<RunningServer> {
   const { logger } = options;
   const lookUp = routeTable(options.routes, options.rawRoutes ?? []);
 

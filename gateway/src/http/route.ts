@@ -1,6 +1,5 @@
 import type { Clock, Logger } from "@svc/platform";
 import type { Caller } from "@svc/proto/common/v1/caller_pb.js";
-import type { GatewayServices } from "../services.ts";
 import type { AuthenticatedCredential, AuthFailure, CredentialKindName } from "./credential.ts";
 import { type EnvelopeError, type ErrorStatus, OperationError } from "./errors.ts";
 import type { Infer, ObjectSchema, Schema } from "./schema.ts";
@@ -54,11 +53,14 @@ export const fail = (
   error: new OperationError(statusCode, message, extra).toEnvelope(),
 });
 
-interface HandlerContext {
+interface HandlerContext<Services> {
   /** Set when the route accepts a credential: who is calling, ready to pass to a business service. */
   caller: Caller | undefined;
   credential: AuthenticatedCredential | undefined;
-  services: GatewayServices;
+  /** What the server was started with for handlers to reach: the gateway's `GatewayServices`. */
+  services: Services;
+  /** The input as received: what a 400 `InputValidationError` echoes. */
+  rawInput: Record<string, unknown>;
   clock: Clock;
   logger: Logger;
   /** Aborts when the client goes away before the answer is sent (a long-poll frees its wait then). */
@@ -71,7 +73,7 @@ interface HandlerContext {
  * One public operation. The route table (`operations/index.ts`) lists them all; everything a reader
  * or the OpenAPI generator needs to know about an operation is here as data, except the handler.
  */
-export interface RouteDefinition<S extends ObjectSchema> {
+export interface RouteDefinition<S extends ObjectSchema, Services> {
   /** Stable name for logs and the OpenAPI document (`verifyToken`). */
   operationId: string;
   method: "GET" | "POST";
@@ -102,14 +104,10 @@ export interface RouteDefinition<S extends ObjectSchema> {
    * scoped to (verify-token's `token`, the web flow's `t`). Operations with a credential are scoped to it.
    */
   idempotencyScope?: string;
-  handle(input: Infer<S>, ctx: HandlerContext): Promise<HandlerResult>;
+  handle(input: Infer<S>, ctx: HandlerContext<Services>): Promise<HandlerResult>;
 }
 
-export type Route = RouteDefinition<ObjectSchema> & {
-  handle(input: unknown, ctx: HandlerContext): Promise<HandlerResult>;
+/** A route as the server holds it, whatever its schema: the pipeline validates the input before `handle`. */
+export type Route<Services = unknown> = RouteDefinition<ObjectSchema, Services> & {
+  handle(input: unknown, ctx: HandlerContext<Services>): Promise<HandlerResult>;
 };
-
-/** Declares a route with its handler's input typed from the schema (declare the schema inline or `as const`). */
-export function defineRoute<const S extends ObjectSchema>(route: RouteDefinition<S>): Route {
-  return route as Route;
-}

@@ -19,6 +19,11 @@ interface StringSchema extends Common {
   type: "string";
   minLength?: number;
   maxLength?: number;
+  /**
+   * The service that owns `maxLength` and checks it: the gateway documents the limit but does not check
+   * it, and the route answers the service's refusal as this 400 would be (with {@link tooLongIssue}).
+   */
+  maxLengthOwner?: "agentlink";
   /** A regular expression (ECMAScript syntax, as in JSON Schema), tested unanchored. */
   pattern?: string;
   enum?: readonly string[];
@@ -143,6 +148,13 @@ const describeType = (value: unknown): string =>
   value === null ? "null" : Array.isArray(value) ? "array" : typeof value;
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value);
+/** A text over its `maxLength`, as validation reports it and a route reports its owner's refusal. */
+export const tooLongIssue = (path: string, value: string, maxLength: number): ValidationIssue => ({
+  propertyPath: path,
+  invalidValue: value,
+  message: `${label(path)} must be at most ${maxLength} characters long`,
+});
+
 const child = (path: string, key: string) => (path === "" ? key : `${path}.${key}`);
 const label = (path: string) => (path === "" ? "input" : path);
 
@@ -196,8 +208,10 @@ function check(schema: Schema, value: unknown, path: string, errors: ValidationI
         return fail(
           schema.minLength === 1 ? "must not be empty" : `must be at least ${schema.minLength} characters long`,
         );
-      if (schema.maxLength !== undefined && length > schema.maxLength)
-        return fail(`must be at most ${schema.maxLength} characters long`);
+      if (schema.maxLength !== undefined && schema.maxLengthOwner === undefined && length > schema.maxLength) {
+        errors.push(tooLongIssue(path, value, schema.maxLength));
+        return undefined;
+      }
       if (schema.enum && !schema.enum.includes(value)) return fail(`must be one of: ${schema.enum.join(", ")}`);
       if (schema.format && !formatChecks[schema.format].test(value)) return fail(formatChecks[schema.format].message);
       if (schema.pattern !== undefined && !compiled(schema.pattern).test(value))

@@ -1,8 +1,8 @@
 import { createHash, type KeyObject } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
+import { canonicalJson } from "@svc/contracts/canonical-json";
 import { keyedHash } from "@svc/platform";
-import { bearerCredential } from "../credentials/authenticate.ts";
-import type { AuthenticatedCredential } from "../http/credential.ts";
+import { type AuthenticatedCredential, bearerCredential } from "../http/credential.ts";
 import type { ValidationIssue } from "../http/schema.ts";
 
 /** The header, as Stripe spells it. */
@@ -68,19 +68,11 @@ export const grantTokenScope = (token: string): string => `grant_token:${digest(
 export const scopedKeyHash = (pepper: KeyObject, scope: string, key: string): Buffer =>
   keyedHash(pepper, `idempotency\n${scope}\n${key}`);
 
-/** JSON with object keys sorted, so two spellings of one validated input digest alike. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  if (value !== null && typeof value === "object") {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
-  }
-  return JSON.stringify(value);
-}
-
-/** What "the same request" means for a key: method, path and the input as validated (declared fields, defaults filled). */
+/**
+ * What "the same request" means for a key: method, path and the input as validated (declared fields, defaults
+ * filled), in canonical JSON so that two spellings of one input digest alike. Validation has refused what
+ * canonical JSON cannot write (unpaired surrogates; JSON has no non-finite numbers).
+ */
 export const requestDigest = (method: string, path: string, input: unknown): Buffer =>
   createHash("sha256")
     .update(`${method}\n${path}\n${canonicalJson(input)}`)

@@ -2,10 +2,12 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { connectNats, inboxChangedSubject, type Logger, type NatsConnection, notificationSubject } from "@svc/platform";
 import type { CheckStatusResponse } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { CardLeftQueueSchema } from "@svc/proto/agentlink/v1/card_watch_pb.js";
-import { InboxChangedSchema } from "@svc/proto/common/v1/inbox_watch_pb.js";
+import { type InboxChanged, InboxChangedSchema } from "@svc/proto/common/v1/inbox_watch_pb.js";
 import { RequestChangedSchema } from "@svc/proto/gate/v1/request_watch_pb.js";
-import type { InboxChange } from "../app/inbox-follower.ts";
 import { cardKey, type Waiters } from "./waiters.ts";
+
+/** What an `InboxChanged` may tell exactly (inbox_watch.proto); a wake without it reads the inbox again. */
+export type InboxChange = Exclude<InboxChanged["change"], { case: undefined }>;
 
 /** How long to wait before trying NATS again while it cannot be reached. */
 const retryMs = 2000;

@@ -2,7 +2,8 @@ import { ConnectError } from "@connectrpc/connect";
 import { BindingStatus } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { OperationError } from "../http/errors.ts";
 import { instant } from "../http/instant.ts";
-import { defineRoute, ok } from "../http/route.ts";
+import { ok } from "../http/route.ts";
+import { defineRoute } from "../services.ts";
 import { bindLinks } from "./bind-links.ts";
 
 const agentKeyOnly = { accepts: ["agent_key"] } as const;

@@ -2,14 +2,20 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Logger } from "@svc/platform";
 import { CardStatus } from "@svc/proto/agentlink/v1/agentlink_pb.js";
+import { envelopeErrorOf, InputValidationError } from "../http/errors.ts";
 import { instant } from "../http/instant.ts";
-import { defineRoute, ok } from "../http/route.ts";
+import { ok } from "../http/route.ts";
+import { tooLongIssue } from "../http/schema.ts";
 import { cardKey } from "../long-poll/waiters.ts";
 import type { GatewayServices } from "../services.ts";
+import { defineRoute } from "../services.ts";
 
 const agentKeyOnly = { accepts: ["agent_key"] } as const;
 
-const cardStatusSchema = { type: "string", enum: ["queued", "approved", "denied", "cancelled", "expired"] } as const;
+export const cardStatusSchema = {
+  type: "string",
+  enum: ["queued", "approved", "denied", "cancelled", "expired"],
+} as const;
 
 export const statusNames: Record<CardStatus, (typeof cardStatusSchema.enum)[number] | undefined> = {
   [CardStatus.UNSPECIFIED]: undefined,
@@ -40,13 +46,19 @@ export const inquireRoute = defineRoute({
       action: {
         type: "object",
         properties: {
-          summary_title: { type: "string", minLength: 1, maxLength: 120 },
-          category: { type: "string", minLength: 1, maxLength: 80, description: "One of the agent's categories." },
+          summary_title: { type: "string", minLength: 1, maxLength: 120, maxLengthOwner: "agentlink" },
+          category: {
+            type: "string",
+            minLength: 1,
+            maxLength: 80,
+            maxLengthOwner: "agentlink",
+            description: "One of the agent's categories.",
+          },
           summary_detail: {
             type: "object",
             properties: {
-              label: { type: "string", minLength: 1, maxLength: 40 },
-              value: { type: "string", minLength: 1, maxLength: 80 },
+              label: { type: "string", minLength: 1, maxLength: 40, maxLengthOwner: "agentlink" },
+              value: { type: "string", minLength: 1, maxLength: 80, maxLengthOwner: "agentlink" },
             },
             required: ["label", "value"],
           },
@@ -91,21 +103,25 @@ export const inquireRoute = defineRoute({
       idempotent_replay: { type: "boolean", description: "Present on a repeat of a request_id: the first card." },
     },
   },
-  async handle(input, { caller, services }) {
-    const answer = await services.agentlink.inquire({
-      caller,
-      requestId: input.request_id,
-      opaqueId: input.opaque_id,
-      svcUserId: input.svc_user_id,
-      userEmail: input.user_email,
-      ttlSeconds: input.ttl_seconds,
-      proposal: {
-        action: input.action as JsonObject,
-        ...(input.adaptive_card_payload !== undefined && {
-          adaptive_card_payload: input.adaptive_card_payload as JsonObject,
-        }),
-      },
-    });
+  async handle(input, { caller, services, rawInput }) {
+    const answer = await services.agentlink
+      .inquire({
+        caller,
+        requestId: input.request_id,
+        opaqueId: input.opaque_id,
+        svcUserId: input.svc_user_id,
+        userEmail: input.user_email,
+        ttlSeconds: input.ttl_seconds,
+        proposal: {
+          action: input.action as JsonObject,
+          ...(input.adaptive_card_payload !== undefined && {
+            adaptive_card_payload: input.adaptive_card_payload as JsonObject,
+          }),
+        },
+      })
+      .catch((error: unknown) => {
+        throw overlongAsInvalidInput(error, rawInput) ?? error;
+      });
     return ok({
       status: statusNames[answer.status],
       card_id: answer.cardId,
@@ -114,6 +130,26 @@ export const inquireRoute = defineRoute({
     });
   },
 });
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+/**
+ * agentlink's `proposal_field_too_long` (the trust layer owns the proposal's field limits) as the 400 that
+ * input validation gives for any other text over its `maxLength`: the same issues in the same words, with
+ * the input as received. Undefined for any other failure.
+ */
+function overlongAsInvalidInput(error: unknown, rawInput: Record<string, unknown>): InputValidationError | undefined {
+  const refusal = envelopeErrorOf(error);
+  if (refusal?.code !== "proposal_field_too_long" || !Array.isArray(refusal.fields)) return undefined;
+  const issues = refusal.fields.flatMap((field) => {
+    if (!isRecord(field) || typeof field.path !== "string" || typeof field.max_length !== "number") return [];
+    const names = field.path.split("/").slice(1);
+    const value = names.reduce<unknown>((at, name) => (isRecord(at) ? at[name] : undefined), rawInput);
+    return typeof value === "string" ? [tooLongIssue(names.join("."), value, field.max_length)] : [];
+  });
+  return issues.length > 0 ? new InputValidationError(rawInput, issues) : undefined;
+}
 
 /**
  * `GET /agentlink/check-status`: the calling agent's card by `request_id`. With `wait_seconds` and the card

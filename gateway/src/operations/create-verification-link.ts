@@ -1,7 +1,8 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { GateType } from "@svc/proto/gate/v1/gate_pb.js";
-import { defineRoute, ok } from "../http/route.ts";
+import { ok } from "../http/route.ts";
+import { defineRoute } from "../services.ts";
 import { failingAs500 } from "./gate-failures.ts";
 import { gateKeyField, gateRequired } from "./gate-key.ts";
 import { requestLinks } from "./gate-links.ts";

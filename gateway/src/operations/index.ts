@@ -27,26 +27,34 @@ import { securedAccountRoutes } from "../app/secured-accounts.ts";
 import { walletRoutes } from "../app/wallet.ts";
 import { type SignInSettings, webAppRoutes } from "../app/web-app.ts";
 import { webFlowRoutes } from "../app/web-flow.ts";
-import { openApiRoute } from "../http/openapi.ts";
+import { securitySchemes } from "../credentials/security-schemes.ts";
+import { corsPart } from "../http/openapi/cors-part.ts";
+import { openApiDocument, openApiRoute } from "../http/openapi/document.ts";
 import type { RawRoute } from "../http/raw-route.ts";
 import type { Route } from "../http/route.ts";
+import { idempotencyPart } from "../idempotency/openapi-part.ts";
+import { rateLimitPart } from "../rate-limits/openapi-part.ts";
 import { upgradePageRoute } from "../rate-limits/rate-limit-report.ts";
+import { aliasTable, sunset } from "../rename-window/aliases.ts";
+import { renameWindowPart } from "../rename-window/openapi-part.ts";
+import type { GatewayServices } from "../services.ts";
 import { bindSessionRoute, checkBindingRoute } from "./agent-binding.ts";
 import { cancelRoute, checkStatusRoute, inquireRoute } from "./agent-proposals.ts";
 import { createSessionRoute } from "./create-session.ts";
 import { createVerificationLinkRoute } from "./create-verification-link.ts";
-import { type KeySetCache, keySetRoute } from "./jwks.ts";
+import { type KeySetCache, keySetPaths, keySetRoute } from "./jwks.ts";
 import { listSecuredAccountsRoute } from "./list-secured-accounts.ts";
 import { logoutRoute } from "./logout.ts";
 import { partnerConfigRoute } from "./partner-config.ts";
-import { qrCodeRoute } from "./qr-code.ts";
+import { qrCodePaths, qrCodeRoute } from "./qr-code.ts";
+import { reportCredentialChangeRoute } from "./report-credential-change.ts";
 import { revokeVerificationRoute } from "./revoke-verification.ts";
 import { verificationStatusRoute } from "./verification-status.ts";
 import { verifyTokenRoute } from "./verify-token.ts";
-import { type WidgetScript, widgetScriptRoutes } from "./widget-script.ts";
+import { type WidgetScript, widgetScriptPaths, widgetScriptRoutes } from "./widget-script.ts";
 
 /** Every public operation under `{base_url}`, one file each in this folder. */
-export const routes: readonly Route[] = [
+export const routes: readonly Route<GatewayServices>[] = [
   verifyTokenRoute,
   createSessionRoute,
   createVerificationLinkRoute,
@@ -55,6 +63,7 @@ export const routes: readonly Route[] = [
   logoutRoute,
   partnerConfigRoute,
   listSecuredAccountsRoute,
+  reportCredentialChangeRoute,
   bindSessionRoute,
   checkBindingRoute,
   inquireRoute,
@@ -84,10 +93,22 @@ export const routes: readonly Route[] = [
   flowFinishPasskeyRegistrationRoute,
 ];
 
+/**
+ * The OpenAPI document of all of it: the operations, each feature's part (in the order of the
+ * document's description) and the documented replies outside the envelope.
+ */
+export const openApiDocumentOf = (publicOrigin: string) =>
+  openApiDocument({
+    routes,
+    parts: [rateLimitPart, idempotencyPart, corsPart, renameWindowPart(aliasTable, sunset)],
+    securitySchemes,
+    paths: { ...keySetPaths(publicOrigin), ...qrCodePaths, ...widgetScriptPaths },
+    publicOrigin,
+  });
+
 /** Every reply outside the envelope, on the public origin: what is served but is not an operation. */
 export function rawRoutes(options: {
   keySet: KeySetCache;
-  openApi: Record<string, unknown>;
   signIn: SignInSettings | undefined;
   account: Client<typeof AccountService>;
   publicOrigin: string;
@@ -96,7 +117,7 @@ export function rawRoutes(options: {
   const { publicOrigin } = options;
   return [
     keySetRoute(options.keySet),
-    openApiRoute(options.openApi),
+    openApiRoute(openApiDocumentOf(publicOrigin)),
     qrCodeRoute,
     upgradePageRoute,
     ...widgetScriptRoutes(options.widget),

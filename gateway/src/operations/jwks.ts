@@ -66,3 +66,40 @@ export const keySetRoute = (cache: KeySetCache): RawRoute => ({
     return jsonReply(200, { keys }, { "cache-control": keySetCacheControl });
   },
 });
+
+/** The OpenAPI document's entry: the key set lives at the origin, not below `{base_url}`. */
+export const keySetPaths = (publicOrigin: string) => ({
+  [jwksPath]: {
+    servers: [{ url: publicOrigin }],
+    get: {
+      operationId: "keySet",
+      summary: "The public key set of attestation tokens and proofs (select the key by the token's `kid`).",
+      security: [],
+      responses: {
+        "200": {
+          description: "Plain JSON outside the envelope; `Cache-Control: public, max-age=300`.",
+          content: {
+            "application/json": {
+              schema: {
+                type: "object",
+                required: ["keys"],
+                properties: { keys: { type: "array", items: { type: "object" } } },
+              },
+            },
+          },
+        },
+        "503": {
+          description: "No key set can be built: keep the cached copy and retry.",
+          content: {
+            "application/json": {
+              schema: {
+                type: "object",
+                properties: { keys: { type: "array", maxItems: 0 }, error: { const: "jwks_unavailable" } },
+              },
+            },
+          },
+        },
+      },
+    },
+  },
+});

@@ -3,7 +3,8 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { environmentName } from "@svc/platform";
 import { type SecuredAccount, SecuredAccountStatus } from "@svc/proto/account/v1/account_pb.js";
 import { InputValidationError, OperationError } from "../http/errors.ts";
-import { defineRoute, fail, ok } from "../http/route.ts";
+import { fail, ok } from "../http/route.ts";
+import { defineRoute } from "../services.ts";
 
 const statuses = { active: SecuredAccountStatus.ACTIVE, unlinked: SecuredAccountStatus.UNLINKED } as const;
 const statusNames = new Map<SecuredAccountStatus, string>(

@@ -1,4 +1,5 @@
-import { defineRoute, ok } from "../http/route.ts";
+import { ok } from "../http/route.ts";
+import { defineRoute } from "../services.ts";
 import { failingAs500 } from "./gate-failures.ts";
 
 /**
@@ -25,7 +26,11 @@ export const logoutRoute = defineRoute({
     required: ["anchor_grant_token"],
   },
   envelope: "flat",
-  output: { type: "object", properties: { success: { type: "boolean" }, revoked: { type: "boolean" } } },
+  output: {
+    type: "object",
+    properties: { success: { type: "boolean" }, revoked: { type: "boolean" } },
+    required: ["success", "revoked"],
+  },
   async handle(input, { caller, services }) {
     const result = await failingAs500("the revoke failed; retry", () =>
       services.gate.logout({ caller, anchorGrantToken: input.anchor_grant_token }),

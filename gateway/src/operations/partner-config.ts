@@ -1,4 +1,5 @@
-import { defineRoute, ok } from "../http/route.ts";
+import { ok } from "../http/route.ts";
+import { defineRoute } from "../services.ts";
 import { gateTypeName } from "./create-verification-link.ts";
 import { gateKeyField, gateRequired } from "./gate-key.ts";
 import { widgetPublication } from "./widget-script.ts";

@@ -2,7 +2,7 @@ import { encodeQR } from "@paulmillr/qr";
 import { jsonReply, type RawReply, type RawRoute } from "../http/raw-route.ts";
 import { basePath } from "../http/route.ts";
 import { bindLink, bindQrTarget } from "./bind-links.ts";
-import { deepLink, qrCodePrefix, qrCodeTarget } from "./gate-links.ts";
+import { deepLink, flowSecretForm, qrCodePrefix, qrCodeSuffix, qrCodeTarget, requestIdForm } from "./gate-links.ts";
 
 /**
  * `GET {base_url}/qr/<request_id>.svg?t=<flow secret>` (`qr_code_url`): the request's `deep_link` as a
@@ -62,5 +62,48 @@ export const qrCodeRoute: RawRoute = {
       qrCodeImage(url.pathname.slice(basePath.length), url.searchParams) ??
       jsonReply(404, { error: "not_found", message: "no such QR code: the address is not one this service issued" })
     );
+  },
+};
+
+/** The OpenAPI document's entry of `qr_code_url`: an image, outside the envelope. */
+export const qrCodePaths = {
+  [`${qrCodePrefix}{request_id}${qrCodeSuffix}`]: {
+    get: {
+      operationId: "qrCode",
+      summary: "The request's `deep_link` as a QR code (the image at `qr_code_url`).",
+      security: [],
+      parameters: [
+        {
+          name: "request_id",
+          in: "path",
+          required: true,
+          schema: { type: "string", pattern: requestIdForm.source },
+          example: "req_0123456789abcdef0123456789abcdef",
+        },
+        {
+          name: "t",
+          in: "query",
+          required: true,
+          description: "The request's flow secret, as in `deep_link`: the address is as secret as the deep link.",
+          schema: { type: "string", pattern: flowSecretForm.source },
+          example: "Gq3rT8vXk2LmN5pQ7sW9yZb4Cd6Fh1Jn",
+        },
+      ],
+      responses: {
+        "200": {
+          description: "An SVG image, drawn from the address alone; not rate-limited.",
+          headers: { "Cache-Control": { schema: { type: "string", const: "no-store" } } },
+          content: { "image/svg+xml": { schema: { type: "string" } } },
+        },
+        "404": {
+          description: "Not an address of the form `qr_code_url` has.",
+          content: {
+            "application/json": {
+              schema: { type: "object", properties: { error: { const: "not_found" }, message: { type: "string" } } },
+            },
+          },
+        },
+      },
+    },
   },
 };

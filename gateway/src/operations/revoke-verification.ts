@@ -1,4 +1,5 @@
-import { defineRoute, fail, ok } from "../http/route.ts";
+import { fail, ok } from "../http/route.ts";
+import { defineRoute } from "../services.ts";
 import { failingAs500 } from "./gate-failures.ts";
 import { gateKeyField, gateRequired } from "./gate-key.ts";
 

@@ -1,6 +1,7 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { GetVerificationStatusResponse } from "@svc/proto/gate/v1/gate_pb.js";
-import { defineRoute, ok } from "../http/route.ts";
+import { ok } from "../http/route.ts";
+import { defineRoute } from "../services.ts";
 
 /**
  * `GET /verification/status`: the status record, flat under `data`. decisions.md: a secret key or a
@@ -44,6 +45,8 @@ export const verificationStatusRoute = defineRoute({
       expires_at: { type: "string", format: "date-time" },
       token: { type: "string", nullable: true },
     },
+    // Every record has these, and a `data.error` answer has none of them: the two answers cannot be confused.
+    required: ["found", "status", "message"],
   },
   async handle(input, { caller, services, clock, logger, signal }) {
     const read = () => services.gate.getVerificationStatus({ caller, requestId: input.request_id });

@@ -1,7 +1,8 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { Client } from "@connectrpc/connect";
-import { type AttestationLedgerCheck, NaturalBatcher } from "@svc/platform";
+import type { AttestationLedgerCheck } from "@svc/contracts/attestation";
+import { NaturalBatcher } from "@svc/platform";
 import { type SigningService, TokenCheckSchema } from "@svc/proto/signing/v1/signing_pb.js";
 
 /** Checks per RecordTokenChecks call (signing takes up to 256): enough to spread the per-call cost thin, few enough to return soon. */

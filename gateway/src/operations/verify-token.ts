@@ -1,9 +1,10 @@
-import { type AttestationVerification, checkAttestation } from "@svc/platform";
-import { defineRoute, ok } from "../http/route.ts";
+import { type AttestationVerification, attestationRefusals, checkAttestation } from "@svc/contracts/attestation";
+import { ok } from "../http/route.ts";
+import { defineRoute } from "../services.ts";
 
 /**
  * `POST /sdk/verify-token`: the gateway checks the token against the key set it keeps
- * (platform's attestation-check.ts, verifying-keys.ts) and signing's ledger says whether the check is the first
+ * (the contracts package's attestation.ts, verifying-keys.ts) and signing's ledger says whether the check is the first
  * (replays); an invalid token is a normal result. Field rules: decisions.md ("verify-token result").
  * Concurrent checks reach the ledger together, in one RecordTokenChecks call (verify-token-batcher.ts).
  */
@@ -22,7 +23,8 @@ export const verifyTokenRoute = defineRoute({
         type: "string",
         minLength: 1,
         maxLength: 200,
-        description: "The organization id the caller expects; a token issued for another organization is then invalid.",
+        description:
+          "The organization id the caller expects, compared with the token's `audience` claim (every token a gate issues carries its partner's organization id there); a token issued for another organization is then invalid (`audience_mismatch`).",
       },
     },
     required: ["token"],
@@ -34,8 +36,7 @@ export const verifyTokenRoute = defineRoute({
       valid: { type: "boolean" },
       reason: {
         type: "string",
-        description:
-          "Why the token is invalid (only when it is): malformed, unsupported_algorithm, unknown_key, bad_signature, wrong_issuer, not_an_attestation, expired, audience_mismatch, replayed.",
+        description: `Why the token is invalid (only when it is): ${attestationRefusals.join(", ")}.`,
       },
       expired_at: { type: "string", format: "date-time", description: "When an expired token expired." },
       verdict: { type: "string", enum: ["pass"], description: "Only on a valid token." },

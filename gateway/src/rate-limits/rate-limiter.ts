@@ -1,4 +1,4 @@
-import { type Logger, NaturalBatcher, sqlDefinition, uuid } from "@svc/platform";
+import { NaturalBatcher, sqlDefinition, uuid } from "@svc/platform";
 import type pg from "pg";
 import type { BucketName, RatePlan } from "./rate-tiers.ts";
 
@@ -119,14 +119,12 @@ const sweepBatchSize = 1000;
 export class RateLimiter {
   readonly #pool: Pick<pg.Pool, "query">;
   readonly #leaseTtlMs: number;
-  readonly #logger: Logger;
   readonly #decisions: NaturalBatcher<Asked, RateDecision>;
   readonly #releases: NaturalBatcher<string, void>;
 
-  constructor(options: { pool: Pick<pg.Pool, "query">; leaseTtlMs: number; logger: Logger }) {
+  constructor(options: { pool: Pick<pg.Pool, "query">; leaseTtlMs: number }) {
     this.#pool = options.pool;
     this.#leaseTtlMs = options.leaseTtlMs;
-    this.#logger = options.logger;
     this.#decisions = new NaturalBatcher({ maxBatch, gatherTurn: true, run: (batch) => this.#decide(batch) });
     this.#releases = new NaturalBatcher({
       maxBatch,
@@ -286,14 +284,5 @@ export class RateLimiter {
       }
     }
     return deleted;
-  }
-
-  /** Sweeps every `everyMs` until stopped; a failed sweep is logged and tried again next time. */
-  startSweeping(now: () => Date, everyMs: number): () => void {
-    const timer = setInterval(() => {
-      this.sweep(now()).catch((error: unknown) => this.#logger.warn("rate-limit sweep failed", { error }));
-    }, everyMs);
-    timer.unref();
-    return () => clearInterval(timer);
   }
 }

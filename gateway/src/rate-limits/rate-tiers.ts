@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
 import { environmentName } from "@svc/platform";
-import { bearerCredential } from "../credentials/authenticate.ts";
-import type { AuthenticatedCredential } from "../http/credential.ts";
+import { type AuthenticatedCredential, bearerCredential } from "../http/credential.ts";
 
 /**
  * The spec's tier table ("Limits"), as data: which buckets count a request, how many requests each

@@ -1,33 +1,39 @@
-import { canonicalJson } from "./canonical-json.ts";
+import { canonicalJson } from "@svc/contracts/canonical-json";
 import { el, uniqueId } from "./dom.ts";
 import { t, when } from "./i18n.ts";
 
-/** A queued card as `GET /agentlink/cards` (and the inbox) answers it. */
+/** A queued card as `GET /agentlink/cards` (and the inbox) answers it: the card table's fields at the top level. */
 export interface Card {
   id: string;
   request_id: string;
   agent: { id: string; name: string; display_name: string } | undefined;
-  action: {
-    summary_title: string;
-    category: string;
-    summary_detail?: { label: string; value: string };
-    trusted_account_id?: string;
-  };
+  summary_title: string;
+  category: string;
+  summary_detail: { label: string; value: string } | null;
+  trusted_account_id: string | null;
   adaptive_card_payload: Record<string, unknown> | null;
+  status: string;
   card_digest: string;
   warnings: { type: string; path: string; explanation: string; value?: string }[];
   ttl_at: string;
+  created_at: string;
 }
 
 export type Verdict = "approve" | "denied" | "later";
 
 /**
- * What card_digest covers, in its canonical form: the action's fields (summary_title, category,
- * summary_detail, trusted_account_id as given) and the screened Adaptive Card. The page shows exactly this
- * text under "what your passkey signs", and everything it shows of the card comes from the same fields.
+ * What card_digest covers, in its canonical form: summary_title, category, summary_detail and
+ * trusted_account_id as given, and the screened Adaptive Card; null ones left out. The page shows exactly
+ * this text under "what your passkey signs", and everything it shows of the card comes from the same fields.
  */
 const signedText = (card: Card): string =>
-  canonicalJson({ ...card.action, adaptive_card_payload: card.adaptive_card_payload ?? undefined });
+  canonicalJson({
+    summary_title: card.summary_title,
+    category: card.category,
+    summary_detail: card.summary_detail ?? undefined,
+    trusted_account_id: card.trusted_account_id ?? undefined,
+    adaptive_card_payload: card.adaptive_card_payload ?? undefined,
+  });
 
 type Json = Record<string, unknown>;
 const list = (value: unknown): Json[] => (Array.isArray(value) ? (value as Json[]) : []);
@@ -85,7 +91,8 @@ function adaptiveElements(elements: unknown): HTMLElement[] {
  */
 export function cardView(card: Card, verdict: Verdict, choose: (verdict: Verdict) => void): HTMLElement {
   const titleId = uniqueId("card-title");
-  const { action } = card;
+  const detail = card.summary_detail ?? undefined;
+  const account = card.trusted_account_id ?? undefined;
   const choice = (value: Verdict, label: string) => {
     const id = uniqueId("verdict");
     const input = el("input", {
@@ -118,16 +125,16 @@ export function cardView(card: Card, verdict: Verdict, choose: (verdict: Verdict
     "article",
     { class: "card", "aria-labelledby": titleId, "data-card-id": card.id },
     card.agent && el("p", { class: "from" }, t("cardFrom", { agent: card.agent.display_name || card.agent.name })),
-    el("h3", { id: titleId, "data-field": "summary_title" }, action.summary_title),
+    el("h3", { id: titleId, "data-field": "summary_title" }, card.summary_title),
     el(
       "dl",
       { class: "facts" },
       el("dt", {}, t("cardCategory")),
-      el("dd", { "data-field": "category" }, action.category),
-      action.summary_detail && el("dt", { "data-field": "summary_detail.label" }, action.summary_detail.label),
-      action.summary_detail && el("dd", { "data-field": "summary_detail.value" }, action.summary_detail.value),
-      action.trusted_account_id && el("dt", {}, t("cardTrustedAccount")),
-      action.trusted_account_id && el("dd", { "data-field": "trusted_account_id" }, action.trusted_account_id),
+      el("dd", { "data-field": "category" }, card.category),
+      detail && el("dt", { "data-field": "summary_detail.label" }, detail.label),
+      detail && el("dd", { "data-field": "summary_detail.value" }, detail.value),
+      account && el("dt", {}, t("cardTrustedAccount")),
+      account && el("dd", { "data-field": "trusted_account_id" }, account),
     ),
     cautions,
     payload,
@@ -141,7 +148,7 @@ export function cardView(card: Card, verdict: Verdict, choose: (verdict: Verdict
     el(
       "fieldset",
       { class: "decision" },
-      el("legend", {}, t("decisionLegend", { title: action.summary_title })),
+      el("legend", {}, t("decisionLegend", { title: card.summary_title })),
       choice("approve", t("decisionApprove")),
       choice("denied", t("decisionDeny")),
       choice("later", t("decisionLater")),

@@ -1,4 +1,4 @@
-import { developmentSecret, parse, type Settings } from "@svc/platform";
+import { batchSizeSetting, developmentSecret, parse, retentionSetting, type Settings } from "@svc/platform";
 import {
   parseCertificatePem,
   parseIacaTrustList,
@@ -86,6 +86,20 @@ export const settings = {
     default: ["urn:eudi:pid:1"],
     description: "SD-JWT VC types (vct) whose age claims are accepted, comma-separated",
   },
+  retentionEvery: {
+    parse: parse.duration,
+    default: 10 * 60_000,
+    description: "how often the retention runs, in every replica: a due row waits at most this long past its retention",
+  },
+  ceremonyRetention: retentionSetting(
+    60 * 60_000,
+    "how long a passkey ceremony is kept after it expired (until then a late finish is told it expired, not that it never was)",
+  ),
+  presentationRetention: retentionSetting(
+    60 * 60_000,
+    "how long an age presentation nobody keeps (never answered, or of a gate request nobody confirmed) is kept after it expired",
+  ),
+  retentionBatch: batchSizeSetting("rows one retention statement deletes at most"),
   rpName: {
     parse: parse.string,
     default: "svc",

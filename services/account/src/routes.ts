@@ -30,7 +30,7 @@ import {
 } from "@svc/proto/account/v1/account_pb.js";
 import { CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
 import type { AgeVerdict } from "./age/age-evaluation.ts";
-import { evaluateAge } from "./age/age-evidence.ts";
+import { evaluateAge } from "./age/evaluate-age.ts";
 import {
   describePresentation,
   findRequestPresentation,
@@ -51,6 +51,7 @@ import {
   type LinkConflict,
   type LinkContext,
   listOwnAccounts,
+  reportCredentialChange,
   secureAccount,
   unlinkAccount,
   unlinkOwnAccount,
@@ -272,6 +273,17 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
           };
         }),
 
+      reportCredentialChange: (req) =>
+        wireErrors(async () => {
+          const ended = await reportCredentialChange(links(), {
+            organizationId: req.caller?.organizationId ?? "",
+            environment: req.caller ? environmentName(req.caller.environment) : undefined,
+            secretKey: req.caller?.credentialKind === CredentialKind.SECRET_KEY,
+            partnerUserRef: req.partnerUserRef,
+          });
+          return ended === undefined ? { unlinked: false } : { unlinked: true, handle: ended.handle };
+        }),
+
       sandboxAssert: (req) => wireErrors(async () => ({ responseJson: await sandboxAssert(sandbox(), req) })),
 
       listOwnAccounts: (req) =>
@@ -373,17 +385,20 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
 
       unlinkAccount: (req) =>
         wireErrors(async () => {
-          const reason = req.credentialChanged ? "credential_changed" : "platform";
+          if (req.credentialChanged)
+            throw invalidArgument(
+              "the console's revoke always ends a link with reason platform; the partner's server reports a changed sign-in detail (POST /v1/secured-accounts/report-credential-change)",
+            );
           const unlinkedAt = clock.now();
           const { handle } = await unlinkAccount(links(), {
             organizationId: req.organizationId,
             environment: environmentName(req.environment),
             partnerUserRef: req.partnerUserRef,
             by: "platform",
-            reason,
+            reason: "platform",
             at: unlinkedAt,
           });
-          return { handle, unlinkedAt: timestampFromDate(unlinkedAt), reason };
+          return { handle, unlinkedAt: timestampFromDate(unlinkedAt), reason: "platform" };
         }),
     });
   };

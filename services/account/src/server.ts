@@ -1,18 +1,17 @@
-import { ConfigError, runAsMain, type StartOptions, startService } from "@svc/platform";
+import { ConfigError, deleteDue, runAsMain, type StartOptions, startPeriodicJob, startService } from "@svc/platform";
 import { AgeEvidence } from "./age/age-evidence.entity.ts";
-import { deleteOldPresentations } from "./age/wallet/presentations.ts";
+import { presentationRetentionRule } from "./age/wallet/presentations.ts";
 import { walletDependencies } from "./age/wallet/wallet-setup.ts";
 import { settings } from "./config.ts";
 import { Device } from "./devices/device.entity.ts";
 import { Human, SignInIdentity } from "./humans/human.entity.ts";
 import { AccountLink } from "./links/account-link.entity.ts";
 import { migrations } from "./migrations/index.ts";
-import { deleteOldCeremonies } from "./passkeys/ceremonies.ts";
+import { ceremonyRetentionRule } from "./passkeys/ceremonies.ts";
 import { Passkey, PasskeyCeremony } from "./passkeys/passkey.entity.ts";
 import { configuredProviders } from "./push/configured-providers.ts";
 import { accountRoutes, type RouteDependencies } from "./routes.ts";
 import { SandboxPasskey } from "./sandbox/sandbox-passkey.entity.ts";
-import { startSweeps } from "./sweeps.ts";
 
 /**
  * account: humans, their passkeys (WebAuthn), devices, age evidence and secured-account links
@@ -47,14 +46,30 @@ export const startAccount = (options: StartOptions = {}) =>
         };
       },
       routes: accountRoutes,
-      background: async ({ orm, clock }, { logger }) =>
-        startSweeps(
-          [
-            { name: "old passkey ceremonies", run: deleteOldCeremonies },
-            { name: "old age presentations", run: deleteOldPresentations },
+      // In every replica; batches skip the rows another replica's batch holds.
+      background: async ({ orm, clock }, { config, logger }) => {
+        const retention = startPeriodicJob({
+          everyMs: config.retentionEvery,
+          logger,
+          steps: [
+            {
+              name: "passkey ceremony retention",
+              run: () =>
+                deleteDue(orm, ceremonyRetentionRule(clock.now(), config.ceremonyRetention), config.retentionBatch),
+            },
+            {
+              name: "age presentation retention",
+              run: () =>
+                deleteDue(
+                  orm,
+                  presentationRetentionRule(clock.now(), config.presentationRetention),
+                  config.retentionBatch,
+                ),
+            },
           ],
-          { orm, clock, logger },
-        ),
+        });
+        return () => retention.stop();
+      },
     },
     options,
   );

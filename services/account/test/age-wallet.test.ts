@@ -1,9 +1,18 @@
 import { createHash, verify, X509Certificate } from "node:crypto";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { createLogger, ManualClock, openDatabase } from "@svc/platform";
+import {
+  createLogger,
+  deleteDue,
+  deleteDueBatch,
+  dueBatchStatement,
+  ManualClock,
+  openDatabase,
+  openStatementPool,
+} from "@svc/platform";
 import { AgeVerdict, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { planOf } from "../../../test/harness/plans.ts";
 import {
   credentialParts,
   disclosedName,
@@ -13,7 +22,7 @@ import {
   vpToken,
 } from "../../../test/harness/wallet-holder.ts";
 import { AgeEvidence } from "../src/age/age-evidence.entity.ts";
-import { deleteOldPresentations, presentationRetentionMs } from "../src/age/wallet/presentations.ts";
+import { presentationRetentionRule } from "../src/age/wallet/presentations.ts";
 import { migrations } from "../src/migrations/index.ts";
 import { startTestAccount, type TestAccount } from "./support/account.ts";
 
@@ -63,9 +72,11 @@ describe("wallet presentations", () => {
   });
 });
 
-describe("the sweep of old presentations", () => {
+describe("the retention of old presentations", () => {
   /** A presentation wallet-side lifetime: 10 minutes from its start. */
   const lifetimeMs = 10 * 60_000;
+  /** ACCOUNT_PRESENTATION_RETENTION's default. */
+  const presentationRetentionMs = 60 * 60_000;
   const holder = newHolder();
   let orm: Awaited<ReturnType<typeof openDatabase>>;
 
@@ -80,7 +91,8 @@ describe("the sweep of old presentations", () => {
   });
   afterAll(() => orm?.close());
 
-  const sweep = (batchSize?: number) => deleteOldPresentations(orm.em.fork(), clock.now(), batchSize);
+  const rule = () => presentationRetentionRule(clock.now(), presentationRetentionMs);
+  const sweep = (batchSize = 1000) => deleteDue(orm, rule(), batchSize);
   const presentationIds = async () =>
     (await account.sql<{ id: string }>(`select id from age_presentation order by id`)).map((row) => row.id);
 
@@ -122,7 +134,7 @@ describe("the sweep of old presentations", () => {
     return started.presentationId;
   }
 
-  it("deletes pending and unconfirmed ones an hour past their expiry, not a millisecond before, and keeps a human's", async () => {
+  it("deletes pending and unconfirmed ones once an hour past their expiry has gone by, and keeps a human's", async () => {
     clock.set("2026-11-23T10:00:00Z");
     await sweep(); // what earlier tests left, so the counts below are this test's own
     const start = clock.now();
@@ -143,13 +155,13 @@ describe("the sweep of old presentations", () => {
     expect(confirmed.source).toBe("sd-jwt-vc");
 
     const boundary = start.getTime() + lifetimeMs + presentationRetentionMs;
-    clock.set(new Date(boundary - 1));
+    clock.set(new Date(boundary));
     expect(await sweep()).toBe(0);
     expect(await presentationIds()).toEqual(
       [pendingAhead, pendingForRequest, unconfirmed, acceptedAhead, claimed].sort(),
     );
 
-    clock.set(new Date(boundary));
+    clock.set(new Date(boundary + 1));
     expect(await sweep()).toBe(3);
     expect(await presentationIds()).toEqual([acceptedAhead, claimed].sort());
     // The verdicts already kept as evidence are not the sweep's: both humans still read over.
@@ -159,17 +171,49 @@ describe("the sweep of old presentations", () => {
     }
   });
 
-  it("deletes in bounded batches: at most 20 batches a call, the rest at the next", async () => {
+  it("deletes in batches of ACCOUNT_RETENTION_BATCH until one comes back short", async () => {
     clock.set("2026-11-25T10:00:00Z");
     await sweep();
     const human = await sandboxHuman();
     for (let i = 0; i < 45; i += 1) await presentationOf({ svcUserId: human });
-    clock.advance(lifetimeMs + presentationRetentionMs);
+    clock.advance(lifetimeMs + presentationRetentionMs + 1);
     const left = async () =>
       (await account.sql(`select id from age_presentation where svc_user_id = $1`, [human])).length;
-    expect(await sweep(2)).toBe(40);
-    expect(await left()).toBe(5);
-    expect(await sweep(2)).toBe(5);
+    expect(await deleteDueBatch(orm, rule(), 2)).toBe(2);
+    expect(await left()).toBe(43);
+    expect(await sweep(2)).toBe(43);
     expect(await left()).toBe(0);
+  });
+
+  it("reads only what it may delete, oldest first on age_presentation_due, past the presentations humans keep", async () => {
+    clock.set("2026-11-26T10:00:00Z");
+    const human = await sandboxHuman();
+    const longAgo = new Date(clock.now().getTime() - 2 * lifetimeMs - 2 * presentationRetentionMs);
+    await account.sql(
+      `insert into age_presentation (id, svc_user_id, thresholds, nonce, client_id, state, source, created_at, expires_at)
+       select 'kept' || g, $1, '{18}', 'n', 'c', 'accepted', 'sd-jwt-vc', $2, $2 from generate_series(1, 20000) g`,
+      [human, longAgo],
+    );
+    await account.sql(
+      `insert into age_presentation (id, request_id, thresholds, nonce, client_id, state, created_at, expires_at)
+       select 'due' || g, 'req_' || g, '{18}', 'n', 'c', 'pending', $1, $1 from generate_series(1, 2000) g`,
+      [longAgo],
+    );
+    await account.sql("analyze age_presentation");
+    const statements = openStatementPool({
+      url: account.database.url,
+      schema: "account",
+      max: 1,
+      logger: createLogger("presentation-plan-test", {}, "error"),
+    });
+    try {
+      const plan = await planOf(statements, dueBatchStatement(rule()), [rule().before, 1000]);
+      expect(plan, plan).not.toContain("Seq Scan");
+      expect(plan, plan).not.toContain("Bitmap");
+      expect(plan, plan).toContain("age_presentation_due");
+    } finally {
+      await statements.end();
+    }
+    expect(await sweep()).toBe(2000);
   });
 });

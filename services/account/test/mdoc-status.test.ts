@@ -7,8 +7,8 @@ import { deviceResponse } from "../../../test/harness/mdoc-holder.ts";
 import { DevIssuers } from "../src/age/wallet/dev-issuers.ts";
 import { DevMdocIssuer } from "../src/age/wallet/dev-mdoc-issuer.ts";
 import { mdl, verifyMdocPresentation } from "../src/age/wallet/mdoc-verifier.ts";
-import type { VerifierDependencies } from "../src/age/wallet/sd-jwt-vc-verifier.ts";
 import { parseIacaTrustList } from "../src/age/wallet/trust-list.ts";
+import type { VerifierDependencies } from "../src/age/wallet/verification.ts";
 import { walletDependencies } from "../src/age/wallet/wallet-setup.ts";
 import { settings } from "../src/config.ts";
 

@@ -1,10 +1,10 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
-import { createLogger, ManualClock, openDatabase, uuid } from "@svc/platform";
+import { createLogger, deleteDue, ManualClock, openDatabase, uuid } from "@svc/platform";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SoftwareAuthenticator } from "../../../test/harness/software-passkey.ts";
 import { migrations } from "../src/migrations/index.ts";
-import { ceremonyRetentionMs, deleteOldCeremonies } from "../src/passkeys/ceremonies.ts";
+import { ceremonyRetentionRule } from "../src/passkeys/ceremonies.ts";
 import { PasskeyCeremony } from "../src/passkeys/passkey.entity.ts";
 import { refusal, startTestAccount, type TestAccount } from "./support/account.ts";
 
@@ -442,6 +442,9 @@ describe("passkey registration and assertion", () => {
 });
 
 describe("ceremony upkeep", () => {
+  /** ACCOUNT_CEREMONY_RETENTION's default. */
+  const ceremonyRetentionMs = 60 * 60_000;
+
   it("ceremonies that expired over an hour ago are deleted; later ones still explain themselves", async () => {
     const orm = await openDatabase({
       url: account.database.url,
@@ -462,7 +465,7 @@ describe("ceremony upkeep", () => {
         binding: "gate-request:req_recent",
       });
       clock.advance(1000);
-      expect(await deleteOldCeremonies(orm.em.fork(), clock.now())).toBeGreaterThan(0);
+      expect(await deleteDue(orm, ceremonyRetentionRule(clock.now(), ceremonyRetentionMs), 1000)).toBeGreaterThan(0);
       const gone = await refusal(
         account.client.finishPasskeyAssertion({
           ceremonyId: old.ceremonyId,

@@ -1,9 +1,9 @@
-import { fromBinary } from "@bufbuild/protobuf";
+import { create, fromBinary } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
 import { connectNats, inboxChangedSubject, ManualClock, type NatsConnection, uuid } from "@svc/platform";
 import { NoticeKind, SandboxBehavior, SecuredAccountStatus } from "@svc/proto/account/v1/account_pb.js";
-import { Environment } from "@svc/proto/common/v1/caller_pb.js";
+import { CallerSchema, CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { InboxChangedSchema } from "@svc/proto/common/v1/inbox_watch_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { natsUrl, uniqueName } from "../../../test/harness/index.ts";
@@ -49,8 +49,13 @@ function platform() {
         surfaceId: "",
         at: timestampFromDate(clock.now()),
       }),
-    revoke: (partnerUserRef: string, extra: { credentialChanged?: boolean } = {}) =>
-      account.console.unlinkAccount({ organizationId, environment, partnerUserRef, ...extra }),
+    revoke: (partnerUserRef: string) => account.console.unlinkAccount({ organizationId, environment, partnerUserRef }),
+    /** The partner's server reports a changed sign-in detail (a secret API key's caller, unless another kind is named). */
+    reportChange: (partnerUserRef: string, credentialKind = CredentialKind.SECRET_KEY) =>
+      account.client.reportCredentialChange({
+        caller: create(CallerSchema, { organizationId, environment, credentialId: uuid(), credentialKind }),
+        partnerUserRef,
+      }),
     rows: () =>
       account.sql<{ handle: string; status: string; unlinked_by: string | null; unlink_reason: string | null }>(
         "select handle, status, unlinked_by, unlink_reason from account_link where organization_id = $1 order by secured_at",
@@ -120,6 +125,56 @@ describe("the person's own links", () => {
   });
 });
 
+describe("reporting a changed sign-in detail", () => {
+  it("ends the reference's active link by platform, reason credential_changed, once; a retry answers unlinked false", async () => {
+    const human = await newHuman();
+    const [shop, other] = [platform(), platform()];
+    const { handle } = await shop.secure("user-1", human);
+    const untouched = await other.secure("user-1", await newHuman());
+    clock.advance(60_000);
+    expect(await shop.reportChange("user-1")).toMatchObject({ unlinked: true, handle });
+    expect(await shop.rows()).toEqual([
+      { handle, status: "unlinked", unlinked_by: "platform", unlink_reason: "credential_changed" },
+    ]);
+    expect(await shop.reportChange("user-1")).toMatchObject({ unlinked: false, handle: "" });
+    expect(await shop.reportChange("user-unknown")).toMatchObject({ unlinked: false, handle: "" });
+    expect(await unlinkedEvents(shop.organizationId)).toBe("1");
+    expect((await account.client.listNotices({ svcUserId: human })).notices.map((n) => n.kind)).toEqual([
+      NoticeKind.RELINK_OFFER,
+    ]);
+    expect(await other.rows()).toEqual([
+      { handle: untouched.handle, status: "active", unlinked_by: null, unlink_reason: null },
+    ]);
+  });
+
+  it("takes a secret API key's caller only, and the console's revoke can no longer choose the reason", async () => {
+    const shop = platform();
+    const { handle } = await shop.secure("user-1", await newHuman());
+    for (const kind of [CredentialKind.SITE_KEY, CredentialKind.AGENT_KEY, CredentialKind.GRANT_TOKEN])
+      expect((await refusal(shop.reportChange("user-1", kind))).code).toBe(Code.Unauthenticated);
+    expect((await refusal(account.client.reportCredentialChange({ partnerUserRef: "user-1" }))).code).toBe(
+      Code.PermissionDenied,
+    );
+    for (const partnerUserRef of ["", "x".repeat(513)])
+      expect((await refusal(shop.reportChange(partnerUserRef))).code).toBe(Code.InvalidArgument);
+    const consoleRevoke = await refusal(
+      account.console.unlinkAccount({
+        organizationId: shop.organizationId,
+        environment,
+        partnerUserRef: "user-1",
+        credentialChanged: true,
+      }),
+    );
+    expect(consoleRevoke.code).toBe(Code.InvalidArgument);
+    expect(consoleRevoke.rawMessage).toContain("report-credential-change");
+    expect(await shop.rows()).toEqual([{ handle, status: "active", unlinked_by: null, unlink_reason: null }]);
+    expect(await shop.revoke("user-1")).toMatchObject({ handle, reason: "platform" });
+    expect(await shop.rows()).toEqual([
+      { handle, status: "unlinked", unlinked_by: "platform", unlink_reason: "platform" },
+    ]);
+  });
+});
+
 describe("notices", () => {
   it("a partner's revoke leaves account_revoked; credential_changed a relink_offer, which the relink withdraws", async () => {
     const human = await newHuman();
@@ -129,7 +184,7 @@ describe("notices", () => {
     clock.advance(60_000);
     await revoking.revoke("user-1");
     clock.advance(60_000);
-    await changed.revoke("user-9", { credentialChanged: true });
+    await changed.reportChange("user-9");
     const { notices } = await account.client.listNotices({ svcUserId: human });
     expect(notices.map((n) => [n.kind, n.organizationId, n.handle, n.environment])).toEqual([
       [NoticeKind.RELINK_OFFER, changed.organizationId, offered.handle, environment],
@@ -223,7 +278,7 @@ describe("deleting a person", () => {
     const [active, revoked, other] = [platform(), platform(), platform()];
     const activeLink = await active.secure("user-a", human);
     await revoked.secure("user-r", human);
-    await revoked.revoke("user-r", { credentialChanged: true });
+    await revoked.reportChange("user-r");
     await other.secure("user-b", bystander);
     await account.client.registerDevice({ svcUserId: human, pushToken: `token-${uuid()}`, platform: "ios" });
     await account.client.beginPasskeyAssertion({

@@ -5,6 +5,7 @@ import { type Client, Code, ConnectError, type ConnectRouter } from "@connectrpc
 import type { MikroORM } from "@mikro-orm/postgresql";
 import {
   type Clock,
+  type EnvironmentName,
   type EventBus,
   environmentName,
   environmentProto,
@@ -46,9 +47,10 @@ import { cancel } from "./proposals/cancel.ts";
 import { cardAudit } from "./proposals/card-audit.ts";
 import { type CardReader, noCardMessage } from "./proposals/card-reader.ts";
 import { cardStateAt, checkStatusAnswer, toProtoCardStatus } from "./proposals/card-status.ts";
-import type { CardWriter } from "./proposals/card-writer.ts";
+import type { CardWriter, ProposedCard } from "./proposals/card-writer.ts";
 import { expireSweep } from "./proposals/expire-sweep.ts";
 import { inquire, type ProposalContext } from "./proposals/inquire.ts";
+import { proposeSandboxCard } from "./proposals/sandbox-proposal.ts";
 import { AgentlinkRefusal, type AgentlinkRefusalKind, refuse } from "./refusal.ts";
 import type { ClassifierClient } from "./trust-layer/classifier-client.ts";
 
@@ -125,6 +127,13 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
       .catch((error: unknown) => deps.logger.warn("push to the person's devices failed", { error }));
   };
 
+  /** After a new card's commit: a sandbox human's answer, and the push to the person's devices. */
+  const cardQueued = (environment: EnvironmentName | undefined, card: ProposedCard) => {
+    // Recorded with a development card: should this answer be lost, the sandbox sweep gives it.
+    void deps.sandbox.answerSoon(environment, card);
+    pushCard(card.svcUserId);
+  };
+
   return (router) => {
     router.service(AgentService, {
       authenticateAgentKey: async (req) => {
@@ -182,11 +191,7 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
             ttlSeconds: req.ttlSeconds,
             proposal: req.proposal ?? {},
           });
-          if (!replay) {
-            // Recorded with a development card: should this answer be lost, the sandbox sweep gives it.
-            void deps.sandbox.answerSoon(environmentName(req.caller?.environment ?? Environment.UNSPECIFIED), card);
-            pushCard(card.svcUserId);
-          }
+          if (!replay) cardQueued(environmentName(req.caller?.environment ?? Environment.UNSPECIFIED), card);
           return {
             status: toProtoCardStatus[card.status],
             cardId: card.id,
@@ -235,7 +240,8 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
       listCards: (req) =>
         wireErrors(async () => {
           const manager = em();
-          const cards = await queuedCardsOf(manager, requireHuman(req.svcUserId), clock.now());
+          const now = clock.now();
+          const cards = await queuedCardsOf(manager, requireHuman(req.svcUserId), now);
           const agents = await manager.find(Agent, { id: { $in: [...new Set(cards.map((card) => card.agentId))] } });
           return {
             cards: cards.map((card) =>
@@ -248,6 +254,7 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
                 ttlAt: timestampFromDate(card.ttlAt),
                 proposedAt: timestampFromDate(card.createdAt),
                 warnings: card.warnings,
+                status: toProtoCardStatus[cardStateAt(card, now).status],
               }),
             ),
           };
@@ -351,6 +358,28 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
         wireErrors(async () => ({
           expiredCount: await expireSweep({ em: em(), clock, bus: deps.bus, outbox: deps.outbox }, req.limit),
         })),
+
+      proposeSandboxCard: (req) =>
+        wireErrors(async () => {
+          const { agentId, requestId, card } = await proposeSandboxCard(
+            { ...proposals(), em: em() },
+            {
+              agentName: req.agentName,
+              organizationId: req.organizationId,
+              svcUserId: req.svcUserId,
+              ttlSeconds: req.ttlSeconds,
+              proposal: req.proposal ?? {},
+            },
+          );
+          cardQueued("development", card);
+          return {
+            status: toProtoCardStatus[card.status],
+            cardId: card.id,
+            requestId,
+            agentId,
+            ttlAt: timestampFromDate(card.ttlAt),
+          };
+        }),
 
       getCardAudit: (req) =>
         wireErrors(async () => {

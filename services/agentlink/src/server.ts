@@ -1,5 +1,12 @@
 import { createSecretKey } from "node:crypto";
-import { createInternalClient, runAsMain, type StartOptions, startService, startWakeableLoop } from "@svc/platform";
+import {
+  createInternalClient,
+  runAsMain,
+  type StartOptions,
+  startPeriodicJob,
+  startService,
+  startWakeableLoop,
+} from "@svc/platform";
 import { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { Agent, AgentKey } from "./agents/agent.entity.ts";
@@ -80,14 +87,17 @@ export const startAgentlink = (options: StartOptions = {}) =>
       // The expire sweep and the retention about every 60 seconds; replicas share the work through their
       // row locks.
       background: async (deps, { clock, config, logger }) => {
-        const timer = setInterval(() => {
-          expireSweep({ ...deps, em: deps.orm.em.fork() }, undefined).catch((error: unknown) =>
-            logger.warn("expire sweep failed; will retry", { error }),
-          );
-          pruneCards(deps.orm, clock, config.cardRetention, config.retentionBatch).catch((error: unknown) =>
-            logger.warn("card retention failed; will retry", { error }),
-          );
-        }, sweepEveryMs);
+        const sweeps = startPeriodicJob({
+          everyMs: sweepEveryMs,
+          logger,
+          steps: [
+            { name: "expire sweep", run: () => expireSweep({ ...deps, em: deps.orm.em.fork() }, undefined) },
+            {
+              name: "card retention",
+              run: () => pruneCards(deps.orm, clock, config.cardRetention, config.retentionBatch),
+            },
+          ],
+        });
         // At start (the answers a killed predecessor left) and then every AGENTLINK_SANDBOX_SWEEP_EVERY; a
         // full batch is followed by the next one at once.
         const sandboxSweep = startWakeableLoop({
@@ -96,7 +106,7 @@ export const startAgentlink = (options: StartOptions = {}) =>
           onError: (error) => logger.warn("sandbox sweep failed; will retry", { error }),
         });
         return async () => {
-          clearInterval(timer);
+          await sweeps.stop();
           await sandboxSweep.stop();
         };
       },

@@ -162,6 +162,42 @@ describe("inquire", () => {
     expect(detailOf(revoked).code).toBeUndefined();
   });
 
+  it("refuses a text over its limit before any other check, with each field's path and limit, storing nothing", async () => {
+    const agent = await boundAgent();
+    const requestId = uuid();
+    const first = await ask(agent, { requestId });
+    const overlong = {
+      summary_title: "😀".repeat(121),
+      category: "c".repeat(81),
+      summary_detail: { label: "l".repeat(41), value: "v".repeat(81) },
+    };
+    // A replay of a queued card's request_id, a ttl out of range and an unknown person: the limits still come first.
+    const error = await refusal(
+      ask(agent, { requestId, ttlSeconds: 5, opaqueId: "nobody", proposal: { action: overlong } }),
+    );
+    expect(error.code).toBe(Code.InvalidArgument);
+    expect(detailOf(error)).toEqual({
+      code: "proposal_field_too_long",
+      fields: [
+        { path: "/action/summary_title", max_length: 120 },
+        { path: "/action/category", max_length: 80 },
+        { path: "/action/summary_detail/label", max_length: 40 },
+        { path: "/action/summary_detail/value", max_length: 80 },
+      ],
+    });
+    expect(error.rawMessage).toContain("/action/summary_title must be at most 120 characters long");
+    // At the limit, counted in code points, the texts pass.
+    const atLimit = {
+      summary_title: "😀".repeat(120),
+      category: "payments",
+      summary_detail: { label: "l".repeat(40), value: "v".repeat(80) },
+    };
+    expect((await ask(agent, { proposal: { action: atLimit } })).status).toBe(CardStatus.QUEUED);
+    expect(
+      await agentlink.sql("select id from card where agent_id = $1 and request_id = $2", [agent.id, requestId]),
+    ).toEqual([{ id: first.cardId }]);
+  });
+
   it("refuses a request_id that is not a uuid, storing nothing", async () => {
     const agent = await boundAgent();
     const error = await refusal(ask(agent, { requestId: "not-a-uuid" }));

@@ -1,8 +1,9 @@
 import { createHash } from "node:crypto";
+import { canonicalJson } from "@svc/contracts/canonical-json";
+import { canonicalDigest, utf8 } from "@svc/contracts/card-digest";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { findAccounts } from "../src/trust-layer/accounts.ts";
-import { canonicalDigest, canonicalJson, utf8 } from "../src/trust-layer/canonical-json.ts";
 import type { VisibleText } from "../src/trust-layer/card-structure.ts";
 import { Findings } from "../src/trust-layer/findings.ts";
 import { findImpersonations, impersonationPhrases, phraseSource } from "../src/trust-layer/impersonation-phrases.ts";

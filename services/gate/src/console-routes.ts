@@ -11,6 +11,7 @@ import {
   ListGatesResponseSchema,
   GateType as ProtoGateType,
   SetGateStatusResponseSchema,
+  SetNotarizeOfferResponseSchema,
 } from "@svc/proto/gate/v1/gate_pb.js";
 import type { Gate, GateStore } from "./gates/gate-store.ts";
 import { refusalsAsConnectErrors, refuse } from "./refusal.ts";
@@ -79,6 +80,17 @@ export function gateConsoleRoutes(deps: {
             request.status,
           );
           return create(SetGateStatusResponseSchema, { gate: gateMessage(gate) });
+        }),
+
+      setNotarizeOffer: (request) =>
+        refusalsAsConnectErrors(async () => {
+          const gate = await gates.setNotarizeOffer(
+            request.organizationId,
+            requireEnvironment(request.environment),
+            request.key,
+            request.notarizeOffer,
+          );
+          return create(SetNotarizeOfferResponseSchema, { gate: gateMessage(gate) });
         }),
 
       listGates: (request) =>

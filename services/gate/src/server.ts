@@ -3,6 +3,7 @@ import {
   createInternalClient,
   runAsMain,
   type StartOptions,
+  startPeriodicJob,
   startService,
   startWakeableLoop,
 } from "@svc/platform";
@@ -68,12 +69,14 @@ export const startGate = (options: StartOptions = {}) =>
           requestMs: config.requestRetention,
           batchSize: config.retentionBatch,
         };
-        const timer = setInterval(() => {
-          lifecycle.sweep(200).catch((error: unknown) => logger.warn("expiry sweep failed; will retry", { error }));
-          pruneGate(orm, clock, retention).catch((error: unknown) =>
-            logger.warn("retention failed; will retry", { error }),
-          );
-        }, config.sweepEvery);
+        const sweeps = startPeriodicJob({
+          everyMs: config.sweepEvery,
+          logger,
+          steps: [
+            { name: "expiry sweep", run: () => lifecycle.sweep(200) },
+            { name: "retention", run: () => pruneGate(orm, clock, retention) },
+          ],
+        });
         // At start (the answers a killed predecessor left) and then every GATE_SANDBOX_SWEEP_EVERY; a full
         // batch is followed by the next one at once.
         const sandboxSweep = startWakeableLoop({
@@ -82,7 +85,7 @@ export const startGate = (options: StartOptions = {}) =>
           onError: (error) => logger.warn("sandbox sweep failed; will retry", { error }),
         });
         return async () => {
-          clearInterval(timer);
+          await sweeps.stop();
           await sandboxSweep.stop();
         };
       },

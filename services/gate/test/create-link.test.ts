@@ -227,6 +227,47 @@ describe("create-verification-link, one statement per batch of calls", () => {
     }
   });
 
+  it("reads the notarize offer from the database for each request that asks for it, not from a remembered gate", async () => {
+    const sessionFacts = new SessionFactsLookup(statements);
+    const sessions = new SessionStore({ db: statements, clock, refs, facts: sessionFacts });
+    // One lookup for every call, as in a running replica: the gate's facts are remembered after the first.
+    const gates = new GateFactsLookup(statements);
+    const deps = {
+      writer: new RequestWriter(statements),
+      sessions: sessionFacts,
+      gates,
+      clock,
+      refs,
+      presenceWindowMs: 600_000,
+      idempotent: new IdempotentCreates({ db: statements, refs, gates }),
+    };
+    const offered = async (more: Partial<LinkInput>) => {
+      const session = await sessions.create(keyCaller, { partnerUserId: "", metadata: undefined, allowedGates: [] });
+      const { id } = await sessions.authenticate(session.token);
+      const caller = { ...keyCaller, credentialId: id, kind: "grant_token" as const };
+      return (await createLink(deps, caller, input("checkout", { notarize: true, ...more }), { devices: 0 }))
+        .notarizeOffered;
+    };
+    const store = new GateStore({ orm, clock });
+    expect(await offered({ partnerUserRef: "user-n1" })).toBe(false);
+    expect(await store.setNotarizeOffer(organizationId, "development", "checkout", true)).toMatchObject({
+      key: "checkout",
+      notarizeOffer: true,
+    });
+    try {
+      expect(await offered({ partnerUserRef: "user-n2" })).toBe(true);
+      // Without a partner reference there is no account to secure.
+      expect(await offered({})).toBe(false);
+      expect(await offered({ partnerUserRef: "user-n3", notarize: false })).toBe(false);
+    } finally {
+      await store.setNotarizeOffer(organizationId, "development", "checkout", false);
+    }
+    expect(await offered({ partnerUserRef: "user-n4" })).toBe(false);
+    await expect(store.setNotarizeOffer(organizationId, "production", "checkout", true)).rejects.toMatchObject({
+      kind: "not_found",
+    });
+  });
+
   it("refuses in the operation's order and consumes nothing when it refuses", async () => {
     const node = replica();
     const restricted = await node.sessions.create(keyCaller, {

@@ -1,4 +1,3 @@
-export * from "./attestation-check.ts";
 export * from "./backoff.ts";
 export * from "./clients.ts";
 export * from "./clock.ts";
@@ -11,9 +10,12 @@ export * from "./inbox-watch.ts";
 export * from "./logger.ts";
 export * from "./nats.ts";
 export * from "./natural-batcher.ts";
+export * from "./node-handler.ts";
 export * from "./outbox.ts";
+export * from "./periodic-job.ts";
 export * from "./refusal.ts";
 export * from "./retention.ts";
+export * from "./rpc-errors.ts";
 export * from "./server.ts";
 export * from "./service.ts";
 export * from "./stored-definitions.ts";

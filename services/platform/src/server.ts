@@ -1,13 +1,11 @@
 import { createServer as createHttp1Server } from "node:http";
 import { createServer as createHttp2Server, type Http2Session } from "node:http2";
 import { type AddressInfo, createServer as createTcpServer, type Socket } from "node:net";
-import type { ConnectRouter } from "@connectrpc/connect";
+import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { createLogger, type Logger } from "./logger.ts";
-
-type NodeHandler = ReturnType<typeof connectNodeAdapter>;
-export type NodeServerRequest = Parameters<NodeHandler>[0];
-export type NodeServerResponse = Parameters<NodeHandler>[1];
+import type { NodeServerRequest, NodeServerResponse } from "./node-handler.ts";
+import { malformedRequestsAreInvalid, sendRpcError } from "./rpc-errors.ts";
 
 export interface ServiceOptions {
   name: string;
@@ -25,7 +23,8 @@ export interface ServiceOptions {
   drainTimeoutMs?: number;
   /**
    * Checks the caller of every call but the probes (the gateway's console: the operator credential). A call
-   * it refuses is answered as Connect's `unauthenticated` with `refusal` as the message, and reaches nothing.
+   * it refuses is answered `unauthenticated` in its own protocol (Connect, gRPC or gRPC-Web) with `refusal`
+   * as the message, and reaches nothing.
    */
   authenticate?: { check: (req: NodeServerRequest) => boolean; refusal: string };
   /**
@@ -51,6 +50,7 @@ export async function serveConnect(options: ServiceOptions): Promise<RunningServ
   const { logger } = options;
   const handler = connectNodeAdapter({
     routes: options.routes,
+    ...malformedRequestsAreInvalid,
     fallback: (req, res) => {
       const path = (req.url ?? "").split("?")[0];
       if (path === "/healthz") return sendJson(res, 200, { status: "ok", service: options.name });
@@ -74,8 +74,7 @@ export async function serveConnect(options: ServiceOptions): Promise<RunningServ
     });
     const path = (req.url ?? "").split("?")[0];
     if (options.authenticate && path !== "/healthz" && path !== "/readyz" && !options.authenticate.check(req))
-      // Connect's unary error shape; HTTP 401 is how the Connect protocol carries `unauthenticated`.
-      return sendJson(res, 401, { code: "unauthenticated", message: options.authenticate.refusal });
+      return sendRpcError(req, res, new ConnectError(options.authenticate.refusal, Code.Unauthenticated));
     handler(req, res);
   };
   const h2 = createHttp2Server({}, counted);

@@ -1,10 +1,8 @@
 import { randomUUID } from "node:crypto";
-import type { JsonObject } from "@bufbuild/protobuf";
+import { type AttestationClaims, attestationLifetimeSeconds } from "@svc/contracts/attestation";
 import { epochSeconds } from "@svc/platform";
 import { type JwsSigner, signCompact } from "./compact-jws.ts";
 import { invalidInput, requireInstant, requireText } from "./invalid-input.ts";
-
-export const attestationLifetimeSeconds = 120;
 
 export type AgeResult = "over" | "under" | "unavailable";
 
@@ -29,8 +27,8 @@ export interface AttestationContext {
 
 const ageOver: Record<AgeResult, boolean | null> = { over: true, under: false, unavailable: null };
 
-/** The claims of the spec's attestation token, plus `iss`/`iat`/`exp` so standard JWT libraries enforce them. */
-export function attestationClaims(input: AttestationInput, context: AttestationContext): JsonObject {
+/** The claims of the spec's attestation token, as the contracts package defines them, from one verification. */
+export function attestationClaims(input: AttestationInput, context: AttestationContext): AttestationClaims {
   const verifiedAt = requireInstant(input.verifiedAt, "verified_at");
   if (input.audience !== undefined && input.audience.trim() === "")
     throw invalidInput("audience, when given, must not be empty");
@@ -41,27 +39,28 @@ export function attestationClaims(input: AttestationInput, context: AttestationC
   }
   const issuedAt = epochSeconds(context.now);
   const expiresAt = issuedAt + attestationLifetimeSeconds;
-  const claims: JsonObject = {
+  return {
     request_id: requireText(input.requestId, "request_id"),
     verified: input.verified,
     organization_id: requireText(input.organizationId, "organization_id"),
+    ...(input.audience !== undefined ? { audience: input.audience } : {}),
+    timestamp: verifiedAt.toISOString(),
+    nonce: context.nonce,
+    issued_at: issuedAt,
+    expires_at: expiresAt,
+    ...(input.age !== undefined ? { age_over: ageOver[input.age] } : {}),
+    trusted: input.trusted,
+    ...(input.trusted
+      ? {
+          trusted_since: requireInstant(input.trustedSince, "trusted_since").toISOString(),
+          // The pass that produced this token is the verification itself unless the caller says otherwise.
+          last_pass_at: (input.lastPassAt ?? verifiedAt).toISOString(),
+        }
+      : {}),
+    iss: context.issuer,
+    iat: issuedAt,
+    exp: expiresAt,
   };
-  if (input.audience !== undefined) claims.audience = input.audience;
-  claims.timestamp = verifiedAt.toISOString();
-  claims.nonce = context.nonce;
-  claims.issued_at = issuedAt;
-  claims.expires_at = expiresAt;
-  if (input.age !== undefined) claims.age_over = ageOver[input.age];
-  claims.trusted = input.trusted;
-  if (input.trusted) {
-    claims.trusted_since = requireInstant(input.trustedSince, "trusted_since").toISOString();
-    // The pass that produced this token is the verification itself unless the caller says otherwise.
-    claims.last_pass_at = (input.lastPassAt ?? verifiedAt).toISOString();
-  }
-  claims.iss = context.issuer;
-  claims.iat = issuedAt;
-  claims.exp = expiresAt;
-  return claims;
 }
 
 export interface SignedAttestation {
@@ -80,7 +79,7 @@ export function signAttestation(
   return {
     token: signCompact(signer, claims),
     kid: signer.kid,
-    issuedAt: new Date((claims.iat as number) * 1000),
-    expiresAt: new Date((claims.exp as number) * 1000),
+    issuedAt: new Date(claims.iat * 1000),
+    expiresAt: new Date(claims.exp * 1000),
   };
 }

@@ -1,3 +1,4 @@
+import { attestationLifetimeSeconds } from "@svc/contracts/attestation";
 import {
   batchSizeSetting,
   ConfigError,
@@ -9,7 +10,6 @@ import {
   parse,
   testClockRefusal,
 } from "@svc/platform";
-import { attestationLifetimeSeconds } from "./attestation-token.ts";
 import { developmentKek, kekId } from "./key-encryption.ts";
 import type { RotationPolicy } from "./rotation-schedule.ts";
 

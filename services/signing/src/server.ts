@@ -6,14 +6,15 @@ import {
   type Logger,
   openDatabase,
   openStatementPool,
+  type PeriodicJob,
   type RunningService,
   runAsMain,
   serveConnect,
+  startPeriodicJob,
 } from "@svc/platform";
 import { loadSigningConfig } from "./config.ts";
 import { KeyRing } from "./key-ring.ts";
 import { addKeyWhen, deleteUnpublishedKeys } from "./key-rotation.ts";
-import { startMaintenance } from "./maintenance.ts";
 import { migrations } from "./migrations/index.ts";
 import { databaseReplayLedger, ledgerRetentionMarginMs } from "./replay-ledger.ts";
 import { type KeyWindow, rotationDue } from "./rotation-schedule.ts";
@@ -45,7 +46,7 @@ export async function startSigning(
     migrations,
     logger,
   });
-  let maintenance: ReturnType<typeof startMaintenance> | undefined;
+  let maintenance: PeriodicJob | undefined;
   let statements: ReturnType<typeof openStatementPool> | undefined;
   try {
     const addKey = (due: (newest: KeyWindow | undefined, now: Date) => boolean) =>
@@ -57,10 +58,11 @@ export async function startSigning(
     statements = openStatementPool({ url: config.databaseUrl, schema: "signing", max: 4, logger });
     const ledger = databaseReplayLedger(orm, statements, config.ledgerPruneBatch);
 
-    maintenance = startMaintenance({
+    // Periodic upkeep; each step reads the injected clock for its own decisions.
+    maintenance = startPeriodicJob({
       everyMs: config.refreshEvery,
       logger,
-      tasks: [
+      steps: [
         {
           name: "rotation schedule",
           run: async () => {

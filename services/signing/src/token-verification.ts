@@ -1,10 +1,11 @@
 import type { KeyObject } from "node:crypto";
-import { type AttestationVerification, concludeAttestation, examineAttestation } from "@svc/platform";
+import { type AttestationVerification, concludeAttestation, examineAttestation } from "@svc/contracts/attestation";
 import type { ReplayLedger } from "./replay-ledger.ts";
 
 /**
- * VerifyToken and VerifyTokens: verify-token's rules are platform's (`attestation-check.ts`, the copy the
- * gateway checks with too), applied against this service's ring; the replay rule is this service's ledger.
+ * The deprecated VerifyToken and VerifyTokens: verify-token's rules are the attestation contract's
+ * (`@svc/contracts/attestation`, the copy the gateway checks with too), applied against this service's ring;
+ * the replay rule is this service's ledger.
  */
 export type Verification = AttestationVerification;
 

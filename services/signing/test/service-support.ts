@@ -1,6 +1,10 @@
-import { randomBytes } from "node:crypto";
-import { createInternalClient, type ManualClock } from "@svc/platform";
-import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
+import { createPublicKey, randomBytes } from "node:crypto";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { Client } from "@connectrpc/connect";
+import { type AttestationVerification, checkAttestation } from "@svc/contracts/attestation";
+import { type Clock, createInternalClient, type ManualClock } from "@svc/platform";
+import { SigningService, TokenCheckSchema } from "@svc/proto/signing/v1/signing_pb.js";
 import { type RunningSigning, startSigning } from "../src/server.ts";
 import { memoryLogger } from "./support.ts";
 
@@ -18,4 +22,36 @@ export async function startTestSigning(
     logger,
   });
   return { service, logger, client: createInternalClient(SigningService, service.url) };
+}
+
+/**
+ * A token checked as the gateway checks one: the attestation contract's rules against the key set this
+ * service publishes (GetKeySet, read anew for each check), then its ledger through RecordTokenChecks. The
+ * keys are tested this way, not through the deprecated VerifyToken.
+ */
+export function checkToken(
+  client: Client<typeof SigningService>,
+  token: string,
+  clock: Clock,
+  audience?: string,
+): Promise<AttestationVerification> {
+  return checkAttestation(token, audience, {
+    keys: {
+      lookup: async (kid) => {
+        const { keys, issuer } = await client.getKeySet({});
+        const jwk = keys.find((key) => key.kid === kid);
+        const key = jwk && createPublicKey({ key: { kty: jwk.kty, crv: jwk.crv, x: jwk.x, y: jwk.y }, format: "jwk" });
+        return { issuer, key };
+      },
+    },
+    record: async (check) => {
+      const { first } = await client.recordTokenChecks({
+        checks: [
+          create(TokenCheckSchema, { payloadHash: check.payloadHash, expiresAt: timestampFromDate(check.expiresAt) }),
+        ],
+      });
+      return first[0] === true;
+    },
+    clock,
+  });
 }

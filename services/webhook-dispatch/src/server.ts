@@ -85,7 +85,7 @@ export const startWebhookDispatch = (options: StartOptions = {}) =>
           forgetEndpoint: async (endpointId) => worker.forget(endpointId),
         }),
       background: async ({ sender, worker, callbacks, heartbeat }, { orm, clock, statements, bus, logger, config }) => {
-        const stopRetention = startMessageRetention({
+        const retention = startMessageRetention({
           orm,
           clock,
           retentionMs: config.messageRetention,
@@ -107,14 +107,14 @@ export const startWebhookDispatch = (options: StartOptions = {}) =>
             }),
           )
           .catch(async (error: unknown) => {
-            stopRetention();
+            await retention.stop();
             await worker.stop();
             await heartbeat.stop();
             sender.close();
             throw error;
           });
         return async () => {
-          stopRetention();
+          await retention.stop();
           await consumer.stop();
           await worker.stop();
           await heartbeat.stop();

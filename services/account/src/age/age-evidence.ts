@@ -1,10 +1,7 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { requireHuman } from "../humans/humans.ts";
-import { requireInstant } from "../input.ts";
 import { invalidArgument } from "../refusal.ts";
 import { type AgeVerdict, ageVerdictAt, parseCalendarDate } from "./age-evaluation.ts";
 import { AgeEvidence } from "./age-evidence.entity.ts";
-import { claimRequestPresentation } from "./wallet/presentations.ts";
 
 export interface AgeEvidenceInput {
   svcUserId: string;
@@ -82,19 +79,4 @@ export function requireThreshold(threshold: number): number {
   if (!Number.isInteger(threshold) || threshold < 1 || threshold > maxThreshold)
     throw invalidArgument(`threshold must be a whole number of years from 1 to ${maxThreshold}: ${threshold}`);
   return threshold;
-}
-
-/**
- * The human's age against a threshold at an instant. Confirming a gate request first makes the verdict
- * of a presentation accepted for that request the human's own evidence.
- */
-export async function evaluateAge(
-  em: EntityManager,
-  input: { svcUserId: string; threshold: number; at: Date | undefined; requestId: string },
-): Promise<{ verdict: AgeVerdict; source: string }> {
-  requireThreshold(input.threshold);
-  const at = requireInstant(input.at, "at");
-  const human = await requireHuman(em, input.svcUserId);
-  if (input.requestId !== "") await claimRequestPresentation(em, human.id, input.requestId);
-  return coveringVerdict(em, human.id, input.threshold, at);
 }

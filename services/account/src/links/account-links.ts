@@ -195,6 +195,26 @@ async function endLinks(
   return ended;
 }
 
+/** The active link of a partner's account ends; undefined (and nothing sent) when it has none. */
+async function endAccountLink(ctx: LinkContext, input: PartnerAccountInput & LinkEnd): Promise<string | undefined> {
+  const account = partnerAccount(ctx.pepper, input);
+  const [ended] = await ctx.em.transactional((tx) =>
+    endLinks(
+      tx,
+      ctx,
+      {
+        condition: "organization_id = ? and environment = ? and ref_hash = ?",
+        params: [account.organizationId, account.environment, account.refHash],
+      },
+      input,
+    ),
+  );
+  if (ended === undefined) return undefined;
+  ctx.outbox.wake();
+  ctx.inboxes.changed([ended.svc_user_id]);
+  return ended.handle;
+}
+
 /**
  * The partner revokes a secured account (`AccountConsoleService.UnlinkAccount`, by platform): its
  * active link ends. NotFound without one.
@@ -203,23 +223,32 @@ export async function unlinkAccount(
   ctx: LinkContext,
   input: PartnerAccountInput & { by: UnlinkBy; reason: UnlinkReason; at: Date },
 ): Promise<{ handle: string }> {
-  const account = partnerAccount(ctx.pepper, input);
-  const ended = await ctx.em.transactional(async (tx) => {
-    const [ended] = await endLinks(
-      tx,
-      ctx,
-      {
-        condition: "organization_id = ? and environment = ? and ref_hash = ?",
-        params: [account.organizationId, account.environment, account.refHash],
-      },
-      input,
-    );
-    if (ended === undefined) throw refuse("not_found", "no active link for this account");
-    return ended;
+  const handle = await endAccountLink(ctx, input);
+  if (handle === undefined) throw refuse("not_found", "no active link for this account");
+  return { handle };
+}
+
+/**
+ * The partner's server reports a changed sign-in detail of its user (decisions.md "Reporting a changed
+ * sign-in detail"): the active link of the reference ends by platform, reason credential_changed, which
+ * leaves the person a relink_offer. An account without an active link (never secured, unlinked, or
+ * ended by an earlier report) is an answer, not a refusal: a retry changes nothing. Only the secret
+ * API key of the account's own organization and environment reaches it.
+ */
+export async function reportCredentialChange(
+  ctx: LinkContext,
+  input: PartnerAccountInput & { secretKey: boolean },
+): Promise<{ handle: string } | undefined> {
+  if (input.organizationId === "" || input.environment === undefined)
+    throw refuse("permission_denied", "the call names no partner (organization and environment)");
+  if (!input.secretKey) throw refuse("unauthenticated", "a changed sign-in detail is reported with a secret API key");
+  const handle = await endAccountLink(ctx, {
+    ...input,
+    by: "platform",
+    reason: "credential_changed",
+    at: ctx.clock.now(),
   });
-  ctx.outbox.wake();
-  ctx.inboxes.changed([ended.svc_user_id]);
-  return { handle: ended.handle };
+  return handle === undefined ? undefined : { handle };
 }
 
 /**

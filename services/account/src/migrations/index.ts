@@ -9,6 +9,7 @@ import { addWalletAgeEvidence } from "./0008-wallet-age-evidence.ts";
 import { addMdocPresentations } from "./0009-mdoc-presentations.ts";
 import { countAccountLinks } from "./0010-account-link-counts.ts";
 import { addSignInEmails } from "./0011-sign-in-emails.ts";
+import { indexPresentationRetention } from "./0012-presentation-retention-index.ts";
 
 /** Applied in order at start; a migration, once released, is never edited (add a new one). */
 export const migrations = [
@@ -23,4 +24,5 @@ export const migrations = [
   addMdocPresentations,
   countAccountLinks,
   addSignInEmails,
+  indexPresentationRetention,
 ];

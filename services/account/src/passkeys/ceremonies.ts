@@ -1,4 +1,5 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
+import type { RetentionRule } from "@svc/platform";
 import { refuse } from "../refusal.ts";
 import { PasskeyCeremony } from "./passkey.entity.ts";
 
@@ -76,15 +77,16 @@ export async function consumeCeremony(
   );
 }
 
-/** Ceremonies spent or expired this long ago say nothing useful any more ("already used" turns into "no such ceremony"). */
-export const ceremonyRetentionMs = 60 * 60_000;
-
-export async function deleteOldCeremonies(em: EntityManager, now: Date): Promise<number> {
-  const rows = await em.execute<{ id: string }[]>(`delete from passkey_ceremony where expires_at < ? returning id`, [
-    new Date(now.getTime() - ceremonyRetentionMs),
-  ]);
-  return rows.length;
-}
+/**
+ * Ceremonies that expired `retentionMs` (ACCOUNT_CEREMONY_RETENTION) before `now`, on
+ * `passkey_ceremony_expires_at`: by then they say nothing useful any more ("already used" turns into
+ * "no such ceremony").
+ */
+export const ceremonyRetentionRule = (now: Date, retentionMs: number): RetentionRule => ({
+  table: "passkey_ceremony",
+  column: "expires_at",
+  before: new Date(now.getTime() - retentionMs),
+});
 
 function ceremonyOf(row: CeremonyRow): Ceremony {
   return {

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
+import { canonicalJson } from "@svc/contracts/canonical-json";
 import { isUuid } from "@svc/platform";
 import type { Verdict } from "../proposals/card.entity.ts";
 import { refuse } from "../refusal.ts";
-import { canonicalJson } from "../trust-layer/canonical-json.ts";
 
 /** The spec's decisions per confirm. */
 const decisionsPerCall = { min: 1, max: 20 } as const;

@@ -38,10 +38,17 @@ function envelope(
   return { type, messageId: dedupKey, payload: toBinary(EventSchema, event) };
 }
 
-/** `agents_ask.card.proposed`: a card was accepted and queued for its person. */
+/** Where a card came from when not from the agent's own inquire (the event's optional `source`). */
+export type ProposalSource = "console_sandbox";
+
+/**
+ * `agents_ask.card.proposed`: a card was accepted and queued for its person. `source` only for a console
+ * sandbox proposal; an agent's own inquire has none.
+ */
 export const cardProposed = (
   agent: AgentNaming,
   card: Pick<Card, "id" | "requestId" | "category" | "summaryTitle" | "ttlAt" | "createdAt">,
+  source?: ProposalSource,
 ): OutboxMessage =>
   envelope("agents_ask.card.proposed", `agents_ask.card.proposed:${card.id}`, agent, card.createdAt, {
     case: "agentsAskCardProposed",
@@ -53,6 +60,7 @@ export const cardProposed = (
       category: card.category,
       summaryTitle: card.summaryTitle,
       ttlAt: timestampFromDate(card.ttlAt),
+      source,
     }),
   });
 

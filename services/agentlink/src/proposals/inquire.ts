@@ -17,9 +17,10 @@ import { sandboxAnswerAt } from "../confirmations/sandbox-answers.ts";
 import { AgentlinkRefusal, refuse } from "../refusal.ts";
 import type { ClassifierClient } from "../trust-layer/classifier-client.ts";
 import { trustLayerError } from "../trust-layer/data-error.ts";
+import { overlongFields } from "../trust-layer/proposal-fields.ts";
 import { screenProposal } from "../trust-layer/screen.ts";
 import type { PersonIdentifier } from "./card.entity.ts";
-import { cardProposed } from "./card-events.ts";
+import { cardProposed, type ProposalSource } from "./card-events.ts";
 import type { CardWriter, NewCard, ProposedCard } from "./card-writer.ts";
 
 export interface ProposalContext {
@@ -46,6 +47,8 @@ export interface InquireInput {
   ttlSeconds?: number;
   /** `action` and `adaptive_card_payload` as the agent sent them: what the trust layer screens. */
   proposal: JsonObject;
+  /** Set only for an operator's console sandbox proposal: its event and audit row say so. */
+  source?: ProposalSource;
 }
 
 /** The spec's `ttl_seconds`: default 600, 60-86400. */
@@ -82,8 +85,10 @@ const notActive = () => refuse("permission_denied", "the agent is not active");
  * `inquire`: a card for one person, queued until they answer, it is cancelled or its `ttl_at` passes.
  * Idempotent on (agent, request_id): a repeat answers the existing card with `replay`, whatever its body
  * (the first body is what the person sees; a changed body needs a new request_id). Checks in order: the
- * agent is active, the replay, the ttl, the category, the person (exactly one identifier, then whom it
- * names), the trust layer; then the card, its audit row and `agents_ask.card.proposed` commit together.
+ * proposal's texts within the trust layer's limits (first, as input validation: the gateway answers this
+ * refusal as its 400), the agent is active, the replay, the ttl, the category, the person (exactly one
+ * identifier, then whom it names), the trust layer; then the card, its audit row and
+ * `agents_ask.card.proposed` commit together.
  *
  * One round trip: what needs no database is settled first (the ttl, the person's identifier and a
  * svc_user_id's lookup, the trust layer) and, when none refuses, the call carries its new card; the
@@ -99,6 +104,16 @@ export async function inquire(
   agentId: string,
   input: InquireInput,
 ): Promise<{ card: ProposedCard; replay: boolean }> {
+  const overlong = overlongFields(input.proposal);
+  if (overlong.length > 0)
+    throw refuse(
+      "invalid_argument",
+      overlong.map(({ path, maxLength }) => `${path} must be at most ${maxLength} characters long`).join("; "),
+      {
+        code: "proposal_field_too_long",
+        fields: overlong.map(({ path, maxLength }) => ({ path, max_length: maxLength })),
+      },
+    );
   const agent = await ctx.agents.of(agentId);
   if (!agent) throw notActive();
   const ttl = await settle(() => checkedTtl(input.ttlSeconds));
@@ -127,15 +142,19 @@ export async function inquire(
       warnings: accepted.warnings as unknown as JsonObject[],
       sandboxAnswerAt: sandboxAnswerAt(ctx.deployment, agent.environment, now),
     };
+    const detail = {
+      ...(accepted.warnings.length > 0 && { warnings: accepted.warnings as unknown as JsonValue[] }),
+      ...(input.source && { source: input.source }),
+    };
     newCard = {
       card,
       audit: {
         action: "card.proposed",
         actor: `agent:${agentId}`,
         at: now,
-        detail: accepted.warnings.length > 0 ? { warnings: accepted.warnings as unknown as JsonValue[] } : null,
+        detail: Object.keys(detail).length > 0 ? detail : null,
       },
-      event: outboxRow(ctx.clock, cardProposed(agent, card), ctx.bus),
+      event: outboxRow(ctx.clock, cardProposed(agent, card, input.source), ctx.bus),
     };
   }
   const named = "value" in person ? person.value : undefined;

@@ -1,6 +1,7 @@
+import { canonicalJson } from "@svc/contracts/canonical-json";
+import { canonicalDigest, utf8 } from "@svc/contracts/card-digest";
 import { checkAccounts } from "./accounts.ts";
 import { checkAmounts } from "./amounts.ts";
-import { canonicalDigest, canonicalJson, utf8 } from "./canonical-json.ts";
 import { serializedSizeAtLeast } from "./card-size.ts";
 import { type VisibleText, walkCard } from "./card-structure.ts";
 import type { ClassifierClient } from "./classifier-client.ts";

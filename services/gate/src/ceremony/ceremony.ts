@@ -151,6 +151,8 @@ export class Ceremony {
       requestId: row.id,
       verified: true,
       organizationId: row.organization_id,
+      // decisions.md: every attestation a gate issues is for its partner, so verify-token's `audience` can bind it.
+      audience: row.organization_id,
       verifiedAt: timestampFromDate(now),
       ageResult: age?.claim ?? AgeResult.UNSPECIFIED,
       trusted,

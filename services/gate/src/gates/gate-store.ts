@@ -133,6 +133,24 @@ export class GateStore {
     return gateFromRow(rows[0]);
   }
 
+  /** The console switch behind `notarize`; NotFound for a gate the organization lacks in that environment. */
+  async setNotarizeOffer(
+    organizationId: string,
+    environment: EnvironmentName,
+    key: string,
+    notarizeOffer: boolean,
+  ): Promise<Gate> {
+    requireOrganization(organizationId);
+    const rows = await this.#orm.em
+      .fork()
+      .execute<GateRow[]>(
+        `update gates set notarize_offer = ?, updated_at = ? where organization_id = ? and environment = ? and key = ? returning *`,
+        [notarizeOffer, this.#clock.now(), organizationId, environment, key],
+      );
+    if (!rows[0]) throw refuse("not_found", `no gate ${JSON.stringify(key)} in ${environment}`);
+    return gateFromRow(rows[0]);
+  }
+
   async list(organizationId: string, environment: EnvironmentName | undefined, statusText: string): Promise<Gate[]> {
     requireOrganization(organizationId);
     const status = statusText === "" ? undefined : requireStatus(statusText);

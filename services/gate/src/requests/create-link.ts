@@ -3,18 +3,17 @@ import type { Clock } from "@svc/platform";
 import type { PartnerCaller } from "../caller.ts";
 import { type SandboxVerdict, sandboxFastPathMs } from "../ceremony/sandbox.ts";
 import { eventMetadata } from "../events/gate-events.ts";
-import type { GateFacts, GateFactsLookup } from "../gates/gate-facts.ts";
+import type { GateFactsLookup } from "../gates/gate-facts.ts";
 import type { PartnerRefs } from "../partner-refs.ts";
 import { refuse } from "../refusal.ts";
 import type { SessionFactsLookup } from "../sessions/session-facts.ts";
 import { blockingUser } from "./blocking-rule.ts";
+import type { CreatedLink } from "./created-link.ts";
 import { type IdempotentCreates, sealFlowSecret, tokenHash } from "./idempotent-creates.ts";
 import { presencePassReadableMs, requestLifetimeMs } from "./lifetimes.ts";
 import { presenceLookup, presenceSince } from "./recent-presence.ts";
 import { newFlowSecret, newRequestId, requestIdForm, secretHash } from "./request-ids.ts";
 import type { RequestWriter } from "./request-writer.ts";
-
-type Mode = "private" | "linked-account";
 
 export interface LinkInput {
   gate: string;
@@ -36,22 +35,8 @@ export interface HumanFacts {
   sandbox?: SandboxVerdict | undefined;
 }
 
-export interface CreatedLink {
-  requestId: string;
-  status: "pending" | "pass";
-  flowSecret: string;
-  createdAt: Date;
-  expiresAt: Date;
-  pushedToDevices: number;
-  sdkType: "signal" | "presence";
-  authMode: Mode;
-  gate: GateFacts;
-  organizationId: string;
-  notarizeOffered: boolean;
-}
-
 /** decisions.md: `private` unless `svc_user_id` is given, then `linked-account`. */
-const modeFor = (mode: string, svcUserId: string): Mode =>
+const modeFor = (mode: string, svcUserId: string): CreatedLink["authMode"] =>
   mode === "private" || mode === "linked-account" ? mode : svcUserId === "" ? "private" : "linked-account";
 
 const refusals = {
@@ -105,7 +90,8 @@ export async function createLink(
   });
   const refHash = input.partnerUserRef === "" ? null : refs.hash(organizationId, input.partnerUserRef);
   const blockingHash = user === undefined ? null : (refHash ?? session.partner_user_hash);
-  const notarizeOffered = input.notarize && (gate?.notarizeOffer ?? false) && input.partnerUserRef !== "";
+  const notarizeOffered =
+    input.notarize && input.partnerUserRef !== "" && gate !== undefined && (await deps.gates.offersNotarize(gate.id));
   const lookup = presenceLookup({
     svcUserId: input.svcUserId,
     refHash,

@@ -3,7 +3,7 @@ import type { EnvironmentName } from "@svc/platform";
 import type pg from "pg";
 import type { GateFactsLookup } from "../gates/gate-facts.ts";
 import type { PartnerRefs } from "../partner-refs.ts";
-import type { CreatedLink } from "./create-link.ts";
+import type { CreatedLink } from "./created-link.ts";
 
 /**
  * create-verification-link with the gateway's scoped Idempotency-Key hash (the "idempotency token").

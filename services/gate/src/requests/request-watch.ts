@@ -4,7 +4,7 @@ import { type EventBus, notificationSubject, publishInboxChanged } from "@svc/pl
 import { type InboxChanged, InboxRequestSchema } from "@svc/proto/common/v1/inbox_watch_pb.js";
 import { RequestChangedSchema } from "@svc/proto/gate/v1/request_watch_pb.js";
 import type pg from "pg";
-import type { CreatedLink } from "./create-link.ts";
+import type { CreatedLink } from "./created-link.ts";
 
 /** The notification's name; its subject and payload are documented in `request_watch.proto`. */
 const requestChanged = "gate.request_changed";

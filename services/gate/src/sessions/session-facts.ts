@@ -1,6 +1,20 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { EnvironmentName } from "@svc/platform";
 import type pg from "pg";
 import { RecentFacts } from "../recent-facts.ts";
-import type { SessionRow } from "./session-store.ts";
+
+/** A session as stored: what it was created with. */
+export interface SessionRow {
+  id: string;
+  organization_id: string;
+  environment: EnvironmentName;
+  credential_id: string;
+  credential_kind: "secret_key" | "site_key";
+  partner_user_hash: Buffer | null;
+  metadata: JsonObject | null;
+  allowed_gates: string[];
+  expires_at: Date;
+}
 
 /**
  * What a session was created with (owner, environment, credential kind, partner-user hash, metadata,

@@ -1,5 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import { type Clock, type EnvironmentName, NaturalBatcher, uuid } from "@svc/platform";
+import { type Clock, NaturalBatcher, uuid } from "@svc/platform";
 import type pg from "pg";
 import type { PartnerCaller } from "../caller.ts";
 import type { PartnerRefs } from "../partner-refs.ts";
@@ -8,19 +8,7 @@ import { tokenHash as idempotencyTokenHash } from "../requests/idempotent-create
 import { grantTokenLifetimeMs } from "../requests/lifetimes.ts";
 import { secretHash } from "../requests/request-ids.ts";
 import { grantTokenForm, newGrantToken } from "./grant-token.ts";
-import type { SessionFactsLookup } from "./session-facts.ts";
-
-export interface SessionRow {
-  id: string;
-  organization_id: string;
-  environment: EnvironmentName;
-  credential_id: string;
-  credential_kind: "secret_key" | "site_key";
-  partner_user_hash: Buffer | null;
-  metadata: JsonObject | null;
-  allowed_gates: string[];
-  expires_at: Date;
-}
+import type { SessionFactsLookup, SessionRow } from "./session-facts.ts";
 
 /**
  * Sessions and their grant tokens (spec "Grant token" state table): issued by create-session, unused

@@ -1,5 +1,5 @@
 import { randomInt } from "node:crypto";
-import type { Clock, Logger, Queryable } from "@svc/platform";
+import { type Clock, type Logger, type Queryable, startPeriodicJob } from "@svc/platform";
 import pg from "pg";
 
 /**
@@ -153,21 +153,16 @@ export async function startInstanceHeartbeat(options: {
   };
 
   await beat();
-  let beating: Promise<void> | undefined;
-  const timer = setInterval(() => {
-    beating ??= beat()
-      .catch((error: unknown) => logger.warn("dispatcher heartbeat failed; will retry", { error }))
-      .finally(() => {
-        beating = undefined;
-      });
-  }, options.everyMs);
-  timer.unref();
+  const beating = startPeriodicJob({
+    everyMs: options.everyMs,
+    logger,
+    steps: [{ name: "dispatcher heartbeat", run: beat }],
+  });
 
   return {
     id: instance.id,
     async stop() {
-      clearInterval(timer);
-      await beating;
+      await beating.stop();
       // A claim still held (a result that could not be written) keeps the row: with the lock dropped,
       // the next dispatcher to look finds this one gone and gives the claim back.
       await forgetInstances(statements, [instance.id]).catch((error: unknown) =>

@@ -1,5 +1,12 @@
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { type Clock, deleteDue, type Logger, type RetentionRule } from "@svc/platform";
+import {
+  type Clock,
+  deleteDue,
+  type Logger,
+  type PeriodicJob,
+  type RetentionRule,
+  startPeriodicJob,
+} from "@svc/platform";
 
 /** How often, in real time, the retention runs: a due row waits at most this long past its retention. */
 const retentionEveryMs = 10 * 60_000;
@@ -28,12 +35,15 @@ export function startMessageRetention(options: {
   retentionMs: number;
   batchSize: number;
   logger: Logger;
-}): () => void {
-  const timer = setInterval(() => {
-    pruneMessages(options.orm, options.clock, options.retentionMs, options.batchSize).catch((error: unknown) =>
-      options.logger.warn("message retention failed; will retry", { error }),
-    );
-  }, retentionEveryMs);
-  timer.unref();
-  return () => clearInterval(timer);
+}): PeriodicJob {
+  return startPeriodicJob({
+    everyMs: retentionEveryMs,
+    logger: options.logger,
+    steps: [
+      {
+        name: "message retention",
+        run: () => pruneMessages(options.orm, options.clock, options.retentionMs, options.batchSize),
+      },
+    ],
+  });
 }

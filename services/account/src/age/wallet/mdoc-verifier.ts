@@ -10,8 +10,8 @@ import {
 import { isBoundedCbor } from "./cbor-guard.ts";
 import { mdocContext } from "./mdoc-context.ts";
 import { InvalidStatusList, statusInCwt, statusListEntryOf } from "./mdoc-status.ts";
-import type { PresentationRefusal, Verification, VerifierDependencies } from "./sd-jwt-vc-verifier.ts";
 import type { TrustedIaca } from "./trust-list.ts";
+import type { PresentationRefusal, Verification, VerifierDependencies } from "./verification.ts";
 
 /** An mdoc document type whose `age_over_NN` elements prove an age here, and their namespace. */
 export interface AgeDocType {

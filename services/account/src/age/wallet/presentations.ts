@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import type { Clock } from "@svc/platform";
+import type { Clock, RetentionRule } from "@svc/platform";
 import { requireHuman } from "../../humans/humans.ts";
 import { invalidArgument, refuse } from "../../refusal.ts";
 import { coveringVerdict, recordWalletVerdicts, requireThreshold, type WalletVerdict } from "../age-evidence.ts";
@@ -15,13 +15,9 @@ import {
   requestUriOf,
   responseUriOf,
 } from "./presentation-request.ts";
-import {
-  type PresentationRefusal,
-  type Verification,
-  type VerifierDependencies,
-  verifySdJwtVcPresentation,
-} from "./sd-jwt-vc-verifier.ts";
+import { verifySdJwtVcPresentation } from "./sd-jwt-vc-verifier.ts";
 import type { TrustedIaca } from "./trust-list.ts";
+import type { PresentationRefusal, Verification, VerifierDependencies } from "./verification.ts";
 
 /**
  * How long a wallet has to answer one presentation request. It outlasts the gate request it serves
@@ -29,10 +25,6 @@ import type { TrustedIaca } from "./trust-list.ts";
  * presentation has expired its gate request has ended.
  */
 const presentationLifetimeMs = 10 * 60_000;
-/** An ended presentation is kept this long past its expiry (the person's page still reads `expired`). */
-export const presentationRetentionMs = 60 * 60_000;
-const sweepBatchSize = 500;
-const maxSweepBatches = 20;
 /** A vp_token above this is not an age credential; refused unread. */
 const maxVpTokenBytes = 32 * 1024;
 
@@ -351,26 +343,16 @@ export async function findRequestPresentation(ctx: Pick<PresentationContext, "em
 }
 
 /**
- * Deletes presentations that can no longer matter, an hour past their expiry: pending ones (never
- * answered), and accepted ones of a gate request that nobody confirmed (their request has ended, see
- * `presentationLifetimeMs`). Accepted ones of a human (ahead of time, or claimed at a confirmation)
- * stay: their verdicts are already the human's evidence, and go with the human. In batches of 500 rows,
- * at most 20 batches a tick, so one sweep never holds a long transaction; what is left waits for the next.
+ * Presentations that can no longer matter, `retentionMs` (ACCOUNT_PRESENTATION_RETENTION) past their
+ * expiry, while the person's page still reads `expired`: pending ones (never answered), and accepted ones
+ * of a gate request that nobody confirmed (their request has ended, see `presentationLifetimeMs`).
+ * Accepted ones of a human (ahead of time, or claimed at a confirmation) stay: their verdicts are already
+ * the human's evidence, and go with the human. On `age_presentation_due` (migration 0012), whose
+ * condition is this rule's `where`, word for word.
  */
-export async function deleteOldPresentations(em: EntityManager, now: Date, batchSize = sweepBatchSize) {
-  const endedBefore = new Date(now.getTime() - presentationRetentionMs);
-  let deleted = 0;
-  for (let batch = 0; batch < maxSweepBatches; batch += 1) {
-    const rows = await em.execute<{ id: string }[]>(
-      `delete from age_presentation where id in (
-         select id from age_presentation
-         where expires_at <= ? and (state = 'pending' or (request_id is not null and svc_user_id is null))
-         limit ?)
-       returning id`,
-      [endedBefore, batchSize],
-    );
-    deleted += rows.length;
-    if (rows.length < batchSize) break;
-  }
-  return deleted;
-}
+export const presentationRetentionRule = (now: Date, retentionMs: number): RetentionRule => ({
+  table: "age_presentation",
+  column: "expires_at",
+  before: new Date(now.getTime() - retentionMs),
+  where: "state = 'pending' or (request_id is not null and svc_user_id is null)",
+});

@@ -2,30 +2,7 @@ import { digest } from "@sd-jwt/crypto-nodejs";
 import { SDJwtVcInstance } from "@sd-jwt/sd-jwt-vc";
 import { es256, verifyEs256 } from "./es256.ts";
 import { credentialQueryId } from "./presentation-request.ts";
-import type { TrustedIssuer } from "./trust-list.ts";
-
-/** Why a presentation was refused; each names one failed check, for the person's page and the tests. */
-export type PresentationRefusal =
-  | "malformed_presentation"
-  | "unsupported_algorithm"
-  | "untrusted_issuer"
-  | "bad_issuer_signature"
-  | "credential_type_not_accepted"
-  | "expired_credential"
-  | "credential_not_yet_valid"
-  | "revoked_credential"
-  | "status_unavailable"
-  | "duplicate_disclosure"
-  | "tampered_disclosure"
-  | "missing_key_binding"
-  | "wrong_nonce"
-  | "wrong_audience"
-  | "stale_key_binding"
-  | "holder_key_mismatch"
-  | "bad_device_signature"
-  | "key_binding_mismatch"
-  | "claim_not_asked"
-  | "claim_missing";
+import type { PresentationRefusal, Verification, VerifierDependencies } from "./verification.ts";
 
 export interface PresentationExpectations {
   nonce: string;
@@ -38,24 +15,6 @@ export interface PresentationExpectations {
   credentialTypes: readonly string[];
   now: Date;
 }
-
-export interface VerifierDependencies {
-  trustedIssuer(iss: string): TrustedIssuer | undefined;
-  /** The status list token (JWT) at an SD-JWT VC's `status.status_list.uri`. */
-  statusList(uri: string): Promise<string>;
-  /** The status list token (CWT, CBOR bytes) at an mdoc MSO's `status.status_list.uri`. */
-  cwtStatusList(uri: string): Promise<Uint8Array>;
-  /**
-   * Whether a status list token (a JWT, or a CWT as base64url) is signed by `signer` (an SD-JWT VC
-   * issuer, or the fingerprint of an mdoc's IACA root): `verify` runs once for each token held and
-   * signer, as a list answers for many credentials.
-   */
-  statusListSignedBy(token: string, signer: string, verify: () => boolean): boolean;
-}
-
-export type Verification =
-  | { accepted: true; issuer: string; disclosed: Map<number, boolean>; validUntil: Date }
-  | { accepted: false; reason: PresentationRefusal };
 
 /** A KB-JWT's `iat` may be this far from our clock either way. */
 const keyBindingFreshnessSeconds = 300;

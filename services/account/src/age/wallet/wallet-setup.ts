@@ -2,9 +2,9 @@ import { createHash, X509Certificate } from "node:crypto";
 import type { Clock } from "@svc/platform";
 import { DevIssuers, developmentMdocStatusListUri, developmentStatusListUri } from "./dev-issuers.ts";
 import { type Es256KeyPair, keyPairFromSeed } from "./es256.ts";
-import type { VerifierDependencies } from "./sd-jwt-vc-verifier.ts";
 import { boundedJwtStatusList, maxStatusListBytes, readCapped } from "./status-list-bounds.ts";
 import type { TrustedIaca, TrustedIssuer } from "./trust-list.ts";
+import type { VerifierDependencies } from "./verification.ts";
 
 export interface WalletDependencies {
   verifierKey: Es256KeyPair;

@@ -1,0 +1,67 @@
+import { importJWK, type JWK } from "jose";
+
+/** At most one fetch of the key set a minute for kids it does not hold, so a flood of forged kids costs nothing. */
+const refreshIntervalMs = 60_000;
+
+export interface KeySetOptions {
+  /** `{jwks_url}`: `{api_origin}/.well-known/jwks.json`. */
+  url: string;
+  fetch?: typeof fetch;
+  /** Milliseconds since the epoch. */
+  now?: () => number;
+}
+
+/**
+ * The service's public key set, cached by `kid`. A token naming a kid not held makes it fetch the set again,
+ * at most once a minute; an answer of 503 (`jwks_unavailable`) or a failed fetch keeps the keys it holds, as
+ * the spec says.
+ */
+export class KeySet {
+  private readonly keys = new Map<string, CryptoKey>();
+  private lastFetchAt = Number.NEGATIVE_INFINITY;
+  private inFlight: Promise<void> | undefined;
+  private readonly fetch: typeof fetch;
+  private readonly now: () => number;
+
+  private readonly url: string;
+
+  constructor(options: KeySetOptions) {
+    this.url = options.url;
+    this.fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.now = options.now ?? Date.now;
+  }
+
+  /** The ES256 public key published under `kid`, or undefined when the set has none. */
+  async key(kid: string): Promise<CryptoKey | undefined> {
+    const held = this.keys.get(kid);
+    if (held !== undefined) return held;
+    if (this.now() - this.lastFetchAt >= refreshIntervalMs) {
+      this.inFlight ??= this.refresh().finally(() => {
+        this.inFlight = undefined;
+      });
+      await this.inFlight;
+    } else if (this.inFlight !== undefined) await this.inFlight;
+    return this.keys.get(kid);
+  }
+
+  private async refresh(): Promise<void> {
+    this.lastFetchAt = this.now();
+    let body: { keys?: unknown };
+    try {
+      const response = await this.fetch(this.url, { headers: { accept: "application/json" } });
+      if (!response.ok) return;
+      body = (await response.json()) as { keys?: unknown };
+    } catch {
+      return;
+    }
+    if (!Array.isArray(body.keys)) return;
+    for (const jwk of body.keys as JWK[]) {
+      if (typeof jwk.kid !== "string" || jwk.kty !== "EC" || jwk.crv !== "P-256" || this.keys.has(jwk.kid)) continue;
+      try {
+        this.keys.set(jwk.kid, (await importJWK({ ...jwk, alg: "ES256" }, "ES256")) as CryptoKey);
+      } catch {
+        // A key the platform cannot import is as good as absent: tokens naming it are unknown_key.
+      }
+    }
+  }
+}

@@ -1,0 +1,398 @@
+import { readFileSync } from "node:fs";
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { createClient } from "@connectrpc/connect";
+import { createInternalClient } from "@svc/platform";
+import { AccountConsoleService, AccountService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
+import { Environment } from "@svc/proto/common/v1/caller_pb.js";
+import { KeyType } from "@svc/proto/console/v1/console_pb.js";
+import { WebhookConsoleService } from "@svc/proto/webhook/v1/webhook_pb.js";
+import {
+  AuthenticationError,
+  ConflictError,
+  InvalidRequestError,
+  NotFoundError,
+  RateLimitError,
+  Svc,
+  SvcError,
+  TrustLayerError,
+} from "@svc/sdk";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { typesOf } from "../../gateway/sdk/scripts/generate-types.ts";
+import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
+import { svcctlJson } from "./agent-support.ts";
+import { issuer, newGate, newPartner } from "./gate-support.ts";
+
+/**
+ * The real mesh driven through the built `@svc/sdk` package, as a partner and an agent would use it: its types
+ * match the document the gateway serves, a gate request verified by a sandbox human checks offline and with
+ * verify-token, the list pages, `agents.ask` with humans that approve, deny and stay silent, a webhook from
+ * webhook-dispatch verifies, a create whose answer was lost is replayed, and each refusal has its class.
+ */
+
+const action = { summary_title: "Pay €12.50 to Acme", category: "payments" };
+
+describe("the SDK against the mesh", () => {
+  let mesh: TestMesh;
+  let partner: Awaited<ReturnType<typeof newPartner>>;
+  let svc: Svc;
+  let svcctl: ReturnType<typeof svcctlJson>;
+
+  const sandboxHuman = async (behavior: "confirm" | "decline" | "silent") =>
+    (await svcctl(["human", "create", "--env", "development", "--behavior", behavior])).svc_user_id as string;
+
+  beforeAll(async () => {
+    mesh = await startTestMesh("sdk");
+    svcctl = svcctlJson(mesh);
+    partner = await newPartner(mesh, "SDK partner");
+    await newGate(mesh, partner.organizationId, { key: "signup" });
+    svc = new Svc({ apiKey: partner.devSecret, baseUrl: `${mesh.gatewayUrl}/v1`, issuer });
+  });
+  afterAll(async () => {
+    await mesh?.stop();
+  });
+
+  it("was generated from exactly the document the gateway serves", async () => {
+    const served = await (await fetch(`${mesh.gatewayUrl}/v1/openapi.json`)).json();
+    const generated = readFileSync(new URL("../../gateway/sdk/src/gen/openapi.ts", import.meta.url), "utf8");
+    expect(await typesOf(served), "the SDK's types drifted: run npm run build:sdk").toBe(generated);
+  });
+
+  it("reads the environment from the key's prefix", () => {
+    expect(svc.environment).toBe("development");
+    expect(new Svc({ apiKey: partner.prodSecret }).environment).toBe("production");
+  });
+
+  it("creates a session and a link, waits for the sandbox human, and verifies the token offline and with verify-token", async () => {
+    const session = await svc.sessions.create({ partner_user_id: "user-verified" });
+    expect(session.anchor_grant_token).toMatch(/^svcs_/);
+    expect(session.response).toMatchObject({ status: 200, idempotentReplayed: false, attempts: 1 });
+    const link = await svc.verifications.createLink({
+      grantToken: session.anchor_grant_token as string,
+      gate: "signup",
+      svc_user_id: await sandboxHuman("confirm"),
+    });
+    expect(link.request_id).toMatch(/^req_[0-9a-f]{32}$/);
+    const record = await vi.waitFor(
+      async () => {
+        const status = await svc.verifications.status({ request_id: link.request_id as string, wait_seconds: 5 });
+        if (status.status !== "completed") throw new Error(`still ${status.status}`);
+        return status;
+      },
+      { timeout: 20_000, interval: 100 },
+    );
+    const token = record.token as string;
+    const offline = await svc.verifyAttestation(token, {
+      organizationId: partner.organizationId,
+      requestId: link.request_id as string,
+      maxAgeSeconds: 120,
+    });
+    expect(offline).toMatchObject({
+      valid: true,
+      claims: { request_id: link.request_id, organization_id: partner.organizationId, verified: true },
+    });
+    expect(await svc.verifyAttestation(token, { organizationId: "org_someone_else" })).toMatchObject({
+      valid: false,
+    });
+    const online = await svc.tokens.verify({ token, audience: partner.organizationId });
+    expect(online).toMatchObject({ valid: true, verdict: "pass", claims: { request_id: link.request_id } });
+    expect(await svc.tokens.verify({ token })).toMatchObject({ valid: false, reason: "replayed" });
+  });
+
+  it("walks the secured accounts over more than one page, and gives one page with total", async () => {
+    const account = createInternalClient(AccountService, mesh.urls.account as string);
+    const accountConsole = createClient(AccountConsoleService, mesh.consoleTransport());
+    const handles: string[] = [];
+    for (const [index, reference] of ["ref-a", "ref-b", "ref-c"].entries()) {
+      const { svcUserId } = await accountConsole.createSandboxHuman({
+        environment: Environment.DEVELOPMENT,
+        behavior: SandboxBehavior.CONFIRM,
+      });
+      const secured = await account.secureAccount({
+        organizationId: partner.organizationId,
+        environment: Environment.DEVELOPMENT,
+        partnerUserRef: reference,
+        svcUserId,
+        at: timestampFromDate(new Date(Date.now() - (3 - index) * 60_000)),
+      });
+      handles.push(secured.handle);
+    }
+    const page = await svc.securedAccounts.list({ status: "active", limit: 2 }).page();
+    expect(page).toMatchObject({ total: 3, environment: "development", limit: 2 });
+    expect(page.rows).toHaveLength(2);
+    const walked: string[] = [];
+    for await (const row of svc.securedAccounts.list({ status: "active", limit: 2 })) walked.push(row.handle as string);
+    expect(walked).toEqual([...handles].reverse());
+  });
+
+  describe("agents", () => {
+    let agent: Svc;
+
+    beforeAll(async () => {
+      agent = new Svc({ apiKey: await agentKey("Sdk_Bot"), baseUrl: `${mesh.gatewayUrl}/v1`, issuer });
+    });
+
+    it("binds a human and asks them: an approval comes back with its verified proof", async () => {
+      const human = await sandboxHuman("confirm");
+      const session = await agent.agents.bind();
+      await svcctl(["human", "claim", "--human", human, "--code", session.link_code as string]);
+      const binding = await agent.agents.checkBinding({ link_code: session.link_code as string });
+      expect(binding).toMatchObject({ status: "claimed", opaque_id: expect.any(String) });
+      const answer = await agent.agents.ask({ opaque_id: binding.opaque_id as string, action });
+      expect(answer).toMatchObject({
+        status: "approved",
+        verdict: "approve",
+        proof: expect.any(String),
+        claims: { jti: answer.requestId, sub: binding.opaque_id, amr: ["sandbox"] },
+      });
+      expect(await agent.verifyProof(answer.proof as string, { card: { action } })).toMatchObject({ valid: true });
+      const changed = { action: { ...action, summary_title: "Pay €12.60 to Acme" } };
+      expect(await agent.verifyProof(answer.proof as string, { card: changed })).toMatchObject({
+        valid: false,
+        reason: "card_mismatch",
+      });
+    });
+
+    it("a denial comes back with its verified proof", async () => {
+      const answer = await agent.agents.ask({ svc_user_id: await sandboxHuman("decline"), action });
+      expect(answer).toMatchObject({ status: "denied", verdict: "denied", claims: { verdict: "denied" } });
+    });
+
+    it("a silent human's card is cancelled when the caller aborts", async () => {
+      const controller = new AbortController();
+      const requestId = crypto.randomUUID();
+      const asked = agent.agents.ask(
+        { request_id: requestId, svc_user_id: await sandboxHuman("silent"), action },
+        { signal: controller.signal },
+      );
+      await vi.waitFor(async () => expect(await agent.agents.checkStatus({ request_id: requestId })).toBeDefined());
+      controller.abort(new Error("the user closed the chat"));
+      await expect(asked).rejects.toThrow("the user closed the chat");
+      expect(await agent.agents.checkStatus({ request_id: requestId })).toMatchObject({ status: "cancelled" });
+      const again = await agent.agents.cancel({ request_id: requestId });
+      expect(again).toMatchObject({ already_resolved: true });
+    });
+
+    it("refuses a card the trust layer rejects with a TrustLayerError and an unknown proposal with a NotFoundError", async () => {
+      const rejected = await agent.agents
+        .inquire({
+          request_id: crypto.randomUUID(),
+          svc_user_id: await sandboxHuman("silent"),
+          action: { ...action, summary_title: "Pay\u202Eevil" },
+        })
+        .catch((error: unknown) => error);
+      expect(rejected).toBeInstanceOf(TrustLayerError);
+      expect(rejected).toMatchObject({ statusCode: 422, code: "trust_layer_rejected", retryable: false });
+      expect((rejected as TrustLayerError).violations.length).toBeGreaterThan(0);
+      const missing = crypto.randomUUID();
+      const unknown = await agent.agents.checkStatus({ request_id: missing }).catch((error: unknown) => error);
+      expect(unknown).toBeInstanceOf(NotFoundError);
+      expect(unknown).toMatchObject({ statusCode: 404, requestId: missing });
+    });
+  });
+
+  it("verifies a webhook webhook-dispatch delivered", async () => {
+    const received: { body: string; headers: IncomingMessage["headers"] }[] = [];
+    const receiver = await listen((request, body) => {
+      received.push({ body, headers: request.headers });
+      return { status: 204 };
+    });
+    try {
+      const webhooks = createClient(WebhookConsoleService, mesh.consoleTransport());
+      const { secret } = await webhooks.addEndpoint({
+        organizationId: partner.organizationId,
+        url: `${receiver.url}/hooks`,
+        types: ["agents_ask.resolution.confirmed"],
+      });
+      const hookBot = new Svc({ apiKey: await agentKey("Hook_Bot"), baseUrl: `${mesh.gatewayUrl}/v1`, issuer });
+      const answer = await hookBot.agents.ask({ svc_user_id: await sandboxHuman("confirm"), action });
+      await vi.waitFor(() => expect(received.length).toBeGreaterThan(0), { timeout: 15_000 });
+      const delivery = received[0]!;
+      const event = svc.webhooks.verify(delivery.body, delivery.headers as Record<string, string>, secret);
+      if (event.type !== "agents_ask.resolution.confirmed") throw new Error(`got ${event.type}`);
+      expect(event).toMatchObject({ request_id: answer.requestId, outcome: "confirmed" });
+      expect(() =>
+        svc.webhooks.verify(`${delivery.body} `, delivery.headers as Record<string, string>, secret),
+      ).toThrow(SvcError);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it("retries a create whose answer was lost, and the gateway replays it with the same Idempotency-Key", async () => {
+    let dropped = 0;
+    const seen: string[] = [];
+    const proxy = await listen(async (request, body, socket) => {
+      const upstream = await fetch(`${mesh.gatewayUrl}${request.url}`, {
+        method: request.method,
+        headers: request.headers as Record<string, string>,
+        ...(request.method === "POST" && { body }),
+      });
+      const text = await upstream.text();
+      seen.push(String(request.headers["idempotency-key"]));
+      if (request.url === "/v1/sdk/create-session" && dropped++ === 0) {
+        socket.destroy();
+        return undefined;
+      }
+      return {
+        status: upstream.status,
+        body: text,
+        headers: { "idempotent-replayed": upstream.headers.get("idempotent-replayed") ?? "" },
+      };
+    });
+    try {
+      const behindProxy = new Svc({ apiKey: partner.devSecret, baseUrl: `${proxy.url}/v1`, issuer });
+      const session = await behindProxy.sessions.create({ partner_user_id: "user-replayed" });
+      expect(session.response).toMatchObject({ idempotentReplayed: true, attempts: 2 });
+      expect(seen).toHaveLength(2);
+      expect(seen[0]).toBe(seen[1]);
+      expect(seen[0]).toBe(session.response.idempotencyKey);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it("refuses with one class per refusal: AuthenticationError, InvalidRequestError, ConflictError, RateLimitError", async () => {
+    const stranger = new Svc({ apiKey: "svc_dev_not_a_key_of_ours", baseUrl: `${mesh.gatewayUrl}/v1`, issuer });
+    const unauthenticated = await stranger.sessions.create().catch((error: unknown) => error);
+    expect(unauthenticated).toBeInstanceOf(AuthenticationError);
+    expect(unauthenticated).toMatchObject({ statusCode: 401 });
+
+    const invalid = await svc.securedAccounts
+      .list({ limit: 1000 })
+      .page()
+      .catch((error: unknown) => error);
+    expect(invalid).toBeInstanceOf(InvalidRequestError);
+    expect(invalid).toMatchObject({ statusCode: 400, code: "InputValidationError" });
+    expect((invalid as InvalidRequestError).violations[0]).toMatchObject({ propertyPath: "limit" });
+
+    const pending = async () =>
+      svc.verifications.createLink({
+        grantToken: (await svc.sessions.create({ partner_user_id: "user-pending" })).anchor_grant_token as string,
+        gate: "signup",
+      });
+    await pending();
+    const conflict = await pending().catch((error: unknown) => error);
+    expect(conflict).toBeInstanceOf(ConflictError);
+    expect(conflict).toMatchObject({ statusCode: 409 });
+
+    const limited = await mesh.console.createKey({
+      organizationId: partner.organizationId,
+      environment: Environment.DEVELOPMENT,
+      type: KeyType.SECRET,
+      allowedOrigins: [],
+      allowedGates: [],
+    });
+    await mesh.console.setKeyLimits({ keyId: limited.keyId, bucket: "per_minute", limit: 1 });
+    const slow = new Svc({ apiKey: limited.key, baseUrl: `${mesh.gatewayUrl}/v1`, issuer, timeoutMs: 500 });
+    await slow.sessions.create();
+    const refused = await slow.sessions.create().catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(RateLimitError);
+    expect(refused).toMatchObject({
+      statusCode: 403,
+      code: "RATE_LIMITED",
+      rateLimit: { primary: expect.any(Object) },
+    });
+    expect((refused as RateLimitError).retryIn).toBeGreaterThan(0);
+  });
+
+  it("revokes the pending request that blocks a user, logs out an unused grant token, and reads a gate's config", async () => {
+    const blocked = async () =>
+      svc.verifications.createLink({
+        grantToken: (await svc.sessions.create({ partner_user_id: "user-revoked" })).anchor_grant_token as string,
+        gate: "signup",
+      });
+    await blocked();
+    await expect(blocked()).rejects.toBeInstanceOf(ConflictError);
+    expect(await svc.verifications.revoke({ gate: "signup", partner_user_id: "user-revoked" })).toMatchObject({
+      success: true,
+      revoked_count: 1,
+    });
+    expect((await blocked()).request_id).toMatch(/^req_/);
+    const unused = await svc.sessions.create();
+    expect(await svc.sessions.logout({ anchor_grant_token: unused.anchor_grant_token as string })).toEqual({
+      success: true,
+      revoked: true,
+    });
+    const config = await svc.partnerConfig.get({ gate: "signup" });
+    expect(config.response.status).toBe(200);
+  });
+
+  it("retries a development key's rate-limit refusal once its retry_in has passed, within the timeout", async () => {
+    const limited = await mesh.console.createKey({
+      organizationId: partner.organizationId,
+      environment: Environment.DEVELOPMENT,
+      type: KeyType.SECRET,
+      allowedOrigins: [],
+      allowedGates: [],
+    });
+    await mesh.console.setKeyLimits({ keyId: limited.keyId, bucket: "per_minute", limit: 1 });
+    const patient = new Svc({ apiKey: limited.key, baseUrl: `${mesh.gatewayUrl}/v1`, issuer, timeoutMs: 25_000 });
+    await patient.sessions.create();
+    const started = Date.now();
+    const session = await patient.sessions.create();
+    expect(session.anchor_grant_token).toMatch(/^svcs_/);
+    expect(session.response.attempts).toBe(2);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(500);
+  });
+
+  it("a silent human's card comes back expired once its ttl_at passes, with no proof", async () => {
+    const agent = new Svc({ apiKey: await agentKey("Patient_Bot"), baseUrl: `${mesh.gatewayUrl}/v1`, issuer });
+    const requestId = crypto.randomUUID();
+    const asked = agent.agents.ask({
+      request_id: requestId,
+      svc_user_id: await sandboxHuman("silent"),
+      action,
+      ttl_seconds: 60,
+    });
+    const { ttl_at } = await vi.waitFor(() => agent.agents.checkStatus({ request_id: requestId }));
+    mesh.setClock(new Date(Date.parse(ttl_at as string) + 1_000));
+    try {
+      expect((await svcctl(["agent", "sweep", "--limit", "1000"])).expired_count).toBeGreaterThanOrEqual(1);
+      expect(await asked).toMatchObject({ requestId, status: "expired", verdict: null, proof: null });
+    } finally {
+      mesh.setClock(null);
+    }
+  });
+
+  async function agentKey(name: string) {
+    const registered = await svcctl([
+      ...["agent", "register", "--org", partner.organizationId, "--env", "development", "--name", name],
+      ...["--category", "payments"],
+    ]);
+    return registered.agent_key as string;
+  }
+});
+
+type Handler = (
+  request: IncomingMessage,
+  body: string,
+  socket: IncomingMessage["socket"],
+) =>
+  | { status: number; body?: string; headers?: Record<string, string> }
+  | undefined
+  | Promise<{ status: number; body?: string; headers?: Record<string, string> } | undefined>;
+
+/** A plain HTTP server on 127.0.0.1: a webhook receiver, or a proxy that may drop an answer (undefined). */
+async function listen(handle: Handler) {
+  const server: Server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on("data", (chunk: Buffer) => chunks.push(chunk));
+    request.on("end", async () => {
+      const answer = await handle(request, Buffer.concat(chunks).toString("utf8"), request.socket);
+      if (answer === undefined) return;
+      const headers = Object.fromEntries(Object.entries(answer.headers ?? {}).filter(([, value]) => value !== ""));
+      response.writeHead(answer.status, { "content-type": "application/json", ...headers }).end(answer.body ?? "");
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
