@@ -285,56 +285,39 @@ describe("the SDK against the mesh", () => {
       allowedGates: [],
     });
     await mesh.console.setKeyLimits({ keyId: limited.keyId, bucket: "per_minute", limit: 1 });
-    const slow = new Svc({ apiKey: limited.key, baseUrl: `${mesh.gatewayUrl}/v1`, issuer, timeoutMs: 500 });
-    await slow.sessions.create();
-    const refused = await slow.sessions.create().catch((error: unknown) => error);
-    expect(refused).toBeInstanceOf(RateLimitError);
-    expect(refused).toMatchObject({
-      statusCode: 403,
-      code: "RATE_LIMITED",
-      rateLimit: { primary: expect.any(Object) },
-    });
-    expect((refused as RateLimitError).retryIn).toBeGreaterThan(0);
-  });
-
-  it("revokes the pending request that blocks a user, logs out an unused grant token, and reads a gate's config", async () => {
-    const blocked = async () =>
-      svc.verifications.createLink({
-        grantToken: (await svc.sessions.create({ partner_user_id: "user-revoked" })).anchor_grant_token as string,
-        gate: "signup",
+    // The development burst window is 10 s, aligned to the epoch. The clock stands 9 s into one, so the
+    // refusal says retry_in 1; the fetch below moves the mesh's clock into the next window once it has
+    // carried the refusal, and the SDK's retry after retry_in is the one that passes.
+    const windowStart = Math.floor(Date.now() / 10_000) * 10_000;
+    mesh.setClock(new Date(windowStart + 9_000));
+    const sent: { at: number; status: number; body: { data?: { error?: { retry_in?: number } } } }[] = [];
+    const countingFetch: typeof fetch = async (input, init) => {
+      const answer = await fetch(input, init);
+      const body = await answer.clone().json();
+      sent.push({ at: performance.now(), status: answer.status, body });
+      if (answer.status === 403) mesh.setClock(new Date(windowStart + 10_500));
+      return answer;
+    };
+    try {
+      const patient = new Svc({
+        apiKey: limited.key,
+        baseUrl: `${mesh.gatewayUrl}/v1`,
+        issuer,
+        timeoutMs: 25_000,
+        fetch: countingFetch,
       });
-    await blocked();
-    await expect(blocked()).rejects.toBeInstanceOf(ConflictError);
-    expect(await svc.verifications.revoke({ gate: "signup", partner_user_id: "user-revoked" })).toMatchObject({
-      success: true,
-      revoked_count: 1,
-    });
-    expect((await blocked()).request_id).toMatch(/^req_/);
-    const unused = await svc.sessions.create();
-    expect(await svc.sessions.logout({ anchor_grant_token: unused.anchor_grant_token as string })).toEqual({
-      success: true,
-      revoked: true,
-    });
-    const config = await svc.partnerConfig.get({ gate: "signup" });
-    expect(config.response.status).toBe(200);
-  });
-
-  it("retries a development key's rate-limit refusal once its retry_in has passed, within the timeout", async () => {
-    const limited = await mesh.console.createKey({
-      organizationId: partner.organizationId,
-      environment: Environment.DEVELOPMENT,
-      type: KeyType.SECRET,
-      allowedOrigins: [],
-      allowedGates: [],
-    });
-    await mesh.console.setKeyLimits({ keyId: limited.keyId, bucket: "per_minute", limit: 1 });
-    const patient = new Svc({ apiKey: limited.key, baseUrl: `${mesh.gatewayUrl}/v1`, issuer, timeoutMs: 25_000 });
-    await patient.sessions.create();
-    const started = Date.now();
-    const session = await patient.sessions.create();
-    expect(session.anchor_grant_token).toMatch(/^svcs_/);
-    expect(session.response.attempts).toBe(2);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(500);
+      await patient.sessions.create();
+      const session = await patient.sessions.create();
+      expect(session.anchor_grant_token).toMatch(/^svcs_/);
+      expect(session.response.attempts).toBe(2);
+      const [, refused, retried] = sent;
+      expect(refused?.status).toBe(403);
+      expect(refused?.body.data?.error?.retry_in).toBe(1);
+      expect(retried?.status).toBe(200);
+      expect((retried?.at ?? 0) - (refused?.at ?? 0)).toBeGreaterThanOrEqual(950);
+    } finally {
+      mesh.setClock(null);
+    }
   });
 
   it("a silent human's card comes back expired once its ttl_at passes, with no proof", async () => {

@@ -38,6 +38,12 @@ export const settings = {
     "how long a card and its audit log are kept after it ended: as long as its proof can still verify",
   ),
   retentionBatch: batchSizeSetting("cards one retention statement deletes at most, with their audit rows"),
+  sweepEvery: {
+    parse: parse.duration,
+    default: 60_000,
+    description:
+      "how often agentlink runs the expire sweep and the card retention by itself (spec: about every 60 seconds)",
+  },
   sandboxSweepEvery: {
     parse: parse.duration,
     default: 1_000,

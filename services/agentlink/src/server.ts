@@ -18,7 +18,7 @@ import { migrations } from "./migrations/index.ts";
 import { Card, CardAudit } from "./proposals/card.entity.ts";
 import { CardReader } from "./proposals/card-reader.ts";
 import { CardWriter, proposeCards } from "./proposals/card-writer.ts";
-import { expireSweep, sweepEveryMs } from "./proposals/expire-sweep.ts";
+import { expireSweep } from "./proposals/expire-sweep.ts";
 import { pruneCards } from "./proposals/retention.ts";
 import { agentlinkRoutes, type RouteDependencies } from "./routes.ts";
 import { classifierFromEnvironment } from "./trust-layer/classifier-client.ts";
@@ -84,11 +84,11 @@ export const startAgentlink = (options: StartOptions = {}) =>
         };
       },
       routes: agentlinkRoutes,
-      // The expire sweep and the retention about every 60 seconds; replicas share the work through their
-      // row locks.
+      // The expire sweep and the retention every AGENTLINK_SWEEP_EVERY; replicas share the work through
+      // their row locks.
       background: async (deps, { clock, config, logger }) => {
         const sweeps = startPeriodicJob({
-          everyMs: sweepEveryMs,
+          everyMs: config.sweepEvery,
           logger,
           steps: [
             { name: "expire sweep", run: () => expireSweep({ ...deps, em: deps.orm.em.fork() }, undefined) },

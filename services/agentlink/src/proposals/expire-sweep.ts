@@ -9,9 +9,6 @@ import { publishCardsLeftQueue } from "./card-watch.ts";
 /** The spec's `limit` of one sweep: 1-1000, default 200. */
 const sweepLimit = { default: 200, min: 1, max: 1000 } as const;
 
-/** How often agentlink sweeps by itself (spec: roughly every 60 seconds). */
-export const sweepEveryMs = 60_000;
-
 /**
  * The expire sweep: queued cards past `ttl_at` become `expired` (resolved at `ttl_at`), each with an audit
  * row `card.expired` (actor `sweep`) and `agents_ask.resolution.expired`, in one transaction. The rows are
