@@ -231,8 +231,13 @@ function send(
       response.on("error", reject);
     });
     req.setTimeout(answerTimeoutMs, () => req.destroy(new Error(`no answer within ${answerTimeoutMs / 1000} s`)));
-    req.on("error", (error) => {
-      if (!answered) reject(error);
+    req.on("error", (error: NodeJS.ErrnoException) => {
+      if (answered) return;
+      // A kept-alive socket the gateway closed as idle just as this request went out on it: the request
+      // never reached the gateway, so it is sent again on a new socket (Node's documented remedy).
+      if (req.reusedSocket && error.code === "ECONNRESET")
+        send(base, agent, method, target, headers, body).then(resolve, reject);
+      else reject(error);
     });
     req.end(body);
   });
