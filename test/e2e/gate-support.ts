@@ -1,9 +1,10 @@
 import { createClient } from "@connectrpc/connect";
+import { AccountConsoleService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { KeyType } from "@svc/proto/console/v1/console_pb.js";
 import { GateConsoleService, GateType } from "@svc/proto/gate/v1/gate_pb.js";
 import { createRemoteJWKSet, type JWTPayload, jwtVerify } from "jose";
-import { expect } from "vitest";
+import { expect, vi } from "vitest";
 import { SoftwareAuthenticator } from "../harness/software-passkey.ts";
 import type { TestMesh } from "../harness/test-mesh.ts";
 
@@ -95,6 +96,38 @@ export async function newPartner(mesh: TestMesh, name = "Partner") {
     devSite: await key(Environment.DEVELOPMENT, KeyType.SITE, { allowedOrigins: ["https://shop.example"] }),
     key,
   };
+}
+
+/**
+ * A new sandbox human that confirms answers a `notarize` request for `reference` on the partner's `login`
+ * gate; the human and the request's status record once it is `completed`.
+ */
+export async function confirmedNotarizeRequest(mesh: TestMesh, partner: { devSecret: string }, reference: string) {
+  const api = partnerApi(mesh);
+  const { svcUserId } = await createClient(AccountConsoleService, mesh.consoleTransport()).createSandboxHuman({
+    environment: Environment.DEVELOPMENT,
+    behavior: SandboxBehavior.CONFIRM,
+  });
+  const grant = result(await api.post("/sdk/create-session", {}, partner.devSecret)).anchor_grant_token as string;
+  const link = result(
+    await api.post(
+      "/sdk/create-verification-link",
+      { gate: "login", svc_user_id: svcUserId, partner_user_ref: reference, notarize: true },
+      grant,
+    ),
+  );
+  const record = await vi.waitFor(
+    async () => {
+      const status = result(
+        await api.get("/verification/status", { request_id: link.request_id }, partner.devSecret),
+        true,
+      );
+      if (status.status !== "completed") throw new Error(`still ${status.status}`);
+      return status;
+    },
+    { timeout: 15_000, interval: 100 },
+  );
+  return { svcUserId, record };
 }
 
 export async function newGate(

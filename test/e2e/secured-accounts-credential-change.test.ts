@@ -1,16 +1,9 @@
-import { createClient } from "@connectrpc/connect";
 import { createInternalClient } from "@svc/platform";
-import {
-  AccountConsoleService,
-  AccountService,
-  NoticeKind,
-  SandboxBehavior,
-} from "@svc/proto/account/v1/account_pb.js";
-import { Environment } from "@svc/proto/common/v1/caller_pb.js";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { AccountService, NoticeKind } from "@svc/proto/account/v1/account_pb.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runSvcctl } from "../harness/svcctl.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
-import { dataError, newGate, newPartner, partnerApi, result } from "./gate-support.ts";
+import { confirmedNotarizeRequest, dataError, newGate, newPartner, partnerApi, result } from "./gate-support.ts";
 import { type PartnerEndpoint, startPartnerEndpoint } from "./partner-endpoint.ts";
 
 /**
@@ -59,29 +52,8 @@ describe("reporting a changed sign-in detail end to end", () => {
 
   /** A sandbox human confirms a notarize request for `reference`: the account is then secured. */
   async function secure(reference: string) {
-    const { svcUserId } = await createClient(AccountConsoleService, mesh.consoleTransport()).createSandboxHuman({
-      environment: Environment.DEVELOPMENT,
-      behavior: SandboxBehavior.CONFIRM,
-    });
-    const grant = result(await api.post("/sdk/create-session", {}, partner.devSecret)).anchor_grant_token as string;
-    const link = result(
-      await api.post(
-        "/sdk/create-verification-link",
-        { gate: "login", svc_user_id: svcUserId, partner_user_ref: reference, notarize: true },
-        grant,
-      ),
-    );
-    await vi.waitFor(
-      async () => {
-        const status = result(
-          await api.get("/verification/status", { request_id: link.request_id }, partner.devSecret),
-          true,
-        );
-        if (status.status !== "completed") throw new Error(`still ${status.status}`);
-        expect(status).toMatchObject({ trusted: true, first_time: true });
-      },
-      { timeout: 15_000, interval: 100 },
-    );
+    const { svcUserId, record } = await confirmedNotarizeRequest(mesh, partner, reference);
+    expect(record).toMatchObject({ trusted: true, first_time: true });
     return { svcUserId, handle: (await rowOf(reference)).handle as string };
   }
 
