@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { randomInt } from "node:crypto";
 import { accessSync, constants } from "node:fs";
 import { createServer } from "node:net";
 import { delimiter, join } from "node:path";
@@ -74,15 +75,37 @@ export async function run(
   return stdout;
 }
 
-/** Asks the kernel for a port that is free on 127.0.0.1 right now. */
+/**
+ * Ports for processes that bind them a moment later (a mesh's services, a test's own NATS). Asking the
+ * kernel for port 0 and closing it races: the kernel may hand the freed port to a mesh starting beside this
+ * one, or to an outgoing connection, before our process binds it. So these ports come from below the
+ * kernel's ephemeral range, from a block of its own for each test worker slot (`VITEST_POOL_ID`; the files
+ * of one slot run one after another), walked from a random start; each is checked free, and none is
+ * handed out twice by one process.
+ */
+const portBlocks = { first: 20_000, size: 1_000, count: 12 };
+let portCursor: number | undefined;
+
+function portBlockStart(): number {
+  const slot = Number(process.env.VITEST_POOL_ID);
+  const block = Number.isInteger(slot) && slot > 0 ? slot % portBlocks.count : randomInt(portBlocks.count);
+  return portBlocks.first + block * portBlocks.size;
+}
+
 export async function freePort(): Promise<number> {
+  const blockStart = portBlockStart();
+  for (let tried = 0; tried < portBlocks.size; tried++) {
+    portCursor = ((portCursor ?? randomInt(portBlocks.size)) + 1) % portBlocks.size;
+    const port = blockStart + portCursor;
+    if (await canListen(port)) return port;
+  }
+  throw new Error(`no free port in ${blockStart}-${blockStart + portBlocks.size - 1} on 127.0.0.1`);
+}
+
+function canListen(port: number): Promise<boolean> {
   const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", resolve);
+  return new Promise((resolve) => {
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
   });
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === "string") throw new Error("could not read the port of a TCP listener");
-  return address.port;
 }
