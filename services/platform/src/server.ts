@@ -131,11 +131,17 @@ export function sendJson(res: NodeServerResponse, status: number, body: unknown)
 }
 
 /**
- * Runs `start` when the file is the process's main module, and stops cleanly on SIGTERM or SIGINT. Every
- * failure, even one no handler caught, is one structured line at error before the exit, never Node's own
- * unstructured print: a supervisor (npm start, the kubelet) restarts the process and the log says why.
+ * Runs `start` when the file is the process's main module, and stops cleanly on SIGTERM or SIGINT; with
+ * `--migrate-only` runs `migrate` instead and exits (the migrate Job). Every failure, even one no handler
+ * caught, is one structured line at error before the exit, never Node's own unstructured print: a
+ * supervisor (npm start, the kubelet) restarts the process and the log says why.
  */
-export function runAsMain(importMetaUrl: string, name: string, start: () => Promise<RunningService>): void {
+export function runAsMain(
+  importMetaUrl: string,
+  name: string,
+  start: () => Promise<RunningService>,
+  migrate: () => Promise<void>,
+): void {
   if (process.argv[1] === undefined || importMetaUrl !== new URL(`file://${process.argv[1]}`).href) return;
   const logger = createLogger(name);
   const fail = (msg: string) => (error: unknown) => {
@@ -144,6 +150,13 @@ export function runAsMain(importMetaUrl: string, name: string, start: () => Prom
   };
   process.on("uncaughtException", fail("uncaught exception"));
   process.on("unhandledRejection", fail("unhandled rejection"));
+  if (process.argv.includes("--migrate-only")) {
+    migrate().then(() => {
+      logger.info("migrated");
+      process.exit(0);
+    }, fail("migration failed"));
+    return;
+  }
   start().then(
     (service) => {
       const shutdown = () => {
