@@ -1,7 +1,13 @@
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
+import { once } from "node:events";
+import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
 import { meshLayout } from "@svc/local-mesh/mesh";
+import { freePort } from "@svc/local-mesh/process-tools";
+import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "@svc/proto/grpc/health/v1/health_pb.js";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../harness/index.ts";
@@ -19,7 +25,8 @@ const run = (entry: string, env: Record<string, string>) =>
     (error: { code: number; stdout: string }) => ({ code: error.code, lines: error.stdout.trim().split("\n") }),
   );
 
-describe("the migrate Job's containers (each entry point's --migrate-only)", () => {
+// Every test starts Node processes, each of which loads a whole service: seconds apiece on two busy cores.
+describe("the migrate Job's containers (each entry point's --migrate-only)", { timeout: 60_000 }, () => {
   let db: TestDatabase;
   let client: pg.Client;
   const appliedIn = async (schema: string) =>
@@ -61,5 +68,45 @@ describe("the migrate Job's containers (each entry point's --migrate-only)", () 
     expect(failed.lines.map((line) => JSON.parse(line))).toEqual([
       expect.objectContaining({ level: "error", msg: "migration failed" }),
     ]);
+  });
+
+  it("a pod under SVC_MIGRATIONS=job refuses to start before the Job ran, and after it serves, SERVING over gRPC health", async () => {
+    const fresh = await createTestDatabase("migrate_job_pod");
+    try {
+      const [signing] = meshLayout;
+      const port = await freePort();
+      const env = {
+        PATH: process.env.PATH ?? "",
+        SVC_DATABASE_URL: fresh.url,
+        SVC_MIGRATIONS: "job",
+        SIGNING_PORT: String(port),
+      };
+      const refused = await promisify(execFile)(process.execPath, [signing.entry], { cwd: root, env }).then(
+        () => ({ code: 0, stdout: "" }),
+        (error: { code: number; stdout: string }) => error,
+      );
+      expect(refused.code).toBe(1);
+      const failure = refused.stdout
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line))
+        .find((line) => line.msg === "start failed");
+      expect(failure.error).toMatch(/^schema signing is behind this release \(migrations not applied: 0001_/);
+
+      expect((await run(signing.entry, { SVC_DATABASE_URL: fresh.url })).code).toBe(0);
+      const pod = spawn(process.execPath, [signing.entry], { cwd: root, env, stdio: ["ignore", "pipe", "inherit"] });
+      try {
+        for await (const line of createInterface({ input: pod.stdout }))
+          if (JSON.parse(line).msg === "listening") break;
+        const health = createClient(Health, createGrpcTransport({ baseUrl: `http://127.0.0.1:${port}` }));
+        expect((await health.check({ service: "" })).status).toBe(ServingStatus.SERVING);
+        expect((await health.check({ service: "svc.signing.v1.SigningService" })).status).toBe(ServingStatus.SERVING);
+      } finally {
+        pod.kill("SIGTERM");
+        await once(pod, "exit");
+      }
+    } finally {
+      await fresh.drop();
+    }
   });
 });
