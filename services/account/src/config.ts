@@ -1,5 +1,4 @@
 import { batchSizeSetting, developmentSecret, parse, retentionSetting, type Settings } from "@svc/platform";
-import { parsePushServiceHosts, parseVapidPrivateKey, parseVapidSubject } from "./push/push-settings.ts";
 import {
   parseCertificatePem,
   parseIacaTrustList,
@@ -7,6 +6,7 @@ import {
   type TrustedIaca,
   type TrustedIssuer,
 } from "./age/wallet/trust-list.ts";
+import { parsePushServiceHosts, parseVapidPrivateKey, parseVapidSubject } from "./push/push-settings.ts";
 
 /**
  * The development verifier key's own certificate, fixed so that the development client_id is the same

@@ -46,6 +46,7 @@ import type { AccountSecrets } from "./config.ts";
 import { listDevices, registerDevice } from "./devices/devices.ts";
 import { describeHuman, devSignInSubject, resolveSignedInHuman } from "./humans/humans.ts";
 import { claimedEmailHash, findHumanByEmail } from "./humans/sign-in-emails.ts";
+import { requireText } from "./input.ts";
 import type { AccountLink } from "./links/account-link.entity.ts";
 import {
   accountLinkState,
@@ -64,6 +65,7 @@ import { beginAssertion, finishAssertion } from "./passkeys/assertion.ts";
 import { listPasskeys, removePasskey } from "./passkeys/passkey-list.ts";
 import { beginRegistration, finishRegistration, type PasskeyContext } from "./passkeys/registration.ts";
 import type { PushProviders } from "./push/configured-providers.ts";
+import type { PushEndpointPolicy } from "./push/push-endpoint-policy.ts";
 import { enqueuePush } from "./push/push-jobs.ts";
 import {
   addPushSubscription,
@@ -73,9 +75,7 @@ import {
 } from "./push/push-subscriptions.ts";
 import { pushToHuman } from "./push/push-to-human.ts";
 import type { PushSealing } from "./push/subscription-sealing.ts";
-import type { PushEndpointPolicy } from "./push/push-endpoint-policy.ts";
 import type { VapidKeys } from "./push/vapid-keys.ts";
-import { requireText } from "./input.ts";
 import { type AccountRefusalKind, invalidArgument } from "./refusal.ts";
 import {
   createSandboxHuman,
@@ -251,8 +251,8 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
             create(PushSubscriptionSummarySchema, {
               subscriptionId: row.id,
               pushHost: row.push_host,
-              createdAt: timestampFromDate(row.created_at),
-              lastPushedAt: row.last_pushed_at ? timestampFromDate(row.last_pushed_at) : undefined,
+              createdAt: timestampFromDate(new Date(row.created_at)),
+              lastPushedAt: row.last_pushed_at ? timestampFromDate(new Date(row.last_pushed_at)) : undefined,
             }),
           ),
         })),

@@ -1,8 +1,8 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { type EnvironmentName, uuid } from "@svc/platform";
 import { requireHuman } from "../humans/humans.ts";
-import { enqueuePush } from "../push/push-jobs.ts";
 import { requireUuid } from "../input.ts";
+import { enqueuePush } from "../push/push-jobs.ts";
 import { refuse } from "../refusal.ts";
 import type { AccountLink } from "./account-link.entity.ts";
 

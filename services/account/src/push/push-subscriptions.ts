@@ -23,8 +23,9 @@ export interface SubscriptionContext {
 export interface SubscriptionSummary {
   id: string;
   push_host: string;
-  created_at: Date;
-  last_pushed_at: Date | null;
+  /** As the driver gives them for a raw statement. */
+  created_at: string | Date;
+  last_pushed_at: string | Date | null;
 }
 
 const base64urlBytes = (value: string, field: string, length: number, first?: number): void => {

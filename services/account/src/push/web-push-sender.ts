@@ -18,7 +18,8 @@ interface DueJob {
   topic: string;
   payload: unknown;
   urgency: "normal" | "high";
-  expires_at: Date;
+  /** As the driver gives it for a raw statement. */
+  expires_at: string | Date;
   attempts: number;
   sealed: Buffer;
 }
@@ -66,7 +67,7 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WakeableLoo
       JSON.stringify(job.payload),
       {
         vapidDetails: vapid,
-        TTL: Math.max(1, Math.floor((job.expires_at.getTime() - now.getTime()) / 1000)),
+        TTL: Math.max(1, Math.floor((new Date(job.expires_at).getTime() - now.getTime()) / 1000)),
         urgency: job.urgency,
         topic: job.topic,
         contentEncoding: "aes128gcm",
