@@ -8,7 +8,7 @@ import { importJWK, type JWTPayload, jwtVerify } from "jose";
  * VAPID (RFC 8292) JWT with jose, decrypts its body with the RFC 8291 aes128gcm decryption written below on
  * node:crypto (independent of the sender's library), records it, and answers what the test queued.
  */
-export interface PushReceipt {
+interface PushReceipt {
   endpoint: string;
   /** What the service answered. */
   status: number;
@@ -46,7 +46,7 @@ const label = (text: string) => Buffer.concat([Buffer.from(text), Buffer.from([0
 const hmac = (key: Buffer, data: Buffer) => createHmac("sha256", key).update(data).digest();
 
 /** RFC 8291 §3.4 and RFC 8188 §2 for a single record: salt, rs, keyid (the sender's public key), ciphertext. */
-export function decryptAes128gcm(body: Buffer, receiver: { privateKey: Buffer; publicKey: Buffer; auth: Buffer }) {
+function decryptAes128gcm(body: Buffer, receiver: { privateKey: Buffer; publicKey: Buffer; auth: Buffer }) {
   const salt = body.subarray(0, 16);
   const idLength = body[20] ?? 0;
   const senderPublic = body.subarray(21, 21 + idLength);

@@ -116,7 +116,7 @@ export type Route<Services = unknown> = RouteDefinition<ObjectSchema, Services> 
 };
 
 /** The names of a path's `{name}` segments, in order. */
-export const pathParameterNames = (path: string): string[] =>
+const pathParameterNames = (path: string): string[] =>
   [...path.matchAll(/\{([a-z_]+)\}/g)].map((match) => match[1] as string);
 
 /** Matches a full request path (with `{base_url}`) against a route's path, each `{name}` one segment. */

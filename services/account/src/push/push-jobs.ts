@@ -14,7 +14,7 @@ export interface PushItem {
  * RFC 8030 §5.4 Topic (at most 32 base64url characters): one per item, so a push sent again replaces the
  * one still waiting at the push service and the device shows it once.
  */
-export const topicOf = (item: Pick<PushItem, "kind" | "id">) =>
+const topicOf = (item: Pick<PushItem, "kind" | "id">) =>
   createHash("sha256").update(`${item.kind}:${item.id}`).digest("base64url").slice(0, 32);
 
 /** Cards and requests wait for the person, who has minutes to answer (RFC 8030 §5.3). */
