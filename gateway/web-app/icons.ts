@@ -21,7 +21,10 @@ function chunk(type: string, data: Buffer): Buffer {
 /** Distance from point p to the segment a–b, in pixels. */
 function toSegment(px: number, py: number, [ax, ay]: number[], [bx, by]: number[]): number {
   const [dx, dy] = [(bx as number) - (ax as number), (by as number) - (ay as number)];
-  const along = Math.max(0, Math.min(1, ((px - (ax as number)) * dx + (py - (ay as number)) * dy) / (dx * dx + dy * dy)));
+  const along = Math.max(
+    0,
+    Math.min(1, ((px - (ax as number)) * dx + (py - (ay as number)) * dy) / (dx * dx + dy * dy)),
+  );
   return Math.hypot(px - ((ax as number) + along * dx), py - ((ay as number) + along * dy));
 }
 

@@ -54,9 +54,7 @@ sw.addEventListener("fetch", (event) => {
   if (event.request.method !== "GET" || url.origin !== sw.location.origin || !url.pathname.startsWith("/app/")) return;
   // Network first, so a new version shows at once; the cache only when offline. Every screen is the one page.
   const cached = event.request.mode === "navigate" ? "/app/" : url.pathname;
-  event.respondWith(
-    fetch(event.request).catch(async () => (await caches.match(cached)) ?? Response.error()),
-  );
+  event.respondWith(fetch(event.request).catch(async () => (await caches.match(cached)) ?? Response.error()));
 });
 
 sw.addEventListener("push", (event) => {
