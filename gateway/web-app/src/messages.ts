@@ -40,7 +40,7 @@ const en = {
   notificationsNone: "No device receives notifications yet.",
   notificationsDevice: "{host}, added {created}",
   notificationsRemove: "Remove",
-  notificationsRemoveLabel: "Stop notifications to the device added {created}",
+  notificationsRemoveLabel: "Remove {host}, added {created}",
   notificationsRemoved: "That device no longer receives notifications.",
 
   passkeysTitle: "Passkeys",
@@ -200,7 +200,7 @@ const de: Messages = {
   notificationsNone: "Noch kein Gerät erhält Benachrichtigungen.",
   notificationsDevice: "{host}, hinzugefügt {created}",
   notificationsRemove: "Entfernen",
-  notificationsRemoveLabel: "Keine Benachrichtigungen mehr an das Gerät, hinzugefügt {created}",
+  notificationsRemoveLabel: "Entfernen: {host}, hinzugefügt {created}",
   notificationsRemoved: "Dieses Gerät erhält keine Benachrichtigungen mehr.",
 
   passkeysTitle: "Passkeys",

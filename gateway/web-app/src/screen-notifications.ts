@@ -40,7 +40,7 @@ export const notificationsScreen: Screen = (main) => {
                   status.say(t("notificationsRemoved"));
                   await load();
                 }),
-                { "aria-label": t("notificationsRemoveLabel", { created }) },
+                { "aria-label": t("notificationsRemoveLabel", { host: subscription.push_host, created }) },
               ),
             );
           })),
