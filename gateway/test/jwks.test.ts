@@ -28,7 +28,7 @@ async function keySetReply(cache: KeySetCache) {
     headers: {},
     body: "",
   });
-  return { ...reply, body: JSON.parse(reply.body) };
+  return { ...reply, body: JSON.parse(reply.body.toString()) };
 }
 
 describe("key set cache", () => {

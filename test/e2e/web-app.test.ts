@@ -25,7 +25,7 @@ describe("the web app", () => {
   let origin: string;
   let api: ReturnType<typeof partnerApi>;
   const strictPolicy =
-    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; manifest-src 'self'; worker-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
   beforeAll(async () => {
     mesh = await startTestMesh("web_app", { clockAt: start });

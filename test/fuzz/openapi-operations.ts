@@ -41,7 +41,7 @@ export interface FuzzOperation {
   /** `METHOD path`, as the table prints it. */
   label: string;
   operationId: string;
-  method: "GET" | "POST" | "OPTIONS";
+  method: "GET" | "POST" | "DELETE" | "OPTIONS";
   /** The path template of the document (`/qr/{request_id}.svg`). */
   path: string;
   /** The path below the gateway's origin, before the template is filled (`/v1/qr/{request_id}.svg`). */
@@ -65,7 +65,7 @@ export interface OpenApiDocument {
   components: Record<string, Record<string, unknown>>;
 }
 
-const methods = ["get", "post", "options"] as const;
+const methods = ["get", "post", "delete", "options"] as const;
 
 /** Resolves `#/components/…` references, as deep as they go. */
 export function resolveRef<T>(document: OpenApiDocument, value: T): T {

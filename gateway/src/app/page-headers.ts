@@ -9,7 +9,7 @@ export function pageHeaders(contentType: string, options: { connectSrc?: readonl
   return {
     "content-type": contentType,
     "cache-control": "no-store",
-    "content-security-policy": `default-src 'none'; script-src 'self'; style-src 'self'; connect-src ${connect}; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'`,
+    "content-security-policy": `default-src 'none'; script-src 'self'; style-src 'self'; connect-src ${connect}; img-src 'self' data:; manifest-src 'self'; worker-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'`,
     "referrer-policy": "no-referrer",
     "x-content-type-options": "nosniff",
     "x-frame-options": "DENY",

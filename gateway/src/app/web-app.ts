@@ -1,5 +1,6 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { iconSizes, themeColour } from "../../web-app/icons.ts";
 import { languages, pickLanguage } from "../../web-app/src/messages.ts";
 import type { RawReply, RawRoute } from "../http/raw-route.ts";
 import { escapeHtml, pageHeaders } from "./page-headers.ts";
@@ -13,8 +14,28 @@ const signedInPath = "/app/signed-in";
 
 /** The screens the page draws itself; the server answers each with the same page. */
 const screenPaths =
-  /^\/app(?:\/(?:signed-in|inbox|passkeys|accounts|agents|age|delete|requests\/req_[0-9a-f]{32}))?\/?$/;
-const assetPath = /^\/app\/assets\/([a-z0-9-]+\.(?:js|css))$/;
+  /^\/app(?:\/(?:signed-in|inbox|passkeys|notifications|accounts|agents|age|delete|requests\/req_[0-9a-f]{32}))?\/?$/;
+const assetPath = /^\/app\/assets\/([a-z0-9-]+\.(?:js|css|png))$/;
+
+/** What makes `/app/` an installable app (Web App Manifest): Chromium's criteria and the home screen's icon. */
+const webAppManifest = {
+  id: "/app/",
+  name: languages.en.appName,
+  short_name: languages.en.appName,
+  start_url: "/app/inbox",
+  scope: "/app/",
+  display: "standalone",
+  theme_color: themeColour,
+  background_color: "#ffffff",
+  icons: iconSizes.flatMap((size) =>
+    ["any", "maskable"].map((purpose) => ({
+      src: `/app/assets/icon-${size}.png`,
+      sizes: `${size}x${size}`,
+      type: "image/png",
+      purpose,
+    })),
+  ),
+};
 
 /** Whom the page signs in with: an OpenID Connect issuer (its discovery document tells the endpoints) and the client id there. */
 export interface SignInSettings {
@@ -34,7 +55,13 @@ function loadAssets(): Map<string, RawReply> {
     );
   const assets = new Map<string, RawReply>();
   for (const file of readdirSync(compiledFolder))
-    if (file.endsWith(".js"))
+    if (file.endsWith(".png"))
+      assets.set(file, {
+        status: 200,
+        headers: pageHeaders("image/png"),
+        body: readFileSync(new URL(file, compiledFolder)),
+      });
+    else if (file.endsWith(".js"))
       assets.set(file, {
         status: 200,
         headers: pageHeaders("text/javascript; charset=utf-8"),
@@ -61,6 +88,11 @@ export function webAppRoutes(options: { signIn: SignInSettings | undefined; publ
   const issuerOrigin = signIn ? new URL(signIn.issuer).origin : undefined;
   const connectSrc = issuerOrigin && issuerOrigin !== new URL(options.publicOrigin).origin ? [issuerOrigin] : [];
   const redirectUri = `${options.publicOrigin}${signedInPath}`;
+  const manifest: RawReply = {
+    status: 200,
+    headers: pageHeaders("application/manifest+json"),
+    body: JSON.stringify(webAppManifest),
+  };
   const notFound: RawReply = { status: 404, headers: pageHeaders("text/plain; charset=utf-8"), body: "no such file" };
 
   return [
@@ -84,6 +116,10 @@ export function webAppRoutes(options: { signIn: SignInSettings | undefined; publ
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(t.appName)}</title>
+<meta name="theme-color" content="${themeColour}">
+<link rel="manifest" href="/app/manifest.webmanifest">
+<link rel="icon" href="/app/assets/icon-192.png">
+<link rel="apple-touch-icon" href="/app/assets/icon-192.png">
 ${meta}
 <link rel="stylesheet" href="/app/assets/style.css">
 <script type="module" src="/app/assets/main.js"></script>
@@ -103,5 +139,8 @@ ${meta}
       method: "GET",
       serve: ({ url }) => assets.get(assetPath.exec(url.pathname)?.[1] ?? "") ?? notFound,
     },
+    { path: "/app/manifest.webmanifest", method: "GET", serve: () => manifest },
+    // At /app/, so its scope is the app's and no Service-Worker-Allowed header is needed.
+    { path: "/app/service-worker.js", method: "GET", serve: () => assets.get("service-worker.js") ?? notFound },
   ];
 }

@@ -1,13 +1,14 @@
 import type { IncomingMessage } from "node:http";
 import { InputValidationError } from "./errors.ts";
 import type { Stage } from "./pipeline.ts";
+import { pathParameters } from "./route.ts";
 
 /** Largest JSON body an operation accepts; the biggest legitimate one (an Adaptive Card) is far below. */
 export const bodyLimitBytes = 64 * 1024;
 
 /**
  * Reads the input as received: the JSON body of a POST (an object; empty means `{}`), the query
- * parameters of a GET. Unreadable input is a 400 like any other invalid input, never a 500.
+ * parameters of a GET, the path parameters of a DELETE. Unreadable input is a 400 like any other invalid input, never a 500.
  */
 export const parseStage: Stage = {
   name: "parse",
@@ -21,6 +22,10 @@ export const parseStage: Stage = {
       if (!isReadableQuery(ctx.request.url ?? ""))
         throw bodyError("the query string is not valid percent-encoded UTF-8");
       ctx.rawInput = queryInput(ctx.url.searchParams);
+    } else if (ctx.route.method === "DELETE") {
+      const parameters = pathParameters(ctx.route.path, ctx.url.pathname);
+      if (parameters === undefined) throw bodyError("the path is not valid percent-encoded UTF-8");
+      ctx.rawInput = parameters;
     } else {
       try {
         ctx.rawInput = await readJsonObject(ctx.request, bodyLimitBytes);

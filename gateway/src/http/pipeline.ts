@@ -106,7 +106,7 @@ export const validateStage: Stage = {
   async run(ctx, next) {
     for (const [field, refusal] of Object.entries(ctx.route.refuseMissing ?? {}))
       if (ctx.rawInput[field] === undefined) throw new OperationError(400, refusal.message, { code: refusal.code });
-    const result = validate(ctx.route.input, ctx.rawInput, { fromQuery: ctx.route.method === "GET" });
+    const result = validate(ctx.route.input, ctx.rawInput, { fromQuery: ctx.route.method !== "POST" });
     if (!result.ok) throw new InputValidationError(ctx.rawInput, result.errors);
     ctx.input = result.value;
     return next();

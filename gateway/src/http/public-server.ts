@@ -7,7 +7,7 @@ import { InputValidationError, unhandledBody } from "./errors.ts";
 import { writeEventStream } from "./event-stream.ts";
 import { type RequestContext, runPipeline, type Stage } from "./pipeline.ts";
 import { type RawReply, type RawRoute, rawBodyLimit } from "./raw-route.ts";
-import { basePath, type Route } from "./route.ts";
+import { basePath, pathPattern, type Route } from "./route.ts";
 
 export { basePath };
 
@@ -98,7 +98,17 @@ function routeTable(routes: readonly Route[], rawRoutes: readonly RawRoute[]) {
     methods.set(method, target);
     exact.set(path, methods);
   };
-  for (const route of routes) add(`${basePath}${route.path}`, route.method, { kind: "operation", route });
+  for (const route of routes) {
+    const target: Target = { kind: "operation", route };
+    if (!route.path.includes("{")) {
+      add(`${basePath}${route.path}`, route.method, target);
+      continue;
+    }
+    const pattern = pathPattern(route.path);
+    const family = patterns.find((p) => p.pattern.source === pattern.source);
+    if (family) family.methods.set(route.method, target);
+    else patterns.push({ pattern, methods: new Map([[route.method, target]]) });
+  }
   for (const route of rawRoutes) {
     const target: Target = { kind: "raw", route };
     const methods: [string, Target][] = [[route.method, target]];

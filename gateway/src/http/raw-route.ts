@@ -9,7 +9,7 @@ export interface RawReply {
   status: number;
   /** Every header but `content-length`, which the server adds: `content-type` included. */
   headers: Record<string, string>;
-  body: string;
+  body: string | Buffer;
 }
 
 /**

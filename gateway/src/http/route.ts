@@ -76,12 +76,15 @@ interface HandlerContext<Services> {
 export interface RouteDefinition<S extends ObjectSchema, Services> {
   /** Stable name for logs and the OpenAPI document (`verifyToken`). */
   operationId: string;
-  method: "GET" | "POST";
-  /** Below `{base_url}` (`/v1`), for example `/sdk/verify-token`. */
+  method: "GET" | "POST" | "DELETE";
+  /**
+   * Below `{base_url}` (`/v1`), for example `/sdk/verify-token`. A DELETE names what it removes in the
+   * path, as `{name}` segments (`/app/push-subscriptions/{id}`): they are its input.
+   */
   path: `/${string}`;
   summary: string;
   auth: AuthPolicy;
-  /** The JSON body of a POST, the query parameters of a GET. */
+  /** The JSON body of a POST, the query parameters of a GET, the path parameters of a DELETE. */
   input: S;
   /**
    * Required fields whose absence the operation's error table answers as a refusal, `data.error`
@@ -111,3 +114,21 @@ export interface RouteDefinition<S extends ObjectSchema, Services> {
 export type Route<Services = unknown> = RouteDefinition<ObjectSchema, Services> & {
   handle(input: unknown, ctx: HandlerContext<Services>): Promise<HandlerResult>;
 };
+
+/** The names of a path's `{name}` segments, in order. */
+const pathParameterNames = (path: string): string[] =>
+  [...path.matchAll(/\{([a-z_]+)\}/g)].map((match) => match[1] as string);
+
+/** Matches a full request path (with `{base_url}`) against a route's path, each `{name}` one segment. */
+export const pathPattern = (path: string): RegExp =>
+  new RegExp(`^${basePath}${path.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{[a-z_]+\}/g, "([^/]+)")}$`);
+
+/** The path parameters of `pathname` for a route's path, decoded; undefined when a segment does not decode. */
+export function pathParameters(path: string, pathname: string): Record<string, string> | undefined {
+  const values = pathPattern(path).exec(pathname)?.slice(1) ?? [];
+  try {
+    return Object.fromEntries(pathParameterNames(path).map((name, i) => [name, decodeURIComponent(values[i] ?? "")]));
+  } catch {
+    return undefined;
+  }
+}

@@ -22,6 +22,7 @@ import {
   registerDeviceRoute,
   removePasskeyRoute,
 } from "../app/passkeys.ts";
+import { pushSubscriptionRoutes } from "../app/push-subscriptions.ts";
 import { appRequestRoutes, flowRequestRoutes } from "../app/requests.ts";
 import { securedAccountRoutes } from "../app/secured-accounts.ts";
 import { walletRoutes } from "../app/wallet.ts";
@@ -75,6 +76,7 @@ export const routes: readonly Route<GatewayServices>[] = [
   registerDeviceRoute,
   listPasskeysRoute,
   removePasskeyRoute,
+  ...pushSubscriptionRoutes,
   ...securedAccountRoutes,
   deleteAccountRoute,
   ...appRequestRoutes,

@@ -17,7 +17,7 @@ export class SignedOut extends Error {}
 
 /** Calls an operation below `/v1` with the ID token as bearer; answers `data.data`. */
 export async function api<T = Record<string, unknown>>(
-  method: "GET" | "POST",
+  method: "GET" | "POST" | "DELETE",
   path: string,
   body?: Record<string, unknown>,
   signal?: AbortSignal,

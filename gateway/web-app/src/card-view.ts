@@ -123,7 +123,8 @@ export function cardView(card: Card, verdict: Verdict, choose: (verdict: Verdict
     : undefined;
   return el(
     "article",
-    { class: "card", "aria-labelledby": titleId, "data-card-id": card.id },
+    // The id is what a push notification's click links to (`/app/inbox#card-…`).
+    { class: "card", id: `card-${card.id}`, "aria-labelledby": titleId, "data-card-id": card.id },
     card.agent && el("p", { class: "from" }, t("cardFrom", { agent: card.agent.display_name || card.agent.name })),
     el("h3", { id: titleId, "data-field": "summary_title" }, card.summary_title),
     el(

@@ -9,6 +9,7 @@ import { ageScreen } from "./screen-age.ts";
 import { agentsScreen } from "./screen-agents.ts";
 import { deleteScreen } from "./screen-delete.ts";
 import { inboxScreen } from "./screen-inbox.ts";
+import { notificationsScreen } from "./screen-notifications.ts";
 import { passkeysScreen } from "./screen-passkeys.ts";
 import { requestScreen } from "./screen-request.ts";
 import { signInScreen } from "./screen-sign-in.ts";
@@ -18,6 +19,7 @@ import { finishSignIn, sessionToken, signOut } from "./session.ts";
 const navigation: { path: string; label: MessageKey; screen: Screen }[] = [
   { path: "/app/inbox", label: "navInbox", screen: inboxScreen },
   { path: "/app/passkeys", label: "navPasskeys", screen: passkeysScreen },
+  { path: "/app/notifications", label: "navNotifications", screen: notificationsScreen },
   { path: "/app/accounts", label: "navAccounts", screen: accountsScreen },
   { path: "/app/agents", label: "navAgents", screen: agentsScreen },
   { path: "/app/age", label: "navAge", screen: ageScreen },
@@ -94,3 +96,7 @@ if (location.pathname === "/app/signed-in") {
     },
   );
 } else show(false);
+
+// Makes the app installable and receives pushes; every screen works without it, so a refusal changes nothing.
+if ("serviceWorker" in navigator)
+  void navigator.serviceWorker.register("/app/service-worker.js", { scope: "/app/" }).catch(() => undefined);

@@ -9,6 +9,7 @@ const en = {
   mainNavigation: "Main",
   navInbox: "Inbox",
   navPasskeys: "Passkeys",
+  navNotifications: "Notifications",
   navAccounts: "Secured accounts",
   navAgents: "Agents",
   navAge: "My age",
@@ -27,6 +28,20 @@ const en = {
   signingIn: "Signing you in…",
   signInFailed: "Signing in did not work: {message}. Try again.",
   sessionEnded: "Your session ended. Sign in again.",
+
+  notificationsTitle: "Notifications",
+  notificationsIntro:
+    "Get a notification on this device when an agent or a platform asks you something. You still confirm in the app.",
+  notificationsTurnOn: "Turn on notifications on this device",
+  notificationsOn: "Notifications are on for this device.",
+  notificationsBlocked: "Notifications are blocked for this site. Allow them in your browser's settings.",
+  notificationsUnsupported: "This browser cannot receive notifications.",
+  notificationsDevices: "Devices that receive notifications",
+  notificationsNone: "No device receives notifications yet.",
+  notificationsDevice: "{host}, added {created}",
+  notificationsRemove: "Remove",
+  notificationsRemoveLabel: "Remove {host}, added {created}",
+  notificationsRemoved: "That device no longer receives notifications.",
 
   passkeysTitle: "Passkeys",
   passkeysIntro: "A passkey confirms requests and agent cards. It stays on your device.",
@@ -153,6 +168,7 @@ const de: Messages = {
   mainNavigation: "Hauptmenü",
   navInbox: "Eingang",
   navPasskeys: "Passkeys",
+  navNotifications: "Benachrichtigungen",
   navAccounts: "Gesicherte Konten",
   navAgents: "Agenten",
   navAge: "Mein Alter",
@@ -171,6 +187,21 @@ const de: Messages = {
   signingIn: "Sie werden angemeldet…",
   signInFailed: "Die Anmeldung hat nicht geklappt: {message}. Versuchen Sie es noch einmal.",
   sessionEnded: "Ihre Sitzung ist abgelaufen. Melden Sie sich erneut an.",
+
+  notificationsTitle: "Benachrichtigungen",
+  notificationsIntro:
+    "Erhalten Sie auf diesem Gerät eine Benachrichtigung, wenn ein Agent oder eine Plattform Sie etwas fragt. Bestätigen tun Sie weiterhin in der App.",
+  notificationsTurnOn: "Benachrichtigungen auf diesem Gerät einschalten",
+  notificationsOn: "Benachrichtigungen sind für dieses Gerät eingeschaltet.",
+  notificationsBlocked:
+    "Benachrichtigungen sind für diese Seite blockiert. Erlauben Sie sie in den Einstellungen Ihres Browsers.",
+  notificationsUnsupported: "Dieser Browser kann keine Benachrichtigungen empfangen.",
+  notificationsDevices: "Geräte, die Benachrichtigungen erhalten",
+  notificationsNone: "Noch kein Gerät erhält Benachrichtigungen.",
+  notificationsDevice: "{host}, hinzugefügt {created}",
+  notificationsRemove: "Entfernen",
+  notificationsRemoveLabel: "Entfernen: {host}, hinzugefügt {created}",
+  notificationsRemoved: "Dieses Gerät erhält keine Benachrichtigungen mehr.",
 
   passkeysTitle: "Passkeys",
   passkeysIntro: "Ein Passkey bestätigt Anfragen und Karten von Agenten. Er bleibt auf Ihrem Gerät.",

@@ -96,6 +96,9 @@ export const inboxScreen: Screen = (main, navigate) => {
       ...cards.map((card) => cardView(card, verdicts.get(card.id) ?? "later", (v) => verdicts.set(card.id, v))),
     );
     cardsSection.hidden = cards.length === 0;
+    // Opened from a push notification: the card it named, drawn only now, is brought into view.
+    if (location.hash.startsWith("#card-"))
+      document.getElementById(decodeURIComponent(location.hash.slice(1)))?.scrollIntoView();
   };
 
   const show = (inbox: Inbox) => {

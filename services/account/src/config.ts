@@ -6,6 +6,7 @@ import {
   type TrustedIaca,
   type TrustedIssuer,
 } from "./age/wallet/trust-list.ts";
+import { parsePushServiceHosts, parseVapidPrivateKey, parseVapidSubject } from "./push/push-settings.ts";
 
 /**
  * The development verifier key's own certificate, fixed so that the development client_id is the same
@@ -121,6 +122,36 @@ export const settings = {
     parse: parse.url,
     default: "https://api.push.apple.com",
     description: "APNs endpoint: https://api.sandbox.push.apple.com for development builds of the app",
+  },
+  pushKey: developmentSecret({
+    parse: parse.base64Key32,
+    developmentDefault: Buffer.from("account development web push key", "utf8"),
+    description:
+      "key sealing web push subscriptions (endpoint and keys) and the development VAPID key at rest, base64 of 32 bytes",
+  }),
+  // Empty in development: the pair is then made once and kept sealed in the database (src/push/vapid-keys.ts).
+  vapidPrivateKey: developmentSecret<Buffer | null>({
+    parse: parseVapidPrivateKey,
+    developmentDefault: null,
+    description: "the VAPID (RFC 8292) private key: the P-256 private scalar, base64url of 32 bytes",
+  }),
+  vapidSubject: {
+    parse: parseVapidSubject,
+    default: "mailto:push@svc.invalid",
+    description: "the VAPID `sub` claim: a mailto: or https: contact the push services can reach the operator at",
+  },
+  pushServiceHosts: {
+    parse: parsePushServiceHosts,
+    default: parsePushServiceHosts(
+      "fcm.googleapis.com,updates.push.services.mozilla.com,web.push.apple.com,*.push.apple.com,*.notify.windows.com",
+    ),
+    description:
+      "hosts a web push endpoint may name (https only), comma-separated; *.example.com allows its subdomains",
+  },
+  pushPollEvery: {
+    parse: parse.duration,
+    default: 1000,
+    description: "how often the web push sender looks for due pushes besides being woken by a commit",
   },
   fcmServiceAccount: {
     parse: parse.string,

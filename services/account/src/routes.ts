@@ -8,6 +8,7 @@ import {
   type EventBus,
   environmentName,
   environmentProto,
+  isUuid,
   type Logger,
   type OutboxRelay,
   publishInboxChanged,
@@ -26,6 +27,7 @@ import {
   SandboxBehavior as ProtoSandboxBehavior,
   SecuredAccountStatus as ProtoSecuredAccountStatus,
   PushKind,
+  PushSubscriptionSummarySchema,
   SecuredAccountSchema,
 } from "@svc/proto/account/v1/account_pb.js";
 import { CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
@@ -44,6 +46,7 @@ import type { AccountSecrets } from "./config.ts";
 import { listDevices, registerDevice } from "./devices/devices.ts";
 import { describeHuman, devSignInSubject, resolveSignedInHuman } from "./humans/humans.ts";
 import { claimedEmailHash, findHumanByEmail } from "./humans/sign-in-emails.ts";
+import { requireText } from "./input.ts";
 import type { AccountLink } from "./links/account-link.entity.ts";
 import {
   accountLinkState,
@@ -62,7 +65,17 @@ import { beginAssertion, finishAssertion } from "./passkeys/assertion.ts";
 import { listPasskeys, removePasskey } from "./passkeys/passkey-list.ts";
 import { beginRegistration, finishRegistration, type PasskeyContext } from "./passkeys/registration.ts";
 import type { PushProviders } from "./push/configured-providers.ts";
+import type { PushEndpointPolicy } from "./push/push-endpoint-policy.ts";
+import { enqueuePush } from "./push/push-jobs.ts";
+import {
+  addPushSubscription,
+  countPushSubscriptions,
+  listPushSubscriptions,
+  removePushSubscription,
+} from "./push/push-subscriptions.ts";
 import { pushToHuman } from "./push/push-to-human.ts";
+import type { PushSealing } from "./push/subscription-sealing.ts";
+import type { VapidKeys } from "./push/vapid-keys.ts";
 import { type AccountRefusalKind, invalidArgument } from "./refusal.ts";
 import {
   createSandboxHuman,
@@ -82,6 +95,8 @@ export interface RouteDependencies {
   rpName: string;
   /** The configured push providers by device platform; none in development and tests. */
   pushProviders: PushProviders;
+  /** Web Push: the sender (started with the background work) is woken after each commit that wrote pushes. */
+  webPush: { sealing: PushSealing; vapid: VapidKeys; policy: PushEndpointPolicy; wake: () => void };
   logger: Logger;
 }
 
@@ -92,7 +107,13 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
   const pepper = createSecretKey(deps.secrets.refPepper);
   const emailPepper = createSecretKey(deps.secrets.emailPepper);
   const passkeys = (): PasskeyContext => ({ em: em(), clock });
-  const inboxes = { changed: (svcUserIds: Iterable<string | null>) => publishInboxChanged(deps.bus, svcUserIds) };
+  // A commit that changed the person's links or notices may also have written their web pushes.
+  const inboxes = {
+    changed: (svcUserIds: Iterable<string | null>) => {
+      deps.webPush.wake();
+      return publishInboxChanged(deps.bus, svcUserIds);
+    },
+  };
   const links = (): LinkContext => ({ em: em(), clock, pepper, bus: deps.bus, outbox: deps.outbox, inboxes });
   const sandbox = (): SandboxContext => ({
     em: em(),
@@ -186,12 +207,61 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
       finishPasskeyAssertion: (req) => wireErrors(() => finishAssertion(passkeys(), req)),
 
       pushToHuman: (req) =>
-        wireErrors(async () =>
-          pushToHuman({ em: em(), providers: deps.pushProviders, logger: deps.logger }, req.svcUserId, {
-            kind: req.kind === PushKind.AGENT_CARD ? "agent_card" : "gate_request",
-            title: req.title.slice(0, 200),
-          }),
-        ),
+        wireErrors(async () => {
+          const title = req.title.slice(0, 200);
+          const expiresAt = instant(req.expiresAt);
+          const webPush =
+            req.itemId === "" || expiresAt === undefined || !isUuid(req.svcUserId)
+              ? 0
+              : await em().transactional((tx) =>
+                  enqueuePush(
+                    tx,
+                    req.svcUserId,
+                    {
+                      kind: req.kind === PushKind.AGENT_CARD ? "card" : "request",
+                      id: requireText(req.itemId, "item_id", 128),
+                      title,
+                      expiresAt,
+                    },
+                    clock.now(),
+                  ),
+                );
+          if (webPush > 0) deps.webPush.wake();
+          const providers = await pushToHuman(
+            { em: em(), providers: deps.pushProviders, logger: deps.logger },
+            req.svcUserId,
+            { kind: req.kind === PushKind.AGENT_CARD ? "agent_card" : "gate_request", title },
+          );
+          return { ...providers, webPush };
+        }),
+
+      getPushKey: async () => ({ publicKey: deps.webPush.vapid.publicKey }),
+
+      addPushSubscription: (req) =>
+        wireErrors(async () => ({
+          subscriptionId: await addPushSubscription(
+            { em: em(), sealing: deps.webPush.sealing, policy: deps.webPush.policy, now: clock.now() },
+            { svcUserId: req.svcUserId, endpoint: req.endpoint, p256dh: req.p256dh, auth: req.auth },
+          ),
+        })),
+
+      listPushSubscriptions: (req) =>
+        wireErrors(async () => ({
+          subscriptions: (await listPushSubscriptions(em(), req.svcUserId)).map((row) =>
+            create(PushSubscriptionSummarySchema, {
+              subscriptionId: row.id,
+              pushHost: row.push_host,
+              createdAt: timestampFromDate(new Date(row.created_at)),
+              lastPushedAt: row.last_pushed_at ? timestampFromDate(new Date(row.last_pushed_at)) : undefined,
+            }),
+          ),
+        })),
+
+      removePushSubscription: (req) =>
+        wireErrors(async () => {
+          await removePushSubscription(em(), { svcUserId: req.svcUserId, subscriptionId: req.subscriptionId });
+          return {};
+        }),
 
       registerDevice: (req) => wireErrors(async () => ({ deviceId: await registerDevice(em(), clock, req) })),
 
@@ -204,6 +274,7 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
               registeredAt: timestampFromDate(device.registeredAt),
             }),
           ),
+          webPushSubscriptions: await countPushSubscriptions(em(), req.svcUserId),
         })),
 
       evaluateAge: (req) =>

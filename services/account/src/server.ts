@@ -19,6 +19,9 @@ import { migrations } from "./migrations/index.ts";
 import { ceremonyRetentionRule } from "./passkeys/ceremonies.ts";
 import { Passkey, PasskeyCeremony } from "./passkeys/passkey.entity.ts";
 import { configuredProviders } from "./push/configured-providers.ts";
+import { pushSealing } from "./push/subscription-sealing.ts";
+import { loadVapidKeys } from "./push/vapid-keys.ts";
+import { startWebPushSender } from "./push/web-push-sender.ts";
 import { accountRoutes, type RouteDependencies } from "./routes.ts";
 import { SandboxPasskey } from "./sandbox/sandbox-passkey.entity.ts";
 
@@ -34,11 +37,12 @@ const account = defineService({
   schema: "account",
   entities: [Human, SignInIdentity, Passkey, PasskeyCeremony, SandboxPasskey, Device, AgeEvidence, AccountLink],
   migrations,
-  build: ({ orm, clock, bus, outbox, config, logger }): RouteDependencies => {
+  build: async ({ orm, clock, bus, outbox, config, logger }): Promise<RouteDependencies> => {
     if (config.deployment === "production" && config.devWalletIssuerKey !== null)
       throw new ConfigError(
         'ACCOUNT_DEV_WALLET_ISSUER_KEY must be "off" in production: the development issuer signs anything',
       );
+    const sealing = pushSealing(config.pushKey);
     return {
       orm,
       clock,
@@ -48,13 +52,29 @@ const account = defineService({
       devIssuer: config.devIssuer,
       rpName: config.rpName,
       pushProviders: configuredProviders(config),
+      webPush: {
+        sealing,
+        vapid: await loadVapidKeys(orm, sealing, clock, config),
+        policy: { deployment: config.deployment, hosts: config.pushServiceHosts },
+        wake: () => {},
+      },
       logger,
       wallet: walletDependencies({ ...config, clock }),
     };
   },
   routes: accountRoutes,
   // In every replica; batches skip the rows another replica's batch holds.
-  background: async ({ orm, clock }, { config, logger }) => {
+  background: async ({ orm, clock, webPush }, { config, logger }) => {
+    const sender = startWebPushSender({
+      orm,
+      clock,
+      sealing: webPush.sealing,
+      vapid: webPush.vapid,
+      policy: webPush.policy,
+      logger,
+      pollMs: config.pushPollEvery,
+    });
+    webPush.wake = () => sender.wake();
     const retention = startPeriodicJob({
       everyMs: config.retentionEvery,
       logger,
@@ -71,7 +91,10 @@ const account = defineService({
         },
       ],
     });
-    return () => retention.stop();
+    return async () => {
+      await sender.stop();
+      await retention.stop();
+    };
   },
 });
 

@@ -121,9 +121,15 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
     outbox: deps.outbox,
   });
   /** After the commit and best effort: the person's phones are told of the new card; a failure is only logged. */
-  const pushCard = (svcUserId: string) => {
+  const pushCard = (card: ProposedCard) => {
     deps.account
-      .pushToHuman({ svcUserId, kind: PushKind.AGENT_CARD, title: "An agent asks for your approval" })
+      .pushToHuman({
+        svcUserId: card.svcUserId,
+        kind: PushKind.AGENT_CARD,
+        title: "An agent asks for your approval",
+        itemId: card.id,
+        expiresAt: timestampFromDate(card.ttlAt),
+      })
       .catch((error: unknown) => deps.logger.warn("push to the person's devices failed", { error }));
   };
 
@@ -131,7 +137,7 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
   const cardQueued = (environment: EnvironmentName | undefined, card: ProposedCard) => {
     // Recorded with a development card: should this answer be lost, the sandbox sweep gives it.
     void deps.sandbox.answerSoon(environment, card);
-    pushCard(card.svcUserId);
+    pushCard(card);
   };
 
   return (router) => {

@@ -1,3 +1,4 @@
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Client, Code, ConnectError } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type { Clock, EventBus, Logger, OutboxRelay } from "@svc/platform";
@@ -72,9 +73,15 @@ export function gateServices(deps: GateDependencies): GateServices {
   });
 
   /** After the commit and best effort: the person's phones are told; a failure is logged, the request stands. */
-  const pushRequest = (svcUserId: string) => {
+  const pushRequest = (svcUserId: string, link: CreatedLink) => {
     account
-      .pushToHuman({ svcUserId, kind: PushKind.GATE_REQUEST, title: "A verification request is waiting for you" })
+      .pushToHuman({
+        svcUserId,
+        kind: PushKind.GATE_REQUEST,
+        title: "A verification request is waiting for you",
+        itemId: link.requestId,
+        expiresAt: timestampFromDate(link.expiresAt),
+      })
       .catch((error: unknown) => logger.warn("push to the person's devices failed", { error }));
   };
 
@@ -115,7 +122,7 @@ export function gateServices(deps: GateDependencies): GateServices {
       if (input.svcUserId !== "") {
         // A new pending request, or a ceremony that superseded the person's pending pre-check: their inbox changed.
         publishRequestCreated(deps.bus, input.svcUserId, link, input.parentRequestId);
-        if (link.status === "pending") pushRequest(input.svcUserId);
+        if (link.status === "pending") pushRequest(input.svcUserId, link);
       }
       if (link.status === "pending" && input.parentRequestId !== "")
         await publishSupersededParent(deps.bus, db, input.parentRequestId);

@@ -86,8 +86,8 @@ export function operationOf(route: Route, parts: readonly OpenApiPart[], securit
         const { description, deprecated, ...rest } = schema;
         return {
           name,
-          in: "query",
-          required: required.includes(name),
+          in: route.method === "DELETE" ? "path" : "query",
+          required: route.method === "DELETE" || required.includes(name),
           schema: rest,
           ...(description !== undefined && { description }),
           ...(deprecated === true && { deprecated: true }),

@@ -2,6 +2,7 @@ import type { EntityManager } from "@mikro-orm/postgresql";
 import { type EnvironmentName, uuid } from "@svc/platform";
 import { requireHuman } from "../humans/humans.ts";
 import { requireUuid } from "../input.ts";
+import { enqueuePush } from "../push/push-jobs.ts";
 import { refuse } from "../refusal.ts";
 import type { AccountLink } from "./account-link.entity.ts";
 
@@ -25,17 +26,34 @@ export interface NoticeRow {
 const kindFor = (reason: NonNullable<AccountLink["unlinkReason"]>): NoticeKind =>
   reason === "credential_changed" ? "relink_offer" : "account_revoked";
 
+const pushTitles: Record<NoticeKind, string> = {
+  account_revoked: "A platform removed your linked account",
+  relink_offer: "A platform asks you to link your account again",
+};
+
+/** How long the web push of a notice may wait at the push service for the person's browser. */
+const noticePushLifeMs = 24 * 60 * 60_000;
+
+/** The notice, and in the same transaction its web push to each of the person's subscriptions. */
 export async function addNotice(
   tx: EntityManager,
   notice: { svcUserId: string; linkId: string; reason: NonNullable<AccountLink["unlinkReason"]>; at: Date },
 ): Promise<void> {
+  const id = uuid();
+  const kind = kindFor(notice.reason);
   await tx.execute(`insert into notice (id, svc_user_id, kind, link_id, at) values (?, ?, ?, ?, ?)`, [
-    uuid(),
+    id,
     notice.svcUserId,
-    kindFor(notice.reason),
+    kind,
     notice.linkId,
     notice.at,
   ]);
+  await enqueuePush(
+    tx,
+    notice.svcUserId,
+    { kind: "notice", id, title: pushTitles[kind], expiresAt: new Date(notice.at.getTime() + noticePushLifeMs) },
+    notice.at,
+  );
 }
 
 /** The person secured the account again: an offer to re-link it is answered. */

@@ -10,6 +10,7 @@ import { addMdocPresentations } from "./0009-mdoc-presentations.ts";
 import { countAccountLinks } from "./0010-account-link-counts.ts";
 import { addSignInEmails } from "./0011-sign-in-emails.ts";
 import { indexPresentationRetention } from "./0012-presentation-retention-index.ts";
+import { addWebPush } from "./0013-web-push.ts";
 
 /** Applied in order at start; a migration, once released, is never edited (add a new one). */
 export const migrations = [
@@ -25,4 +26,5 @@ export const migrations = [
   countAccountLinks,
   addSignInEmails,
   indexPresentationRetention,
+  addWebPush,
 ];

@@ -10,7 +10,8 @@ import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
 const presence = { stallMs: 5, maxWaitMs: 100 };
 
 /**
- * decisions.md's `pushed_to_devices`: the person's registered push channels (account's devices) plus the
+ * decisions.md's `pushed_to_devices`: the person's registered push channels (account's devices and web push
+ * subscriptions) plus the
  * inbox connections the gateways hold open for them, both counted at the moment of the push (before the
  * request's transaction, in parallel, so it holds no lock meanwhile). Rejects NotFound for an unknown human.
  */
@@ -19,7 +20,7 @@ export async function reachableDevices(
   svcUserId: string,
 ): Promise<number> {
   const [devices, inboxes] = await Promise.all([
-    deps.account.listDevices({ svcUserId }).then((r) => r.devices.length),
+    deps.account.listDevices({ svcUserId }).then((r) => r.devices.length + r.webPushSubscriptions),
     countOpenInboxes(deps.bus.nc, deps.bus.subjectPrefix, svcUserId, presence),
   ]);
   return devices + inboxes;

@@ -1,0 +1,305 @@
+import { createECDH } from "node:crypto";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { Code } from "@connectrpc/connect";
+import { createInternalClient, createLogger, ManualClock, openDatabase, uuid } from "@svc/platform";
+import { AccountService, NoticeKind, PushKind } from "@svc/proto/account/v1/account_pb.js";
+import { CallerSchema, CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  type BrowserSubscription,
+  startPushService,
+  type TestPushService,
+} from "../../../test/harness/push-service.ts";
+import { Human } from "../src/humans/human.entity.ts";
+import { migrations } from "../src/migrations/index.ts";
+import { checkPushEndpoint } from "../src/push/push-endpoint-policy.ts";
+import { pushSealing } from "../src/push/subscription-sealing.ts";
+import { loadVapidKeys } from "../src/push/vapid-keys.ts";
+import { startAccount } from "../src/server.ts";
+import { refusal, startTestAccount, type TestAccount } from "./support/account.ts";
+
+const clock = new ManualClock("2026-11-22T10:00:00Z");
+let account: TestAccount;
+let pushService: TestPushService;
+
+beforeAll(async () => {
+  pushService = await startPushService({
+    vapidPublicKey: async () => (await account.client.getPushKey({})).publicKey,
+  });
+  account = await startTestAccount("account_web_push", { clock, env: { ACCOUNT_PUSH_POLL_EVERY: "20ms" } });
+});
+afterAll(async () => {
+  await account?.stop();
+  await pushService?.stop();
+});
+
+const newHuman = async () =>
+  (await account.client.resolveSignedInHuman({ issuer: "https://id.example", subject: uuid() })).svcUserId;
+
+async function subscribed(svcUserId: string): Promise<BrowserSubscription & { id: string }> {
+  const subscription = pushService.subscribe();
+  const { subscriptionId } = await account.client.addPushSubscription({
+    svcUserId,
+    endpoint: subscription.endpoint,
+    ...subscription.keys,
+  });
+  return { ...subscription, id: subscriptionId };
+}
+
+const card = (svcUserId: string, lifeSeconds = 300) => ({
+  svcUserId,
+  kind: PushKind.AGENT_CARD,
+  title: "An agent asks for your approval",
+  itemId: `card_${uuid()}`,
+  expiresAt: timestampFromDate(new Date(clock.now().getTime() + lifeSeconds * 1000)),
+});
+
+describe("the VAPID key", () => {
+  it("is an uncompressed P-256 point, made once and kept sealed: a second start on the database serves the same", async () => {
+    const { publicKey } = await account.client.getPushKey({});
+    const point = Buffer.from(publicKey, "base64url");
+    expect(point).toHaveLength(65);
+    expect(point[0]).toBe(4);
+    const [row] = await account.sql<{ sealed_private_key: Buffer }>(`select sealed_private_key from vapid_key`);
+    expect(row?.sealed_private_key.length).toBe(12 + 32 + 16);
+    const second = await startAccount({ env: account.env, clock, logger: createLogger("account", {}, "error") });
+    try {
+      expect((await createInternalClient(AccountService, second.url).getPushKey({})).publicKey).toBe(publicKey);
+    } finally {
+      await second.stop();
+    }
+  });
+
+  it("production refuses to start without its own, and refuses the pair this database made for development", async () => {
+    await expect(
+      startAccount({
+        env: { SVC_DEPLOYMENT: "production", SVC_DATABASE_URL: "postgres://nowhere.invalid/x" },
+        logger: createLogger("account", {}, "error"),
+      }),
+    ).rejects.toThrow(/ACCOUNT_VAPID_PRIVATE_KEY is required in production/);
+    const orm = await openDatabase({
+      url: account.env.SVC_DATABASE_URL as string,
+      schema: "account",
+      entities: [Human],
+      migrations,
+      logger: createLogger("account", {}, "error"),
+    });
+    try {
+      const [row] = await account.sql<{ sealed_private_key: Buffer }>(`select sealed_private_key from vapid_key`);
+      const sealing = pushSealing(Buffer.from("account development web push key", "utf8"));
+      const developmentPair = sealing.open("vapid", row?.sealed_private_key as Buffer);
+      const production = { deployment: "production" as const, vapidSubject: "mailto:ops@example.com" };
+      await expect(
+        loadVapidKeys(orm, sealing, clock, { ...production, vapidPrivateKey: developmentPair }),
+      ).rejects.toThrow("ACCOUNT_VAPID_PRIVATE_KEY is the development pair, which production refuses");
+      const own = createECDH("prime256v1");
+      own.generateKeys();
+      const keys = await loadVapidKeys(orm, sealing, clock, { ...production, vapidPrivateKey: own.getPrivateKey() });
+      expect(keys.publicKey).toBe(own.getPublicKey().toString("base64url"));
+    } finally {
+      await orm.close();
+    }
+  });
+});
+
+describe("subscriptions", () => {
+  it("registers a loopback endpoint in development, lists it by host, and keeps the endpoint and keys only sealed", async () => {
+    const svcUserId = await newHuman();
+    const subscription = await subscribed(svcUserId);
+    const again = await account.client.addPushSubscription({
+      svcUserId,
+      endpoint: subscription.endpoint,
+      ...subscription.keys,
+    });
+    expect(again.subscriptionId).toBe(subscription.id);
+    const { subscriptions } = await account.client.listPushSubscriptions({ svcUserId });
+    expect(subscriptions.map((s) => [s.subscriptionId, s.pushHost])).toEqual([
+      [subscription.id, new URL(pushService.origin).host],
+    ]);
+    const dump = JSON.stringify(await account.sql(`select encode(sealed, 'escape') as s, * from push_subscription`));
+    expect(dump).not.toContain(subscription.endpoint.split("/push/")[1]);
+    expect(dump).not.toContain(subscription.keys.p256dh);
+    expect(dump).not.toContain(subscription.keys.auth);
+    expect((await account.client.listDevices({ svcUserId })).webPushSubscriptions).toBe(1);
+  });
+
+  it("refuses endpoints off the push-service policy and malformed keys, creating nothing", async () => {
+    const svcUserId = await newHuman();
+    const { keys } = pushService.subscribe();
+    const cases: [string, Partial<typeof keys>, RegExp][] = [
+      ["https://evil.example/push/1", {}, /endpoint must be https on a known push service/],
+      ["http://10.0.0.1/push/1", {}, /endpoint must be https/],
+      ["http://fcm.googleapis.com/fcm/send/1", {}, /endpoint must be https/],
+      ["not a url", {}, /endpoint is not a URL/],
+      [`${pushService.origin}/push/x`, { p256dh: "AAAA" }, /keys.p256dh must be base64url of 65 bytes/],
+      [`${pushService.origin}/push/x`, { auth: Buffer.alloc(15).toString("base64url") }, /keys.auth must be/],
+    ];
+    for (const [endpoint, override, message] of cases) {
+      const error = await refusal(account.client.addPushSubscription({ svcUserId, endpoint, ...keys, ...override }));
+      expect(error.code).toBe(Code.InvalidArgument);
+      expect(error.rawMessage).toMatch(message);
+    }
+    expect((await account.client.listPushSubscriptions({ svcUserId })).subscriptions).toEqual([]);
+    const unknown = await refusal(
+      account.client.addPushSubscription({ svcUserId: uuid(), endpoint: `${pushService.origin}/push/y`, ...keys }),
+    );
+    expect(unknown.code).toBe(Code.NotFound);
+  });
+
+  it("production takes https on the configured push services only", () => {
+    const production = { deployment: "production" as const, hosts: ["fcm.googleapis.com", "*.notify.windows.com"] };
+    expect(checkPushEndpoint("https://fcm.googleapis.com/fcm/send/abc", production).host).toBe("fcm.googleapis.com");
+    expect(checkPushEndpoint("https://wns2-par02p.notify.windows.com/w/?token=1", production)).toBeInstanceOf(URL);
+    for (const endpoint of [
+      "http://127.0.0.1:9999/push",
+      "https://notify.windows.com.evil.example/w",
+      "https://user:pw@fcm.googleapis.com/fcm/send/abc",
+    ])
+      expect(() => checkPushEndpoint(endpoint, production)).toThrow(/endpoint/);
+  });
+
+  it("removes only the person's own subscription", async () => {
+    const svcUserId = await newHuman();
+    const subscription = await subscribed(svcUserId);
+    const other = await refusal(
+      account.client.removePushSubscription({ svcUserId: await newHuman(), subscriptionId: subscription.id }),
+    );
+    expect(other.code).toBe(Code.NotFound);
+    await account.client.removePushSubscription({ svcUserId, subscriptionId: subscription.id });
+    expect((await account.client.listPushSubscriptions({ svcUserId })).subscriptions).toEqual([]);
+  });
+});
+
+describe("sending", () => {
+  it("pushes a queued card encrypted, with the card's remaining life as TTL, high urgency and one topic per card", async () => {
+    const svcUserId = await newHuman();
+    const phone = await subscribed(svcUserId);
+    const laptop = await subscribed(svcUserId);
+    const queued = card(svcUserId, 300);
+    expect((await account.client.pushToHuman(queued)).webPush).toBe(2);
+    const [onPhone, onLaptop] = await Promise.all([
+      pushService.next(phone.endpoint),
+      pushService.next(laptop.endpoint),
+    ]);
+    for (const receipt of [onPhone, onLaptop]) {
+      expect(receipt.payload).toEqual({ kind: "card", id: queued.itemId, title: "An agent asks for your approval" });
+      expect(receipt.ttl).toBe(300);
+      expect(receipt.urgency).toBe("high");
+      expect(receipt.topic).toMatch(/^[A-Za-z0-9_-]{32}$/);
+      expect(receipt.vapid.aud).toBe(pushService.origin);
+    }
+    expect(onPhone.topic).toBe(onLaptop.topic);
+    // The same card pushed again is the same push: nothing new is written or sent.
+    await account.client.pushToHuman(queued);
+    const next = card(svcUserId);
+    await account.client.pushToHuman(next);
+    expect((await pushService.next(phone.endpoint)).payload).toMatchObject({ id: next.itemId });
+    expect(pushService.received.filter((r) => r.topic === onPhone.topic)).toHaveLength(2);
+    expect(pushService.problems).toEqual([]);
+  });
+
+  it("a 410 deletes the subscription with what was still to be pushed to it", async () => {
+    const svcUserId = await newHuman();
+    const gone = await subscribed(svcUserId);
+    pushService.answerNext(gone.endpoint, 410);
+    await account.client.pushToHuman(card(svcUserId));
+    expect((await pushService.next(gone.endpoint)).status).toBe(410);
+    await expect
+      .poll(async () => (await account.client.listPushSubscriptions({ svcUserId })).subscriptions)
+      .toEqual([]);
+    expect(await account.sql(`select * from push_job where subscription_id = $1`, [gone.id])).toEqual([]);
+  });
+
+  it("a 503 is retried after a backoff within the item's life, under the same topic with what is left as TTL", async () => {
+    const svcUserId = await newHuman();
+    const phone = await subscribed(svcUserId);
+    pushService.answerNext(phone.endpoint, 503);
+    const queued = card(svcUserId, 120);
+    await account.client.pushToHuman(queued);
+    const refused = await pushService.next(phone.endpoint);
+    expect(refused.status).toBe(503);
+    await expect
+      .poll(
+        async () =>
+          (
+            await account.sql<{ attempts: number }>(`select attempts from push_job where subscription_id = $1`, [
+              phone.id,
+            ])
+          )[0]?.attempts,
+      )
+      .toBe(1);
+    clock.advance(1000);
+    const retried = await pushService.next(phone.endpoint);
+    expect(retried.status).toBe(201);
+    expect(retried.topic).toBe(refused.topic);
+    expect(retried.ttl).toBe(119);
+    expect(retried.payload).toEqual(refused.payload);
+  });
+
+  it("an item whose life ends while the push service refuses is never sent", async () => {
+    const svcUserId = await newHuman();
+    const phone = await subscribed(svcUserId);
+    pushService.answerNext(phone.endpoint, 503);
+    await account.client.pushToHuman(card(svcUserId, 1));
+    expect((await pushService.next(phone.endpoint)).status).toBe(503);
+    clock.advance(1000);
+    await expect
+      .poll(async () => account.sql(`select * from push_job where subscription_id = $1`, [phone.id]))
+      .toEqual([]);
+    expect(pushService.received.filter((r) => r.endpoint === phone.endpoint)).toHaveLength(1);
+  });
+
+  it("a partner's revoke and a relink offer push their notice, at normal urgency", async () => {
+    const svcUserId = await newHuman();
+    const phone = await subscribed(svcUserId);
+    const organizationId = `org_${uuid()}`;
+    const environment = Environment.DEVELOPMENT;
+    await account.client.secureAccount({
+      organizationId,
+      environment,
+      partnerUserRef: "u1",
+      svcUserId,
+      surfaceId: "",
+      at: timestampFromDate(clock.now()),
+    });
+    await account.console.unlinkAccount({ organizationId, environment, partnerUserRef: "u1" });
+    const revoked = await pushService.next(phone.endpoint);
+    const [notice] = (await account.client.listNotices({ svcUserId })).notices;
+    expect(revoked.payload).toEqual({
+      kind: "notice",
+      id: notice?.noticeId,
+      title: "A platform removed your linked account",
+    });
+    expect(revoked.urgency).toBe("normal");
+    expect(revoked.ttl).toBe(24 * 3600);
+    await account.client.secureAccount({
+      organizationId,
+      environment,
+      partnerUserRef: "u1",
+      svcUserId,
+      surfaceId: "",
+      at: timestampFromDate(clock.now()),
+    });
+    await account.client.reportCredentialChange({
+      caller: create(CallerSchema, {
+        organizationId,
+        environment,
+        credentialId: uuid(),
+        credentialKind: CredentialKind.SECRET_KEY,
+      }),
+      partnerUserRef: "u1",
+    });
+    const offered = await pushService.next(phone.endpoint);
+    const offer = (await account.client.listNotices({ svcUserId })).notices.find(
+      (n) => n.kind === NoticeKind.RELINK_OFFER,
+    );
+    expect(offered.payload).toEqual({
+      kind: "notice",
+      id: offer?.noticeId,
+      title: "A platform asks you to link your account again",
+    });
+    expect(offered.topic).not.toBe(revoked.topic);
+    expect(pushService.problems).toEqual([]);
+  });
+});
