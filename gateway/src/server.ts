@@ -50,6 +50,7 @@ import { migrations } from "./migrations/index.ts";
 import { CheckStatusBatcher } from "./operations/check-status-batcher.ts";
 import { rawRoutes, routes } from "./operations/index.ts";
 import { KeySetCache } from "./operations/jwks.ts";
+import { LedgerHandover } from "./operations/ledger-handover.ts";
 import { TokenCheckBatcher } from "./operations/verify-token-batcher.ts";
 import { VerifyingKeys } from "./operations/verifying-keys.ts";
 import { loadWidgetScript } from "./operations/widget-script.ts";
@@ -115,7 +116,11 @@ export async function startGateway(
     signing,
     keySet: new KeySetCache({ signing, logger }),
     verifyingKeys: new VerifyingKeys({ signing, clock, logger }),
-    tokenChecks: new TokenCheckBatcher(signing),
+    ledgerHandover: new LedgerHandover({
+      signing: new TokenCheckBatcher(signing),
+      until: config.ledgerHandoverUntil,
+      clock,
+    }),
     gate,
     account,
     agentlink,
@@ -201,7 +206,7 @@ export async function startGateway(
     startPeriodicJob({
       everyMs: limitSweepEveryMs,
       logger,
-      steps: [{ name: "rate-limit sweep", run: () => limiter.sweep(clock.now()) }],
+      steps: [{ name: "rate-limit and token-check ledger sweep", run: () => limiter.sweep(clock.now()) }],
     }),
     startPeriodicJob({
       everyMs: keySweepEveryMs,
