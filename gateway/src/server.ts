@@ -27,6 +27,7 @@ import { operatorCredential, operatorCredentialRefusal } from "./console/operato
 import { consoleRoutes } from "./console/routes.ts";
 import { agentKeyResolver } from "./credentials/agent-key.ts";
 import { apiKeyResolvers, authenticateStage } from "./credentials/authenticate.ts";
+import { forgetChangedCredentials } from "./credentials/credential-changes.ts";
 import { CredentialDirectory } from "./credentials/directory.ts";
 import { entities } from "./credentials/entities.ts";
 import { grantTokenResolver } from "./credentials/grant-token.ts";
@@ -168,6 +169,13 @@ export async function startGateway(
       ),
     );
 
+  const agentKeys = agentKeyResolver({
+    agentlink,
+    clock,
+    environments: config.agentEnvironments,
+    cacheTtlMs: config.agentKeyCacheTtl,
+  });
+
   // A few connections suffice: every statement decides a whole batch of requests.
   const rateLimitPool = openStatementPool({ url: config.databaseUrl, schema: "gateway", max: 4, logger });
   const limiter = new RateLimiter({ pool: rateLimitPool, leaseTtlMs: config.inFlightLease });
@@ -182,12 +190,7 @@ export async function startGateway(
     authenticateStage([
       ...apiKeyResolvers(directory, clock),
       grantTokenResolver(gate, pepper),
-      agentKeyResolver({
-        agentlink,
-        clock,
-        environments: config.agentEnvironments,
-        cacheTtlMs: config.agentKeyCacheTtl,
-      }),
+      agentKeys,
       userSessions,
     ]),
     rateLimitStage({
@@ -215,6 +218,7 @@ export async function startGateway(
     }),
   ];
   const stopSweeping = () => Promise.all(sweeps.map((job) => job.stop()));
+  let stopForgetting = async () => {};
   const stopListening = listenForNotifications({
     natsUrl: config.natsUrl,
     subscriptions: [
@@ -222,7 +226,16 @@ export async function startGateway(
       requestNotifications(config.eventSubjectPrefix, requestWaiters),
       inboxNotifications(config.eventSubjectPrefix, inboxWaiters),
     ],
-    connected: (nc) => inboxPresence.attach(nc),
+    connected: (nc) => {
+      inboxPresence.attach(nc);
+      stopForgetting = forgetChangedCredentials({
+        nc,
+        stream: config.eventStream,
+        subjectPrefix: config.eventSubjectPrefix,
+        agentKeys,
+        logger,
+      });
+    },
     logger,
   });
 
@@ -289,6 +302,7 @@ export async function startGateway(
           requestWaiters.close();
           inboxWaiters.close();
           await Promise.all([running.stop(), consoleServer.stop()]);
+          await stopForgetting();
           await stopListening();
           await rateLimitPool.end();
           await idempotencyPool.end();
@@ -298,6 +312,7 @@ export async function startGateway(
     };
   } catch (error) {
     await stopSweeping();
+    await stopForgetting();
     await stopListening();
     await publicServer?.stop();
     await rateLimitPool.end();

@@ -58,10 +58,21 @@ export function agentKeyCause(failure: AuthFailure): AgentKeyCause {
 export const agentKeyRefusalMessage = "a valid agent key is required: Authorization: Bearer svc_agent_<Name>__<secret>";
 
 /**
+ * The agent-key resolver, and how it hears that an agent's keys changed (credential-changes.ts):
+ * `forgetAgent` drops what it remembers of that agent's keys, `forgetAll` everything (when changes may
+ * have been missed).
+ */
+export interface AgentKeyResolver extends CredentialResolver {
+  forgetAgent(agentId: string): void;
+  forgetAll(): void;
+}
+
+/**
  * Asks agentlink which agent a key stands for, remembering its answers, accepted and refused alike,
  * for `cacheTtlMs` in a bounded cache keyed by the key's SHA-256 (never the key itself): the hot path
- * adds no round trip, and a revoked agent's key is refused by every gateway at most `cacheTtlMs` later.
- * `environments` are those whose agent keys this gateway serves.
+ * adds no round trip. A revoked or rotated agent's answers are forgotten the moment agentlink says so;
+ * `cacheTtlMs` bounds the delay only when that word is lost. `environments` are those whose agent keys
+ * this gateway serves.
  */
 export function agentKeyResolver(options: {
   agentlink: Pick<Client<typeof AgentService>, "authenticateAgentKey">;
@@ -69,7 +80,7 @@ export function agentKeyResolver(options: {
   environments: readonly EnvironmentName[];
   cacheTtlMs: number;
   cacheCapacity?: number;
-}): CredentialResolver {
+}): AgentKeyResolver {
   const cache = new AnswerCache<Resolution>({
     clock: options.clock,
     ttlMs: options.cacheTtlMs,
@@ -77,6 +88,13 @@ export function agentKeyResolver(options: {
   });
   const environments = options.environments.map(environmentProto);
   const inFlight = new Map<string, Promise<Resolution>>();
+  // An answer asked for before a change was heard may predate the change: it is used once, never kept.
+  let changesHeard = 0;
+  const forget = (matches?: (resolution: Resolution) => boolean) => {
+    changesHeard++;
+    inFlight.clear();
+    cache.forget(matches);
+  };
   const ask = async (credential: string): Promise<Resolution> => {
     const answer = await options.agentlink.authenticateAgentKey({ agentKey: credential, environments });
     const cause = causeOfRefusal[answer.refusal];
@@ -97,12 +115,19 @@ export function agentKeyResolver(options: {
       // long-polls as its entry expires asks agentlink once, not once per request.
       let asking = inFlight.get(digest);
       if (!asking) {
-        asking = ask(credential).finally(() => inFlight.delete(digest));
+        const question = ask(credential).finally(() => {
+          if (inFlight.get(digest) === question) inFlight.delete(digest);
+        });
+        asking = question;
         inFlight.set(digest, asking);
       }
+      const heardBefore = changesHeard;
       const resolution = await asking;
-      cache.set(digest, resolution);
+      if (changesHeard === heardBefore) cache.set(digest, resolution);
       return resolution;
     },
+    forgetAgent: (agentId) =>
+      forget((resolution) => resolution.ok && resolution.credential.caller.credentialId === agentId),
+    forgetAll: () => forget(),
   };
 }

@@ -2,9 +2,9 @@ import type { Clock } from "@svc/platform";
 
 /**
  * A small least-recently-used map whose entries live `ttlMs` by the injected clock: the gateway's
- * memory of another service's recent answers, so a hot credential costs no round trip per request
- * while a change (a revoked agent) reaches every gateway within `ttlMs`. At most `capacity` entries;
- * the least recently used goes first.
+ * memory of another service's recent answers, so a hot credential costs no round trip per request.
+ * A change (a revoked agent) is forgotten at once when its owner says so (`forget`), and within `ttlMs`
+ * when that word is lost. At most `capacity` entries; the least recently used goes first.
  */
 export class AnswerCache<V> {
   readonly #entries = new Map<string, { value: V; expiresAt: number }>();
@@ -35,6 +35,12 @@ export class AnswerCache<V> {
       if (this.#entries.size <= this.#capacity) break;
       this.#entries.delete(oldest);
     }
+  }
+
+  /** Drops every entry whose value `matches`; every entry without one. */
+  forget(matches?: (value: V) => boolean): void {
+    if (!matches) return this.#entries.clear();
+    for (const [key, entry] of this.#entries) if (matches(entry.value)) this.#entries.delete(key);
   }
 
   get size(): number {
