@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Client } from "@connectrpc/connect";
 import { type Clock, type EnvironmentName, environmentProto } from "@svc/platform";
 import {
@@ -54,6 +55,12 @@ export function agentKeyCause(failure: AuthFailure): AgentKeyCause {
   }
 }
 
+/** agentlink's answer, and when an accepted key stops working (a rotated key's overlap ends). */
+interface Answer {
+  resolution: Resolution;
+  until?: Date | undefined;
+}
+
 /** What a partner reads for any of the six causes. */
 export const agentKeyRefusalMessage = "a valid agent key is required: Authorization: Bearer svc_agent_<Name>__<secret>";
 
@@ -70,8 +77,9 @@ export interface AgentKeyResolver extends CredentialResolver {
 /**
  * Asks agentlink which agent a key stands for, remembering its answers, accepted and refused alike,
  * for `cacheTtlMs` in a bounded cache keyed by the key's SHA-256 (never the key itself): the hot path
- * adds no round trip. A revoked or rotated agent's answers are forgotten the moment agentlink says so;
- * `cacheTtlMs` bounds the delay only when that word is lost. `environments` are those whose agent keys
+ * adds no round trip. A revoked or rotated agent's answers are forgotten the moment agentlink says so,
+ * and a key's answer is kept no longer than the key works (a rotated key's overlap); `cacheTtlMs` bounds
+ * the delay only when agentlink's word is lost. `environments` are those whose agent keys
  * this gateway serves.
  */
 export function agentKeyResolver(options: {
@@ -87,7 +95,7 @@ export function agentKeyResolver(options: {
     capacity: options.cacheCapacity ?? 10_000,
   });
   const environments = options.environments.map(environmentProto);
-  const inFlight = new Map<string, Promise<Resolution>>();
+  const inFlight = new Map<string, Promise<Answer>>();
   // An answer asked for before a change was heard may predate the change: it is used once, never kept.
   let changesHeard = 0;
   const forget = (matches?: (resolution: Resolution) => boolean) => {
@@ -95,11 +103,15 @@ export function agentKeyResolver(options: {
     inFlight.clear();
     cache.forget(matches);
   };
-  const ask = async (credential: string): Promise<Resolution> => {
+  const ask = async (credential: string): Promise<Answer> => {
     const answer = await options.agentlink.authenticateAgentKey({ agentKey: credential, environments });
     const cause = causeOfRefusal[answer.refusal];
-    if (cause !== undefined) return { ok: false, failure: cause, message: agentKeyRefusalMessage };
-    if (answer.caller) return { ok: true, credential: { kind: "agent_key", caller: answer.caller, allowedGates: [] } };
+    if (cause !== undefined) return { resolution: { ok: false, failure: cause, message: agentKeyRefusalMessage } };
+    if (answer.caller)
+      return {
+        resolution: { ok: true, credential: { kind: "agent_key", caller: answer.caller, allowedGates: [] } },
+        until: answer.keyExpiresAt && timestampDate(answer.keyExpiresAt),
+      };
     throw new Error("agentlink answered an agent key with neither a caller nor a refusal");
   };
   return {
@@ -122,8 +134,8 @@ export function agentKeyResolver(options: {
         inFlight.set(digest, asking);
       }
       const heardBefore = changesHeard;
-      const resolution = await asking;
-      if (changesHeard === heardBefore) cache.set(digest, resolution);
+      const { resolution, until } = await asking;
+      if (changesHeard === heardBefore) cache.set(digest, resolution, until);
       return resolution;
     },
     forgetAgent: (agentId) =>

@@ -27,10 +27,12 @@ export class AnswerCache<V> {
     return entry.value;
   }
 
-  set(key: string, value: V): void {
+  /** Kept `ttlMs`, or until `until` when that is sooner (the answer itself ends then). */
+  set(key: string, value: V, until?: Date): void {
     if (this.#ttlMs <= 0) return;
     this.#entries.delete(key);
-    this.#entries.set(key, { value, expiresAt: this.#clock.now().getTime() + this.#ttlMs });
+    const expiresAt = this.#clock.now().getTime() + this.#ttlMs;
+    this.#entries.set(key, { value, expiresAt: until ? Math.min(expiresAt, until.getTime()) : expiresAt });
     for (const oldest of this.#entries.keys()) {
       if (this.#entries.size <= this.#capacity) break;
       this.#entries.delete(oldest);

@@ -143,7 +143,11 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
         const environments = req.environments.flatMap((e) => environmentName(e) ?? []);
         const outcome = await authenticateAgentKey({ em: em(), clock, keyPepper }, req.agentKey, environments);
         if (outcome.kind === "refused") return { refusal: toProtoRefusal[outcome.refusal] };
-        return { caller: callerOf(outcome.agent), agent: toProtoAgent(outcome.agent) };
+        return {
+          caller: callerOf(outcome.agent),
+          agent: toProtoAgent(outcome.agent),
+          ...(outcome.keyExpiresAt && { keyExpiresAt: timestampFromDate(outcome.keyExpiresAt) }),
+        };
       },
 
       startBindSession: (req) =>

@@ -178,6 +178,11 @@ describe("authenticating agent keys", () => {
 
     clock.set("2026-11-23T09:59:59.999Z");
     expect([await works(registered.agentKey), await works(rotated.agentKey)]).toEqual([true, true]);
+    // A gateway keeps the older key's answer no longer than the overlap; the newest key has no end.
+    expect(timestampDate((await authenticate(registered.agentKey)).keyExpiresAt!)).toEqual(
+      new Date("2026-11-23T10:00:00Z"),
+    );
+    expect((await authenticate(rotated.agentKey)).keyExpiresAt).toBeUndefined();
     clock.set("2026-11-23T10:00:00Z");
     expect((await authenticate(registered.agentKey)).refusal).toBe(AgentKeyRefusal.WRONG_SECRET);
     expect(await works(rotated.agentKey)).toBe(true);
