@@ -41,8 +41,7 @@ export class AnswerCache<V> {
 
   /** Drops every entry whose value `matches`; every entry without one. */
   forget(matches?: (value: V) => boolean): void {
-    if (!matches) return this.#entries.clear();
-    for (const [key, entry] of this.#entries) if (matches(entry.value)) this.#entries.delete(key);
+    for (const [key, entry] of this.#entries) if (!matches || matches(entry.value)) this.#entries.delete(key);
   }
 
   get size(): number {

@@ -81,7 +81,7 @@ export function followCredentialChanges(options: {
     try {
       await ensureCredentialStream(await jetstreamManager(nc), options);
       const consumer = await jetstream(nc).consumers.get(credentialChangeStream(options.stream), {
-        filter_subjects: [credentialChangeSubject(options.subjectPrefix)],
+        filter_subjects: credentialChangeSubject(options.subjectPrefix),
         deliver_policy: DeliverPolicy.New,
       });
       if (stopped) return;
