@@ -5,8 +5,6 @@ import { fileURLToPath } from "node:url";
 /**
  * Runs every benchmark script of the repository one after another (they share two cores, so never in
  * parallel) and prints each goal's measured ratio. Benchmarks report; they never fail the test suite.
- * `--repeat N` runs the whole set N times in a row and then prints, for each goal, its N verdicts and
- * whether they agree: a goal whose verdict flips between runs on one machine has a benchmark to fix.
  */
 const root = fileURLToPath(new URL("../../", import.meta.url));
 /** Each benchmark's goals: a field of its result line, at least or at most a bound. */
@@ -115,93 +113,53 @@ const goals: Record<string, Goal[]> = {
  */
 const onlyWhenNamed: Record<string, number> = { "test/bench/growth.bench.ts": 60 * 60_000 };
 
-type Result = { name: string; ratio?: number; [key: string]: unknown };
-type Verdict = { shown: string; verdict: "meets" | "MISSES" | "unmeasured" | "reported" };
-
-const args = process.argv.slice(2);
-const repeatAt = args.indexOf("--repeat");
-const repeat = repeatAt === -1 ? 1 : Number(args[repeatAt + 1]);
-if (!Number.isInteger(repeat) || repeat < 1)
-  throw new Error(`--repeat takes a whole number of runs, not ${args[repeatAt + 1]}`);
-const only = repeatAt === -1 ? args : args.filter((_, i) => i !== repeatAt && i !== repeatAt + 1);
+const only = process.argv.slice(2);
 const scripts = globSync(["services/*/bench/*.bench.ts", "gateway/bench/*.bench.ts", "test/bench/*.bench.ts"], {
   cwd: root,
 })
   .sort()
   .filter((file) => (only.length === 0 ? onlyWhenNamed[file] === undefined : only.some((name) => file.includes(name))));
 
-/** One run of every script: the result lines they printed, and the scripts that failed. */
-function runAll(): { results: Result[]; failed: string[] } {
-  const results: Result[] = [];
-  const failed: string[] = [];
-  for (const script of scripts) {
-    process.stdout.write(`\n== ${script}\n`);
-    const run = spawnSync(process.execPath, [script], {
-      cwd: root,
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "inherit"],
-      timeout: onlyWhenNamed[script] ?? 10 * 60_000,
-    });
-    process.stdout.write(run.stdout ?? "");
-    for (const line of (run.stdout ?? "").split("\n")) {
-      if (!line.startsWith("{")) continue;
-      try {
-        const parsed = JSON.parse(line);
-        if (typeof parsed.name === "string") results.push(parsed);
-      } catch {
-        // a log line that happens to start with a brace
-      }
-    }
-    if (run.status !== 0) {
-      process.stdout.write(`(${script} exited with ${run.status ?? run.signal})\n`);
-      failed.push(`${script} exited with ${run.status ?? run.signal}`);
+const results: { name: string; ratio?: number; [key: string]: unknown }[] = [];
+const failed: string[] = [];
+for (const script of scripts) {
+  process.stdout.write(`\n== ${script}\n`);
+  const run = spawnSync(process.execPath, [script], {
+    cwd: root,
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+    timeout: onlyWhenNamed[script] ?? 10 * 60_000,
+  });
+  process.stdout.write(run.stdout ?? "");
+  for (const line of (run.stdout ?? "").split("\n")) {
+    if (!line.startsWith("{")) continue;
+    try {
+      const parsed = JSON.parse(line);
+      if (typeof parsed.name === "string") results.push(parsed);
+    } catch {
+      // a log line that happens to start with a brace
     }
   }
-  return { results, failed };
-}
-
-/** Each goal of each result, by `name field`, with what was measured and its verdict. */
-function verdictsOf(results: Result[]): Map<string, Verdict & { goal: Goal }> {
-  const verdicts = new Map<string, Verdict & { goal: Goal }>();
-  for (const result of results) {
-    for (const goal of goals[result.name] ?? [{ field: "ratio", says: "" }]) {
-      const value = result[goal.field];
-      const measured = typeof value === "number" ? value : undefined;
-      const met =
-        measured !== undefined &&
-        (goal.atLeast === undefined || measured >= goal.atLeast) &&
-        (goal.atMost === undefined || measured <= goal.atMost);
-      const shown = measured === undefined ? "-" : Number.isInteger(measured) ? String(measured) : measured.toFixed(2);
-      const verdict = measured === undefined ? "unmeasured" : goal.says === "" ? "reported" : met ? "meets" : "MISSES";
-      verdicts.set(`${result.name.padEnd(26)} ${goal.field.padEnd(30)}`, { shown, verdict, goal });
-    }
-  }
-  return verdicts;
-}
-
-const runs: Map<string, Verdict & { goal: Goal }>[] = [];
-for (let r = 1; r <= repeat; r++) {
-  if (repeat > 1) process.stdout.write(`\n==== run ${r} of ${repeat}\n`);
-  const { results, failed } = runAll();
-  const verdicts = verdictsOf(results);
-  runs.push(verdicts);
-  process.stdout.write(`\n== summary${repeat > 1 ? ` of run ${r}` : ""}\n`);
-  for (const [key, { shown, verdict, goal }] of verdicts) {
-    const said = verdict === "meets" ? "meets goal" : verdict === "MISSES" ? "MISSES goal" : "";
-    process.stdout.write(`${key} ${shown.padStart(6)}  ${said}${goal.says ? `  (${goal.says})` : ""}\n`);
-  }
-  for (const failure of failed) process.stdout.write(`FAILED: ${failure}; its goals are unmeasured\n`);
-}
-
-if (repeat > 1) {
-  process.stdout.write(`\n== verdicts over ${repeat} runs\n`);
-  const keys = [...new Set(runs.flatMap((run) => [...run.keys()]))];
-  for (const key of keys) {
-    const each = runs.map((run) => run.get(key) ?? { shown: "-", verdict: "unmeasured" as const });
-    const judged = each.filter((v) => v.verdict === "meets" || v.verdict === "MISSES");
-    if (judged.length === 0 && each.every((v) => v.verdict === "reported")) continue;
-    const agree = each.every((v) => v.verdict === each[0]!.verdict);
-    const listed = each.map((v) => `${v.verdict} ${v.shown}`.padEnd(18)).join(" ");
-    process.stdout.write(`${key} ${listed} ${agree ? "agree" : "FLIPS"}\n`);
+  if (run.status !== 0) {
+    process.stdout.write(`(${script} exited with ${run.status ?? run.signal})\n`);
+    failed.push(`${script} exited with ${run.status ?? run.signal}`);
   }
 }
+
+process.stdout.write("\n== summary\n");
+for (const result of results) {
+  for (const goal of goals[result.name] ?? [{ field: "ratio", says: "" }]) {
+    const value = result[goal.field];
+    const measured = typeof value === "number" ? value : undefined;
+    const met =
+      measured !== undefined &&
+      (goal.atLeast === undefined || measured >= goal.atLeast) &&
+      (goal.atMost === undefined || measured <= goal.atMost);
+    const verdict = goal.says === "" || measured === undefined ? "" : met ? "meets goal" : "MISSES goal";
+    const shown = measured === undefined ? "-" : Number.isInteger(measured) ? String(measured) : measured.toFixed(2);
+    process.stdout.write(
+      `${result.name.padEnd(26)} ${goal.field.padEnd(30)} ${shown.padStart(6)}  ${verdict}${goal.says ? `  (${goal.says})` : ""}\n`,
+    );
+  }
+}
+for (const failure of failed) process.stdout.write(`FAILED: ${failure}; its goals are unmeasured\n`);
