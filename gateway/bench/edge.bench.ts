@@ -9,6 +9,7 @@ import { handleStage, type Stage, validateStage } from "../src/http/pipeline.ts"
 import { startPublicServer } from "../src/http/public-server.ts";
 import { migrations } from "../src/migrations/index.ts";
 import { KeySetCache } from "../src/operations/jwks.ts";
+import { LedgerHandover } from "../src/operations/ledger-handover.ts";
 import { verifyTokenRoute } from "../src/operations/verify-token.ts";
 import { TokenCheckBatcher } from "../src/operations/verify-token-batcher.ts";
 import { VerifyingKeys } from "../src/operations/verifying-keys.ts";
@@ -25,7 +26,9 @@ import { postVerifyToken } from "./verify-token-post.ts";
  * through the gateway pipeline with them and without them, against the same signing service. The
  * limiter counts each request per client IP (the anonymous tier) with a limit nothing reaches, so every
  * request pays the full decision: one atomic statement in PostgreSQL, shared by the requests decided
- * together. Rounds alternate between the two so that drift hits both.
+ * together, which also records the token's check in the ledger. Without them, the rate-limit stage
+ * counts nothing (anonymous requests uncounted) and records the check alone, so the two arms differ by
+ * the limiter's decision and the alias stage only. Rounds alternate between the two so that drift hits both.
  *
  * Throughput is what the gateway carries when the offered load keeps it busy. The client (on a thread
  * of its own, verify-token-load.ts) keeps 16 and then 256 requests in flight, and each arm's
@@ -58,17 +61,19 @@ try {
     signing,
     keySet: new KeySetCache({ signing, logger }),
     verifyingKeys: new VerifyingKeys({ signing, clock: systemClock, logger }),
-    tokenChecks: new TokenCheckBatcher(signing),
+    ledgerHandover: new LedgerHandover({ signing: new TokenCheckBatcher(signing), until: null, clock: systemClock }),
     clock: systemClock,
   } as unknown as GatewayServices;
-  const edge: Stage[] = [
+  const limitStage = (anonymousPerMinute: number) =>
     rateLimitStage({
       limiter,
       upgradeUrl: "http://127.0.0.1/upgrade",
-      anonymousPerMinute: 1_000_000_000,
+      anonymousPerMinute,
       trustedProxyHops: 0,
       logger,
-    }),
+    });
+  const edge: Stage[] = [
+    limitStage(1_000_000_000),
     aliasStage({ table: aliasTable, sunset, link: "http://127.0.0.1/v1/openapi.json" }),
   ];
   const start = (stages: Stage[]) =>
@@ -82,7 +87,7 @@ try {
       logger,
       ready: async () => {},
     });
-  const without = await start([parseStage, validateStage, handleStage]);
+  const without = await start([parseStage, limitStage(0), validateStage, handleStage]);
   const withEdge = await start([parseStage, ...edge, validateStage, handleStage]);
 
   const mint = (count: number) => mintAttestations(signing, count);

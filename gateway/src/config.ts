@@ -71,6 +71,17 @@ export const settings = {
     description:
       "requests per minute and client IP of operations without a credential (verify-token); 0 leaves them uncounted",
   },
+  ledgerHandoverUntil: {
+    parse: (raw: string): Date | null => {
+      const at = Date.parse(raw);
+      if (!/^\d{4}-\d{2}-\d{2}T/.test(raw) || Number.isNaN(at))
+        throw new Error(`not an ISO 8601 instant (like 2026-12-01T12:00:00Z): ${raw}`);
+      return new Date(at);
+    },
+    default: null,
+    description:
+      "upgrading from a gateway that recorded token checks in signing: until this instant, a check this gateway's ledger calls first is also recorded in signing's ledger, which decides (set it past the end of the rollout plus the 120 s token life and a 10 minute margin)",
+  },
   trustedProxyHops: {
     parse: wholeNumber(10),
     default: 0,

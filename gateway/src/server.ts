@@ -28,6 +28,7 @@ import { operatorCredential, operatorCredentialRefusal } from "./console/operato
 import { consoleRoutes } from "./console/routes.ts";
 import { agentKeyResolver } from "./credentials/agent-key.ts";
 import { apiKeyResolvers, authenticateStage } from "./credentials/authenticate.ts";
+import { forgetChangedCredentials } from "./credentials/credential-changes.ts";
 import { CredentialDirectory } from "./credentials/directory.ts";
 import { entities } from "./credentials/entities.ts";
 import { grantTokenResolver } from "./credentials/grant-token.ts";
@@ -51,6 +52,7 @@ import { migrations } from "./migrations/index.ts";
 import { CheckStatusBatcher } from "./operations/check-status-batcher.ts";
 import { rawRoutes, routes } from "./operations/index.ts";
 import { KeySetCache } from "./operations/jwks.ts";
+import { LedgerHandover } from "./operations/ledger-handover.ts";
 import { TokenCheckBatcher } from "./operations/verify-token-batcher.ts";
 import { VerifyingKeys } from "./operations/verifying-keys.ts";
 import { loadWidgetScript } from "./operations/widget-script.ts";
@@ -116,7 +118,11 @@ export async function startGateway(
     signing,
     keySet: new KeySetCache({ signing, logger }),
     verifyingKeys: new VerifyingKeys({ signing, clock, logger }),
-    tokenChecks: new TokenCheckBatcher(signing),
+    ledgerHandover: new LedgerHandover({
+      signing: new TokenCheckBatcher(signing),
+      until: config.ledgerHandoverUntil,
+      clock,
+    }),
     gate,
     account,
     agentlink,
@@ -164,6 +170,13 @@ export async function startGateway(
       ),
     );
 
+  const agentKeys = agentKeyResolver({
+    agentlink,
+    clock,
+    environments: config.agentEnvironments,
+    cacheTtlMs: config.agentKeyCacheTtl,
+  });
+
   // A few connections suffice: every statement decides a whole batch of requests.
   const rateLimitPool = openStatementPool({ url: config.databaseUrl, schema: "gateway", max: 4, logger });
   const limiter = new RateLimiter({ pool: rateLimitPool, leaseTtlMs: config.inFlightLease });
@@ -178,12 +191,7 @@ export async function startGateway(
     authenticateStage([
       ...apiKeyResolvers(directory, clock),
       grantTokenResolver(gate, pepper),
-      agentKeyResolver({
-        agentlink,
-        clock,
-        environments: config.agentEnvironments,
-        cacheTtlMs: config.agentKeyCacheTtl,
-      }),
+      agentKeys,
       userSessions,
     ]),
     rateLimitStage({
@@ -202,7 +210,7 @@ export async function startGateway(
     startPeriodicJob({
       everyMs: limitSweepEveryMs,
       logger,
-      steps: [{ name: "rate-limit sweep", run: () => limiter.sweep(clock.now()) }],
+      steps: [{ name: "rate-limit and token-check ledger sweep", run: () => limiter.sweep(clock.now()) }],
     }),
     startPeriodicJob({
       everyMs: keySweepEveryMs,
@@ -211,6 +219,7 @@ export async function startGateway(
     }),
   ];
   const stopSweeping = () => Promise.all(sweeps.map((job) => job.stop()));
+  let stopForgetting = async () => {};
   const stopListening = listenForNotifications({
     natsUrl: config.natsUrl,
     subscriptions: [
@@ -218,7 +227,16 @@ export async function startGateway(
       requestNotifications(config.eventSubjectPrefix, requestWaiters),
       inboxNotifications(config.eventSubjectPrefix, inboxWaiters),
     ],
-    connected: (nc) => inboxPresence.attach(nc),
+    connected: (nc) => {
+      inboxPresence.attach(nc);
+      stopForgetting = forgetChangedCredentials({
+        nc,
+        stream: config.eventStream,
+        subjectPrefix: config.eventSubjectPrefix,
+        agentKeys,
+        logger,
+      });
+    },
     logger,
   });
 
@@ -285,6 +303,7 @@ export async function startGateway(
           requestWaiters.close();
           inboxWaiters.close();
           await Promise.all([running.stop(), consoleServer.stop()]);
+          await stopForgetting();
           await stopListening();
           await rateLimitPool.end();
           await idempotencyPool.end();
@@ -294,6 +313,7 @@ export async function startGateway(
     };
   } catch (error) {
     await stopSweeping();
+    await stopForgetting();
     await stopListening();
     await publicServer?.stop();
     await rateLimitPool.end();

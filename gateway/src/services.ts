@@ -13,7 +13,7 @@ import type { InboxChange } from "./long-poll/notifications.ts";
 import type { Waiters } from "./long-poll/waiters.ts";
 import type { CheckStatusBatcher } from "./operations/check-status-batcher.ts";
 import type { KeySetCache } from "./operations/jwks.ts";
-import type { TokenCheckBatcher } from "./operations/verify-token-batcher.ts";
+import type { LedgerHandover } from "./operations/ledger-handover.ts";
 import type { VerifyingKeys } from "./operations/verifying-keys.ts";
 import type { WidgetScript } from "./operations/widget-script.ts";
 
@@ -23,8 +23,8 @@ export interface GatewayServices {
   keySet: KeySetCache;
   /** The key set verify-token checks signatures against, kept in memory and refreshed from signing. */
   verifyingKeys: VerifyingKeys;
-  /** verify-token's ledger writes, sent to signing together (one RecordTokenChecks call for concurrent checks). */
-  tokenChecks: TokenCheckBatcher;
+  /** verify-token's first checks also go to signing's ledger while the ledger moves from there (GATEWAY_LEDGER_HANDOVER_UNTIL). */
+  ledgerHandover: LedgerHandover;
   gate: Client<typeof GateService>;
   account: Client<typeof AccountService>;
   agentlink: Client<typeof AgentService>;

@@ -1,4 +1,5 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { ManualClock } from "@svc/platform";
 import {
   AgentKeyRefusal,
@@ -131,6 +132,84 @@ describe("agent keys in the gateway", () => {
     expect(agentlink.asked).toHaveLength(2);
   });
 
+  test("forgets a changed agent's answers at once, other agents' not, and everything after a gap", async () => {
+    clock.set("2026-11-22T10:00:00Z");
+    const agentlink = fakeAgentlink({});
+    const resolver = resolverWith(agentlink);
+    const resolveAll = () =>
+      Promise.all(["travel", "shop"].map((name) => resolver.resolve(key(name), { origin: undefined })));
+    await resolveAll();
+    expect(agentlink.asked).toHaveLength(2);
+
+    resolver.forgetAgent("agent-travel");
+    await resolveAll();
+    expect(agentlink.asked.map((request) => request.agentKey)).toEqual([key("travel"), key("shop"), key("travel")]);
+
+    resolver.forgetAll();
+    await resolveAll();
+    expect(agentlink.asked).toHaveLength(5);
+    await resolveAll();
+    expect(agentlink.asked).toHaveLength(5);
+  });
+
+  test("does not keep an answer asked for before a change was heard, nor share it with later requests", async () => {
+    clock.set("2026-11-22T10:00:00Z");
+    const agentlink = fakeAgentlink({ revoked: AgentKeyRefusal.REVOKED_AGENT });
+    let revoked = false;
+    let answerFirst: (() => void) | undefined;
+    const resolver = agentKeyResolver({
+      agentlink: {
+        authenticateAgentKey: async (init) => {
+          if (revoked) return agentlink.authenticateAgentKey({ ...init, agentKey: key("revoked") });
+          // The question asked before the revoke is answered (accepted) only after it was heard.
+          await new Promise<void>((resolve) => {
+            answerFirst = resolve;
+          });
+          return agentlink.authenticateAgentKey(init);
+        },
+      },
+      clock,
+      environments: ["development"],
+      cacheTtlMs: 5000,
+    });
+    const beforeRevoke = resolver.resolve(key("travel"), { origin: undefined });
+    expect(answerFirst).toBeDefined();
+    revoked = true;
+    resolver.forgetAgent("agent-travel");
+    const afterRevoke = resolver.resolve(key("travel"), { origin: undefined });
+    answerFirst!();
+    expect(await beforeRevoke).toMatchObject({ ok: true });
+    expect(await afterRevoke).toMatchObject({ ok: false, failure: "revoked_agent" });
+    expect(await resolver.resolve(key("travel"), { origin: undefined })).toMatchObject({
+      ok: false,
+      failure: "revoked_agent",
+    });
+  });
+
+  test("keeps an accepted key's answer no longer than agentlink says the key works (a rotated key's overlap)", async () => {
+    clock.set("2026-11-22T10:00:00Z");
+    const agentlink = fakeAgentlink({});
+    const resolver = agentKeyResolver({
+      agentlink: {
+        authenticateAgentKey: async (init) => {
+          const answer = await agentlink.authenticateAgentKey(init);
+          answer.keyExpiresAt = timestampFromDate(new Date("2026-11-22T10:00:01Z"));
+          return answer;
+        },
+      },
+      clock,
+      environments: ["development"],
+      cacheTtlMs: 5000,
+    });
+    await resolver.resolve(key("travel"), { origin: undefined });
+    clock.advance(999);
+    await resolver.resolve(key("travel"), { origin: undefined });
+    expect(agentlink.asked).toHaveLength(1);
+    clock.advance(1);
+    await resolver.resolve(key("travel"), { origin: undefined });
+    expect(agentlink.asked).toHaveLength(2);
+  });
+
   test("asks every time with a TTL of 0", async () => {
     const agentlink = fakeAgentlink({});
     const resolver = resolverWith(agentlink, 0);
@@ -159,5 +238,19 @@ describe("answer cache", () => {
     expect(cache.get("a")).toBe(1);
     cache.set("c", 3);
     expect([cache.get("a"), cache.get("b"), cache.get("c"), cache.size]).toEqual([1, undefined, 3, 2]);
+  });
+
+  test("forgets the entries a predicate matches, or all of them", () => {
+    const cache = new AnswerCache<number>({ clock, ttlMs: 60_000, capacity: 10 });
+    for (const [k, v] of [
+      ["a", 1],
+      ["b", 2],
+      ["c", 3],
+    ] as const)
+      cache.set(k, v);
+    cache.forget((value) => value % 2 === 1);
+    expect([cache.get("a"), cache.get("b"), cache.get("c"), cache.size]).toEqual([undefined, 2, undefined, 1]);
+    cache.forget();
+    expect(cache.size).toBe(0);
   });
 });

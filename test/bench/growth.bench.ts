@@ -25,8 +25,8 @@ import { median, startBenchMesh } from "./bench-infrastructure.ts";
  *   20% unlinked (by the person, the platform or a changed credential; a third of those persons deleted).
  * - webhook_dispatch.messages: arrived over the last 89 days, each with one delivered delivery to its
  *   partner's endpoint.
- * - signing.token_check: ledger rows of tokens expiring within the next two hours (a real ledger holds
- *   only minutes of tokens; these stand in for a busy hour and stay clear of the service's own prune).
+ * - gateway.token_checks: ledger rows of tokens expiring within the next two hours (a real ledger holds
+ *   only minutes of tokens; these stand in for a busy hour and stay clear of the gateway's own sweep).
  * - gateway.rate_counters: counters whose windows end within the next day.
  * Every scan is then given the same 1,000 due rows at both sizes, seeded in the transaction that scans
  * them, so the services' own timers never see them.
@@ -159,7 +159,7 @@ try {
         [...range, orgs],
       );
       await db.query(
-        `insert into signing.token_check (payload_hash, checked_at, expires_at)
+        `insert into gateway.token_checks (payload_hash, checked_at, expires_at)
            select sha256(('p' || i)::bytea), now(), now() + interval '10 minutes' + (i % 7200) * interval '1 second'
              from generate_series($1::bigint, $2::bigint) as i`,
         range,
@@ -186,7 +186,7 @@ try {
       "account.account_link_count",
       "webhook_dispatch.messages",
       "webhook_dispatch.deliveries",
-      "signing.token_check",
+      "gateway.token_checks",
       "gateway.rate_counters",
     ])
       await db.query(`vacuum analyze ${table}`);
@@ -384,10 +384,11 @@ try {
       retention("webhook_dispatch.messages", "received_at"),
       [new Date(now.getTime() - 90 * day), 1000],
     );
-    result["signing ledger prune"] = await scan(
-      `insert into signing.token_check (payload_hash, checked_at, expires_at)
+    result["token-check ledger sweep"] = await scan(
+      `insert into gateway.token_checks (payload_hash, checked_at, expires_at)
          select sha256(('due${tag}' || i)::bytea), now() - interval '20 minutes', now() - interval '15 minutes' from ${series}`,
-      retention("signing.token_check", "expires_at"),
+      `delete from gateway.token_checks where expires_at < $1 and ctid = any(array(
+         select ctid from gateway.token_checks where expires_at < $1 limit $2 for update skip locked))`,
       [new Date(now.getTime() - 10 * 60_000), 1000],
     );
     result["rate-limit sweep"] = await scan(

@@ -14,9 +14,10 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../harness/index.ts";
 
 /**
- * verify-token checks signatures in the gateway against the key set it keeps, and asks signing's
- * ledger only whether a check is the first. Two gateway processes on one signing: the ledger, not a
- * replica's memory, decides replays across both; a key added in signing is found by both; a key that
+ * verify-token checks signatures in the gateway against the key set it keeps, and the gateway's ledger
+ * of first checks (in its schema, shared by every replica) says whether a check is the first. Two
+ * gateway processes on one database and one signing: the ledger, not a replica's memory, decides
+ * replays across both; a key added in signing is found by both; a key that
  * is no longer published stops verifying; tampering is caught. Time moves by the shared clock file.
  */
 const gatewayEntry = fileURLToPath(new URL("../../gateway/src/server.ts", import.meta.url));

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Client } from "@connectrpc/connect";
 import { type Clock, type EnvironmentName, environmentProto } from "@svc/platform";
 import {
@@ -54,14 +55,32 @@ export function agentKeyCause(failure: AuthFailure): AgentKeyCause {
   }
 }
 
+/** agentlink's answer, and when an accepted key stops working (a rotated key's overlap ends). */
+interface Answer {
+  resolution: Resolution;
+  until?: Date | undefined;
+}
+
 /** What a partner reads for any of the six causes. */
 export const agentKeyRefusalMessage = "a valid agent key is required: Authorization: Bearer svc_agent_<Name>__<secret>";
 
 /**
+ * The agent-key resolver, and how it hears that an agent's keys changed (credential-changes.ts):
+ * `forgetAgent` drops what it remembers of that agent's keys, `forgetAll` everything (when changes may
+ * have been missed).
+ */
+export interface AgentKeyResolver extends CredentialResolver {
+  forgetAgent(agentId: string): void;
+  forgetAll(): void;
+}
+
+/**
  * Asks agentlink which agent a key stands for, remembering its answers, accepted and refused alike,
  * for `cacheTtlMs` in a bounded cache keyed by the key's SHA-256 (never the key itself): the hot path
- * adds no round trip, and a revoked agent's key is refused by every gateway at most `cacheTtlMs` later.
- * `environments` are those whose agent keys this gateway serves.
+ * adds no round trip. A revoked or rotated agent's answers are forgotten the moment agentlink says so,
+ * and a key's answer is kept no longer than the key works (a rotated key's overlap); `cacheTtlMs` bounds
+ * the delay only when agentlink's word is lost. `environments` are those whose agent keys
+ * this gateway serves.
  */
 export function agentKeyResolver(options: {
   agentlink: Pick<Client<typeof AgentService>, "authenticateAgentKey">;
@@ -69,19 +88,30 @@ export function agentKeyResolver(options: {
   environments: readonly EnvironmentName[];
   cacheTtlMs: number;
   cacheCapacity?: number;
-}): CredentialResolver {
+}): AgentKeyResolver {
   const cache = new AnswerCache<Resolution>({
     clock: options.clock,
     ttlMs: options.cacheTtlMs,
     capacity: options.cacheCapacity ?? 10_000,
   });
   const environments = options.environments.map(environmentProto);
-  const inFlight = new Map<string, Promise<Resolution>>();
-  const ask = async (credential: string): Promise<Resolution> => {
+  const inFlight = new Map<string, Promise<Answer>>();
+  // An answer asked for before a change was heard may predate the change: it is used once, never kept.
+  let changesHeard = 0;
+  const forget = (matches?: (resolution: Resolution) => boolean) => {
+    changesHeard++;
+    inFlight.clear();
+    cache.forget(matches);
+  };
+  const ask = async (credential: string): Promise<Answer> => {
     const answer = await options.agentlink.authenticateAgentKey({ agentKey: credential, environments });
     const cause = causeOfRefusal[answer.refusal];
-    if (cause !== undefined) return { ok: false, failure: cause, message: agentKeyRefusalMessage };
-    if (answer.caller) return { ok: true, credential: { kind: "agent_key", caller: answer.caller, allowedGates: [] } };
+    if (cause !== undefined) return { resolution: { ok: false, failure: cause, message: agentKeyRefusalMessage } };
+    if (answer.caller)
+      return {
+        resolution: { ok: true, credential: { kind: "agent_key", caller: answer.caller, allowedGates: [] } },
+        until: answer.keyExpiresAt && timestampDate(answer.keyExpiresAt),
+      };
     throw new Error("agentlink answered an agent key with neither a caller nor a refusal");
   };
   return {
@@ -97,12 +127,19 @@ export function agentKeyResolver(options: {
       // long-polls as its entry expires asks agentlink once, not once per request.
       let asking = inFlight.get(digest);
       if (!asking) {
-        asking = ask(credential).finally(() => inFlight.delete(digest));
+        const question = ask(credential).finally(() => {
+          if (inFlight.get(digest) === question) inFlight.delete(digest);
+        });
+        asking = question;
         inFlight.set(digest, asking);
       }
-      const resolution = await asking;
-      cache.set(digest, resolution);
+      const heardBefore = changesHeard;
+      const { resolution, until } = await asking;
+      if (changesHeard === heardBefore) cache.set(digest, resolution, until);
       return resolution;
     },
+    forgetAgent: (agentId) =>
+      forget((resolution) => resolution.ok && resolution.credential.caller.credentialId === agentId),
+    forgetAll: () => forget(),
   };
 }

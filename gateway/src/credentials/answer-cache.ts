@@ -2,9 +2,9 @@ import type { Clock } from "@svc/platform";
 
 /**
  * A small least-recently-used map whose entries live `ttlMs` by the injected clock: the gateway's
- * memory of another service's recent answers, so a hot credential costs no round trip per request
- * while a change (a revoked agent) reaches every gateway within `ttlMs`. At most `capacity` entries;
- * the least recently used goes first.
+ * memory of another service's recent answers, so a hot credential costs no round trip per request.
+ * A change (a revoked agent) is forgotten at once when its owner says so (`forget`), and within `ttlMs`
+ * when that word is lost. At most `capacity` entries; the least recently used goes first.
  */
 export class AnswerCache<V> {
   readonly #entries = new Map<string, { value: V; expiresAt: number }>();
@@ -27,14 +27,21 @@ export class AnswerCache<V> {
     return entry.value;
   }
 
-  set(key: string, value: V): void {
+  /** Kept `ttlMs`, or until `until` when that is sooner (the answer itself ends then). */
+  set(key: string, value: V, until?: Date): void {
     if (this.#ttlMs <= 0) return;
     this.#entries.delete(key);
-    this.#entries.set(key, { value, expiresAt: this.#clock.now().getTime() + this.#ttlMs });
+    const expiresAt = this.#clock.now().getTime() + this.#ttlMs;
+    this.#entries.set(key, { value, expiresAt: until ? Math.min(expiresAt, until.getTime()) : expiresAt });
     for (const oldest of this.#entries.keys()) {
       if (this.#entries.size <= this.#capacity) break;
       this.#entries.delete(oldest);
     }
+  }
+
+  /** Drops every entry whose value `matches`; every entry without one. */
+  forget(matches?: (value: V) => boolean): void {
+    for (const [key, entry] of this.#entries) if (!matches || matches(entry.value)) this.#entries.delete(key);
   }
 
   get size(): number {

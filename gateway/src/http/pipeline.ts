@@ -8,7 +8,7 @@ import {
   InputValidationError,
   OperationError,
 } from "./errors.ts";
-import type { EventStream, Route } from "./route.ts";
+import type { EventStream, RecordTokenCheck, Route } from "./route.ts";
 import { validate } from "./schema.ts";
 
 /**
@@ -69,6 +69,8 @@ export interface RequestContext {
    * for an operation that passes it on so the service behind dedupes a retry itself (create-verification-link).
    */
   idempotencyToken?: string;
+  /** Set by the rate-limit stage on a `records-token-checks` route: what the handler records its check with. */
+  recordTokenCheck?: RecordTokenCheck;
 }
 
 /** Every outcome but a stream: what the envelope renders. */
@@ -126,6 +128,7 @@ export const handleStage: Stage = {
       logger: ctx.logger,
       signal: ctx.signal,
       idempotencyToken: ctx.idempotencyToken,
+      recordTokenCheck: ctx.recordTokenCheck,
     });
   },
 };

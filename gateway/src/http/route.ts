@@ -1,3 +1,4 @@
+import type { AttestationLedgerCheck } from "@svc/contracts/attestation";
 import type { Clock, Logger } from "@svc/platform";
 import type { Caller } from "@svc/proto/common/v1/caller_pb.js";
 import type { AuthenticatedCredential, AuthFailure, CredentialKindName } from "./credential.ts";
@@ -67,7 +68,15 @@ interface HandlerContext<Services> {
   signal: AbortSignal;
   /** The request's scoped `Idempotency-Key` hash, when it has one (src/idempotency/idempotency-stage.ts). */
   idempotencyToken: string | undefined;
+  /**
+   * On a `records-token-checks` route: decides the request's rate limits and records the check in the
+   * ledger of first checks, in one statement; answers whether it was the token's first check. A refused
+   * request rejects, and the rate-limit stage answers it.
+   */
+  recordTokenCheck: RecordTokenCheck | undefined;
 }
+
+export type RecordTokenCheck = (check: AttestationLedgerCheck) => Promise<boolean>;
 
 /**
  * One public operation. The route table (`operations/index.ts`) lists them all; everything a reader
@@ -100,8 +109,13 @@ export interface RouteDefinition<S extends ObjectSchema, Services> {
    * `kind: "stream"`), each event's data shaped as `output`; refusals still come in the envelope.
    */
   produces?: "text/event-stream";
-  /** `exempt`: not counted by the rate limiter (the default counts every request). */
-  rateLimit?: "exempt";
+  /**
+   * `exempt`: not counted by the rate limiter (the default counts every request, before it runs).
+   * `records-token-checks`: counted when the handler records its token check (`recordTokenCheck`), in the
+   * same statement, so that the check is recorded only if the request is allowed; a request whose
+   * handler records none is counted after it ran (verify-token).
+   */
+  rateLimit?: "exempt" | "records-token-checks";
   /**
    * A POST operation without a credential: the input field holding the secret its `Idempotency-Key` is
    * scoped to (verify-token's `token`, the web flow's `t`). Operations with a credential are scoped to it.

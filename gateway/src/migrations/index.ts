@@ -7,6 +7,7 @@ import { CreateDevIdentityProviderCodes } from "./0006-dev-idp-codes.ts";
 import { CreateIdempotencyKeys } from "./0007-idempotency-keys.ts";
 import { IndexRateLimitExpiry } from "./0008-rate-limit-sweep.ts";
 import { DropDevIdentityProviderTables } from "./0009-drop-dev-idp.ts";
+import { CreateTokenChecks } from "./0010-token-checks.ts";
 
 /** Applied in order at start; a migration, once released, is never edited (add a new one). */
 export const migrations = [
@@ -19,4 +20,5 @@ export const migrations = [
   { name: "0007_idempotency_keys", class: CreateIdempotencyKeys },
   { name: "0008_rate_limit_sweep", class: IndexRateLimitExpiry },
   { name: "0009_drop_dev_idp", class: DropDevIdentityProviderTables },
+  { name: "0010_token_checks", class: CreateTokenChecks },
 ];

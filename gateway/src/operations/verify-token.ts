@@ -4,9 +4,10 @@ import { defineRoute } from "../services.ts";
 
 /**
  * `POST /sdk/verify-token`: the gateway checks the token against the key set it keeps
- * (the contracts package's attestation.ts, verifying-keys.ts) and signing's ledger says whether the check is the first
- * (replays); an invalid token is a normal result. Field rules: decisions.md ("verify-token result").
- * Concurrent checks reach the ledger together, in one RecordTokenChecks call (verify-token-batcher.ts).
+ * (the contracts package's attestation.ts, verifying-keys.ts), then the gateway's ledger of first checks
+ * says whether the check is the first (replays), in the statement that decides the request's rate limits
+ * (`records-token-checks`, rate-limits/token-checks.ts); an invalid token is a normal result. Field rules:
+ * decisions.md ("verify-token result").
  */
 export const verifyTokenRoute = defineRoute({
   operationId: "verifyToken",
@@ -14,6 +15,7 @@ export const verifyTokenRoute = defineRoute({
   path: "/sdk/verify-token",
   summary: "Verify an attestation token once: signature, issuer, expiry, audience, and whether it was checked before.",
   auth: { accepts: [] },
+  rateLimit: "records-token-checks",
   idempotencyScope: "token",
   input: {
     type: "object",
@@ -49,10 +51,11 @@ export const verifyTokenRoute = defineRoute({
     },
     required: ["valid", "replayed"],
   },
-  async handle(input, { services }) {
+  async handle(input, { services, recordTokenCheck }) {
+    if (!recordTokenCheck) throw new Error("verify-token records its checks through the rate-limit stage");
     const result = await checkAttestation(input.token, input.audience, {
       keys: services.verifyingKeys,
-      record: (check) => services.tokenChecks.record(check),
+      record: async (check) => services.ledgerHandover.first(check, await recordTokenCheck(check)),
       clock: services.clock,
     });
     return ok(verifyTokenResult(result));

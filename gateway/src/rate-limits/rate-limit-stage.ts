@@ -1,12 +1,12 @@
 import type { Logger } from "@svc/platform";
 import { clientAddress, rateLimitedAddress } from "../http/client-address.ts";
-import type { Stage } from "../http/pipeline.ts";
+import type { Outcome, RequestContext, Stage } from "../http/pipeline.ts";
 import { blockedBody, rateLimitHeaders, rateLimitReport } from "./rate-limit-report.ts";
-import type { RateLimiter } from "./rate-limiter.ts";
+import type { JoinedDecision, RateDecision, RateLimiter } from "./rate-limiter.ts";
 import { anonymousTier, planFor, type RatePlan } from "./rate-tiers.ts";
 
 export interface RateLimitOptions {
-  limiter: Pick<RateLimiter, "take" | "release">;
+  limiter: Pick<RateLimiter, "take" | "decide" | "release">;
   /** `data.error.upgrade_url` of a development key's block: where a partner moves to production. */
   upgradeUrl: string;
   /** Requests per minute and client IP of operations without a credential; 0 leaves them uncounted. */
@@ -15,6 +15,9 @@ export interface RateLimitOptions {
   trustedProxyHops: number;
   logger: Logger;
 }
+
+/** How a handler's token check ends when its request was refused: the stage answers it. */
+class RefusedBeforeRecording extends Error {}
 
 /** The spec's opt-in for live site keys. */
 const asksForReport = (value: string | string[] | undefined): boolean =>
@@ -38,25 +41,63 @@ export function rateLimitStage(options: RateLimitOptions): Stage {
       const plan: RatePlan | undefined = ctx.credential
         ? planFor(ctx.credential, ctx.headers.authorization, clientIp)
         : anonymous && { tier: anonymous, subject: `ip:${clientIp}`, clientIp };
+      if (ctx.route.rateLimit === "records-token-checks") return decideWithTokenCheck(ctx, plan, next);
       if (!plan) return next();
 
       const decision = await options.limiter.take(plan, ctx.clock.now());
-      Object.assign(ctx.responseHeaders, rateLimitHeaders(decision));
-      if (!decision.allowed)
-        return { kind: "http", status: 403, body: blockedBody(plan.tier, decision, options.upgradeUrl) };
-      if (plan.tier.reportsByDefault || asksForReport(ctx.headers["x-svc-include-ratelimit"]))
-        ctx.extras._rateLimit = rateLimitReport(plan.tier, decision);
-
+      const refusal = answerDecision(ctx, plan, decision);
+      if (refusal) return refusal;
       const leaseId = decision.leaseId;
       if (leaseId === undefined) return next();
       try {
         return await next();
       } finally {
-        // A lease that cannot be ended now expires on its own: that must not turn the answer into a failure.
-        await options.limiter
-          .release(leaseId)
-          .catch((error: unknown) => options.logger.warn("in_flight lease not released", { error, lease_id: leaseId }));
+        await release(leaseId);
       }
     },
   };
+
+  /** The refusal of a refused request; on an allowed one, the header fields and `_rateLimit` its answer carries. */
+  function answerDecision(ctx: RequestContext, plan: RatePlan, decision: RateDecision): Outcome | undefined {
+    Object.assign(ctx.responseHeaders, rateLimitHeaders(decision));
+    if (!decision.allowed)
+      return { kind: "http", status: 403, body: blockedBody(plan.tier, decision, options.upgradeUrl) };
+    if (plan.tier.reportsByDefault || asksForReport(ctx.headers["x-svc-include-ratelimit"]))
+      ctx.extras._rateLimit = rateLimitReport(plan.tier, decision);
+    return undefined;
+  }
+
+  // A lease that cannot be ended now expires on its own: that must not turn the answer into a failure.
+  async function release(leaseId: string): Promise<void> {
+    await options.limiter
+      .release(leaseId)
+      .catch((error: unknown) => options.logger.warn("in_flight lease not released", { error, lease_id: leaseId }));
+  }
+
+  /**
+   * verify-token's order: the handler checks the token, then its check and the request's rate decision
+   * go in one statement, which records the check only if the request is allowed. A request whose handler
+   * records nothing (a token refused before the ledger, a 400) is decided once it ran; refused, its
+   * answer is the 403 all the same, and nothing it did is kept.
+   */
+  async function decideWithTokenCheck(
+    ctx: RequestContext,
+    plan: RatePlan | undefined,
+    next: () => Promise<Outcome>,
+  ): Promise<Outcome> {
+    let joined: Promise<JoinedDecision> | undefined;
+    ctx.recordTokenCheck = async (check) => {
+      if (joined) throw new Error("a request records one token check");
+      joined = options.limiter.decide(plan, ctx.clock.now(), check);
+      const { first } = await joined;
+      if (first === undefined) throw new RefusedBeforeRecording();
+      return first;
+    };
+    const outcome = await next();
+    if (!plan) return outcome;
+    const { decision } = await (joined ?? options.limiter.decide(plan, ctx.clock.now(), undefined));
+    if (!decision) throw new Error("a request with a plan was not decided");
+    if (decision.leaseId !== undefined) await release(decision.leaseId);
+    return answerDecision(ctx, plan, decision) ?? outcome;
+  }
 }

@@ -1,6 +1,8 @@
+import type { AttestationLedgerCheck } from "@svc/contracts/attestation";
 import { NaturalBatcher, sqlDefinition, uuid } from "@svc/platform";
 import type pg from "pg";
 import type { BucketName, RatePlan } from "./rate-tiers.ts";
+import { firstChecks, ledgerArrays, ledgerRetentionMarginMs, recordChecksStatement } from "./token-checks.ts";
 
 /** One bucket after a decision, as `_rateLimit.buckets` reports it. */
 export interface BucketState {
@@ -30,18 +32,26 @@ export function windowOf(now: Date, windowSeconds: number): { start: number; end
   return { start, end: start + length };
 }
 
+/** A request's rate decision (none without a plan) and, for its token check, whether it was the first (none when refused). */
+export interface JoinedDecision {
+  decision: RateDecision | undefined;
+  first: boolean | undefined;
+}
+
 interface DecisionRow {
   counts_before: number[];
   limits: number[];
   allowed: boolean[] | null;
   leases_before: number[] | null;
   lease_limits: number[] | null;
+  first_checks: Buffer[];
 }
 
 interface Asked {
-  plan: RatePlan;
+  plan: RatePlan | undefined;
   now: Date;
   leaseId: string | undefined;
+  check: AttestationLedgerCheck | undefined;
 }
 
 /** One counter row a batch takes: a bucket of one subject in one window. */
@@ -88,12 +98,28 @@ function byCodeUnits(a: string, b: string): number {
 /** `decide_rate_limits`, the decision itself: applied at start whenever its text changes (the platform's stored definitions). */
 export const decideRateLimits = sqlDefinition(new URL("./decide-rate-limits.sql", import.meta.url));
 
-/** The statement that decides a batch; prepared once per connection under this name. */
+/**
+ * The statement that decides a batch and records the token checks of its allowed requests in the ledger
+ * (token-checks.ts); prepared once per connection under this name. Check c belongs to request
+ * `$19[c]` (from 1). The ledger's rows are locked after every counter, in hash order, so concurrent
+ * statements cannot deadlock.
+ */
 const decideStatement = {
-  name: "decide_rate_limits",
-  text: `select counts_before, limits, allowed, leases_before, lease_limits
-         from decide_rate_limits($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::integer[], $6::integer[], $7::uuid[], $8::integer[],
-                                 $9::integer[], $10::text[], $11::integer[], $12::uuid[], $13::integer[], $14::uuid[], $15::bigint, $16::bigint)`,
+  name: "decide_rate_limits_and_record_checks",
+  text: `with decided as materialized (
+           select counts_before, limits, allowed, leases_before, lease_limits
+             from decide_rate_limits($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::integer[], $6::integer[], $7::uuid[], $8::integer[],
+                                     $9::integer[], $10::text[], $11::integer[], $12::uuid[], $13::integer[], $14::uuid[], $15::bigint, $16::bigint)
+         ), recorded as (
+           insert into token_checks (payload_hash, checked_at, expires_at)
+             select c.hash, to_timestamp($16::bigint / 1000.0), to_timestamp(c.expires_at / 1000.0)
+               from unnest($17::bytea[], $18::bigint[], $19::integer[]) as c(hash, expires_at, request), decided d
+              where d.allowed is null or d.allowed[c.request]
+              order by c.hash
+             on conflict do nothing
+             returning payload_hash
+         )
+         select d.*, array(select payload_hash from recorded) as first_checks from decided d`,
 };
 
 /** Requests decided by one statement at most; larger bursts wait for the next one. */
@@ -112,6 +138,10 @@ const sweepBatchSize = 1000;
  * expiry, so a replica that dies mid-request frees its slots after `leaseTtlMs`; ended leases are
  * deleted in batches the same way.
  *
+ * A request may bring a token check (verify-token's): the same statement records it in the ledger of
+ * first checks when the request is allowed, and answers whether it was the token's first check
+ * (token-checks.ts), so a verify-token costs one statement and no RPC.
+ *
  * It talks to PostgreSQL through a small pool of its own (search_path: the gateway schema) rather than
  * the ORM: the decision is one prepared statement on every request's path, and the ORM's per-query
  * work would cost as much as the decision itself.
@@ -119,7 +149,7 @@ const sweepBatchSize = 1000;
 export class RateLimiter {
   readonly #pool: Pick<pg.Pool, "query">;
   readonly #leaseTtlMs: number;
-  readonly #decisions: NaturalBatcher<Asked, RateDecision>;
+  readonly #decisions: NaturalBatcher<Asked, JoinedDecision>;
   readonly #releases: NaturalBatcher<string, void>;
 
   constructor(options: { pool: Pick<pg.Pool, "query">; leaseTtlMs: number }) {
@@ -136,11 +166,19 @@ export class RateLimiter {
     });
   }
 
-  take(plan: RatePlan, now: Date): Promise<RateDecision> {
-    return this.#decisions.submit({ plan, now, leaseId: plan.tier.inFlight === undefined ? undefined : uuid() });
+  async take(plan: RatePlan, now: Date): Promise<RateDecision> {
+    const { decision } = await this.decide(plan, now, undefined);
+    if (!decision) throw new Error("a request with a plan was not decided");
+    return decision;
   }
 
-  async #decide(batch: Asked[]): Promise<RateDecision[]> {
+  /** Decides `plan` (when there is one) and records `check` (when there is one) if the request is allowed. */
+  decide(plan: RatePlan | undefined, now: Date, check: AttestationLedgerCheck | undefined): Promise<JoinedDecision> {
+    const leaseId = plan?.tier.inFlight === undefined ? undefined : uuid();
+    return this.#decisions.submit({ plan, now, leaseId, check });
+  }
+
+  async #decide(batch: Asked[]): Promise<JoinedDecision[]> {
     // One instant for the batch: the latest of its requests', so no request is counted in a window
     // that another of the same statement has already left.
     const now = Math.max(...batch.map((w) => w.now.getTime()));
@@ -148,6 +186,7 @@ export class RateLimiter {
     const leaseSubjects = new Map<string, LeaseSubject>();
     const planned = batch.map((asked) => {
       const { plan } = asked;
+      if (!plan) return { asked, own: [], lease: undefined };
       const own = plan.tier.buckets.map((bucket) => {
         const subject = bucket.perClientIp ? `${plan.subject}|ip:${plan.clientIp}` : plan.subject;
         const key = `${subject}\u0000${bucket.name}`;
@@ -192,6 +231,20 @@ export class RateLimiter {
     leases.forEach((lease, i) => {
       lease.position = i + 1;
     });
+    const checks = ledgerArrays(batch.map((asked) => asked.check));
+    if (ordered.length === 0 && leases.length === 0) {
+      // No request of the batch is counted (anonymous requests uncounted): the ledger alone.
+      const { rows } = await this.#pool.query<{ payload_hash: Buffer }>({
+        ...recordChecksStatement,
+        values: [checks.hashes, checks.expiries, now],
+      });
+      const firsts = firstChecks(
+        batch.map((asked) => asked.check),
+        rows.map((row) => row.payload_hash),
+        () => true,
+      );
+      return firsts.map((first) => ({ decision: undefined, first }));
+    }
     let end = 0;
     const {
       rows: [answer],
@@ -215,6 +268,9 @@ export class RateLimiter {
         leases.length > 0 ? batch.map(({ leaseId }) => leaseId ?? null) : null,
         now + this.#leaseTtlMs,
         now,
+        checks.hashes,
+        checks.expiries,
+        checks.requests,
       ],
     });
     if (!answer) throw new Error("decide_rate_limits answered no row");
@@ -227,10 +283,17 @@ export class RateLimiter {
       lease.count = answered(answer.leases_before, lease.position - 1, "leases_before");
       lease.decidedLimit = answered(answer.lease_limits, lease.position - 1, "lease_limits");
     }
+    const allowedAt = (r: number) => answer.allowed?.[r] ?? true;
+    const firsts = firstChecks(
+      batch.map((asked) => asked.check),
+      answer.first_checks,
+      allowedAt,
+    );
     // Each request's view: the counts after the requests before it in the batch, and after its own
     // where it was allowed.
-    return planned.map(({ asked, own, lease }, r) => {
-      const allowed = answer.allowed?.[r] ?? true;
+    return planned.map(({ asked, own, lease }, r): JoinedDecision => {
+      const allowed = allowedAt(r);
+      if (!asked.plan) return { decision: undefined, first: firsts[r] };
       if (allowed) {
         for (const counter of own) counter.count++;
         if (lease) lease.count++;
@@ -254,7 +317,12 @@ export class RateLimiter {
           full: !allowed && lease.count >= lease.decidedLimit,
         });
       }
-      return { allowed, buckets, ...(allowed && asked.leaseId !== undefined && { leaseId: asked.leaseId }) };
+      const decision = {
+        allowed,
+        buckets,
+        ...(allowed && asked.leaseId !== undefined && { leaseId: asked.leaseId }),
+      };
+      return { decision, first: firsts[r] };
     });
   }
 
@@ -264,20 +332,26 @@ export class RateLimiter {
   }
 
   /**
-   * Deletes counters of windows that have ended and leases that expired, `batchSize` rows a statement
-   * until a statement finds fewer: each statement reads only due rows, on the `expires_at` indexes
-   * (migration 0007), and holds its locks briefly. Any replica may run it at any time: rows another
-   * sweep or a take holds are skipped (`skip locked`), and a counter a take moved into a new window
-   * since it was picked is no longer at the picked `ctid`, so it stays. Answers the rows deleted.
+   * Deletes counters of windows that have ended, leases that expired and ledger rows of tokens that
+   * expired more than `ledgerRetentionMarginMs` ago, `batchSize` rows a statement until a statement
+   * finds fewer: each statement reads only due rows, on the `expires_at` indexes (migrations 0008 and
+   * 0010), and holds its locks briefly. Any replica may run it at any time: rows another sweep or a
+   * take holds are skipped (`skip locked`), and a counter a take moved into a new window since it was
+   * picked is no longer at the picked `ctid`, so it stays. Answers the rows deleted.
    */
   async sweep(now: Date, batchSize = sweepBatchSize): Promise<number> {
     let deleted = 0;
-    for (const table of ["rate_counters", "rate_leases"]) {
+    const due: [string, Date][] = [
+      ["rate_counters", now],
+      ["rate_leases", now],
+      ["token_checks", new Date(now.getTime() - ledgerRetentionMarginMs)],
+    ];
+    for (const [table, before] of due) {
       for (;;) {
         const { rowCount } = await this.#pool.query(
           `delete from ${table} where expires_at < $1 and ctid = any(array(
              select ctid from ${table} where expires_at < $1 limit $2 for update skip locked))`,
-          [now, batchSize],
+          [before, batchSize],
         );
         deleted += rowCount ?? 0;
         if ((rowCount ?? 0) < batchSize) break;

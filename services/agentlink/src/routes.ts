@@ -80,7 +80,7 @@ export interface RouteDependencies {
   logger: Logger;
   /** The trust layer's HTTP classifier, made once at start; undefined without a URL (local rules only). */
   classifier: ClassifierClient | undefined;
-  bus: Pick<EventBus, "subject" | "nc" | "subjectPrefix">;
+  bus: Pick<EventBus, "subject" | "nc" | "js" | "subjectPrefix">;
   outbox: Pick<OutboxRelay, "wake">;
 }
 
@@ -96,6 +96,9 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
     keyPepper,
     callbackSecretKey: deps.secrets.callbackSecretKey,
     keyOverlapMs: deps.keyOverlapMs,
+    bus: deps.bus,
+    outbox: deps.outbox,
+    logger: deps.logger,
   });
   const bindings = (): BindingContext => ({ em: em(), clock, opaqueIdKey, bus: deps.bus });
   const proposals = (): ProposalContext => ({
@@ -146,7 +149,11 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
         const environments = req.environments.flatMap((e) => environmentName(e) ?? []);
         const outcome = await authenticateAgentKey({ em: em(), clock, keyPepper }, req.agentKey, environments);
         if (outcome.kind === "refused") return { refusal: toProtoRefusal[outcome.refusal] };
-        return { caller: callerOf(outcome.agent), agent: toProtoAgent(outcome.agent) };
+        return {
+          caller: callerOf(outcome.agent),
+          agent: toProtoAgent(outcome.agent),
+          ...(outcome.keyExpiresAt && { keyExpiresAt: timestampFromDate(outcome.keyExpiresAt) }),
+        };
       },
 
       startBindSession: (req) =>

@@ -1,21 +1,28 @@
 import { createHmac } from "node:crypto";
+import { fromBinary } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
-import { ManualClock, uuid } from "@svc/platform";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { credentialChangeStream, credentialChangeSubject, ManualClock, uuid } from "@svc/platform";
 import { AgentKeyRefusal, AgentStatus } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
+import { CredentialChange, CredentialChangedSchema } from "@svc/proto/common/v1/credential_watch_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { uniqueName } from "../../../test/harness/index.ts";
+import { natsUrl, uniqueName } from "../../../test/harness/index.ts";
 import { openCallbackSecret } from "../src/agents/callback-secret.ts";
 import { callbackSecretKey, keyPepper, refusal, startTestAgentlink, type TestAgentlink } from "./support/agentlink.ts";
 
 const clock = new ManualClock("2026-11-22T10:00:00Z");
 let agentlink: TestAgentlink;
+let nc: NatsConnection;
 
 beforeAll(async () => {
   agentlink = await startTestAgentlink("agentlink_agents", { clock });
+  nc = await connect({ servers: natsUrl() });
 });
 afterAll(async () => {
+  await nc?.drain();
   await agentlink?.stop();
 });
 
@@ -171,6 +178,11 @@ describe("authenticating agent keys", () => {
 
     clock.set("2026-11-23T09:59:59.999Z");
     expect([await works(registered.agentKey), await works(rotated.agentKey)]).toEqual([true, true]);
+    // A gateway keeps the older key's answer no longer than the overlap; the newest key has no end.
+    expect(timestampDate((await authenticate(registered.agentKey)).keyExpiresAt!)).toEqual(
+      new Date("2026-11-23T10:00:00Z"),
+    );
+    expect((await authenticate(rotated.agentKey)).keyExpiresAt).toBeUndefined();
     clock.set("2026-11-23T10:00:00Z");
     expect((await authenticate(registered.agentKey)).refusal).toBe(AgentKeyRefusal.WRONG_SECRET);
     expect(await works(rotated.agentKey)).toBe(true);
@@ -185,6 +197,48 @@ describe("authenticating agent keys", () => {
       true,
     ]);
     clock.set("2026-11-22T10:00:00Z");
+  });
+
+  it("tells the gateways of a revoke and a rotation before it answers, through its outbox", async () => {
+    const jsm = await jetstreamManager(nc);
+    const stream = credentialChangeStream(agentlink.env.SVC_EVENT_STREAM!);
+    const subject = credentialChangeSubject(agentlink.env.SVC_EVENT_SUBJECT_PREFIX!);
+    /** The last credential change the stream holds, as stored by the time the console call answered. */
+    const lastChange = async () => {
+      const stored = await jsm.streams.getMessage(stream, { last_by_subj: subject });
+      return {
+        seq: stored!.seq,
+        messageId: stored!.header.get("Nats-Msg-Id"),
+        change: fromBinary(CredentialChangedSchema, stored!.data),
+      };
+    };
+    const outboxed = async (messageId: string | undefined) =>
+      (await agentlink.sql<{ subject: string }>(`select subject from outbox where message_id = $1`, [messageId])).map(
+        (row) => row.subject,
+      );
+
+    const registered = await register();
+    const agentId = registered.agent!.agentId;
+    await agentlink.console.rotateAgentKey({ agentId });
+    const rotated = await lastChange();
+    expect(rotated.change).toMatchObject({
+      credential: { case: "agentId", value: agentId },
+      change: CredentialChange.ROTATED,
+    });
+    expect(await outboxed(rotated.messageId)).toEqual([subject]);
+
+    await agentlink.console.revokeAgent({ agentId });
+    const revoked = await lastChange();
+    expect(revoked.change).toMatchObject({
+      credential: { case: "agentId", value: agentId },
+      change: CredentialChange.REVOKED,
+    });
+    expect(revoked.seq).toBeGreaterThan(rotated.seq);
+    expect(await outboxed(revoked.messageId)).toEqual([subject]);
+
+    // Revoking again changes nothing, so it tells nothing.
+    await agentlink.console.revokeAgent({ agentId });
+    expect((await lastChange()).seq).toBe(revoked.seq);
   });
 
   it("does not rotate or find unknown agents", async () => {

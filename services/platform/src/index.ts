@@ -2,6 +2,7 @@ export * from "./backoff.ts";
 export * from "./clients.ts";
 export * from "./clock.ts";
 export * from "./config.ts";
+export * from "./credential-changes.ts";
 export * from "./database.ts";
 export * from "./environment.ts";
 export * from "./es256-signature.ts";

@@ -49,11 +49,10 @@ export async function connectEventBus(options: {
 }): Promise<EventBus> {
   const maxAgeMs = options.maxAgeMs ?? eventStreamSettings.eventStreamMaxAge.default;
   const nc = await connect({ servers: options.url.split(","), name: options.name, maxReconnectAttempts: -1 });
-  await ensureStream(await jetstreamManager(nc), {
-    name: options.stream,
-    subjects: [`${options.subjectPrefix}.>`],
-    maxAgeMs,
-  });
+  const jsm = await jetstreamManager(nc);
+  await ensureStream(jsm, { name: options.stream, subjects: [`${options.subjectPrefix}.>`], maxAgeMs });
+  // Every outbox may carry a credential change; its relay can publish one only once the stream exists.
+  await ensureCredentialStream(jsm, options);
   return {
     nc,
     js: jetstream(nc),
@@ -62,6 +61,26 @@ export async function connectEventBus(options: {
     subject: (type) => `${options.subjectPrefix}.${type}`,
     consumersDown: new Map(),
   };
+}
+
+/**
+ * The stream of credential changes (credential_watch.proto): beside the event stream, never under its
+ * `<prefix>.>`, so webhook-dispatch's consumer of every event does not see them. Kept an hour, as long as
+ * JetStream remembers a message id: a gateway away from NATS longer than that has let every cached answer
+ * expire anyway, and a relay's late re-publish is still recognised.
+ */
+export const credentialChangeStream = (stream: string): string => `${stream}_CREDENTIALS`;
+export const credentialChangeSubject = (subjectPrefix: string): string => `${subjectPrefix}_credentials.changed`;
+
+export async function ensureCredentialStream(
+  jsm: JetStreamManager,
+  names: { stream: string; subjectPrefix: string },
+): Promise<void> {
+  await ensureStream(jsm, {
+    name: credentialChangeStream(names.stream),
+    subjects: [credentialChangeSubject(names.subjectPrefix)],
+    maxAgeMs: duplicateWindowMs,
+  });
 }
 
 /** Creates the stream, or brings an existing one (made by an older build, or with another max age) to these limits. */

@@ -1,11 +1,24 @@
 import type { KeyObject } from "node:crypto";
 import { type EntityManager, UniqueConstraintViolationException } from "@mikro-orm/postgresql";
-import { type Clock, type EnvironmentName, isUuid, keyedHash, uuid } from "@svc/platform";
+import {
+  type Clock,
+  type EnvironmentName,
+  type EventBus,
+  enqueueCredentialChange,
+  isUuid,
+  keyedHash,
+  type Logger,
+  type OutboxRelay,
+  publishCredentialChange,
+  uuid,
+} from "@svc/platform";
+import { CredentialChange } from "@svc/proto/common/v1/credential_watch_pb.js";
 import { refuse } from "../refusal.ts";
 import { Agent, AgentKey } from "./agent.entity.ts";
 import { agentFields } from "./agent-fields.ts";
 import { generateAgentKey } from "./agent-key.ts";
 import { generateCallbackSecret, sealCallbackSecret } from "./callback-secret.ts";
+import { agentKeysChanged } from "./credential-change.ts";
 
 export interface AgentContext {
   em: EntityManager;
@@ -15,6 +28,10 @@ export interface AgentContext {
   callbackSecretKey: Buffer;
   /** How long older keys keep working after a rotation (AGENTLINK_KEY_OVERLAP). */
   keyOverlapMs: number;
+  /** Where a revoke or a rotation is told to the gateways' caches (credential_watch.proto). */
+  bus: Pick<EventBus, "js" | "subjectPrefix">;
+  outbox: Pick<OutboxRelay, "wake">;
+  logger: Logger;
 }
 
 /** What is stored of a key: the keyed hash of its secret, never the secret. */
@@ -86,20 +103,32 @@ async function findAgent(em: EntityManager, agentId: string): Promise<Agent> {
   return agent;
 }
 
-/** Every key of a revoked agent is refused as `revoked_agent`; revoking twice keeps the first instant. */
+/**
+ * Every key of a revoked agent is refused as `revoked_agent`; revoking twice keeps the first instant.
+ * The gateways forget their cached answers for its keys before this answers.
+ */
 export async function revokeAgent(ctx: AgentContext, agentId: string): Promise<Agent> {
   const agent = await findAgent(ctx.em, agentId);
   if (agent.status === "active") {
     agent.status = "revoked";
     agent.revokedAt = ctx.clock.now();
-    await ctx.em.flush();
+    await changeKeys(ctx, agent.id, CredentialChange.REVOKED);
   }
   return agent;
 }
 
+/** Commits the unit of work with the change's outbox row, then tells the gateways at once. */
+async function changeKeys(ctx: AgentContext, agentId: string, change: CredentialChange): Promise<void> {
+  const message = agentKeysChanged(agentId, change);
+  enqueueCredentialChange(ctx.em, ctx.clock, ctx.bus, message);
+  await ctx.em.flush();
+  await publishCredentialChange(ctx.bus, ctx.outbox, message, ctx.logger);
+}
+
 /**
  * A new key for the agent. Its older keys that still work keep working for the overlap, so a
- * deployment can switch without a gap; then they are refused as a wrong secret.
+ * deployment can switch without a gap; then they are refused as a wrong secret. The gateways forget
+ * their cached answers for the agent's keys before this answers.
  */
 export async function rotateAgentKey(
   ctx: AgentContext,
@@ -113,6 +142,6 @@ export async function rotateAgentKey(
   for (const key of current)
     if (!key.expiresAt || key.expiresAt > previousKeysExpireAt) key.expiresAt = previousKeysExpireAt;
   const agentKey = addKey(ctx, ctx.em, agent);
-  await ctx.em.flush();
+  await changeKeys(ctx, agent.id, CredentialChange.ROTATED);
   return { agent, agentKey, previousKeysExpireAt };
 }

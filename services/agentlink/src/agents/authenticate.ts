@@ -13,7 +13,9 @@ export type AgentKeyRefusal =
   | "revoked_agent"
   | "wrong_secret";
 
-export type AgentKeyOutcome = { kind: "accepted"; agent: Agent } | { kind: "refused"; refusal: AgentKeyRefusal };
+export type AgentKeyOutcome =
+  | { kind: "accepted"; agent: Agent; keyExpiresAt: Date | null }
+  | { kind: "refused"; refusal: AgentKeyRefusal };
 
 /**
  * The agent a key stands for. Names are unique per organization and environment only, so every agent
@@ -40,5 +42,5 @@ export async function authenticateAgentKey(
   if (environments.length > 0 && !environments.includes(agent.environment))
     return { kind: "refused", refusal: "other_environment" };
   if (agent.status === "revoked") return { kind: "refused", refusal: "revoked_agent" };
-  return { kind: "accepted", agent };
+  return { kind: "accepted", agent, keyExpiresAt: match.expiresAt ?? null };
 }

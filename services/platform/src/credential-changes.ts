@@ -1,0 +1,108 @@
+import type { EntityManager } from "@mikro-orm/postgresql";
+import { type ConsumerMessages, DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
+import type { Clock } from "./clock.ts";
+import type { Logger } from "./logger.ts";
+import {
+  credentialChangeStream,
+  credentialChangeSubject,
+  type EventBus,
+  ensureCredentialStream,
+  type NatsConnection,
+} from "./nats.ts";
+import { OutboxEvent, type OutboxRelay } from "./outbox.ts";
+
+/** A serialized `CredentialChanged` (credential_watch.proto) and its message id, unique per change. */
+export interface CredentialChangeMessage {
+  messageId: string;
+  payload: Uint8Array;
+}
+
+/** Adds the change to the caller's unit of work, so it commits with the change it tells of. */
+export function enqueueCredentialChange(
+  em: EntityManager,
+  clock: Clock,
+  bus: Pick<EventBus, "subjectPrefix">,
+  change: CredentialChangeMessage,
+): void {
+  em.create(OutboxEvent, {
+    subject: credentialChangeSubject(bus.subjectPrefix),
+    messageId: change.messageId,
+    payload: Buffer.from(change.payload),
+    createdAt: clock.now(),
+    publishedAt: null,
+  });
+}
+
+/**
+ * After the commit: publishes the change at once and waits for JetStream to have stored it, so that the
+ * operation that caused it answers only once every gateway can hear it. If that fails it is only logged:
+ * the relay publishes the outbox row, and JetStream drops whichever copy comes second (same message id).
+ */
+export async function publishCredentialChange(
+  bus: Pick<EventBus, "js" | "subjectPrefix">,
+  outbox: Pick<OutboxRelay, "wake">,
+  change: CredentialChangeMessage,
+  logger: Logger,
+): Promise<void> {
+  try {
+    await bus.js.publish(credentialChangeSubject(bus.subjectPrefix), change.payload, { msgID: change.messageId });
+  } catch (error) {
+    logger.warn("credential change not published at once; the outbox relay publishes it", {
+      error,
+      message_id: change.messageId,
+    });
+  }
+  outbox.wake();
+}
+
+/** How long to wait before reading the stream again after it could not be read. */
+const followRetryMs = 2000;
+
+/**
+ * Reads every credential change from now on, through an ordered consumer of this process's own (the
+ * server forgets it once the process is gone; it resumes by itself after a reconnect), calling `hear`
+ * with each payload. `gap` is called each time reading starts: what the caller cached before may predate
+ * a change it never heard, so it forgets everything. While the stream cannot be read it tries again
+ * every 2 s. Returns the function that stops it.
+ */
+export function followCredentialChanges(options: {
+  nc: NatsConnection;
+  stream: string;
+  subjectPrefix: string;
+  hear(payload: Uint8Array): void;
+  gap(): void;
+  logger: Logger;
+}): () => Promise<void> {
+  const { nc, logger } = options;
+  let stopped = false;
+  let messages: ConsumerMessages | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  const follow = async () => {
+    try {
+      await ensureCredentialStream(await jetstreamManager(nc), options);
+      const consumer = await jetstream(nc).consumers.get(credentialChangeStream(options.stream), {
+        filter_subjects: credentialChangeSubject(options.subjectPrefix),
+        deliver_policy: DeliverPolicy.New,
+      });
+      if (stopped) return;
+      messages = await consumer.consume();
+      options.gap();
+      for await (const message of messages) {
+        try {
+          options.hear(message.data);
+        } catch (error) {
+          logger.warn("unreadable credential change dropped", { error, seq: message.seq });
+        }
+      }
+    } catch (error) {
+      if (!stopped) logger.warn("credential changes cannot be read; cached credentials expire by their TTL", { error });
+    }
+    if (!stopped) retry = setTimeout(() => void follow(), followRetryMs);
+  };
+  void follow();
+  return async () => {
+    stopped = true;
+    clearTimeout(retry);
+    await messages?.close();
+  };
+}
