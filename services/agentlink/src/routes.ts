@@ -127,11 +127,11 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
       .catch((error: unknown) => deps.logger.warn("push to the person's devices failed", { error }));
   };
 
-  /** After a new card's commit: a sandbox human's answer, and the push to the person's devices. */
-  const cardQueued = (environment: EnvironmentName | undefined, card: ProposedCard) => {
-    // Recorded with a development card: should this answer be lost, the sandbox sweep gives it.
-    void deps.sandbox.answerSoon(environment, card);
-    pushCard(card.svcUserId);
+  /** After a new card's commit: sandbox humans' answers, and the push to the devices of everyone asked. */
+  const cardQueued = (environment: EnvironmentName | undefined, card: ProposedCard, asked: readonly string[]) => {
+    // Recorded with a development card: should these answers be lost, the sandbox sweep gives them.
+    void deps.sandbox.answerSoon(environment, card.id);
+    for (const svcUserId of asked) pushCard(svcUserId);
   };
 
   return (router) => {
@@ -183,15 +183,17 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
 
       inquire: (req) =>
         wireErrors(async () => {
-          const { card, replay } = await inquire(proposals(), agentIdOf(req.caller), {
+          const { card, replay, asked } = await inquire(proposals(), agentIdOf(req.caller), {
             requestId: req.requestId,
             opaqueId: req.opaqueId,
             svcUserId: req.svcUserId,
             userEmail: req.userEmail,
+            approvers: req.approvers,
+            quorum: req.quorum && { approve: req.quorum.approve, deny: req.quorum.deny },
             ttlSeconds: req.ttlSeconds,
             proposal: req.proposal ?? {},
           });
-          if (!replay) cardQueued(environmentName(req.caller?.environment ?? Environment.UNSPECIFIED), card);
+          if (asked) cardQueued(environmentName(req.caller?.environment ?? Environment.UNSPECIFIED), card, asked);
           return {
             status: toProtoCardStatus[card.status],
             cardId: card.id,
@@ -371,7 +373,7 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
               proposal: req.proposal ?? {},
             },
           );
-          cardQueued("development", card);
+          cardQueued("development", card, [card.svcUserId]);
           return {
             status: toProtoCardStatus[card.status],
             cardId: card.id,
