@@ -41,7 +41,7 @@ import { checkBinding, claimLinkCode, eraseHuman, listBindings, startBindSession
 import type { AgentlinkSecrets } from "./config.ts";
 import { beginConfirmation } from "./confirmations/begin-confirmation.ts";
 import { type ConfirmationContext, confirm } from "./confirmations/confirm.ts";
-import { queuedCardsOf } from "./confirmations/person-cards.ts";
+import { queuedCardsOf, quorumsOf } from "./confirmations/person-cards.ts";
 import type { SandboxAnswers } from "./confirmations/sandbox-answers.ts";
 import { cancel } from "./proposals/cancel.ts";
 import { cardAudit } from "./proposals/card-audit.ts";
@@ -245,6 +245,7 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
           const now = clock.now();
           const cards = await queuedCardsOf(manager, requireHuman(req.svcUserId), now);
           const agents = await manager.find(Agent, { id: { $in: [...new Set(cards.map((card) => card.agentId))] } });
+          const quorums = await quorumsOf(manager, cards);
           return {
             cards: cards.map((card) =>
               create(PersonCardSchema, {
@@ -257,6 +258,7 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
                 proposedAt: timestampFromDate(card.createdAt),
                 warnings: card.warnings,
                 status: toProtoCardStatus[cardStateAt(card, now).status],
+                quorum: quorums.get(card.id),
               }),
             ),
           };

@@ -21,6 +21,34 @@ export async function queuedCardsOf(em: EntityManager, svcUserId: string, now: D
   );
 }
 
+/**
+ * What an approver is told of each quorum card among these: the thresholds, how many are asked and how
+ * many approvals and denials are counted so far; by card.
+ */
+export async function quorumsOf(
+  em: EntityManager,
+  cards: readonly Card[],
+): Promise<Map<string, { approve: number; deny: number; approvers: number; approvals: number; denials: number }>> {
+  const quorumCards = cards.filter((card) => card.quorumApprove !== null);
+  if (quorumCards.length === 0) return new Map();
+  const rows = await em.find(CardApprover, { cardId: { $in: quorumCards.map((card) => card.id) } });
+  return new Map(
+    quorumCards.map((card) => {
+      const asked = rows.filter((row) => row.cardId === card.id);
+      return [
+        card.id,
+        {
+          approve: card.quorumApprove as number,
+          deny: card.quorumDeny as number,
+          approvers: asked.length,
+          approvals: asked.filter((row) => row.verdict === "approve").length,
+          denials: asked.filter((row) => row.verdict === "denied").length,
+        },
+      ];
+    }),
+  );
+}
+
 /** The person's rows among these quorum cards' approvers, by card. */
 export async function approverRowsOf(
   em: EntityManager,
