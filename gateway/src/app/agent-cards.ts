@@ -238,11 +238,13 @@ const confirmRoute = defineRoute({
             card_id: { type: "string", format: "uuid" },
             token: {
               type: "string",
-              description: "The Proof of Resolution (ES256 JWT); absent when the decision was counted on a quorum card that waits on others.",
+              description:
+                "The Proof of Resolution (ES256 JWT); absent when the decision was counted on a quorum card that waits on others.",
             },
             awaiting_others: {
               type: "boolean",
-              description: "Present (true) when the decision was counted on a quorum card that still waits on other approvers.",
+              description:
+                "Present (true) when the decision was counted on a quorum card that still waits on other approvers.",
             },
           },
         },

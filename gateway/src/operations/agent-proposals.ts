@@ -100,7 +100,8 @@ export const inquireRoute = defineRoute({
             type: "integer",
             minimum: 1,
             maximum: 10,
-            description: "Denials that deny the card; default 1 (one veto). approve + deny is at most the number of approvers plus one.",
+            description:
+              "Denials that deny the card; default 1 (one veto). approve + deny is at most the number of approvers plus one.",
           },
         },
         required: ["approve"],
@@ -241,7 +242,8 @@ export const checkStatusRoute = defineRoute({
             decided_at: { type: "string", format: "date-time", nullable: true },
           },
         },
-        description: "A quorum card's approvers in the order of approvers, each with their decision or null while pending; absent for a card to one person.",
+        description:
+          "A quorum card's approvers in the order of approvers, each with their decision or null while pending; absent for a card to one person.",
       },
     },
   },

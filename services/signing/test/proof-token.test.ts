@@ -75,8 +75,20 @@ describe("Proof of Resolution", () => {
       ...proofClaims(input, issuer),
       quorum: { approve: 2, deny: 1 },
       decisions: [
-        { sub: "opaque-person-2", verdict: "approve", ceremony_id: "cer_opaque-person-2", iat: 1795168770, amr: ["sandbox"] },
-        { sub: "opaque-person-1", verdict: "approve", ceremony_id: "cer_opaque-person-1", iat: 1795168800, amr: ["sandbox"] },
+        {
+          sub: "opaque-person-2",
+          verdict: "approve",
+          ceremony_id: "cer_opaque-person-2",
+          iat: 1795168770,
+          amr: ["sandbox"],
+        },
+        {
+          sub: "opaque-person-1",
+          verdict: "approve",
+          ceremony_id: "cer_opaque-person-1",
+          iat: 1795168800,
+          amr: ["sandbox"],
+        },
       ],
     });
   });

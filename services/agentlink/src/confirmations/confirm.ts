@@ -86,7 +86,9 @@ export async function confirm(ctx: ConfirmationContext, input: ConfirmInput): Pr
             ceremonyId,
             amr,
             signedAt,
-            ...(card.namedBy === "opaque_id" && { subject: opaqueIdFor(ctx.opaqueIdKey, card.agentId, card.svcUserId) }),
+            ...(card.namedBy === "opaque_id" && {
+              subject: opaqueIdFor(ctx.opaqueIdKey, card.agentId, card.svcUserId),
+            }),
           });
           return [cardId, token] as const;
         }),
@@ -129,7 +131,11 @@ export async function confirm(ctx: ConfirmationContext, input: ConfirmInput): Pr
             cardId,
             quorumView(
               ctx.opaqueIdKey,
-              { agentId: card.agentId, quorumApprove: card.quorumApprove as number, quorumDeny: card.quorumDeny as number },
+              {
+                agentId: card.agentId,
+                quorumApprove: card.quorumApprove as number,
+                quorumDeny: card.quorumDeny as number,
+              },
               counted.approvers,
             ),
           );
@@ -139,7 +145,9 @@ export async function confirm(ctx: ConfirmationContext, input: ConfirmInput): Pr
             quorum: { approve: card.quorumApprove as number, deny: card.quorumDeny as number },
             decisions: counted.approvers
               .filter((approver) => approver.decidedAt)
-              .sort((a, b) => (a.decidedAt as Date).getTime() - (b.decidedAt as Date).getTime() || a.position - b.position)
+              .sort(
+                (a, b) => (a.decidedAt as Date).getTime() - (b.decidedAt as Date).getTime() || a.position - b.position,
+              )
               .map((approver) => ({
                 subject: opaqueIdFor(ctx.opaqueIdKey, card.agentId, approver.svcUserId),
                 verdict: proofVerdict(approver.verdict as Verdict),
@@ -323,7 +331,11 @@ async function earlierConfirm(
     resolutions: decisions.map(({ cardId }) => {
       const card = byId.get(cardId) as Card;
       // A quorum card this confirm did not resolve has no proof from it.
-      return { requestId: card.requestId, cardId, token: card.ceremonyId === ceremonyId ? (card.resolutionJwt ?? "") : "" };
+      return {
+        requestId: card.requestId,
+        cardId,
+        token: card.ceremonyId === ceremonyId ? (card.resolutionJwt ?? "") : "",
+      };
     }),
   };
 }

@@ -27,7 +27,9 @@ class Quorum extends Migration {
       check (("verdict" is null) = ("ceremony_id" is null)),
       check (("verdict" is null) = ("amr" is null)))`);
     this.addSql(`create index "card_approver_undecided" on "card_approver" ("svc_user_id") where "verdict" is null`);
-    this.addSql(`create index "card_approver_ceremony" on "card_approver" ("ceremony_id") where "ceremony_id" is not null`);
+    this.addSql(
+      `create index "card_approver_ceremony" on "card_approver" ("ceremony_id") where "ceremony_id" is not null`,
+    );
   }
 }
 

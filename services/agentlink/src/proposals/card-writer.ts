@@ -24,7 +24,14 @@ export interface NewCard {
   /** The person is the statement's to fill in when inquire names them by opaque_id. */
   card: Omit<
     Card,
-    "svcUserId" | "resolvedAt" | "verdict" | "ceremonyId" | "resolutionId" | "resolutionJwt" | "quorumApprove" | "quorumDeny"
+    | "svcUserId"
+    | "resolvedAt"
+    | "verdict"
+    | "ceremonyId"
+    | "resolutionId"
+    | "resolutionJwt"
+    | "quorumApprove"
+    | "quorumDeny"
   >;
   audit: Pick<CardAudit, "action" | "actor" | "at" | "detail">;
   event: OutboxRow;

@@ -21,7 +21,8 @@ export function checkedQuorum(
       { code: "invalid_approvers" },
     );
   approvers.forEach((id, index) => {
-    if (id.length === 0) throw refuse("invalid_argument", `approvers[${index}] is empty`, { code: "invalid_approvers" });
+    if (id.length === 0)
+      throw refuse("invalid_argument", `approvers[${index}] is empty`, { code: "invalid_approvers" });
     const first = approvers.indexOf(id);
     if (first !== index)
       throw refuse("invalid_argument", `approvers[${index}] repeats approvers[${first}]`, {
