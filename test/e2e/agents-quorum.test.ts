@@ -2,6 +2,9 @@ import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createClient } from "@connectrpc/connect";
+import { AccountConsoleService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
+import { AgentConsoleService } from "@svc/proto/agentlink/v1/agentlink_pb.js";
+import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { WebhookConsoleService } from "@svc/proto/webhook/v1/webhook_pb.js";
 import { createRemoteJWKSet, jwtVerify } from "jose";
 import type { Browser } from "playwright-core";
@@ -9,7 +12,6 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { expectDocumented } from "../harness/documented-answer.ts";
 import { launchHeadlessChromium } from "../harness/headless-browser.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
-import { svcctlJson } from "./agent-support.ts";
 import { dataError, issuer, partnerApi, result } from "./gate-support.ts";
 import { pageWithAuthenticator, phoneViewport, sha256url, signInAsNewPerson } from "./web-app-support.ts";
 
@@ -65,21 +67,25 @@ describe("agents ask: quorum approvals", () => {
     receiver?.close();
   });
 
+  // The operators' console services, as svcctl calls them (spawning svcctl for each of the many humans is slow).
+  const agentConsole = () => createClient(AgentConsoleService, mesh.consoleTransport());
+  const accountConsole = () => createClient(AccountConsoleService, mesh.consoleTransport());
+
   const newAgent = async (name: string) =>
     (
-      await svcctlJson(mesh)([
-        ...["agent", "register", "--org", organizationId, "--env", "development", "--name", name],
-        ...["--category", "deploys"],
-      ])
-    ).agent_key as string;
+      await agentConsole().registerAgent({
+        organizationId,
+        environment: Environment.DEVELOPMENT,
+        name,
+        categories: ["deploys"],
+      })
+    ).agentKey;
 
   /** A sandbox human with this behaviour bound to the agent: their opaque_id for it. */
-  async function sandboxApprover(agentKey: string, behavior: "confirm" | "decline" | "silent"): Promise<string> {
-    const svcctl = svcctlJson(mesh);
-    const human = (await svcctl(["human", "create", "--env", "development", "--behavior", behavior]))
-      .svc_user_id as string;
+  async function sandboxApprover(agentKey: string, behavior: SandboxBehavior): Promise<string> {
+    const { svcUserId } = await accountConsole().createSandboxHuman({ environment: Environment.DEVELOPMENT, behavior });
     const code = result(await api.post("/agent/bind-session", {}, agentKey)).link_code as string;
-    await svcctl(["human", "claim", "--human", human, "--code", code]);
+    await agentConsole().sandboxClaimLinkCode({ svcUserId, linkCode: code });
     return result(await api.get("/agent/check-binding", { link_code: code }, agentKey)).opaque_id as string;
   }
 
@@ -114,8 +120,8 @@ describe("agents ask: quorum approvals", () => {
     await page.getByRole("button", { name: "Bind the agent" }).click();
     await page.getByText("Deploy_Bot is now bound to you.").waitFor();
     const person = result(await api.get("/agent/check-binding", { link_code: linkCode }, agentKey)).opaque_id as string;
-    const approving = await sandboxApprover(agentKey, "confirm");
-    const silent = await sandboxApprover(agentKey, "silent");
+    const approving = await sandboxApprover(agentKey, SandboxBehavior.CONFIRM);
+    const silent = await sandboxApprover(agentKey, SandboxBehavior.SILENT);
 
     const requestId = randomUUID();
     const queued = result(
@@ -169,7 +175,8 @@ describe("agents ask: quorum approvals", () => {
     const confirmed = page.waitForResponse((r) => r.url() === `${origin}/v1/agentlink/confirm`);
     await page.getByRole("button", { name: "Confirm my decisions with a passkey" }).click();
     const confirmAnswer = await (await confirmed).json();
-    await page.getByText("Nothing is waiting for you.").waitFor();
+    await page.getByText("Confirmed 1 decisions.").waitFor();
+    await card.waitFor({ state: "detached" });
 
     const resolved = result(await waited);
     expect(resolved).toMatchObject({ status: "approved", verdict: "approve" });
@@ -214,14 +221,14 @@ describe("agents ask: quorum approvals", () => {
     expect(sent).toHaveLength(1);
     expect(sent[0]).toMatchObject({ type: "agents_ask.resolution.confirmed", proof_token: token });
     await context.close();
-  });
+  }, 120_000);
 
   it("two of three with one veto among sandbox humans: a denial before the second approval denies the card", async () => {
     const agentKey = await newAgent("Payout_Bot");
     const approvers = [
-      await sandboxApprover(agentKey, "confirm"),
-      await sandboxApprover(agentKey, "decline"),
-      await sandboxApprover(agentKey, "confirm"),
+      await sandboxApprover(agentKey, SandboxBehavior.CONFIRM),
+      await sandboxApprover(agentKey, SandboxBehavior.DECLINE),
+      await sandboxApprover(agentKey, SandboxBehavior.CONFIRM),
     ];
     const requestId = randomUUID();
     result(
@@ -249,16 +256,16 @@ describe("agents ask: quorum approvals", () => {
         { sub: approvers[1], verdict: "denied", amr: ["sandbox"] },
       ],
     });
-  });
+  }, 60_000);
 
   it("refuses every hostile inquiry with the spec's error shape and creates nothing", async () => {
     const agentKey = await newAgent("Guard_Bot");
     const [a, b, c] = [
-      await sandboxApprover(agentKey, "silent"),
-      await sandboxApprover(agentKey, "silent"),
-      await sandboxApprover(agentKey, "silent"),
+      await sandboxApprover(agentKey, SandboxBehavior.SILENT),
+      await sandboxApprover(agentKey, SandboxBehavior.SILENT),
+      await sandboxApprover(agentKey, SandboxBehavior.SILENT),
     ];
-    const elsewhere = await sandboxApprover(await newAgent("Other_Bot"), "silent");
+    const elsewhere = await sandboxApprover(await newAgent("Other_Bot"), SandboxBehavior.SILENT);
     const cases: [Record<string, unknown>, number, string | undefined][] = [
       [{ approvers: [a, b, a], quorum: { approve: 2 } }, 400, "duplicate_approver"],
       [{ approvers: [a, b, elsewhere], quorum: { approve: 2 } }, 404, "approver_not_bound"],
@@ -280,5 +287,5 @@ describe("agents ask: quorum approvals", () => {
         404,
       );
     }
-  });
+  }, 60_000);
 });

@@ -116,7 +116,7 @@ export function cardView(card: Card, verdict: Verdict, choose: (verdict: Verdict
       el("p", {}, t("cardCautionIntro")),
       el("ul", {}, ...card.warnings.map((warning) => el("li", {}, warning.explanation))),
     );
-  const quorum = card.quorum && quorumView(card.quorum);
+  const quorum = card.quorum ? quorumView(card.quorum) : undefined;
   const payload = card.adaptive_card_payload
     ? el(
         "section",
