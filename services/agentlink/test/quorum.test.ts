@@ -326,8 +326,9 @@ describe("deciding a quorum card", () => {
       const raced = await Promise.allSettled([decide(bob, cardId, "approve"), decide(carol, cardId, "denied")]);
       const won = raced.filter((outcome) => outcome.status === "fulfilled");
       expect(won).toHaveLength(1);
-      const lost = raced.find((outcome) => outcome.status === "rejected");
-      expect((lost?.reason as AgentlinkRefusal).kind).toBe("failed_precondition");
+      const [lost] = raced.flatMap((outcome) => (outcome.status === "rejected" ? [outcome.reason] : []));
+      expect(lost).toBeInstanceOf(AgentlinkRefusal);
+      expect((lost as AgentlinkRefusal).kind).toBe("failed_precondition");
       const audit = await auditOf(cardId);
       expect(audit.filter((action) => action === "card.approved" || action === "card.denied")).toHaveLength(1);
       const events = await eventsOf(cardId);

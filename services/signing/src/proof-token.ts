@@ -27,7 +27,7 @@ export interface ProofInput {
 }
 
 /** One approver's decision in a quorum proof. */
-export interface ProofDecision {
+interface ProofDecision {
   subject: string;
   verdict: ProofVerdict | undefined;
   ceremonyId: string;
