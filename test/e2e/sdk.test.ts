@@ -156,6 +156,7 @@ describe("the SDK against the mesh", () => {
 
     it("asks several people at once: the quorum's one proof holds every counted decision", async () => {
       const opaqueIds: string[] = [];
+      // Six svcctl runs (create, claim) for three sandbox humans: longer than the default timeout.
       for (const behavior of ["confirm", "silent", "confirm"] as const) {
         const session = await agent.agents.bind();
         await svcctl([
@@ -190,7 +191,7 @@ describe("the SDK against the mesh", () => {
         action,
       });
       await expect(refused).rejects.toMatchObject({ code: "duplicate_approver" });
-    });
+    }, 90_000);
 
     it("a denial comes back with its verified proof", async () => {
       const answer = await agent.agents.ask({ svc_user_id: await sandboxHuman("decline"), action });
