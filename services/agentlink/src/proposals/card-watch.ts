@@ -1,7 +1,8 @@
 import { create, toBinary } from "@bufbuild/protobuf";
+import type { EntityManager } from "@mikro-orm/postgresql";
 import { type EventBus, notificationSubject, publishInboxChanged } from "@svc/platform";
 import { CardLeftQueueSchema } from "@svc/proto/agentlink/v1/card_watch_pb.js";
-import type { Card } from "./card.entity.ts";
+import { type Card, CardApprover } from "./card.entity.ts";
 import type { QuorumView } from "./card-reader.ts";
 import { checkStatusAnswer } from "./card-status.ts";
 
@@ -58,3 +59,25 @@ const pickStatusFields = ({ id, status, ttlAt, resolvedAt, ceremonyId, resolutio
   resolutionJwt,
   verdict,
 });
+
+/**
+ * After the commit that took quorum cards out of queued (a cancel, the sweep): the card left every
+ * approver's inbox, so their open inboxes are woken too. Best effort, like the notification itself.
+ */
+export async function wakeApprovers(
+  em: EntityManager,
+  bus: Pick<EventBus, "nc" | "subjectPrefix">,
+  cards: readonly Card[],
+): Promise<void> {
+  const quorumCards = cards.filter((card) => card.quorumApprove !== null).map((card) => card.id);
+  if (quorumCards.length === 0) return;
+  try {
+    const approvers = await em.find(CardApprover, { cardId: { $in: quorumCards } }, { fields: ["svcUserId"] });
+    publishInboxChanged(
+      bus,
+      approvers.map((approver) => approver.svcUserId),
+    );
+  } catch {
+    // The change is committed; an inbox not woken shows it when it next reads.
+  }
+}
