@@ -127,35 +127,17 @@ export async function confirm(ctx: ConfirmationContext, input: ConfirmInput): Pr
             continue;
           }
           asked.push(...counted.approvers.map((approver) => approver.svcUserId));
-          quorums.set(
-            cardId,
-            quorumView(
-              ctx.opaqueIdKey,
-              {
-                agentId: card.agentId,
-                quorumApprove: card.quorumApprove as number,
-                quorumDeny: card.quorumDeny as number,
-              },
-              counted.approvers,
-            ),
+          const view = quorumView(
+            ctx.opaqueIdKey,
+            {
+              agentId: card.agentId,
+              quorumApprove: card.quorumApprove as number,
+              quorumDeny: card.quorumDeny as number,
+            },
+            counted.approvers,
           );
-          token = await sign(ctx, card, {
-            ...decision,
-            subject: opaqueIdFor(ctx.opaqueIdKey, card.agentId, input.svcUserId),
-            quorum: { approve: card.quorumApprove as number, deny: card.quorumDeny as number },
-            decisions: counted.approvers
-              .filter((approver) => approver.decidedAt)
-              .sort(
-                (a, b) => (a.decidedAt as Date).getTime() - (b.decidedAt as Date).getTime() || a.position - b.position,
-              )
-              .map((approver) => ({
-                subject: opaqueIdFor(ctx.opaqueIdKey, card.agentId, approver.svcUserId),
-                verdict: proofVerdict(approver.verdict as Verdict),
-                ceremonyId: approver.ceremonyId as string,
-                signedAt: timestampFromDate(approver.decidedAt as Date),
-                amr: [approver.amr as string],
-              })),
-          });
+          quorums.set(cardId, view);
+          token = await signQuorumProof(ctx, card, input.svcUserId, decision, counted.approvers);
         }
         const resolutionId = uuid();
         Object.assign(card, {
@@ -232,6 +214,35 @@ async function sign(
       throw refuse("unavailable", "the signing service did not answer; confirm again");
     });
   return proof.token;
+}
+
+/**
+ * A quorum card's one proof, signed by the decision that resolved it: the usual claims are that decision's,
+ * `decisions` every decision counted until then, oldest first.
+ */
+function signQuorumProof(
+  ctx: ConfirmationContext,
+  card: Card,
+  decider: string,
+  decision: { verdict: Verdict; ceremonyId: string; amr: string[]; signedAt: Date },
+  approvers: readonly CardApprover[],
+): Promise<string> {
+  const opaqueIdOf = (svcUserId: string) => opaqueIdFor(ctx.opaqueIdKey, card.agentId, svcUserId);
+  const decided = approvers
+    .filter((approver) => approver.decidedAt)
+    .sort((a, b) => (a.decidedAt as Date).getTime() - (b.decidedAt as Date).getTime() || a.position - b.position);
+  return sign(ctx, card, {
+    ...decision,
+    subject: opaqueIdOf(decider),
+    quorum: { approve: card.quorumApprove as number, deny: card.quorumDeny as number },
+    decisions: decided.map((approver) => ({
+      subject: opaqueIdOf(approver.svcUserId),
+      verdict: proofVerdict(approver.verdict as Verdict),
+      ceremonyId: approver.ceremonyId as string,
+      signedAt: timestampFromDate(approver.decidedAt as Date),
+      amr: [approver.amr as string],
+    })),
+  });
 }
 
 /**
