@@ -23,6 +23,8 @@ import { startBenchMesh } from "./bench-infrastructure.ts";
  */
 const rounds = Number(process.argv[2] ?? 300);
 const warmUp = 20;
+/** Agents taking turns, so that no agent key meets its per-minute limit. */
+const agentCount = Math.ceil((rounds + warmUp) / 10);
 
 const mesh = await startBenchMesh(["signing", "account", "agentlink"]);
 const nc = await connect({ servers: mesh.natsUrl });
@@ -32,15 +34,8 @@ try {
   const humans = createClient(AccountConsoleService, transport);
   const agents = createClient(AgentConsoleService, transport);
   const agentlink = createInternalClient(AgentService, mesh.urls.agentlink as string, { timeoutMs: 30_000 });
-  const { agentKey } = await agents.registerAgent({
-    organizationId,
-    environment: Environment.DEVELOPMENT,
-    name: "Quorum_Bench",
-    categories: ["deploys"],
-  });
-
   const keepAlive = new Agent({ keepAlive: true });
-  const call = (method: "GET" | "POST", path: string, input: Record<string, unknown>) =>
+  const call = (method: "GET" | "POST", path: string, input: Record<string, unknown>, agentKey: string) =>
     new Promise<{ body: Record<string, unknown>; at: number }>((resolve, reject) => {
       const url = new URL(`/v1${path}`, mesh.gatewayUrl);
       if (method === "GET") for (const [k, v] of Object.entries(input)) url.searchParams.set(k, String(v));
@@ -63,20 +58,35 @@ try {
       sent.end(body);
     });
 
-  /** Silent sandbox humans (nobody answers for them) bound to the agent: their svc_user_id and opaque_id. */
+  /** Silent sandbox humans (nobody answers for them), bound to every agent. */
   const people = await Promise.all(
-    Array.from({ length: 3 }, async () => {
-      const { svcUserId } = await humans.createSandboxHuman({
+    Array.from(
+      { length: 3 },
+      async () =>
+        (await humans.createSandboxHuman({ environment: Environment.DEVELOPMENT, behavior: SandboxBehavior.SILENT }))
+          .svcUserId,
+    ),
+  );
+  const team = await Promise.all(
+    Array.from({ length: agentCount }, async (_, i) => {
+      const { agentKey } = await agents.registerAgent({
+        organizationId,
         environment: Environment.DEVELOPMENT,
-        behavior: SandboxBehavior.SILENT,
+        name: `Quorum_${i}`,
+        categories: ["deploys"],
       });
-      const { link_code: linkCode } = (await call("POST", "/agent/bind-session", {})).body;
-      await agents.sandboxClaimLinkCode({ svcUserId, linkCode: linkCode as string });
-      const opaqueId = (await call("GET", "/agent/check-binding", { link_code: linkCode })).body.opaque_id as string;
-      return { svcUserId, opaqueId };
+      const opaqueIds: string[] = [];
+      for (const svcUserId of people) {
+        const { link_code: linkCode } = (await call("POST", "/agent/bind-session", {}, agentKey)).body;
+        await agents.sandboxClaimLinkCode({ svcUserId, linkCode: linkCode as string });
+        opaqueIds.push(
+          (await call("GET", "/agent/check-binding", { link_code: linkCode }, agentKey)).body.opaque_id as string,
+        );
+      }
+      return { agentKey, opaqueIds };
     }),
   );
-  const [first, second] = people as [(typeof people)[0], (typeof people)[0]];
+  const [first, second] = people as [string, string];
 
   const heardAt = new Map<string, number>();
   nc.subscribe(notificationSubject("events", "agentlink.card_left_queue"), {
@@ -90,18 +100,21 @@ try {
   const action = { summary_title: "Deploy release 4.2 to production", category: "deploys" };
 
   /** One round: the card, its held long-poll, the deciding confirm; the two latencies. */
-  async function round(quorum: boolean) {
+  async function round(asker: (typeof team)[number], quorum: boolean) {
     const requestId = crypto.randomUUID();
-    const target = quorum
-      ? { approvers: people.map((p) => p.opaqueId), quorum: { approve: 2 } }
-      : { opaque_id: first.opaqueId };
-    const { card_id: cardId } = (await call("POST", "/agentlink/inquire", { request_id: requestId, action, ...target }))
-      .body;
-    if (quorum) await approve(first.svcUserId, cardId as string);
-    const poll = call("GET", "/agentlink/check-status", { request_id: requestId, wait_seconds: 25 });
+    const target = quorum ? { approvers: asker.opaqueIds, quorum: { approve: 2 } } : { opaque_id: asker.opaqueIds[0] };
+    const inquired = await call(
+      "POST",
+      "/agentlink/inquire",
+      { request_id: requestId, action, ...target },
+      asker.agentKey,
+    );
+    const cardId = inquired.body.card_id as string;
+    if (quorum) await approve(first, cardId);
+    const poll = call("GET", "/agentlink/check-status", { request_id: requestId, wait_seconds: 25 }, asker.agentKey);
     await sleep(20); // held by now: its first read is one short RPC
     const confirmed = performance.now();
-    await approve(quorum ? second.svcUserId : first.svcUserId, cardId as string);
+    await approve(quorum ? second : first, cardId);
     const answer = await poll;
     if (answer.body.status !== "approved") throw new Error(`long-poll answered ${answer.body.status}`);
     const heard = heardAt.get(requestId);
@@ -117,7 +130,7 @@ try {
       [single, false],
       [quorum, true],
     ] as const) {
-      const measured = await round(isQuorum);
+      const measured = await round(team[i % team.length] as (typeof team)[number], isQuorum);
       if (i < warmUp) continue;
       arm.resolve.push(measured.resolve);
       arm.fromConfirm.push(measured.fromConfirm);
