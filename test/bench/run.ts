@@ -70,6 +70,13 @@ const goals: Record<string, Goal[]> = {
       says: "p99 from a card leaving queued to its held long-poll's answer at most 5x a bare JetStream publish-and-ack's p99",
     },
   ],
+  "agents-quorum-resolution": [
+    {
+      field: "ratio",
+      atMost: 1.5,
+      says: "p99 from a 3-approver card's deciding commit to the agent's long-poll answer at most 1.5x a single-approver card's",
+    },
+  ],
   "long-poll-hold": [
     { field: "rss_kib_per_held", atMost: 32, says: "one gateway's RSS per held long-poll at most 32 KiB" },
     { field: "ratio", atLeast: 0.9, says: "verify-token throughput while they are held at least 90% of idle" },

@@ -206,6 +206,8 @@ describe("agents ask: the person confirms, the service signs proofs", () => {
       created_at: now.toISOString(),
       card_digest: expect.any(String),
       warnings: [],
+      // A card to this person alone: no quorum.
+      quorum: null,
     });
     // What the app received, hashed independently, is what the service stored and will sign.
     const { summary_title, category, summary_detail, trusted_account_id, adaptive_card_payload } = card!;

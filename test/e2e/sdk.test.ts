@@ -154,6 +154,45 @@ describe("the SDK against the mesh", () => {
       });
     });
 
+    it("asks several people at once: the quorum's one proof holds every counted decision", async () => {
+      const opaqueIds: string[] = [];
+      // Six svcctl runs (create, claim) for three sandbox humans: longer than the default timeout.
+      for (const behavior of ["confirm", "silent", "confirm"] as const) {
+        const session = await agent.agents.bind();
+        await svcctl([
+          "human",
+          "claim",
+          "--human",
+          await sandboxHuman(behavior),
+          "--code",
+          session.link_code as string,
+        ]);
+        opaqueIds.push(
+          (await agent.agents.checkBinding({ link_code: session.link_code as string })).opaque_id as string,
+        );
+      }
+      const answer = await agent.agents.ask({ approvers: opaqueIds, quorum: { approve: 2 }, action });
+      expect(answer).toMatchObject({
+        status: "approved",
+        verdict: "approve",
+        claims: {
+          jti: answer.requestId,
+          sub: opaqueIds[2],
+          quorum: { approve: 2, deny: 1 },
+          decisions: [
+            { sub: opaqueIds[0], verdict: "approve", amr: ["sandbox"] },
+            { sub: opaqueIds[2], verdict: "approve", amr: ["sandbox"] },
+          ],
+        },
+      });
+      const refused = agent.agents.ask({
+        approvers: [opaqueIds[0] as string, opaqueIds[0] as string],
+        quorum: { approve: 1 },
+        action,
+      });
+      await expect(refused).rejects.toMatchObject({ code: "duplicate_approver" });
+    }, 90_000);
+
     it("a denial comes back with its verified proof", async () => {
       const answer = await agent.agents.ask({ svc_user_id: await sandboxHuman("decline"), action });
       expect(answer).toMatchObject({ status: "denied", verdict: "denied", claims: { verdict: "denied" } });

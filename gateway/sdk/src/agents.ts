@@ -99,7 +99,9 @@ export class Agents {
 
   /**
    * Proposes, holds the check-status long-poll until the card resolves or its `ttl_at` passes, and returns the
-   * verified proof. A proof that does not verify against the key set, or whose `card_digest` is not the digest
+   * verified proof. The person is one of `opaque_id`, `svc_user_id` and `user_email`, or several people at
+   * once: `approvers` (2-10 opaque_ids) with `quorum` `{approve, deny?}`; a quorum card resolves at its
+   * quorum, and its proof's `claims.decisions` tell who decided what. A proof that does not verify against the key set, or whose `card_digest` is not the digest
    * of this card, is refused with an `SvcError` (`proof_invalid`): it does not say the person saw this card.
    */
   async ask(input: AskInput, options: AskOptions = {}): Promise<AskResult> {

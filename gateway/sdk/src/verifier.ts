@@ -62,6 +62,10 @@ export interface ProofClaims {
   sub?: string;
   card_digest: string;
   amr: string[];
+  /** A quorum card's thresholds: approved at `approve` approvals, denied at `deny` denials. */
+  quorum?: { approve: number; deny: number };
+  /** A quorum card's counted decisions, each signed over the same `card_digest` by this one proof. */
+  decisions?: { sub: string; verdict: "approve" | "denied"; ceremony_id: string; iat: number; amr: string[] }[];
   [claim: string]: unknown;
 }
 

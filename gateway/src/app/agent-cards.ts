@@ -64,6 +64,18 @@ export const cardSchema: Schema = {
         "base64url SHA-256 of the RFC 8785 JSON of {summary_title, category, summary_detail, trusted_account_id, adaptive_card_payload}, null ones left out: what the proof commits to.",
     },
     warnings: { type: "array", items: { type: "object", additionalProperties: true } },
+    quorum: {
+      type: "object",
+      nullable: true,
+      properties: {
+        approve: { type: "integer", description: "Approvals that approve the card." },
+        deny: { type: "integer", description: "Denials that deny it (1: one denial ends it)." },
+        approvers: { type: "integer", description: "Everyone asked, the person included." },
+        approvals: { type: "integer", description: "Approvals counted so far." },
+        denials: { type: "integer", description: "Denials counted so far." },
+      },
+      description: "A card several people are asked to decide (null for a card to one person).",
+    },
   },
 };
 
@@ -94,6 +106,15 @@ export function personCardItem(card: PersonCard) {
     created_at: instant(card.proposedAt),
     card_digest: card.cardDigest,
     warnings: card.warnings,
+    quorum: card.quorum
+      ? {
+          approve: card.quorum.approve,
+          deny: card.quorum.deny,
+          approvers: card.quorum.approvers,
+          approvals: card.quorum.approvals,
+          denials: card.quorum.denials,
+        }
+      : null,
   };
 }
 
@@ -176,7 +197,7 @@ const confirmRoute = defineRoute({
   method: "POST",
   path: "/agentlink/confirm",
   summary:
-    "Apply 1-20 decisions with the passkey assertion over them (from confirm-challenge; a sandbox human in development may omit it): all or nothing, one Proof of Resolution each, all with one iat and ceremony_id. A repeat with the same ceremony_id answers the same resolutions. data.error 404 a card not yours, 409 a card no longer queued (or the ceremony_id used for other decisions), 410 a card expired, 403 an assertion that does not confirm these decisions, 502 a service behind did not answer.",
+    "Apply 1-20 decisions with the passkey assertion over them (from confirm-challenge; a sandbox human in development may omit it): all or nothing, one Proof of Resolution each, all with one iat and ceremony_id. On a quorum card the decision is counted; it has a proof only when it resolves the card (else awaiting_others). A repeat with the same ceremony_id answers the same resolutions. data.error 404 a card not yours, 409 a card no longer queued (or the ceremony_id used for other decisions, or already_decided: you decided this quorum card), 410 a card expired, 403 an assertion that does not confirm these decisions, 502 a service behind did not answer.",
   auth: signedIn,
   input: {
     type: "object",
@@ -215,7 +236,16 @@ const confirmRoute = defineRoute({
           properties: {
             request_id: { type: "string", format: "uuid" },
             card_id: { type: "string", format: "uuid" },
-            token: { type: "string", description: "The Proof of Resolution (ES256 JWT)." },
+            token: {
+              type: "string",
+              description:
+                "The Proof of Resolution (ES256 JWT); absent when the decision was counted on a quorum card that waits on others.",
+            },
+            awaiting_others: {
+              type: "boolean",
+              description:
+                "Present (true) when the decision was counted on a quorum card that still waits on other approvers.",
+            },
           },
         },
       },
@@ -236,7 +266,11 @@ const confirmRoute = defineRoute({
     return ok({
       ceremony_id: confirmed.ceremonyId,
       signed_at: instant(confirmed.signedAt),
-      resolutions: confirmed.resolutions.map((r) => ({ request_id: r.requestId, card_id: r.cardId, token: r.token })),
+      resolutions: confirmed.resolutions.map((r) => ({
+        request_id: r.requestId,
+        card_id: r.cardId,
+        ...(r.token ? { token: r.token } : { awaiting_others: true }),
+      })),
     });
   },
 });

@@ -37,7 +37,7 @@ export const inquireRoute = defineRoute({
   method: "POST",
   path: "/agentlink/inquire",
   summary:
-    "Propose a card to one person (opaque_id, svc_user_id or user_email: exactly one), queued until they answer, it is cancelled or ttl_at passes. Idempotent on (agent, request_id): a repeat, even with a different body, answers the first card with idempotent_replay: true. data.error 400 (identifiers; ttl_below_floor, ttl_above_ceiling), 403 category_not_allowed, 404 no active binding, or no person with that svc_user_id or verified user_email, 422 trust_layer_rejected, 502 trust_layer_unavailable or user lookup failed, 500 retry with the same request_id.",
+    "Propose a card to one person (opaque_id, svc_user_id or user_email), or to 2-10 people at once (approvers with quorum): exactly one of the four. Queued until decided, cancelled or ttl_at passes. A quorum card is one card every approver sees; each decides once; it is approved at quorum.approve approvals or denied at quorum.deny denials (default 1: one veto), whichever comes first. Idempotent on (agent, request_id): a repeat, even with a different body, answers the first card with idempotent_replay: true. data.error 400 (identifiers; invalid_approvers, duplicate_approver, invalid_quorum; ttl_below_floor, ttl_above_ceiling), 403 category_not_allowed, 404 no active binding (approver_not_bound for an approver), or no person with that svc_user_id or verified user_email, 422 trust_layer_rejected, 502 trust_layer_unavailable or user lookup failed, 500 retry with the same request_id.",
   auth: agentKeyOnly,
   input: {
     type: "object",
@@ -79,6 +79,34 @@ export const inquireRoute = defineRoute({
         description:
           "The address a person's identity provider vouched for (email_verified) at their last sign-in, in any letter case; then as svc_user_id. An unknown or unverified address is data.error 404.",
       },
+      approvers: {
+        type: "array",
+        minItems: 2,
+        maxItems: 10,
+        items: { type: "string", minLength: 4, maxLength: 64 },
+        description:
+          "A quorum card: 2-10 distinct opaque_ids, each an active binding of this agent, instead of opaque_id, svc_user_id and user_email; with quorum.",
+      },
+      quorum: {
+        type: "object",
+        properties: {
+          approve: {
+            type: "integer",
+            minimum: 1,
+            maximum: 10,
+            description: "Approvals that approve the card: 1 to the number of approvers.",
+          },
+          deny: {
+            type: "integer",
+            minimum: 1,
+            maximum: 10,
+            description:
+              "Denials that deny the card; default 1 (one veto). approve + deny is at most the number of approvers plus one.",
+          },
+        },
+        required: ["approve"],
+        description: "With approvers only.",
+      },
       adaptive_card_payload: {
         type: "object",
         additionalProperties: true,
@@ -111,6 +139,8 @@ export const inquireRoute = defineRoute({
         opaqueId: input.opaque_id,
         svcUserId: input.svc_user_id,
         userEmail: input.user_email,
+        approvers: input.approvers,
+        quorum: input.quorum,
         ttlSeconds: input.ttl_seconds,
         proposal: {
           action: input.action as JsonObject,
@@ -162,7 +192,7 @@ export const checkStatusRoute = defineRoute({
   method: "GET",
   path: "/agentlink/check-status",
   summary:
-    "The calling agent's card by request_id: status (a queued card past ttl_at reads expired), ttl_at, resolved_at, ceremony_id, resolution_jwt, verdict, delivered, callback_attempts. With wait_seconds (0-25, default 0: at once) a long-poll: a queued card is answered as soon as it leaves queued (approved, denied, cancelled, expired), else when wait_seconds is up, with its status then (normally queued); a held wait counts as one in_flight request. No card with that request_id for this agent: data.error 404.",
+    "The calling agent's card by request_id: status (a queued card past ttl_at reads expired), ttl_at, resolved_at, ceremony_id, resolution_jwt, verdict, delivered, callback_attempts; for a quorum card also quorum and decisions (each approver's opaque_id, verdict and decided_at, null while pending). With wait_seconds (0-25, default 0: at once) a long-poll: a queued card is answered as soon as it leaves queued (approved, denied, cancelled, expired; an approver's decision that does not resolve a quorum card does not end it), else when wait_seconds is up, with its status then (normally queued); a held wait counts as one in_flight request. No card with that request_id for this agent: data.error 404.",
   auth: agentKeyOnly,
   input: {
     type: "object",
@@ -197,6 +227,24 @@ export const checkStatusRoute = defineRoute({
         description:
           "Attempts so far to POST the resolution to the agent's callback URL: 0 without a callback, and while the service that sends callbacks cannot be asked.",
       },
+      quorum: {
+        type: "object",
+        properties: { approve: { type: "integer" }, deny: { type: "integer" } },
+        description: "A quorum card's thresholds; absent for a card to one person.",
+      },
+      decisions: {
+        type: "array",
+        items: {
+          type: "object",
+          properties: {
+            opaque_id: { type: "string" },
+            verdict: { type: "string", enum: ["approve", "denied"], nullable: true },
+            decided_at: { type: "string", format: "date-time", nullable: true },
+          },
+        },
+        description:
+          "A quorum card's approvers in the order of approvers, each with their decision or null while pending; absent for a card to one person.",
+      },
     },
   },
   async handle(input, { caller, services, clock, logger, signal }) {
@@ -224,6 +272,14 @@ export const checkStatusRoute = defineRoute({
       verdict: state.verdict ?? null,
       delivered: callback.delivered,
       callback_attempts: callback.attempts,
+      ...(state.quorum && {
+        quorum: { approve: state.quorum.approve, deny: state.quorum.deny ?? 1 },
+        decisions: state.decisions.map((decision) => ({
+          opaque_id: decision.opaqueId,
+          verdict: decision.verdict ?? null,
+          decided_at: instant(decision.decidedAt),
+        })),
+      }),
     });
   },
 });

@@ -17,6 +17,8 @@ export interface Card {
   warnings: { type: string; path: string; explanation: string; value?: string }[];
   ttl_at: string;
   created_at: string;
+  /** A card several people are asked to decide; null for a card to this person alone. */
+  quorum?: { approve: number; deny: number; approvers: number; approvals: number; denials: number } | null;
 }
 
 export type Verdict = "approve" | "denied" | "later";
@@ -114,6 +116,7 @@ export function cardView(card: Card, verdict: Verdict, choose: (verdict: Verdict
       el("p", {}, t("cardCautionIntro")),
       el("ul", {}, ...card.warnings.map((warning) => el("li", {}, warning.explanation))),
     );
+  const quorum = card.quorum ? quorumView(card.quorum) : undefined;
   const payload = card.adaptive_card_payload
     ? el(
         "section",
@@ -137,6 +140,7 @@ export function cardView(card: Card, verdict: Verdict, choose: (verdict: Verdict
       account && el("dt", {}, t("cardTrustedAccount")),
       account && el("dd", { "data-field": "trusted_account_id" }, account),
     ),
+    quorum,
     cautions,
     payload,
     el(
@@ -153,6 +157,25 @@ export function cardView(card: Card, verdict: Verdict, choose: (verdict: Verdict
       choice("approve", t("decisionApprove")),
       choice("denied", t("decisionDeny")),
       choice("later", t("decisionLater")),
+    ),
+  );
+}
+
+/**
+ * A quorum card: who else is asked, how many approvals it still needs, and how many denials end it, so the
+ * person knows their approval may not be the last word and their denial may be.
+ */
+function quorumView(quorum: NonNullable<Card["quorum"]>): HTMLElement {
+  const remaining = Math.max(quorum.approve - quorum.approvals, 0);
+  return el(
+    "section",
+    { class: "quorum", "aria-label": t("quorumTitle") },
+    el("p", { "data-quorum": "asked" }, t("quorumAsked", { others: String(quorum.approvers - 1) })),
+    el("p", { "data-quorum": "remaining" }, t("quorumRemaining", { remaining: String(remaining) })),
+    el(
+      "p",
+      { "data-quorum": "veto" },
+      quorum.deny === 1 ? t("quorumOneDenial") : t("quorumDenials", { deny: String(quorum.deny) }),
     ),
   );
 }

@@ -41,7 +41,7 @@ import { checkBinding, claimLinkCode, eraseHuman, listBindings, startBindSession
 import type { AgentlinkSecrets } from "./config.ts";
 import { beginConfirmation } from "./confirmations/begin-confirmation.ts";
 import { type ConfirmationContext, confirm } from "./confirmations/confirm.ts";
-import { queuedCardsOf } from "./confirmations/person-cards.ts";
+import { queuedCardsOf, quorumsOf } from "./confirmations/person-cards.ts";
 import type { SandboxAnswers } from "./confirmations/sandbox-answers.ts";
 import { cancel } from "./proposals/cancel.ts";
 import { cardAudit } from "./proposals/card-audit.ts";
@@ -124,10 +124,10 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
     outbox: deps.outbox,
   });
   /** After the commit and best effort: the person's phones are told of the new card; a failure is only logged. */
-  const pushCard = (card: ProposedCard) => {
+  const pushCard = (svcUserId: string, card: ProposedCard) => {
     deps.account
       .pushToHuman({
-        svcUserId: card.svcUserId,
+        svcUserId,
         kind: PushKind.AGENT_CARD,
         title: "An agent asks for your approval",
         itemId: card.id,
@@ -136,11 +136,11 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
       .catch((error: unknown) => deps.logger.warn("push to the person's devices failed", { error }));
   };
 
-  /** After a new card's commit: a sandbox human's answer, and the push to the person's devices. */
-  const cardQueued = (environment: EnvironmentName | undefined, card: ProposedCard) => {
-    // Recorded with a development card: should this answer be lost, the sandbox sweep gives it.
-    void deps.sandbox.answerSoon(environment, card);
-    pushCard(card);
+  /** After a new card's commit: sandbox humans' answers, and the push to the devices of everyone asked. */
+  const cardQueued = (environment: EnvironmentName | undefined, card: ProposedCard, asked: readonly string[]) => {
+    // Recorded with a development card: should these answers be lost, the sandbox sweep gives them.
+    void deps.sandbox.answerSoon(environment, card.id);
+    for (const svcUserId of asked) pushCard(svcUserId, card);
   };
 
   return (router) => {
@@ -196,15 +196,17 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
 
       inquire: (req) =>
         wireErrors(async () => {
-          const { card, replay } = await inquire(proposals(), agentIdOf(req.caller), {
+          const { card, replay, asked } = await inquire(proposals(), agentIdOf(req.caller), {
             requestId: req.requestId,
             opaqueId: req.opaqueId,
             svcUserId: req.svcUserId,
             userEmail: req.userEmail,
+            approvers: req.approvers,
+            quorum: req.quorum && { approve: req.quorum.approve, deny: req.quorum.deny },
             ttlSeconds: req.ttlSeconds,
             proposal: req.proposal ?? {},
           });
-          if (!replay) cardQueued(environmentName(req.caller?.environment ?? Environment.UNSPECIFIED), card);
+          if (asked) cardQueued(environmentName(req.caller?.environment ?? Environment.UNSPECIFIED), card, asked);
           return {
             status: toProtoCardStatus[card.status],
             cardId: card.id,
@@ -256,6 +258,7 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
           const now = clock.now();
           const cards = await queuedCardsOf(manager, requireHuman(req.svcUserId), now);
           const agents = await manager.find(Agent, { id: { $in: [...new Set(cards.map((card) => card.agentId))] } });
+          const quorums = await quorumsOf(manager, cards);
           return {
             cards: cards.map((card) =>
               create(PersonCardSchema, {
@@ -268,6 +271,7 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
                 proposedAt: timestampFromDate(card.createdAt),
                 warnings: card.warnings,
                 status: toProtoCardStatus[cardStateAt(card, now).status],
+                quorum: quorums.get(card.id),
               }),
             ),
           };
@@ -384,7 +388,7 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
               proposal: req.proposal ?? {},
             },
           );
-          cardQueued("development", card);
+          cardQueued("development", card, [card.svcUserId]);
           return {
             status: toProtoCardStatus[card.status],
             cardId: card.id,

@@ -17,7 +17,7 @@ import { Binding, BindSession } from "./binding/binding.entity.ts";
 import { settings } from "./config.ts";
 import { SandboxAnswers } from "./confirmations/sandbox-answers.ts";
 import { migrations } from "./migrations/index.ts";
-import { Card, CardAudit } from "./proposals/card.entity.ts";
+import { Card, CardApprover, CardAudit } from "./proposals/card.entity.ts";
 import { CardReader } from "./proposals/card-reader.ts";
 import { CardWriter, proposeCards } from "./proposals/card-writer.ts";
 import { expireSweep } from "./proposals/expire-sweep.ts";
@@ -38,7 +38,7 @@ const agentlink = defineService({
   defaultPort: 9094,
   settings,
   schema: "agentlink",
-  entities: [Agent, AgentKey, BindSession, Binding, Card, CardAudit],
+  entities: [Agent, AgentKey, BindSession, Binding, Card, CardAudit, CardApprover],
   migrations,
   storedDefinitions: [proposeCards],
   build: ({ orm, statements, clock, config, env, bus, outbox, logger }): RouteDependencies => {
@@ -65,7 +65,7 @@ const agentlink = defineService({
       orm,
       agentNames: new AgentNames(statements),
       cards: new CardWriter(statements),
-      cardReader: new CardReader(statements),
+      cardReader: new CardReader(statements, opaqueIdKey),
       clock,
       secrets: {
         keyPepper: config.keyPepper,

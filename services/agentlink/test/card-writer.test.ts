@@ -57,6 +57,7 @@ function proposal(agent: { id: string; lookup: string }, requestId: string, stat
     requestId,
     opaqueIdLookup: agent.lookup,
     svcUserId: null,
+    quorum: null,
     category: "payments",
     newCard: {
       card: {

@@ -1,8 +1,8 @@
-import { fromBinary, toJson } from "@bufbuild/protobuf";
+import { fromBinary, type MessageInitShape, toJson } from "@bufbuild/protobuf";
 import { StructSchema, timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code, type ConnectError } from "@connectrpc/connect";
 import { connectNats, ManualClock, type NatsConnection, notificationSubject, uuid } from "@svc/platform";
-import { CardStatus, type InquireRequest } from "@svc/proto/agentlink/v1/agentlink_pb.js";
+import { CardStatus, type InquireRequest, type InquireRequestSchema } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { type CardLeftQueue, CardLeftQueueSchema } from "@svc/proto/agentlink/v1/card_watch_pb.js";
 import { type Caller, Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { EventSchema } from "@svc/proto/events/v1/events_pb.js";
@@ -52,7 +52,9 @@ async function boundAgent(): Promise<BoundAgent> {
 
 const action = { summary_title: "Pay invoice 2231 to Acme", category: "payments" };
 
-const ask = (agent: BoundAgent, overrides: Partial<InquireRequest> = {}) =>
+type InquireInit = Exclude<MessageInitShape<typeof InquireRequestSchema>, InquireRequest>;
+
+const ask = (agent: BoundAgent, overrides: Partial<InquireInit> = {}) =>
   agentlink.client.inquire({
     caller: agent.caller,
     requestId: uuid(),
@@ -138,7 +140,7 @@ describe("inquire", () => {
       opaqueId: "nobody-of-this-agent",
       proposal: { action: { summary_title: "Pay\u202Eevil", category: "crypto" } },
     };
-    const kindOf = async (overrides: Partial<InquireRequest>) => {
+    const kindOf = async (overrides: Partial<InquireInit>) => {
       const error = await refusal(ask(agent, { ...bad, ...overrides }));
       return [error.code, detailOf(error).code];
     };

@@ -217,7 +217,7 @@ describe("a sandbox human's answer to a card survives its process", () => {
     const card = await cardFor(SandboxBehavior.CONFIRM);
     const sweeper = replica();
     awayFor = Number.POSITIVE_INFINITY;
-    await sweeper.answerSoon("development", { id: card.cardId, svcUserId: card.person });
+    await sweeper.answerSoon("development", card.cardId);
     expect(lookups).toBe(3);
     expect((await cardState(card.cardId))?.status).toBe("queued");
 
@@ -230,7 +230,7 @@ describe("a sandbox human's answer to a card survives its process", () => {
   it("a transient failure of the fast path is retried: the answer comes without the sweep", async () => {
     const card = await cardFor(SandboxBehavior.DECLINE);
     awayFor = 2;
-    await replica().answerSoon("development", { id: card.cardId, svcUserId: card.person });
+    await replica().answerSoon("development", card.cardId);
     // Two failed attempts, the third one's look-up, and confirm's own.
     expect(lookups).toBe(4);
     expect(await resolutionsOf(card.cardId)).toEqual(["card.denied"]);
@@ -282,7 +282,7 @@ describe("a sandbox human's answer to a card survives its process", () => {
     const card = await cardFor(SandboxBehavior.CONFIRM);
     clock.set(at(sandboxFastPathMs));
     expect(await replica().sweep(20)).toBe(1);
-    await replica().answerSoon("development", { id: card.cardId, svcUserId: card.person });
+    await replica().answerSoon("development", card.cardId);
     expect(proofs).toBe(1);
     expect(await resolutionsOf(card.cardId)).toEqual(["card.approved"]);
   });
@@ -290,14 +290,14 @@ describe("a sandbox human's answer to a card survives its process", () => {
   it("an attempt that lost the race to another answer is done, not a failure to retry: the winner's answer stands", async () => {
     const pending = await cardFor(SandboxBehavior.CONFIRM);
     awayFor = 1;
-    await expect(replica().answer(pending.cardId, pending.person)).rejects.toThrow("account is away");
+    await expect(replica().answer(pending.cardId)).rejects.toThrow("account is away");
 
     const card = await cardFor(SandboxBehavior.CONFIRM);
     // The agent cancels while the proof is signed: confirm then finds the card no longer queued.
     whileSigning = async () => {
       await agentlink.client.cancel({ caller: card.caller, requestId: card.requestId, reason: "" });
     };
-    await expect(replica().answer(card.cardId, card.person)).resolves.toBeUndefined();
+    await expect(replica().answer(card.cardId)).resolves.toBeUndefined();
     expect(proofs).toBe(1);
     expect((await cardState(card.cardId))?.status).toBe("cancelled");
     expect(await resolutionsOf(card.cardId)).toEqual([]);

@@ -20,6 +20,19 @@ export interface ProofInput {
   cardDigest: string;
   amr: readonly string[];
   signedAt?: Date | undefined;
+  /** A quorum card's thresholds; given together with `decisions`. */
+  quorum?: { approve: number; deny: number } | undefined;
+  /** A quorum card's counted decisions. */
+  decisions?: readonly ProofDecision[] | undefined;
+}
+
+/** One approver's decision in a quorum proof. */
+interface ProofDecision {
+  subject: string;
+  verdict: ProofVerdict | undefined;
+  ceremonyId: string;
+  signedAt: Date | undefined;
+  amr: readonly string[];
 }
 
 const base64urlSha256 = /^[A-Za-z0-9_-]{43}$/;
@@ -30,11 +43,20 @@ const base64urlSha256 = /^[A-Za-z0-9_-]{43}$/;
  * the proof retention (see README).
  */
 export function proofClaims(input: ProofInput, issuer: string): JsonObject {
+  return { ...decisionClaims(input, issuer), ...quorumClaims(input) };
+}
+
+const checkedAmr = (amr: readonly string[], field: string): string[] => {
+  if (amr.length !== 1 || !methods.has(amr[0] ?? "")) throw invalidInput(`${field} must be ["passkey"] or ["sandbox"]`);
+  return [...amr];
+};
+
+/** The claims of every proof: the deciding ceremony's, over the card. */
+function decisionClaims(input: ProofInput, issuer: string): JsonObject {
   if (input.verdict === undefined) throw invalidInput("verdict must be approve or denied");
   if (!base64urlSha256.test(input.cardDigest))
     throw invalidInput("card_digest must be the base64url SHA-256 of the canonical card");
-  if (input.amr.length !== 1 || !methods.has(input.amr[0] ?? ""))
-    throw invalidInput('amr must be ["passkey"] or ["sandbox"]');
+  const amr = checkedAmr(input.amr, "amr");
   return {
     iss: issuer,
     jti: requireText(input.requestId, "request_id"),
@@ -45,7 +67,36 @@ export function proofClaims(input: ProofInput, issuer: string): JsonObject {
     agent_id: requireText(input.agentId, "agent_id"),
     ...(input.subject !== undefined && { sub: requireText(input.subject, "subject") }),
     card_digest: input.cardDigest,
-    amr: [...input.amr],
+    amr,
+  };
+}
+
+/**
+ * A quorum proof's own claims: the thresholds and every counted decision, under the one signature of the
+ * proof, so that an agent sees offline who decided what over the same card_digest.
+ */
+function quorumClaims(input: ProofInput): JsonObject {
+  const decisions = input.decisions ?? [];
+  if (input.quorum === undefined) {
+    if (decisions.length > 0) throw invalidInput("decisions need a quorum");
+    return {};
+  }
+  const { approve, deny } = input.quorum;
+  if (!Number.isInteger(approve) || approve < 1 || !Number.isInteger(deny) || deny < 1)
+    throw invalidInput("quorum.approve and quorum.deny must be at least 1");
+  if (decisions.length === 0) throw invalidInput("a quorum proof needs its decisions");
+  return {
+    quorum: { approve, deny },
+    decisions: decisions.map((decision, index) => {
+      if (decision.verdict === undefined) throw invalidInput(`decisions[${index}].verdict must be approve or denied`);
+      return {
+        sub: requireText(decision.subject, `decisions[${index}].subject`),
+        verdict: decision.verdict,
+        ceremony_id: requireText(decision.ceremonyId, `decisions[${index}].ceremony_id`),
+        iat: epochSeconds(requireInstant(decision.signedAt, `decisions[${index}].signed_at`)),
+        amr: checkedAmr(decision.amr, `decisions[${index}].amr`),
+      };
+    }),
   };
 }
 

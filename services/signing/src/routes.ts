@@ -179,6 +179,14 @@ function proofInput(request: SignProofRequest): ProofInput {
     cardDigest: request.cardDigest,
     amr: request.amr,
     signedAt: instant(request.signedAt),
+    quorum: request.quorum && { approve: request.quorum.approve, deny: request.quorum.deny },
+    decisions: request.decisions.map((decision) => ({
+      subject: decision.subject,
+      verdict: verdicts.get(decision.verdict),
+      ceremonyId: decision.ceremonyId,
+      signedAt: instant(decision.signedAt),
+      amr: decision.amr,
+    })),
   };
 }
 

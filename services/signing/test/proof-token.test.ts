@@ -51,6 +51,69 @@ describe("Proof of Resolution", () => {
     expect(() => proofClaims({ ...input, amr: ["pwd"] }, issuer)).toThrow(/amr/);
   });
 
+  const decided = (subject: string, verdict: "approve" | "denied", at: string) => ({
+    subject,
+    verdict,
+    ceremonyId: `cer_${subject}`,
+    signedAt: new Date(at),
+    amr: ["sandbox"],
+  });
+
+  it("adds a quorum card's thresholds and every counted decision to the usual claims", () => {
+    const claims = proofClaims(
+      {
+        ...input,
+        quorum: { approve: 2, deny: 1 },
+        decisions: [
+          decided("opaque-person-2", "approve", "2026-11-20T09:59:30.400Z"),
+          decided("opaque-person-1", "approve", "2026-11-20T10:00:00.999Z"),
+        ],
+      },
+      issuer,
+    );
+    expect(claims).toEqual({
+      ...proofClaims(input, issuer),
+      quorum: { approve: 2, deny: 1 },
+      decisions: [
+        {
+          sub: "opaque-person-2",
+          verdict: "approve",
+          ceremony_id: "cer_opaque-person-2",
+          iat: 1795168770,
+          amr: ["sandbox"],
+        },
+        {
+          sub: "opaque-person-1",
+          verdict: "approve",
+          ceremony_id: "cer_opaque-person-1",
+          iat: 1795168800,
+          amr: ["sandbox"],
+        },
+      ],
+    });
+  });
+
+  it("refuses a quorum without decisions, decisions without a quorum, and a malformed decision", () => {
+    const one = decided("opaque-person-2", "approve", "2026-11-20T09:59:30Z");
+    expect(() => proofClaims({ ...input, quorum: { approve: 2, deny: 1 }, decisions: [] }, issuer)).toThrow(
+      invalidInput("a quorum proof needs its decisions"),
+    );
+    expect(() => proofClaims({ ...input, decisions: [one] }, issuer)).toThrow(invalidInput("decisions need a quorum"));
+    expect(() => proofClaims({ ...input, quorum: { approve: 0, deny: 1 }, decisions: [one] }, issuer)).toThrow(
+      /quorum.approve/,
+    );
+    for (const bad of [
+      { verdict: undefined },
+      { subject: "" },
+      { ceremonyId: "" },
+      { signedAt: undefined },
+      { amr: ["pwd"] },
+    ])
+      expect(() =>
+        proofClaims({ ...input, quorum: { approve: 2, deny: 1 }, decisions: [{ ...one, ...bad }] }, issuer),
+      ).toThrow(/decisions\[0\]/);
+  });
+
   it("verifies with jose long after it was signed, with the key's kid in an ES256 header", async () => {
     const key = testKey();
     const { token, kid } = signProof(input, key.signer, issuer);

@@ -2,7 +2,6 @@ import type { Client } from "@connectrpc/connect";
 import { type EnvironmentName, type Logger, withBackoff } from "@svc/platform";
 import { type AccountService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
-import type { Card } from "../proposals/card.entity.ts";
 import { beginConfirmation } from "./begin-confirmation.ts";
 import { type ConfirmationContext, confirm } from "./confirm.ts";
 
@@ -76,45 +75,67 @@ export class SandboxAnswers {
    * The fast path: answers in the background, after the card was committed and returned to the agent.
    * Settles (never rejects) once answered or given up; callers need not wait for it.
    */
-  async answerSoon(environment: EnvironmentName | undefined, card: Pick<Card, "id" | "svcUserId">): Promise<void> {
+  async answerSoon(environment: EnvironmentName | undefined, cardId: string): Promise<void> {
     if (!this.#honoured || environment !== "development") return;
     await new Promise((resolve) => setImmediate(resolve));
     try {
-      await withBackoff(() => this.answer(card.id, card.svcUserId), {
+      await withBackoff(() => this.answer(cardId), {
         delaysMs: this.#retriesMs,
         onRetry: (error, delayMs) =>
-          this.#logger.info("sandbox human could not answer a card yet; retrying", { cardId: card.id, delayMs, error }),
+          this.#logger.info("sandbox human could not answer a card yet; retrying", { cardId, delayMs, error }),
       });
     } catch (error) {
-      this.#logger.warn("sandbox human could not answer a card; the sandbox sweep will", { cardId: card.id, error });
+      this.#logger.warn("sandbox human could not answer a card; the sandbox sweep will", { cardId, error });
     }
   }
 
   /**
-   * One answer for the card's person, when they are a sandbox human who answers and the card is still
-   * queued. An attempt that fails because another answer resolved the card meanwhile (the fast path and a
-   * sweep both at it, the loser's confirm refused as the card is no longer queued) has nothing left to do:
-   * only a failure that leaves the card queued is one.
+   * Everyone the card still waits on answers, one after another in the agent's order of a quorum card's
+   * approvers (so a partner's 2-of-3 resolves the same way every time), as long as the card stays queued;
+   * then the card leaves the sweep, since whoever it still waits on is no sandbox human who answers.
    */
-  async answer(cardId: string, svcUserId: string): Promise<void> {
+  async answer(cardId: string): Promise<void> {
+    const { em, clock } = this.#context();
+    const waiting = await em.execute<{ svc_user_id: string }[]>(
+      `select coalesce(a.svc_user_id, c.svc_user_id) as svc_user_id
+         from card c left join card_approver a on a.card_id = c.id and a.verdict is null
+        where c.id = ? and c.status = 'queued' and c.ttl_at > ? and (c.quorum_approve is null or a.svc_user_id is not null)
+        order by a.position`,
+      [cardId, clock.now()],
+    );
+    for (const { svc_user_id } of waiting) await this.#answerFor(cardId, svc_user_id);
+    await em.execute(`update card set sandbox_answer_at = null where id = ? and status = 'queued'`, [cardId]);
+  }
+
+  /**
+   * One person's answer, when they are a sandbox human who answers and the card still waits on them. An
+   * attempt that fails because another answer came meanwhile (the fast path and a sweep both at it, the
+   * loser's confirm refused) has nothing left to do: only a failure after which the card still waits on
+   * them is one.
+   */
+  async #answerFor(cardId: string, svcUserId: string): Promise<void> {
     try {
       await this.#answerOnce(cardId, svcUserId);
     } catch (error) {
-      const [row] = await this.#context().em.execute<{ queued: boolean }[]>(
-        `select status = 'queued' as queued from card where id = ?`,
-        [cardId],
-      );
-      if (row?.queued) throw error;
+      if (await this.#waitsOn(cardId, svcUserId)) throw error;
     }
+  }
+
+  /** Whether the card is queued before its `ttl_at` and the person has yet to decide it. */
+  async #waitsOn(cardId: string, svcUserId: string): Promise<boolean> {
+    const { em, clock } = this.#context();
+    const rows = await em.execute<{ id: string }[]>(
+      `select c.id from card c left join card_approver a on a.card_id = c.id and a.svc_user_id = ?
+        where c.id = ? and c.status = 'queued' and c.ttl_at > ?
+          and (c.quorum_approve is null or (a.svc_user_id is not null and a.verdict is null))`,
+      [svcUserId, cardId, clock.now()],
+    );
+    return rows.length > 0;
   }
 
   async #answerOnce(cardId: string, svcUserId: string): Promise<void> {
     const context = this.#context();
-    const queued = await context.em.execute<{ id: string }[]>(
-      `select id from card where id = ? and status = 'queued' and ttl_at > ?`,
-      [cardId, context.clock.now()],
-    );
-    if (queued.length === 0) return;
+    if (!(await this.#waitsOn(cardId, svcUserId))) return;
     const human = await this.#account.getHuman({ svcUserId });
     const verdict =
       human.sandboxEnvironment !== Environment.DEVELOPMENT
@@ -124,11 +145,8 @@ export class SandboxAnswers {
           : human.sandboxBehavior === SandboxBehavior.DECLINE
             ? "denied"
             : undefined;
-    if (verdict === undefined) {
-      // A person, or a silent sandbox human: nobody answers for them, and the sweep need not ask again.
-      await context.em.execute(`update card set sandbox_answer_at = null where id = ?`, [cardId]);
-      return;
-    }
+    // A person, or a silent sandbox human: nobody answers for them.
+    if (verdict === undefined) return;
     const decisions = [{ cardId, verdict }];
     const begun = await beginConfirmation(
       { ...context, account: this.#account },
@@ -156,15 +174,15 @@ export class SandboxAnswers {
     if (!this.#honoured) return 0;
     const { em, clock } = this.#context();
     const now = clock.now();
-    const claimed = await em.execute<{ id: string; svc_user_id: string }[]>(
+    const claimed = await em.execute<{ id: string }[]>(
       `with due as (
          select id from card where status = 'queued' and sandbox_answer_at <= ? and ttl_at > ?
            order by sandbox_answer_at limit ? for update skip locked)
        update card c set sandbox_answer_at = ? from due where c.id = due.id
-       returning c.id, c.svc_user_id`,
+       returning c.id`,
       [now, now, limit, new Date(now.getTime() + sandboxClaimMs)],
     );
-    const answered = await Promise.allSettled(claimed.map((row) => this.answer(row.id, row.svc_user_id)));
+    const answered = await Promise.allSettled(claimed.map((row) => this.answer(row.id)));
     answered.forEach((outcome, i) => {
       if (outcome.status === "rejected")
         this.#logger.warn("the sandbox sweep could not answer a card; its next claim will retry", {

@@ -5,6 +5,7 @@ import { addResolutions } from "./0004-resolutions.ts";
 import { addBindingNotices } from "./0005-binding-notices.ts";
 import { cardRetention } from "./0006-card-retention.ts";
 import { sandboxAnswers } from "./0007-sandbox-answers.ts";
+import { quorum } from "./0008-quorum.ts";
 
 /** Applied in order at start; a migration, once released, is never edited (add a new one). */
 export const migrations = [
@@ -15,4 +16,5 @@ export const migrations = [
   addBindingNotices,
   cardRetention,
   sandboxAnswers,
+  quorum,
 ];

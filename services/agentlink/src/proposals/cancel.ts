@@ -3,7 +3,7 @@ import type { Clock, EventBus } from "@svc/platform";
 import { refuse } from "../refusal.ts";
 import { Card, CardAudit } from "./card.entity.ts";
 import { agentCard, cardStateAt } from "./card-status.ts";
-import { publishCardsLeftQueue } from "./card-watch.ts";
+import { publishCardsLeftQueue, wakeApprovers } from "./card-watch.ts";
 
 /** The spec's limit of a cancel's `reason`, which goes to the audit log. */
 const maxReasonLength = 200;
@@ -38,6 +38,9 @@ export async function cancel(
     });
     return { card, status: card.status, alreadyResolved: false };
   });
-  if (!outcome.alreadyResolved) publishCardsLeftQueue(ctx.bus, [outcome.card]);
+  if (!outcome.alreadyResolved) {
+    publishCardsLeftQueue(ctx.bus, [outcome.card]);
+    await wakeApprovers(ctx.em, ctx.bus, [outcome.card]);
+  }
   return outcome;
 }

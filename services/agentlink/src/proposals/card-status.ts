@@ -54,5 +54,13 @@ export function checkStatusAnswer(
     ...(card.verdict && { verdict: card.verdict }),
     delivered: false,
     callbackAttempts: 0,
+    ...(card.quorum && {
+      quorum: { approve: card.quorum.approve, deny: card.quorum.deny },
+      decisions: card.quorum.decisions.map(({ opaqueId, verdict, decidedAt }) => ({
+        opaqueId,
+        ...(verdict && { verdict }),
+        ...(decidedAt && { decidedAt: timestampFromDate(decidedAt) }),
+      })),
+    }),
   };
 }

@@ -11,10 +11,28 @@ export const proposeCards = sqlDefinition(new URL("./propose-cards.sql", import.
 /** What inquire answers with: the card as the agent and the sandbox humans see it. */
 export type ProposedCard = Pick<Card, "id" | "status" | "svcUserId" | "ttlAt">;
 
+/** A quorum card's approvers and thresholds as inquire hands them to the statement. */
+export interface QuorumProposal {
+  /** The keyed lookups of the approvers' opaque_ids, in the agent's order. */
+  approverLookups: string[];
+  approve: number;
+  deny: number;
+}
+
 /** A new card inquire accepted, with its audit row and its event, exactly as they are to be stored. */
 export interface NewCard {
   /** The person is the statement's to fill in when inquire names them by opaque_id. */
-  card: Omit<Card, "svcUserId" | "resolvedAt" | "verdict" | "ceremonyId" | "resolutionId" | "resolutionJwt">;
+  card: Omit<
+    Card,
+    | "svcUserId"
+    | "resolvedAt"
+    | "verdict"
+    | "ceremonyId"
+    | "resolutionId"
+    | "resolutionJwt"
+    | "quorumApprove"
+    | "quorumDeny"
+  >;
   audit: Pick<CardAudit, "action" | "actor" | "at" | "detail">;
   event: OutboxRow;
 }
@@ -27,6 +45,8 @@ export interface Proposal {
   /** The person: the agent's binding with this opaque_id lookup, or the svc_user_id inquire checked; null for neither. */
   opaqueIdLookup: string | null;
   svcUserId: string | null;
+  /** A quorum card's approvers instead of one person; null for a card to one person. */
+  quorum: QuorumProposal | null;
   /** The category as the agent sent it (the card keeps the trust layer's canonical one); null when not a string. */
   category: string | null;
   /** Absent when inquire refuses the call whatever the facts say: the statement then only reads. */
@@ -37,8 +57,12 @@ export interface Proposal {
 export interface ProposalFacts {
   agentActive: boolean;
   categoryAllowed: boolean;
-  /** The person the call names, found by the statement; null when none. */
+  /** The person the call names, found by the statement (a quorum card's first approver); null when none. */
   person: string | null;
+  /** A quorum card: the first approver (from 0) no active binding of the agent names; null when all are found. */
+  missingApprover: number | null;
+  /** A quorum card's approvers as found, in the agent's order; null for a card to one person. */
+  approvers: string[] | null;
   /** The agent's card for the request_id after the statement: the new one, or the one it already had. */
   card: ProposedCard | undefined;
   /** Whether `card` is the new card of this call. */
@@ -50,7 +74,8 @@ const maxBatch = 64;
 
 const statement = {
   name: "propose_cards",
-  text: `select ordinal, agent_active, category_allowed, person, card_id, card_status, card_svc_user_id, card_ttl_at, written
+  text: `select ordinal, agent_active, category_allowed, person, missing_approver, approvers, card_id, card_status,
+      card_svc_user_id, card_ttl_at, written
     from propose_cards($1::jsonb)`,
 };
 
@@ -59,6 +84,8 @@ interface Row {
   agent_active: boolean;
   category_allowed: boolean;
   person: string | null;
+  missing_approver: number | null;
+  approvers: string[] | null;
   card_id: string | null;
   card_status: Card["status"] | null;
   card_svc_user_id: string | null;
@@ -74,6 +101,8 @@ const factsOf = (row: Row): ProposalFacts => ({
   agentActive: row.agent_active,
   categoryAllowed: row.category_allowed,
   person: row.person,
+  missingApprover: row.missing_approver,
+  approvers: row.approvers,
   card:
     row.card_id === null || row.card_status === null || row.card_svc_user_id === null || row.card_ttl_at === null
       ? undefined
@@ -122,6 +151,9 @@ function asItem(proposal: Proposal, ordinal: number) {
     opaque_id_lookup: proposal.opaqueIdLookup,
     given_svc_user_id: proposal.svcUserId,
     category: proposal.category,
+    approver_lookups: proposal.quorum?.approverLookups ?? null,
+    quorum_approve: proposal.quorum?.approve ?? null,
+    quorum_deny: proposal.quorum?.deny ?? null,
     ...(newCard && {
       id: newCard.card.id,
       summary_title: newCard.card.summaryTitle,

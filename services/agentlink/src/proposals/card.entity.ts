@@ -47,9 +47,31 @@ export const Card = defineEntity({
      * be a sandbox human who answers (`confirmations/sandbox-answers.ts`); null for every other card.
      */
     sandboxAnswerAt: p.datetime().nullable(),
+    /** A quorum card's thresholds (both set, or both null for a card to one person). */
+    quorumApprove: p.smallint().nullable(),
+    quorumDeny: p.smallint().nullable(),
   },
 });
 export type Card = InferEntity<typeof Card>;
+
+const methods = ["passkey", "sandbox"] as const;
+
+/** One approver of a quorum card and their one decision (all four decision fields null until they decide). */
+export const CardApprover = defineEntity({
+  name: "CardApprover",
+  tableName: "card_approver",
+  properties: {
+    cardId: p.uuid().primary(),
+    svcUserId: p.uuid().primary(),
+    /** Where the agent named them in `approvers`, from 0. */
+    position: p.smallint(),
+    verdict: p.enum(verdicts).nullable(),
+    ceremonyId: p.uuid().nullable(),
+    decidedAt: p.datetime().nullable(),
+    amr: p.enum(methods).nullable(),
+  },
+});
+export type CardApprover = InferEntity<typeof CardApprover>;
 
 /** One state change of a card: what, by whom (`agent:<id>`, `human:<id>`, `sweep`), when. */
 export const CardAudit = defineEntity({

@@ -4,7 +4,7 @@ import { Agent } from "../agents/agent.entity.ts";
 import { refuse } from "../refusal.ts";
 import { Card, CardAudit } from "./card.entity.ts";
 import { resolutionExpired } from "./card-events.ts";
-import { publishCardsLeftQueue } from "./card-watch.ts";
+import { publishCardsLeftQueue, wakeApprovers } from "./card-watch.ts";
 
 /** The spec's `limit` of one sweep: 1-1000, default 200. */
 const sweepLimit = { default: 200, min: 1, max: 1000 } as const;
@@ -50,5 +50,6 @@ export async function expireSweep(
   if (expired.length === 0) return 0;
   ctx.outbox.wake();
   publishCardsLeftQueue(ctx.bus, expired);
+  await wakeApprovers(ctx.em, ctx.bus, expired);
   return expired.length;
 }

@@ -21,7 +21,8 @@ import { overlongFields } from "../trust-layer/proposal-fields.ts";
 import { screenProposal } from "../trust-layer/screen.ts";
 import type { PersonIdentifier } from "./card.entity.ts";
 import { cardProposed, type ProposalSource } from "./card-events.ts";
-import type { CardWriter, NewCard, ProposedCard } from "./card-writer.ts";
+import type { CardWriter, NewCard, ProposedCard, QuorumProposal } from "./card-writer.ts";
+import { checkedQuorum } from "./quorum.ts";
 
 export interface ProposalContext {
   /** The agents' naming facts, which never change (their events carry them). */
@@ -44,6 +45,9 @@ export interface InquireInput {
   opaqueId?: string;
   svcUserId?: string;
   userEmail?: string;
+  /** A quorum card's approvers (their opaque_ids), with `quorum`, instead of one person. */
+  approvers?: readonly string[];
+  quorum?: { approve: number; deny?: number | undefined };
   ttlSeconds?: number;
   /** `action` and `adaptive_card_payload` as the agent sent them: what the trust layer screens. */
   proposal: JsonObject;
@@ -60,7 +64,8 @@ const ttlSeconds = { default: 600, min: 60, max: 86_400 } as const;
  */
 type NamedPerson =
   | { namedBy: "opaque_id"; opaqueIdLookup: string }
-  | { namedBy: "svc_user_id" | "user_email"; svcUserId: string };
+  | { namedBy: "svc_user_id" | "user_email"; svcUserId: string }
+  | { namedBy: "approvers"; quorum: QuorumProposal };
 
 /** A check decided before its turn: its value, or the refusal it comes to when its turn comes. */
 type Settled<T> = { value: T } | { refusal: AgentlinkRefusal };
@@ -103,7 +108,7 @@ export async function inquire(
   ctx: ProposalContext,
   agentId: string,
   input: InquireInput,
-): Promise<{ card: ProposedCard; replay: boolean }> {
+): Promise<{ card: ProposedCard; replay: boolean; asked?: string[] }> {
   const overlong = overlongFields(input.proposal);
   if (overlong.length > 0)
     throw refuse(
@@ -138,7 +143,8 @@ export async function inquire(
       status: "queued" as const,
       ttlAt: new Date(now.getTime() + ttl.value * 1000),
       createdAt: now,
-      namedBy: person.value.namedBy satisfies PersonIdentifier,
+      // Approvers are named by their opaque_ids: each decision's `sub` is one.
+      namedBy: (person.value.namedBy === "approvers" ? "opaque_id" : person.value.namedBy) satisfies PersonIdentifier,
       warnings: accepted.warnings as unknown as JsonObject[],
       sandboxAnswerAt: sandboxAnswerAt(ctx.deployment, agent.environment, now),
     };
@@ -162,7 +168,8 @@ export async function inquire(
     agentId,
     requestId,
     opaqueIdLookup: named?.namedBy === "opaque_id" ? named.opaqueIdLookup : null,
-    svcUserId: named !== undefined && named.namedBy !== "opaque_id" ? named.svcUserId : null,
+    quorum: named?.namedBy === "approvers" ? named.quorum : null,
+    svcUserId: named?.namedBy === "svc_user_id" || named?.namedBy === "user_email" ? named.svcUserId : null,
     category: category ?? null,
     newCard,
   });
@@ -176,14 +183,20 @@ export async function inquire(
     throw refuse("permission_denied", `category ${JSON.stringify(category)} is not one of the agent's categories`, {
       code: "category_not_allowed",
     });
-  if (taken(person).namedBy === "opaque_id" && facts.person === null)
+  const { namedBy } = taken(person);
+  if (namedBy === "opaque_id" && facts.person === null)
     throw refuse("not_found", "no active binding of this agent has that opaque_id");
+  if (namedBy === "approvers" && facts.missingApprover !== null)
+    throw refuse("not_found", `approvers[${facts.missingApprover}] is no active binding of this agent`, {
+      code: "approver_not_bound",
+    });
   taken(screened);
   if (!facts.written || !facts.card)
     throw new Error(`every check passed, yet card ${newCard?.card.id} was not written`);
   ctx.outbox.wake();
-  publishInboxChanged(ctx.bus, [facts.card.svcUserId]);
-  return { card: facts.card, replay: false };
+  const asked = facts.approvers ?? [facts.card.svcUserId];
+  publishInboxChanged(ctx.bus, asked);
+  return { card: facts.card, replay: false, asked };
 }
 
 function checkedTtl(requested: number | undefined): number {
@@ -214,8 +227,15 @@ function categoryOf(proposal: JsonObject): string | undefined {
  * person whose identity provider vouched for it, who is then treated as if named by svc_user_id.
  */
 async function personOf(ctx: ProposalContext, input: InquireInput): Promise<NamedPerson> {
-  const given = [input.opaqueId, input.svcUserId, input.userEmail].filter((value) => value !== undefined);
-  if (given.length !== 1) throw refuse("invalid_argument", "give exactly one of opaque_id, svc_user_id and user_email");
+  const approvers = input.approvers !== undefined && input.approvers.length > 0 ? input.approvers : undefined;
+  const given = [approvers, input.opaqueId, input.svcUserId, input.userEmail].filter((value) => value !== undefined);
+  if (given.length !== 1)
+    throw refuse("invalid_argument", "give exactly one of approvers, opaque_id, svc_user_id and user_email");
+  if (approvers !== undefined || input.quorum !== undefined) {
+    const { approve, deny } = checkedQuorum(approvers ?? [], input.quorum);
+    const approverLookups = (approvers ?? []).map((id) => opaqueIdLookup(ctx.opaqueIdKey, id));
+    return { namedBy: "approvers", quorum: { approverLookups, approve, deny } };
+  }
   if (input.opaqueId !== undefined)
     return { namedBy: "opaque_id", opaqueIdLookup: opaqueIdLookup(ctx.opaqueIdKey, input.opaqueId) };
   if (input.svcUserId !== undefined)
