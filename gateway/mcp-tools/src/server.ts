@@ -1,0 +1,81 @@
+import { type CallToolResult, ProtocolError, ProtocolErrorCode, Server } from "@modelcontextprotocol/server";
+import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
+import addFormats from "ajv-formats";
+import type { AgentOperations, Answer, Refusal } from "./operations.ts";
+import { type AgentTool, agentTools } from "./tools.ts";
+
+const ajv = new Ajv2020({ allErrors: true });
+addFormats.default(ajv);
+
+/** Each tool with its input check, compiled once per process: a server is made for every HTTP request. */
+const tools = new Map<string, { tool: AgentTool; check: ValidateFunction }>(
+  agentTools.map((tool) => [tool.name, { tool, check: ajv.compile(tool.inputSchema) }]),
+);
+
+const listed = {
+  tools: agentTools.map(({ name, title, description, inputSchema, outputSchema }) => ({
+    name,
+    title,
+    description,
+    inputSchema,
+    outputSchema,
+  })),
+};
+
+/** Arguments the input schema refuses, as the public API's HTTP 400 reads, so that a model can correct them. */
+function invalidArguments(errors: readonly ErrorObject[]): Refusal {
+  const issues = errors.map((error) => ({
+    propertyPath: error.instancePath.slice(1).replaceAll("/", "."),
+    message: `${error.instancePath || "the arguments"} ${error.message ?? "is not valid"}`,
+  }));
+  return {
+    statusCode: 400,
+    code: "InputValidationError",
+    message: `Input validation failed: ${issues.map((issue) => issue.message).join("; ")}`,
+    errors: issues,
+  };
+}
+
+/** A tool's answer as MCP returns it: `structuredContent` always, a refusal as `isError` with `{error}`. */
+function toolResult(answer: Answer): CallToolResult {
+  const structuredContent = answer.ok ? answer.data : { error: answer.error };
+  return {
+    content: [{ type: "text", text: JSON.stringify(structuredContent) }],
+    structuredContent,
+    ...(!answer.ok && { isError: true }),
+  };
+}
+
+export const serverInfo = { name: "svc-agents-ask", version: "1.0.0" };
+
+/**
+ * An MCP server of the agent tools over `operations`. Stateless: everything a call needs is in the call, so a
+ * server may serve one HTTP request (the gateway makes one per request) or a whole stdio connection.
+ */
+export function agentToolServer(operations: AgentOperations): Server {
+  const server = new Server(serverInfo, {
+    capabilities: { tools: {} },
+    instructions:
+      "Ask a person to approve an action before you take it: link_person and check_link once per person, then ask_person and check_request for each action; verify_proof checks the signed proof of their answer.",
+  });
+  server.setRequestHandler("tools/list", () => listed);
+  server.setRequestHandler("tools/call", async (request, ctx) => {
+    const entry = tools.get(request.params.name);
+    if (!entry) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `no tool named ${request.params.name}`);
+    const input = request.params.arguments ?? {};
+    if (!entry.check(input)) return toolResult({ ok: false, error: invalidArguments(entry.check.errors ?? []) });
+    const progressToken = ctx.mcpReq._meta?.progressToken;
+    const answer = await entry.tool.run(input, operations, {
+      signal: ctx.mcpReq.signal,
+      progress: async (progress, total, message) => {
+        if (progressToken === undefined) return;
+        await ctx.mcpReq.notify({
+          method: "notifications/progress",
+          params: { progressToken, progress, total, message },
+        });
+      },
+    });
+    return server.projectCallToolResult(toolResult(answer), entry.tool.outputSchema);
+  });
+  return server;
+}
