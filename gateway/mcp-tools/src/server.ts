@@ -46,7 +46,7 @@ function toolResult(answer: Answer): CallToolResult {
   };
 }
 
-export const serverInfo = { name: "svc-agents-ask", version: "1.0.0" };
+const serverInfo = { name: "svc-agents-ask", version: "1.0.0" };
 
 /**
  * An MCP server of the agent tools over `operations`. Stateless: everything a call needs is in the call, so a

@@ -3,10 +3,10 @@ import { decodeJwt } from "jose";
 import type { AgentOperations, Answer } from "./operations.ts";
 
 /** A JSON Schema object, as MCP carries `inputSchema` and `outputSchema`. */
-export type JsonSchema = { type: "object" } & Record<string, unknown>;
+type JsonSchema = { type: "object" } & Record<string, unknown>;
 
 /** What a tool may do while it runs beyond calling operations: report progress. */
-export interface ToolContext {
+interface ToolContext {
   signal: AbortSignal;
   /** Sends `notifications/progress` when the client asked for it (a progress token); otherwise nothing. */
   progress(progress: number, total: number, message: string): Promise<void>;
@@ -54,7 +54,8 @@ const statusProperties = {
   status: {
     type: "string",
     enum: ["queued", "approved", "denied", "cancelled", "expired"],
-    description: "queued: the person has not answered yet. approved / denied: they decided. cancelled, expired: final, no proof.",
+    description:
+      "queued: the person has not answered yet. approved / denied: they decided. cancelled, expired: final, no proof.",
   },
   ttl_at: { ...instant, description: "When a queued request expires unanswered." },
   resolved_at: nullable(instant),
@@ -108,7 +109,8 @@ async function awaitAnswer(
   waitSeconds: number,
   context: ToolContext,
 ): Promise<Answer> {
-  if (waitSeconds === 0) return statusResult(requestId, await operations.checkStatus({ request_id: requestId }, context.signal));
+  if (waitSeconds === 0)
+    return statusResult(requestId, await operations.checkStatus({ request_id: requestId }, context.signal));
   const message = "waiting for the person to answer";
   await context.progress(0, waitSeconds, message);
   let waited = 0;

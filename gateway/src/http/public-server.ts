@@ -140,7 +140,8 @@ function routeTable(routes: readonly Route[], rawRoutes: readonly RawRoute[], fe
     exact.set(path, methods);
   };
   for (const route of routes) add(`${basePath}${route.path}`, route.method, { kind: "operation", route });
-  for (const route of fetchRoutes) for (const method of route.methods) add(route.path, method, { kind: "fetch", route });
+  for (const route of fetchRoutes)
+    for (const method of route.methods) add(route.path, method, { kind: "fetch", route });
   for (const route of rawRoutes) {
     const target: Target = { kind: "raw", route };
     const methods: [string, Target][] = [[route.method, target]];

@@ -1,14 +1,14 @@
 import type { IncomingMessage } from "node:http";
-import type { Clock, Logger } from "@svc/platform";
 import type { AgentOperations, Answer, Refusal } from "@svc/mcp-tools";
+import type { Clock, Logger } from "@svc/platform";
 import { Verifier } from "@svc/sdk";
 import type { AuthenticatedCredential } from "../http/credential.ts";
 import { unhandledBody } from "../http/errors.ts";
 import { type RequestContext, runPipeline, type Stage } from "../http/pipeline.ts";
 import type { Route } from "../http/route.ts";
-import type { KeySetCache } from "../operations/jwks.ts";
 import { bindSessionRoute, checkBindingRoute } from "../operations/agent-binding.ts";
 import { cancelRoute, checkStatusRoute, inquireRoute } from "../operations/agent-proposals.ts";
+import type { KeySetCache } from "../operations/jwks.ts";
 import type { GatewayServices } from "../services.ts";
 
 /** What every tool call of one MCP request shares: the stages a call runs and what they reach. */
@@ -90,7 +90,10 @@ export function inProcessOperations(
       case "http":
         return { ok: false, error: rateLimitRefusal(outcome.body) };
       default:
-        setting.logger.error("unhandled failure", { ...log, error: outcome.kind === "unhandled" ? outcome.error : outcome });
+        setting.logger.error("unhandled failure", {
+          ...log,
+          error: outcome.kind === "unhandled" ? outcome.error : outcome,
+        });
         return { ok: false, error: { statusCode: 500, message: unhandledBody.message } };
     }
   };

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import { createMcpHandler } from "@modelcontextprotocol/server";
-import type { Clock, Logger } from "@svc/platform";
 import { agentToolServer } from "@svc/mcp-tools";
+import type { Clock, Logger } from "@svc/platform";
 import { type AuthenticatedCredential, bearerCredential } from "../http/credential.ts";
 import type { FetchRoute } from "../http/fetch-route.ts";
 import { type RequestContext, runPipeline, type Stage } from "../http/pipeline.ts";
@@ -10,7 +10,7 @@ import type { GatewayServices } from "../services.ts";
 import { type InProcessSetting, inProcessOperations } from "./in-process-operations.ts";
 import { protectedResourcePath } from "./protected-resource.ts";
 
-export const mcpPath = "/mcp";
+const mcpPath = "/mcp";
 
 /** A JSON-RPC message is small; the public API's own body limit. */
 const bodyLimitBytes = 64 * 1024;
@@ -54,7 +54,13 @@ export function mcpRoute(options: {
 }): FetchRoute {
   const { services, clock, logger } = options;
   const logger_ = logger.child({ component: "mcp" });
-  const setting: InProcessSetting = { stages: options.perCall, services, clock, logger: logger_, verifier: options.verifier };
+  const setting: InProcessSetting = {
+    stages: options.perCall,
+    services,
+    clock,
+    logger: logger_,
+    verifier: options.verifier,
+  };
   const challenge = `Bearer resource_metadata="${services.publicOrigin}${protectedResourcePath}"`;
   const handler = createMcpHandler(
     ({ authInfo }) => agentToolServer(inProcessOperations(setting, authInfo?.extra?.request as RequestState)),
@@ -98,7 +104,11 @@ export function mcpRoute(options: {
       }
       if (!ctx.credential) {
         logger_.warn("the agent key could not be checked", { outcome: outcome.kind });
-        return refusal(503, { error: "temporarily_unavailable", error_description: "retry shortly" }, { "retry-after": "1" });
+        return refusal(
+          503,
+          { error: "temporarily_unavailable", error_description: "retry shortly" },
+          { "retry-after": "1" },
+        );
       }
       const state: RequestState = { incoming, url: ctx.url, credential: ctx.credential };
       return handler.fetch(request, {

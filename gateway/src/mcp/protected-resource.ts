@@ -8,7 +8,7 @@ export const protectedResourcePath = "/.well-known/oauth-protected-resource";
  * its credential. The credential is the agent's key, issued at agent registration, so no authorization server
  * is named.
  */
-export function protectedResourceMetadata(publicOrigin: string) {
+function protectedResourceMetadata(publicOrigin: string) {
   return {
     resource: `${publicOrigin}/mcp`,
     resource_name: "Agents Ask (MCP)",
@@ -26,7 +26,7 @@ export function protectedResourceRoute(publicOrigin: string): RawRoute {
 export const mcpPaths = (publicOrigin: string) => {
   const unauthorized = {
     description:
-      "No agent key, or one refused for any of the agent routes' reasons: `WWW-Authenticate: Bearer resource_metadata=\"{api_origin}/.well-known/oauth-protected-resource\"` (with `error=\"invalid_token\"` when a key was presented).",
+      'No agent key, or one refused for any of the agent routes\' reasons: `WWW-Authenticate: Bearer resource_metadata="{api_origin}/.well-known/oauth-protected-resource"` (with `error="invalid_token"` when a key was presented).',
     headers: { "WWW-Authenticate": { schema: { type: "string" } } },
     content: {
       "application/json": {
@@ -45,7 +45,10 @@ export const mcpPaths = (publicOrigin: string) => {
       "200": {
         description:
           "A JSON-RPC answer (`application/json`), or a stream of them (`text/event-stream`) when a tool call sends progress notifications before its result.",
-        content: { "application/json": { schema: { type: "object" } }, "text/event-stream": { schema: { type: "string" } } },
+        content: {
+          "application/json": { schema: { type: "object" } },
+          "text/event-stream": { schema: { type: "string" } },
+        },
       },
       "202": { description: "A notification or response accepted." },
       "401": unauthorized,
@@ -66,7 +69,8 @@ export const mcpPaths = (publicOrigin: string) => {
       servers: [{ url: publicOrigin }],
       get: {
         operationId: "mcpProtectedResource",
-        summary: "OAuth protected-resource metadata (RFC 9728) of the MCP server: present the agent key as a Bearer header.",
+        summary:
+          "OAuth protected-resource metadata (RFC 9728) of the MCP server: present the agent key as a Bearer header.",
         security: [],
         responses: {
           "200": {

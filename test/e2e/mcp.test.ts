@@ -1,0 +1,344 @@
+import { createHash, randomUUID } from "node:crypto";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import addFormats from "ajv-formats";
+import { createRemoteJWKSet, jwtVerify } from "jose";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { expectDocumented } from "../harness/documented-answer.ts";
+import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
+import { svcctlJson } from "./agent-support.ts";
+import { issuer } from "./gate-support.ts";
+
+/**
+ * The MCP server at `{api_origin}/mcp` driven by the official MCP client over Streamable HTTP, in the 2026-07-28
+ * revision and the 2025-11-25 one: the tools and their schemas, linking a sandbox human, ask_person approved,
+ * denied, cancelled and expired (proofs checked with jose, card_digest recomputed here), refusals as isError
+ * results (the trust layer's violations, bad arguments), the 401 challenge and the RFC 9728 metadata, and the
+ * agent's rate limit shared with the JSON routes.
+ */
+
+const card = { summary_title: "Pay €12.50 to Acme", category: "payments" };
+
+/** RFC 8785 for the JSON of these cards (strings, objects), written here independently. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value !== null && typeof value === "object")
+    return `{${Object.keys(value)
+      .filter((key) => (value as Record<string, unknown>)[key] !== undefined)
+      .sort()
+      .map((key) => `${JSON.stringify(key)}:${canonical((value as Record<string, unknown>)[key])}`)
+      .join(",")}}`;
+  return JSON.stringify(value);
+}
+const digestOf = (shown: Record<string, unknown>) => createHash("sha256").update(canonical(shown)).digest("base64url");
+
+type Era = "2026-07-28" | "2025-11-25";
+type Structured = Record<string, unknown>;
+
+describe("the MCP server", () => {
+  let mesh: TestMesh;
+  let svcctl: ReturnType<typeof svcctlJson>;
+  let organizationId: string;
+  let agentKey: string;
+  const clients: Client[] = [];
+
+  const connect = async (key: string, era: Era, fetchVia?: typeof fetch) => {
+    const client = new Client(
+      { name: "mcp-e2e", version: "1.0.0" },
+      era === "2026-07-28" ? { versionNegotiation: { mode: { pin: era } } } : {},
+    );
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${mesh.gatewayUrl}/mcp`), {
+        authProvider: { token: async () => key },
+        ...(fetchVia && { fetch: fetchVia }),
+      }),
+    );
+    clients.push(client);
+    return client;
+  };
+
+  const call = async (client: Client, name: string, args: Record<string, unknown>, onprogress?: () => void) => {
+    const answer = await client.callTool({ name, arguments: args }, onprogress ? { onprogress } : undefined);
+    return { isError: answer.isError === true, content: answer.structuredContent as Structured };
+  };
+
+  const sandboxHuman = async (behavior: "confirm" | "decline" | "silent") =>
+    (await svcctl(["human", "create", "--env", "development", "--behavior", behavior])).svc_user_id as string;
+
+  const registerAgent = async (name: string) =>
+    (
+      await svcctl([
+        ...["agent", "register", "--org", organizationId, "--env", "development", "--name", name],
+        ...["--category", "payments"],
+      ])
+    ).agent_key as string;
+
+  /** link_person, the human claims the code, check_link: the person's opaque_id. */
+  const link = async (client: Client, human: string) => {
+    const started = await call(client, "link_person", {});
+    expect(started).toMatchObject({
+      isError: false,
+      content: {
+        link_code: expect.stringMatching(/^[2-9A-HJKMNP-Z]{8}$/),
+        link_url: expect.stringMatching(/^svc:\/\/bind\//),
+      },
+    });
+    const code = started.content.link_code as string;
+    expect((await call(client, "check_link", { link_code: code })).content).toMatchObject({
+      status: "pending",
+      opaque_id: null,
+    });
+    await svcctl(["human", "claim", "--human", human, "--code", code]);
+    const claimed = await call(client, "check_link", { link_code: code });
+    expect(claimed.content).toMatchObject({ status: "claimed", opaque_id: expect.any(String) });
+    return claimed.content.opaque_id as string;
+  };
+
+  const keySet = () => createRemoteJWKSet(new URL(`${mesh.gatewayUrl}/.well-known/jwks.json`));
+
+  beforeAll(async () => {
+    mesh = await startTestMesh("mcp");
+    svcctl = svcctlJson(mesh);
+    organizationId = (await mesh.console.createOrganization({ name: "MCP partner" })).organizationId;
+    agentKey = await registerAgent("Mcp_Bot");
+  });
+  afterAll(async () => {
+    await Promise.all(clients.map((client) => client.close()));
+    await mesh?.stop();
+  });
+
+  it.each(["2026-07-28", "2025-11-25"] as const)(
+    "lists the six tools in the %s revision, each schema valid JSON Schema",
+    async (era) => {
+      const client = await connect(agentKey, era);
+      const { tools } = await client.listTools();
+      expect(tools.map((tool) => tool.name)).toEqual([
+        "link_person",
+        "check_link",
+        "ask_person",
+        "check_request",
+        "cancel_request",
+        "verify_proof",
+      ]);
+      const ajv = new Ajv2020({ strict: false });
+      addFormats.default(ajv);
+      for (const tool of tools) {
+        expect(tool.description?.length).toBeGreaterThan(80);
+        expect(() => ajv.compile(tool.inputSchema), tool.name).not.toThrow();
+        expect(tool.outputSchema, tool.name).toBeDefined();
+        expect(() => ajv.compile(tool.outputSchema as object), tool.name).not.toThrow();
+      }
+    },
+  );
+
+  it("serves the protected-resource metadata, and answers no key or a bad key with HTTP 401 and the challenge", async () => {
+    const document = await (await fetch(`${mesh.gatewayUrl}/v1/openapi.json`)).json();
+    const metadata = await fetch(`${mesh.gatewayUrl}/.well-known/oauth-protected-resource`);
+    const body = await metadata.json();
+    expect(body).toMatchObject({ resource: `${issuer}/mcp`, bearer_methods_supported: ["header"] });
+    expectDocumented(document, "GET", "/.well-known/oauth-protected-resource", { status: 200, body });
+
+    const initialize = {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "curl", version: "1" } },
+    };
+    const post = (authorization?: string) =>
+      fetch(`${mesh.gatewayUrl}/mcp`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          ...(authorization && { authorization }),
+        },
+        body: JSON.stringify(initialize),
+      });
+    const challenge = `Bearer resource_metadata="${issuer}/.well-known/oauth-protected-resource"`;
+    const missing = await post();
+    expect(missing.status).toBe(401);
+    expect(missing.headers.get("www-authenticate")).toBe(challenge);
+    const missingBody = await missing.json();
+    expectDocumented(document, "POST", "/mcp", { status: 401, body: missingBody, headers: missing.headers });
+    for (const bad of [
+      `Bearer svc_agent_Mcp_Bot__${"A".repeat(43)}`,
+      "Bearer svc_dev_notanagentkey",
+      `Basic ${agentKey}`,
+    ]) {
+      const refused = await post(bad);
+      expect(refused.status, bad).toBe(401);
+      expect(refused.headers.get("www-authenticate")).toContain(challenge);
+      expect(await refused.json()).toMatchObject({
+        error: "invalid_token",
+        error_description: expect.stringContaining("agent key"),
+      });
+    }
+    expect((await post(`Bearer svc_agent_Mcp_Bot__${"A".repeat(43)}`)).headers.get("www-authenticate")).toBe(
+      `${challenge}, error="invalid_token"`,
+    );
+    await expect(connect(`svc_agent_Mcp_Bot__${"A".repeat(43)}`, "2025-11-25")).rejects.toThrow();
+  });
+
+  it("links a sandbox human, who approves: the proof verifies with jose, over the card as proposed", async () => {
+    const client = await connect(agentKey, "2026-07-28");
+    const opaqueId = await link(client, await sandboxHuman("confirm"));
+    const detail = { label: "Amount", value: "EUR 12.50" };
+    let progressed = 0;
+    const asked = await call(
+      client,
+      "ask_person",
+      { opaque_id: opaqueId, ...card, summary_detail: detail, wait_seconds: 25 },
+      () => {
+        progressed++;
+      },
+    );
+    expect(asked).toMatchObject({
+      isError: false,
+      content: { status: "approved", verdict: "approve", proof: expect.any(String), card_id: expect.any(String) },
+    });
+    expect(progressed).toBeGreaterThanOrEqual(1);
+    const requestId = asked.content.request_id as string;
+    const { payload, protectedHeader } = await jwtVerify(asked.content.proof as string, keySet(), { issuer });
+    expect(protectedHeader.alg).toBe("ES256");
+    expect(payload).toMatchObject({
+      jti: requestId,
+      verdict: "approve",
+      sub: opaqueId,
+      card_id: asked.content.card_id,
+      card_digest: digestOf({ ...card, summary_detail: detail }),
+    });
+    expect(asked.content.proof_claims).toEqual(payload);
+
+    const verified = await call(client, "verify_proof", {
+      proof: asked.content.proof,
+      card: { ...card, summary_detail: detail },
+      request_id: requestId,
+    });
+    expect(verified.content).toMatchObject({ valid: true, reason: null, claims: { jti: requestId } });
+    const changed = await call(client, "verify_proof", {
+      proof: asked.content.proof,
+      card: { ...card, summary_title: "Pay €99 to Acme" },
+    });
+    expect(changed.content).toMatchObject({ valid: false, reason: "card_mismatch" });
+    expect((await call(client, "check_request", { request_id: requestId })).content).toMatchObject({
+      status: "approved",
+      proof: asked.content.proof,
+    });
+  });
+
+  it("a human who declines: denied with its proof, in the 2025-11-25 revision", async () => {
+    const client = await connect(agentKey, "2025-11-25");
+    const opaqueId = await link(client, await sandboxHuman("decline"));
+    const requestId = randomUUID();
+    const asked = await call(client, "ask_person", {
+      opaque_id: opaqueId,
+      ...card,
+      request_id: requestId,
+      wait_seconds: 25,
+    });
+    expect(asked.content).toMatchObject({ request_id: requestId, status: "denied", verdict: "denied" });
+    const { payload } = await jwtVerify(asked.content.proof as string, keySet(), { issuer });
+    expect(payload).toMatchObject({ jti: requestId, verdict: "denied", card_digest: digestOf(card) });
+  });
+
+  it("cancels a queued request: cancelled, no proof; a second cancel reports it already resolved", async () => {
+    const client = await connect(agentKey, "2026-07-28");
+    const opaqueId = await link(client, await sandboxHuman("silent"));
+    const asked = await call(client, "ask_person", { opaque_id: opaqueId, ...card });
+    expect(asked.content).toMatchObject({ status: "queued", verdict: null, proof: null, proof_claims: null });
+    const requestId = asked.content.request_id as string;
+    expect(
+      (await call(client, "cancel_request", { request_id: requestId, reason: "changed my mind" })).content,
+    ).toMatchObject({
+      status: "cancelled",
+      card_id: asked.content.card_id,
+    });
+    expect((await call(client, "cancel_request", { request_id: requestId })).content).toMatchObject({
+      status: "cancelled",
+      already_resolved: true,
+    });
+    expect((await call(client, "check_request", { request_id: requestId })).content).toMatchObject({
+      status: "cancelled",
+      proof: null,
+    });
+  });
+
+  it("a request past its ttl_at comes back expired, with no proof", async () => {
+    const client = await connect(agentKey, "2025-11-25");
+    const opaqueId = await link(client, await sandboxHuman("silent"));
+    const asked = await call(client, "ask_person", { opaque_id: opaqueId, ...card, ttl_seconds: 60 });
+    mesh.setClock(new Date(Date.parse(asked.content.ttl_at as string) + 1_000));
+    try {
+      expect((await svcctl(["agent", "sweep", "--limit", "1000"])).expired_count).toBeGreaterThanOrEqual(1);
+      const checked = await call(client, "check_request", { request_id: asked.content.request_id, wait_seconds: 5 });
+      expect(checked.content).toMatchObject({ status: "expired", verdict: null, proof: null });
+    } finally {
+      mesh.setClock(null);
+    }
+  });
+
+  it("refusals are isError results with the API's data.error: the trust layer's violations, bad arguments, an unknown request", async () => {
+    const client = await connect(agentKey, "2026-07-28");
+    const opaqueId = await link(client, await sandboxHuman("silent"));
+    const requestId = randomUUID();
+    const rejected = await call(client, "ask_person", {
+      opaque_id: opaqueId,
+      ...card,
+      summary_title: "Pay\u202Eevil",
+      request_id: requestId,
+    });
+    expect(rejected).toMatchObject({
+      isError: true,
+      content: { error: { statusCode: 422, code: "trust_layer_rejected" } },
+    });
+    expect((rejected.content.error as Structured).violations).toEqual(
+      expect.arrayContaining([expect.objectContaining({ path: "/action/summary_title" })]),
+    );
+    const notCreated = await call(client, "check_request", { request_id: requestId });
+    expect(notCreated).toMatchObject({ isError: true, content: { error: { statusCode: 404 } } });
+
+    const badArguments = await call(client, "ask_person", {
+      opaque_id: opaqueId,
+      ...card,
+      request_id: requestId,
+      wait_seconds: 30,
+    });
+    expect(badArguments).toMatchObject({
+      isError: true,
+      content: {
+        error: {
+          statusCode: 400,
+          code: "InputValidationError",
+          errors: [expect.objectContaining({ propertyPath: "wait_seconds" })],
+        },
+      },
+    });
+    expect((await call(client, "check_request", { request_id: requestId })).content).toMatchObject({
+      error: { statusCode: 404 },
+    });
+  });
+
+  it("counts each tool call as a request of its JSON route: past the agent's per_minute limit, a tool call is refused as 429", async () => {
+    const key = await registerAgent("Busy_Bot");
+    const client = await connect(key, "2026-07-28");
+    const minute = Math.floor(Date.now() / 60_000) * 60_000;
+    mesh.setClock(new Date(minute + 60_000 + 1_000));
+    try {
+      for (let round = 0; round < 6; round++)
+        await Promise.all(
+          Array.from({ length: 20 }, () => call(client, "check_request", { request_id: randomUUID() })),
+        );
+      const refused = await call(client, "check_request", { request_id: randomUUID() });
+      expect(refused).toMatchObject({
+        isError: true,
+        content: { error: { statusCode: 429, code: "RATE_LIMITED", bucket: "per_minute", reason: "rate" } },
+      });
+      const route = await fetch(`${mesh.gatewayUrl}/v1/agentlink/check-status?request_id=${randomUUID()}`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
+      expect(route.status).toBe(403);
+    } finally {
+      mesh.setClock(null);
+    }
+  });
+});
