@@ -1,5 +1,9 @@
+import { type ChildProcess, spawn } from "node:child_process";
 import { createHash, randomUUID } from "node:crypto";
+import { fileURLToPath } from "node:url";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import { freePort } from "@svc/local-mesh/process-tools";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { createRemoteJWKSet, jwtVerify } from "jose";
@@ -13,9 +17,13 @@ import { issuer } from "./gate-support.ts";
  * The MCP server at `{api_origin}/mcp` driven by the official MCP client over Streamable HTTP, in the 2026-07-28
  * revision and the 2025-11-25 one: the tools and their schemas, linking a sandbox human, ask_person approved,
  * denied, cancelled and expired (proofs checked with jose, card_digest recomputed here), refusals as isError
- * results (the trust layer's violations, bad arguments), the 401 challenge and the RFC 9728 metadata, and the
- * agent's rate limit shared with the JSON routes.
+ * results (the trust layer's violations, bad arguments), the 401 challenge and the RFC 9728 metadata, the
+ * agent's rate limit shared with the JSON routes, two gateway replicas serving one client, and the same tools
+ * over stdio from `svcctl mcp --stdio`.
  */
+
+const gatewayEntry = fileURLToPath(new URL("../../gateway/src/server.ts", import.meta.url));
+const svcctlBin = fileURLToPath(new URL("../../node_modules/.bin/svcctl", import.meta.url));
 
 const card = { summary_title: "Pay €12.50 to Acme", category: "payments" };
 
@@ -106,6 +114,44 @@ describe("the MCP server", () => {
     await Promise.all(clients.map((client) => client.close()));
     await mesh?.stop();
   });
+
+  /** A second gateway process beside the mesh's, on the same database, services and NATS. */
+  async function secondGateway(): Promise<{ url: string; child: ChildProcess }> {
+    const [port, consolePort] = [await freePort(), await freePort()];
+    const services = {
+      SIGNING: "signing",
+      GATE: "gate",
+      ACCOUNT: "account",
+      AGENTLINK: "agentlink",
+      WEBHOOK_DISPATCH: "webhook-dispatch",
+    };
+    const child = spawn(process.execPath, [gatewayEntry], {
+      env: {
+        ...process.env,
+        ...mesh.env,
+        ...Object.fromEntries(
+          Object.entries(services).map(([prefix, name]) => [`GATEWAY_${prefix}_URL`, mesh.urls[name]]),
+        ),
+        GATEWAY_PUBLIC_ORIGIN: issuer,
+        GATEWAY_PORT: String(port),
+        GATEWAY_CONSOLE_PORT: String(consolePort),
+        GATEWAY_CONSOLE_TOKEN: mesh.consoleToken,
+      },
+      stdio: "ignore",
+    });
+    const url = `http://127.0.0.1:${port}`;
+    await expect
+      .poll(
+        () =>
+          fetch(`${url}/readyz`).then(
+            (r) => r.ok,
+            () => false,
+          ),
+        { timeout: 30_000, interval: 200 },
+      )
+      .toBe(true);
+    return { url, child };
+  }
 
   it.each(["2026-07-28", "2025-11-25"] as const)(
     "lists the six tools in the %s revision, each schema valid JSON Schema",
@@ -340,5 +386,70 @@ describe("the MCP server", () => {
     } finally {
       mesh.setClock(null);
     }
+  });
+
+  it("two gateways behind one address serve one client: each request may reach either", async () => {
+    const second = await secondGateway();
+    try {
+      const origins = [mesh.gatewayUrl, second.url];
+      const served = new Map<string, number>();
+      let next = 0;
+      // The address's load balancer: every request to the next replica in turn.
+      const roundRobin: typeof fetch = (input, init) => {
+        const target = new URL(input instanceof Request ? input.url : String(input));
+        const origin = origins[next++ % origins.length] as string;
+        served.set(origin, (served.get(origin) ?? 0) + 1);
+        return fetch(`${origin}${target.pathname}${target.search}`, init);
+      };
+      for (const era of ["2026-07-28", "2025-11-25"] as const) {
+        const client = await connect(agentKey, era, roundRobin);
+        const opaqueId = await link(client, await sandboxHuman("confirm"));
+        const asked = await call(client, "ask_person", { opaque_id: opaqueId, ...card, wait_seconds: 25 });
+        expect(asked.content).toMatchObject({ status: "approved", proof: expect.any(String) });
+        expect((await call(client, "check_request", { request_id: asked.content.request_id })).content).toMatchObject({
+          status: "approved",
+        });
+      }
+      for (const origin of origins) expect(served.get(origin) ?? 0, origin).toBeGreaterThanOrEqual(4);
+    } finally {
+      second.child.kill("SIGTERM");
+    }
+  });
+
+  it("svcctl mcp --stdio serves the same tools, calling the public API with the agent's key", async () => {
+    const client = new Client({ name: "mcp-e2e-stdio", version: "1.0.0" });
+    clients.push(client);
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [svcctlBin, "mcp", "--stdio"],
+        env: {
+          PATH: process.env.PATH ?? "",
+          SVC_AGENT_KEY: agentKey,
+          SVC_BASE_URL: `${mesh.gatewayUrl}/v1`,
+          SVC_ISSUER: issuer,
+        },
+      }),
+    );
+    expect((await client.listTools()).tools.map((tool) => tool.name)).toHaveLength(6);
+    const opaqueId = await link(client, await sandboxHuman("confirm"));
+    let progressed = 0;
+    const asked = await call(client, "ask_person", { opaque_id: opaqueId, ...card, wait_seconds: 25 }, () => {
+      progressed++;
+    });
+    expect(asked.content).toMatchObject({ status: "approved", verdict: "approve" });
+    expect(progressed).toBeGreaterThanOrEqual(1);
+    const { payload } = await jwtVerify(asked.content.proof as string, keySet(), { issuer });
+    expect(payload).toMatchObject({ jti: asked.content.request_id, card_digest: digestOf(card) });
+    expect((await call(client, "verify_proof", { proof: asked.content.proof, card })).content).toMatchObject({
+      valid: true,
+    });
+    const rejected = await call(client, "ask_person", { opaque_id: opaqueId, ...card, summary_title: "Pay\u202Eevil" });
+    expect(rejected).toMatchObject({
+      isError: true,
+      content: { error: { statusCode: 422, code: "trust_layer_rejected" } },
+    });
+    const invalid = await call(client, "check_link", { link_code: "nope" });
+    expect(invalid).toMatchObject({ isError: true, content: { error: { statusCode: 400 } } });
   });
 });

@@ -34,3 +34,23 @@ export interface AgentOperations {
   /** Checks proofs offline against the service's key set. */
   verifier: Pick<Verifier, "verifyProof">;
 }
+
+/**
+ * The rate limiter's HTTP 403 (`errors`, `_rateLimit`, and on a development agent `data.error`) as a refusal:
+ * its `data.error` when it has one, else `statusCode` 429 `RATE_LIMITED` with the seconds until a retry passes.
+ */
+export function rateLimitRefusal(body: unknown): Refusal {
+  const blocked = body as {
+    errors?: { message: string }[];
+    data?: { error?: Refusal };
+    _rateLimit?: { primary?: { resetIn?: number } };
+  };
+  return (
+    blocked.data?.error ?? {
+      statusCode: 429,
+      code: "RATE_LIMITED",
+      message: blocked.errors?.[0]?.message ?? "rate limit exceeded",
+      retry_in: blocked._rateLimit?.primary?.resetIn ?? 1,
+    }
+  );
+}

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from "node:http";
-import type { AgentOperations, Answer, Refusal } from "@svc/mcp-tools";
+import { type AgentOperations, type Answer, rateLimitRefusal } from "@svc/mcp-tools";
 import type { Clock, Logger } from "@svc/platform";
 import { Verifier } from "@svc/sdk";
 import type { AuthenticatedCredential } from "../http/credential.ts";
@@ -31,23 +31,6 @@ export function proofVerifier(publicOrigin: string, keySet: KeySetCache): Verifi
     return keys ? Response.json({ keys }) : new Response(null, { status: 503 });
   };
   return new Verifier({ issuer: publicOrigin, fetch: ownKeySet as typeof fetch });
-}
-
-/** The blocked answer of the rate limiter (`rate-limits/rate-limit-report.ts`) as a refusal. */
-function rateLimitRefusal(body: unknown): Refusal {
-  const blocked = body as {
-    errors?: { message: string }[];
-    data?: { error?: Refusal };
-    _rateLimit?: { primary?: { resetIn?: number } };
-  };
-  return (
-    blocked.data?.error ?? {
-      statusCode: 429,
-      code: "RATE_LIMITED",
-      message: blocked.errors?.[0]?.message ?? "rate limit exceeded",
-      retry_in: blocked._rateLimit?.primary?.resetIn ?? 1,
-    }
-  );
 }
 
 /**

@@ -16,6 +16,7 @@ import { orgCommands } from "./commands/org.ts";
 import { signingCommands } from "./commands/signing.ts";
 import { walletCommands } from "./commands/wallet.ts";
 import { webhookCommands } from "./commands/webhook.ts";
+import { mcpUsage, serveMcpStdio } from "./mcp/serve-stdio.ts";
 
 /** One file per group in `commands/`; a new group is one import and one entry here. */
 const groups: readonly CommandGroup[] = [
@@ -61,6 +62,8 @@ function usage(): string {
     "",
     "Run 'svcctl <group> --help' for its commands.",
     "",
+    "svcctl mcp --stdio serves the agent tools of the MCP server over stdio (svcctl mcp --help).",
+    "",
   ].join("\n");
 }
 
@@ -78,6 +81,15 @@ export async function svcctl(argv: string[], io: Io): Promise<number> {
     if (groupName === undefined) throw new UsageError("no command given", usage());
     if (isHelp(groupName)) {
       io.out(usage());
+      return 0;
+    }
+    // Not a console command: an MCP server for an agent, speaking on stdout until stdin closes.
+    if (groupName === "mcp") {
+      if (isHelp(commandName)) {
+        io.out(mcpUsage);
+        return 0;
+      }
+      await serveMcpStdio(argv.slice(1), io.env);
       return 0;
     }
     const group = groups.find((g) => g.name === groupName);
