@@ -414,7 +414,7 @@ describe("the MCP server", () => {
     } finally {
       second.child.kill("SIGTERM");
     }
-  });
+  }, 120_000);
 
   it("svcctl mcp --stdio serves the same tools, calling the public API with the agent's key", async () => {
     const client = new Client({ name: "mcp-e2e-stdio", version: "1.0.0" });
@@ -451,5 +451,5 @@ describe("the MCP server", () => {
     });
     const invalid = await call(client, "check_link", { link_code: "nope" });
     expect(invalid).toMatchObject({ isError: true, content: { error: { statusCode: 400 } } });
-  });
+  }, 60_000);
 });
