@@ -272,6 +272,36 @@ describe("the MCP server", () => {
     });
   });
 
+  it("link_person asks a client that supports URL-mode elicitation to open the link for the person", async () => {
+    const client = new Client(
+      { name: "mcp-e2e-elicit", version: "1.0.0" },
+      { capabilities: { elicitation: { url: {} } }, versionNegotiation: { mode: { pin: "2026-07-28" } } },
+    );
+    const asked: Record<string, unknown>[] = [];
+    client.setRequestHandler("elicitation/create", (request) => {
+      asked.push(request.params as Record<string, unknown>);
+      return { action: "accept" };
+    });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${mesh.gatewayUrl}/mcp`), {
+        authProvider: { token: async () => agentKey },
+      }),
+    );
+    clients.push(client);
+    const started = await call(client, "link_person", {});
+    expect(started.isError).toBe(false);
+    const code = started.content.link_code as string;
+    expect(asked).toEqual([
+      expect.objectContaining({
+        mode: "url",
+        url: `${issuer}/v1/qr/bind/${code}.svg`,
+        message: expect.stringContaining(code),
+      }),
+    ]);
+    await svcctl(["human", "claim", "--human", await sandboxHuman("silent"), "--code", code]);
+    expect((await call(client, "check_link", { link_code: code })).content).toMatchObject({ status: "claimed" });
+  });
+
   it("a human who declines: denied with its proof, in the 2025-11-25 revision", async () => {
     const client = await connect(agentKey, "2025-11-25");
     const opaqueId = await link(client, await sandboxHuman("decline"));

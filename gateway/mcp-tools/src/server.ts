@@ -1,4 +1,10 @@
-import { type CallToolResult, ProtocolError, ProtocolErrorCode, Server } from "@modelcontextprotocol/server";
+import {
+  type CallToolResult,
+  inputRequired,
+  ProtocolError,
+  ProtocolErrorCode,
+  Server,
+} from "@modelcontextprotocol/server";
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import type { AgentOperations, Answer, Refusal } from "./operations.ts";
@@ -36,6 +42,20 @@ function invalidArguments(errors: readonly ErrorObject[]): Refusal {
   };
 }
 
+/**
+ * The answer a first round put into `requestState`. The state comes back from the client unverified: it is only
+ * ever that client's own result, so forging it changes nothing but what the client reads; it grants nothing.
+ */
+function answerIn(state: string | undefined): Answer | undefined {
+  if (state === undefined) return undefined;
+  try {
+    const answer = JSON.parse(state) as Answer;
+    return answer.ok === true && typeof answer.data === "object" && answer.data !== null ? answer : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** A tool's answer as MCP returns it: `structuredContent` always, a refusal as `isError` with `{error}`. */
 function toolResult(answer: Answer): CallToolResult {
   const structuredContent = answer.ok ? answer.data : { error: answer.error };
@@ -64,6 +84,9 @@ export function agentToolServer(operations: AgentOperations): Server {
     if (!entry) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `no tool named ${request.params.name}`);
     const input = request.params.arguments ?? {};
     if (!entry.check(input)) return toolResult({ ok: false, error: invalidArguments(entry.check.errors ?? []) });
+    // The round after the client opened the link: the answer of the first round, which it echoes back.
+    const earlier = entry.tool.linkToOpen && answerIn(ctx.mcpReq.requestState<string>());
+    if (earlier) return server.projectCallToolResult(toolResult(earlier), entry.tool.outputSchema);
     const progressToken = ctx.mcpReq._meta?.progressToken;
     const answer = await entry.tool.run(input, operations, {
       signal: ctx.mcpReq.signal,
@@ -75,6 +98,14 @@ export function agentToolServer(operations: AgentOperations): Server {
         });
       },
     });
+    // URL-mode elicitation rides a second round on the 2026-07-28 revision (its per-request envelope), so a
+    // stateless server can take it; a 2025 client's answer to a server request would reach another instance.
+    const link = answer.ok ? entry.tool.linkToOpen?.(answer.data) : undefined;
+    if (link && ctx.mcpReq.envelope !== undefined && server.getClientCapabilities()?.elicitation?.url !== undefined)
+      return inputRequired({
+        inputRequests: { open_link: inputRequired.elicitUrl(link) },
+        requestState: JSON.stringify(answer),
+      });
     return server.projectCallToolResult(toolResult(answer), entry.tool.outputSchema);
   });
   return server;

@@ -19,6 +19,8 @@ export interface AgentTool {
   inputSchema: JsonSchema;
   outputSchema: JsonSchema;
   run(input: Record<string, unknown>, operations: AgentOperations, context: ToolContext): Promise<Answer>;
+  /** A link the client is asked to open for the person after a successful run, where it supports URL-mode elicitation. */
+  linkToOpen?(result: Record<string, unknown>): { url: string; message: string };
 }
 
 const refusalSchema = {
@@ -146,6 +148,10 @@ const linkPerson: AgentTool = {
     ["link_code", "link_url", "qr_code_url", "expires_at"],
   ),
   run: (_input, operations) => operations.bindSession(),
+  linkToOpen: (result) => ({
+    url: String(result.qr_code_url),
+    message: `To link you to this agent, scan this code with the app, or enter ${String(result.link_code)} in it, within 10 minutes.`,
+  }),
 };
 
 const checkLink: AgentTool = {
