@@ -16,7 +16,6 @@ import { orgCommands } from "./commands/org.ts";
 import { signingCommands } from "./commands/signing.ts";
 import { walletCommands } from "./commands/wallet.ts";
 import { webhookCommands } from "./commands/webhook.ts";
-import { mcpUsage, serveMcpStdio } from "./mcp/serve-stdio.ts";
 
 /** One file per group in `commands/`; a new group is one import and one entry here. */
 const groups: readonly CommandGroup[] = [
@@ -83,8 +82,10 @@ export async function svcctl(argv: string[], io: Io): Promise<number> {
       io.out(usage());
       return 0;
     }
-    // Not a console command: an MCP server for an agent, speaking on stdout until stdin closes.
+    // Not a console command: an MCP server for an agent, speaking on stdout until stdin closes. Loaded only
+    // here: the MCP SDK and the tools' compiled schemas cost most of a second of CPU no console command should pay.
     if (groupName === "mcp") {
+      const { mcpUsage, serveMcpStdio } = await import("./mcp/serve-stdio.ts");
       if (isHelp(commandName)) {
         io.out(mcpUsage);
         return 0;
