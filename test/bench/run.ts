@@ -121,53 +121,83 @@ const goals: Record<string, Goal[]> = {
  */
 const onlyWhenNamed: Record<string, number> = { "test/bench/growth.bench.ts": 60 * 60_000 };
 
-const only = process.argv.slice(2);
+/** `--repeat N` runs the chosen set N times over; the summary then shows each goal's N verdicts and whether they agree. */
+const args = process.argv.slice(2);
+const repeatAt = args.indexOf("--repeat");
+const repeat = repeatAt === -1 ? 1 : Number(args[repeatAt + 1]);
+if (!Number.isInteger(repeat) || repeat < 1) throw new Error("--repeat takes a whole number of runs, at least 1");
+const only = repeatAt === -1 ? args : args.filter((_, index) => index !== repeatAt && index !== repeatAt + 1);
 const scripts = globSync(["services/*/bench/*.bench.ts", "gateway/bench/*.bench.ts", "test/bench/*.bench.ts"], {
   cwd: root,
 })
   .sort()
   .filter((file) => (only.length === 0 ? onlyWhenNamed[file] === undefined : only.some((name) => file.includes(name))));
 
-const results: { name: string; ratio?: number; [key: string]: unknown }[] = [];
-const failed: string[] = [];
-for (const script of scripts) {
-  process.stdout.write(`\n== ${script}\n`);
-  const run = spawnSync(process.execPath, [script], {
-    cwd: root,
-    encoding: "utf8",
-    stdio: ["ignore", "pipe", "inherit"],
-    timeout: onlyWhenNamed[script] ?? 10 * 60_000,
-  });
-  process.stdout.write(run.stdout ?? "");
-  for (const line of (run.stdout ?? "").split("\n")) {
-    if (!line.startsWith("{")) continue;
-    try {
-      const parsed = JSON.parse(line);
-      if (typeof parsed.name === "string") results.push(parsed);
-    } catch {
-      // a log line that happens to start with a brace
+type Result = { name: string; [field: string]: unknown };
+/** One full pass over the scripts: every result line they print, and the scripts that failed. */
+function runOnce(pass: number): { results: Result[]; failed: string[] } {
+  const results: Result[] = [];
+  const failed: string[] = [];
+  for (const script of scripts) {
+    process.stdout.write(`\n== ${script}${repeat > 1 ? ` (run ${pass} of ${repeat})` : ""}\n`);
+    const run = spawnSync(process.execPath, [script], {
+      cwd: root,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "inherit"],
+      timeout: onlyWhenNamed[script] ?? 10 * 60_000,
+    });
+    process.stdout.write(run.stdout ?? "");
+    for (const line of (run.stdout ?? "").split("\n")) {
+      if (!line.startsWith("{")) continue;
+      try {
+        const parsed = JSON.parse(line);
+        if (typeof parsed.name === "string") results.push(parsed);
+      } catch {
+        // a log line that happens to start with a brace
+      }
+    }
+    if (run.status !== 0) {
+      process.stdout.write(`(${script} exited with ${run.status ?? run.signal})\n`);
+      failed.push(`${script} exited with ${run.status ?? run.signal}`);
     }
   }
-  if (run.status !== 0) {
-    process.stdout.write(`(${script} exited with ${run.status ?? run.signal})\n`);
-    failed.push(`${script} exited with ${run.status ?? run.signal}`);
-  }
+  return { results, failed };
 }
 
+const passes = Array.from({ length: repeat }, (_, index) => runOnce(index + 1));
+
+const shown = (value: number | undefined) =>
+  value === undefined ? "-" : Number.isInteger(value) ? String(value) : value.toFixed(2);
+const judged = (goal: Goal, value: number | undefined): string => {
+  if (goal.says === "" || value === undefined) return "";
+  const met =
+    (goal.atLeast === undefined || value >= goal.atLeast) && (goal.atMost === undefined || value <= goal.atMost);
+  return met ? "meets goal" : "MISSES goal";
+};
+
 process.stdout.write("\n== summary\n");
-for (const result of results) {
-  for (const goal of goals[result.name] ?? [{ field: "ratio", says: "" }]) {
-    const value = result[goal.field];
-    const measured = typeof value === "number" ? value : undefined;
-    const met =
-      measured !== undefined &&
-      (goal.atLeast === undefined || measured >= goal.atLeast) &&
-      (goal.atMost === undefined || measured <= goal.atMost);
-    const verdict = goal.says === "" || measured === undefined ? "" : met ? "meets goal" : "MISSES goal";
-    const shown = measured === undefined ? "-" : Number.isInteger(measured) ? String(measured) : measured.toFixed(2);
+const names = [...new Set(passes.flatMap((pass) => pass.results.map((result) => result.name)))];
+for (const name of names) {
+  for (const goal of goals[name] ?? [{ field: "ratio", says: "" }]) {
+    const measured = passes.map((pass) => {
+      const value = pass.results.find((result) => result.name === name)?.[goal.field];
+      return typeof value === "number" ? value : undefined;
+    });
+    const verdicts = measured.map((value) => judged(goal, value));
+    const values = measured.map((value) => shown(value).padStart(6)).join(" ");
+    const verdict =
+      repeat === 1
+        ? verdicts[0]
+        : verdicts.every((v) => v === verdicts[0])
+          ? `${verdicts[0]} (agree)`
+          : `FLIPS: ${verdicts.join(" / ")}`;
     process.stdout.write(
-      `${result.name.padEnd(26)} ${goal.field.padEnd(30)} ${shown.padStart(6)}  ${verdict}${goal.says ? `  (${goal.says})` : ""}\n`,
+      `${name.padEnd(26)} ${goal.field.padEnd(30)} ${values}  ${verdict}${goal.says ? `  (${goal.says})` : ""}\n`,
     );
   }
 }
-for (const failure of failed) process.stdout.write(`FAILED: ${failure}; its goals are unmeasured\n`);
+for (const [index, pass] of passes.entries()) {
+  for (const failure of pass.failed) {
+    process.stdout.write(`FAILED${repeat > 1 ? ` in run ${index + 1}` : ""}: ${failure}; its goals are unmeasured\n`);
+  }
+}

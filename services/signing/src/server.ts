@@ -4,6 +4,7 @@ import {
   createLogger,
   databaseReachable,
   type Logger,
+  migrateSchema,
   openDatabase,
   openStatementPool,
   type PeriodicJob,
@@ -27,6 +28,8 @@ export interface RunningSigning extends RunningService {
   maintain(): Promise<void>;
 }
 
+const signingSchema = { schema: "signing", entities: [SigningKey, TokenCheck], migrations };
+
 /**
  * Signing starts without `startService`: it emits no events, so it has no outbox and must not need
  * NATS to sign, and its readiness includes a key that signs now.
@@ -40,11 +43,10 @@ export async function startSigning(
   const clock = options.clock ?? clockFromEnvironment(env);
 
   const orm = await openDatabase({
+    ...signingSchema,
     url: config.databaseUrl,
-    schema: "signing",
-    entities: [SigningKey, TokenCheck],
-    migrations,
     logger,
+    migrationMode: config.migrations,
   });
   let maintenance: PeriodicJob | undefined;
   let statements: ReturnType<typeof openStatementPool> | undefined;
@@ -119,4 +121,9 @@ export async function startSigning(
   }
 }
 
-runAsMain(import.meta.url, "signing", () => startSigning());
+runAsMain(
+  import.meta.url,
+  "signing",
+  () => startSigning(),
+  () => migrateSchema({ ...signingSchema, envPrefix: "SIGNING", logger: createLogger("signing") }),
+);

@@ -52,9 +52,9 @@ export const humanCommands: CommandGroup = {
       name: "session",
       summary: 'Signs a human in to the app API; prints {"session_token","expires_at"}.',
       details:
-        "A user session from the gateway's development identity provider for the human's sign-in identity there (every " +
+        "A user session for the human's sign-in identity at the development identity provider (deploy/dev-idp; every " +
         "sandbox human has one), sent as 'Authorization: Bearer <session_token>' to the app API (/v1/app/...). Development " +
-        "only: a production gateway runs no development identity provider and refuses.",
+        "only: a production gateway trusts no development identity provider and refuses.",
       options: {
         human: { type: "string", required: true, valueName: "ID", description: "the human's svc_user_id" },
       },
