@@ -48,6 +48,8 @@ import {
   requestNotifications,
 } from "./long-poll/notifications.ts";
 import { Waiters } from "./long-poll/waiters.ts";
+import { proofVerifier } from "./mcp/in-process-operations.ts";
+import { mcpRoute } from "./mcp/mcp-endpoint.ts";
 import { migrations } from "./migrations/index.ts";
 import { CheckStatusBatcher } from "./operations/check-status-batcher.ts";
 import { rawRoutes, routes } from "./operations/index.ts";
@@ -186,26 +188,38 @@ export async function startGateway(
 
   // The public pipeline, outermost first. Rate limiting goes after authenticate (it counts per
   // credential), alias handling before validate (it renames old fields so the schema sees new ones).
+  const authenticate = authenticateStage([
+    ...apiKeyResolvers(directory, clock),
+    grantTokenResolver(gate, pepper),
+    agentKeys,
+    userSessions,
+  ]);
+  const rateLimit = rateLimitStage({
+    limiter,
+    upgradeUrl: config.upgradeUrl,
+    anonymousPerMinute: config.rateLimitAnonymousPerMinute,
+    trustedProxyHops: config.trustedProxyHops,
+    logger,
+  });
   const stages: Stage[] = [
     parseStage,
-    authenticateStage([
-      ...apiKeyResolvers(directory, clock),
-      grantTokenResolver(gate, pepper),
-      agentKeys,
-      userSessions,
-    ]),
-    rateLimitStage({
-      limiter,
-      upgradeUrl: config.upgradeUrl,
-      anonymousPerMinute: config.rateLimitAnonymousPerMinute,
-      trustedProxyHops: config.trustedProxyHops,
-      logger,
-    }),
+    authenticate,
+    rateLimit,
     aliasStage({ table: aliasTable, sunset, link: openApiLink }),
     validateStage,
     idempotencyStage({ store: new IdempotencyStore(idempotencyPool), pepper, logger }),
     handleStage,
   ];
+  // An MCP request is authenticated once; each tool call is counted and run as a request of its agent route
+  // (no rename window or Idempotency-Key: the agent routes have no old names, and a tool call carries no key).
+  const mcp = mcpRoute({
+    authenticate,
+    perCall: [rateLimit, validateStage, handleStage],
+    services,
+    clock,
+    logger,
+    verifier: proofVerifier(config.publicOrigin, services.keySet),
+  });
   const sweeps = [
     startPeriodicJob({
       everyMs: limitSweepEveryMs,
@@ -252,6 +266,7 @@ export async function startGateway(
       logger,
       ready,
       meshHealth,
+      fetchRoutes: [mcp],
       rawRoutes: rawRoutes({
         keySet: services.keySet,
         signIn,

@@ -108,6 +108,14 @@ const goals: Record<string, Goal[]> = {
       says: "p99 from a sandbox human's confirmation commit to the page's svc:gate-status event at most 3x the status long-poll's own wake p99",
     },
   ],
+  "mcp-tool-call": [
+    {
+      field: "ratio",
+      atMost: 1.5,
+      says: "server CPU of a tool call through /mcp (2026-07-28) at most 1.5x the same operation through its JSON route",
+    },
+    { field: "legacy_ratio", atMost: 1.5, says: "the same in the 2025-11-25 revision" },
+  ],
   "trust-layer-screening": [
     { field: "p99_ms", atMost: 2, says: "screening a 28 KB card of realistic content: p99 at most 2 ms" },
     { field: "ratio", atLeast: 0.1, says: "its throughput at least 10% of JSON.parse of the same bytes" },

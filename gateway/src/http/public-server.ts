@@ -1,10 +1,14 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import type { Clock, Logger } from "@svc/platform";
 import { corsResponseHeaders, preflightHeaders, servesBrowsers } from "./cors.ts";
 import { envelope } from "./envelope.ts";
 import { InputValidationError, unhandledBody } from "./errors.ts";
 import { writeEventStream } from "./event-stream.ts";
+import type { FetchRoute } from "./fetch-route.ts";
 import { type RequestContext, runPipeline, type Stage } from "./pipeline.ts";
 import { type RawReply, type RawRoute, rawBodyLimit } from "./raw-route.ts";
 import { basePath, pathPattern, type Route } from "./route.ts";
@@ -18,6 +22,8 @@ export interface PublicServerOptions<Services> {
   routes: readonly Route<Services>[];
   /** Replies outside the envelope (key set, OpenAPI document, QR codes, pages), by their path on the origin. */
   rawRoutes?: readonly RawRoute[];
+  /** Paths answered by a web-standard handler (the MCP server), by their path on the origin. */
+  fetchRoutes?: readonly FetchRoute[];
   /** The pipeline every operation runs through, outermost first (see `pipeline.ts`). */
   stages: readonly Stage[];
   /** What the routes' handlers reach (the gateway's `GatewayServices`), passed to each untouched. */
@@ -81,15 +87,50 @@ async function readRawBody(req: IncomingMessage, limit: number): Promise<string 
   return size > limit ? undefined : Buffer.concat(chunks).toString("utf8");
 }
 
-/** What answers one method at one path: an operation, through the pipeline, or a raw reply. */
-type Target = { kind: "operation"; route: Route } | { kind: "raw"; route: RawRoute };
+/**
+ * A fetch route's answer to a Node request: the request as a web `Request` (its body streamed, aborted when the
+ * client goes), the `Response` streamed back (an MCP answer may be a stream of Server-Sent Events).
+ */
+async function serveFetch(req: IncomingMessage, res: ServerResponse, url: URL, route: FetchRoute): Promise<void> {
+  const gone = new AbortController();
+  res.once("close", () => {
+    if (!res.writableFinished) gone.abort();
+  });
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headersDistinct))
+    for (const one of value ?? []) headers.append(name, one);
+  const method = req.method ?? "GET";
+  const request = new Request(url, {
+    method,
+    headers,
+    signal: gone.signal,
+    ...(method === "GET" || method === "HEAD"
+      ? {}
+      : { body: Readable.toWeb(req) as ReadableStream<Uint8Array>, duplex: "half" as const }),
+  });
+  const response = await route.fetch(request, req);
+  const responseHeaders: Record<string, string> = {};
+  response.headers.forEach((value, name) => {
+    responseHeaders[name] = value;
+  });
+  res.writeHead(response.status, { ...baselineHeaders, ...responseHeaders });
+  if (!response.body) return void res.end();
+  // A client that goes away mid-stream ends the pipeline early: nothing is left to answer.
+  await pipeline(Readable.fromWeb(response.body as WebReadableStream<Uint8Array>), res).catch(() => {});
+}
+
+/** What answers one method at one path: an operation, through the pipeline, a raw reply or a fetch route. */
+type Target =
+  | { kind: "operation"; route: Route }
+  | { kind: "raw"; route: RawRoute }
+  | { kind: "fetch"; route: FetchRoute };
 
 /**
  * The route table by path, then method, so a known path with another method can say which it takes.
  * Operations sit below `{base_url}`; raw routes name their whole path, or a pattern tried in order
  * after every exact path.
  */
-function routeTable(routes: readonly Route[], rawRoutes: readonly RawRoute[]) {
+function routeTable(routes: readonly Route[], rawRoutes: readonly RawRoute[], fetchRoutes: readonly FetchRoute[]) {
   const exact = new Map<string, Map<string, Target>>();
   const patterns: { pattern: RegExp; methods: Map<string, Target> }[] = [];
   const add = (path: string, method: string, target: Target) => {
@@ -109,6 +150,8 @@ function routeTable(routes: readonly Route[], rawRoutes: readonly RawRoute[]) {
     if (family) family.methods.set(route.method, target);
     else patterns.push({ pattern, methods: new Map([[route.method, target]]) });
   }
+  for (const route of fetchRoutes)
+    for (const method of route.methods) add(route.path, method, { kind: "fetch", route });
   for (const route of rawRoutes) {
     const target: Target = { kind: "raw", route };
     const methods: [string, Target][] = [[route.method, target]];
@@ -130,7 +173,7 @@ function routeTable(routes: readonly Route[], rawRoutes: readonly RawRoute[]) {
  */
 export async function startPublicServer<Services>(options: PublicServerOptions<Services>): Promise<RunningServer> {
   const { logger } = options;
-  const lookUp = routeTable(options.routes, options.rawRoutes ?? []);
+  const lookUp = routeTable(options.routes, options.rawRoutes ?? [], options.fetchRoutes ?? []);
 
   const runOperation = async (req: IncomingMessage, res: ServerResponse, url: URL, route: Route): Promise<void> => {
     const started = performance.now();
@@ -231,6 +274,7 @@ export async function startPublicServer<Services>(options: PublicServerOptions<S
       });
     const target = methods.get(method);
     if (target?.kind === "operation") return runOperation(req, res, url, target.route);
+    if (target?.kind === "fetch") return serveFetch(req, res, url, target.route);
     if (target?.kind === "raw") {
       const limit = target.route.bodyLimit ?? rawBodyLimit;
       const body = method === "POST" ? await readRawBody(req, limit) : "";
@@ -238,9 +282,9 @@ export async function startPublicServer<Services>(options: PublicServerOptions<S
       return sendRaw(res, await target.route.serve({ url, headers: req.headers, body }));
     }
     // A preflight runs no stage: it carries no credential, is not counted and calls no service.
-    const browserMethods = [...methods.values()]
-      .filter((t) => t.kind === "operation" && servesBrowsers(t.route))
-      .map((t) => t.route.method);
+    const browserMethods = [...methods.values()].flatMap((t) =>
+      t.kind === "operation" && servesBrowsers(t.route) ? [t.route.method] : [],
+    );
     if (method === "OPTIONS" && browserMethods.length > 0)
       return void res.writeHead(204, { ...baselineHeaders, ...preflightHeaders(browserMethods, req.headers) }).end();
     const allowed = [...methods.keys(), ...(browserMethods.length > 0 ? ["OPTIONS"] : [])].join(", ");

@@ -34,6 +34,7 @@ import { openApiDocument, openApiRoute } from "../http/openapi/document.ts";
 import type { RawRoute } from "../http/raw-route.ts";
 import type { Route } from "../http/route.ts";
 import { idempotencyPart } from "../idempotency/openapi-part.ts";
+import { mcpPaths, protectedResourceRoute } from "../mcp/protected-resource.ts";
 import { rateLimitPart } from "../rate-limits/openapi-part.ts";
 import { upgradePageRoute } from "../rate-limits/rate-limit-report.ts";
 import { aliasTable, sunset } from "../rename-window/aliases.ts";
@@ -104,7 +105,7 @@ export const openApiDocumentOf = (publicOrigin: string) =>
     routes,
     parts: [rateLimitPart, idempotencyPart, corsPart, renameWindowPart(aliasTable, sunset)],
     securitySchemes,
-    paths: { ...keySetPaths(publicOrigin), ...qrCodePaths, ...widgetScriptPaths },
+    paths: { ...keySetPaths(publicOrigin), ...mcpPaths(publicOrigin), ...qrCodePaths, ...widgetScriptPaths },
     publicOrigin,
   });
 
@@ -119,6 +120,7 @@ export function rawRoutes(options: {
   const { publicOrigin } = options;
   return [
     keySetRoute(options.keySet),
+    protectedResourceRoute(publicOrigin),
     openApiRoute(openApiDocumentOf(publicOrigin)),
     qrCodeRoute,
     upgradePageRoute,

@@ -61,6 +61,8 @@ function usage(): string {
     "",
     "Run 'svcctl <group> --help' for its commands.",
     "",
+    "svcctl mcp --stdio serves the agent tools of the MCP server over stdio (svcctl mcp --help).",
+    "",
   ].join("\n");
 }
 
@@ -78,6 +80,17 @@ export async function svcctl(argv: string[], io: Io): Promise<number> {
     if (groupName === undefined) throw new UsageError("no command given", usage());
     if (isHelp(groupName)) {
       io.out(usage());
+      return 0;
+    }
+    // Not a console command: an MCP server for an agent, speaking on stdout until stdin closes. Loaded only
+    // here: the MCP SDK and the tools' compiled schemas cost most of a second of CPU no console command should pay.
+    if (groupName === "mcp") {
+      const { mcpUsage, serveMcpStdio } = await import("./mcp/serve-stdio.ts");
+      if (isHelp(commandName)) {
+        io.out(mcpUsage);
+        return 0;
+      }
+      await serveMcpStdio(argv.slice(1), io.env);
       return 0;
     }
     const group = groups.find((g) => g.name === groupName);
