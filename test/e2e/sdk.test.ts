@@ -16,6 +16,7 @@ import {
   RateLimitError,
   Svc,
   SvcError,
+  type SvcOptions,
   TrustLayerError,
 } from "@svc/sdk";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -39,6 +40,10 @@ describe("the SDK against the mesh", () => {
   let svc: Svc;
   let svcctl: ReturnType<typeof svcctlJson>;
 
+  /** A client of the mesh whose every answer is held to the document (`mesh.fetch`). */
+  const client = (apiKey: string, options: Partial<SvcOptions> = {}) =>
+    new Svc({ apiKey, baseUrl: `${mesh.gatewayUrl}/v1`, issuer, fetch: mesh.fetch, ...options });
+
   const sandboxHuman = async (behavior: "confirm" | "decline" | "silent") =>
     (await svcctl(["human", "create", "--env", "development", "--behavior", behavior])).svc_user_id as string;
 
@@ -47,14 +52,14 @@ describe("the SDK against the mesh", () => {
     svcctl = svcctlJson(mesh);
     partner = await newPartner(mesh, "SDK partner");
     await newGate(mesh, partner.organizationId, { key: "signup" });
-    svc = new Svc({ apiKey: partner.devSecret, baseUrl: `${mesh.gatewayUrl}/v1`, issuer });
+    svc = client(partner.devSecret);
   });
   afterAll(async () => {
     await mesh?.stop();
   });
 
   it("was generated from exactly the document the gateway serves", async () => {
-    const served = await (await fetch(`${mesh.gatewayUrl}/v1/openapi.json`)).json();
+    const served = await (await mesh.fetch(`${mesh.gatewayUrl}/v1/openapi.json`)).json();
     const generated = readFileSync(new URL("../../gateway/sdk/src/gen/openapi.ts", import.meta.url), "utf8");
     expect(await typesOf(served), "the SDK's types drifted: run npm run build:sdk").toBe(generated);
   });
@@ -130,7 +135,7 @@ describe("the SDK against the mesh", () => {
     let agent: Svc;
 
     beforeAll(async () => {
-      agent = new Svc({ apiKey: await agentKey("Sdk_Bot"), baseUrl: `${mesh.gatewayUrl}/v1`, issuer });
+      agent = client(await agentKey("Sdk_Bot"));
     });
 
     it("binds a human and asks them: an approval comes back with its verified proof", async () => {
@@ -205,7 +210,7 @@ describe("the SDK against the mesh", () => {
         url: `${receiver.url}/hooks`,
         types: ["agents_ask.resolution.confirmed"],
       });
-      const hookBot = new Svc({ apiKey: await agentKey("Hook_Bot"), baseUrl: `${mesh.gatewayUrl}/v1`, issuer });
+      const hookBot = client(await agentKey("Hook_Bot"));
       const answer = await hookBot.agents.ask({ svc_user_id: await sandboxHuman("confirm"), action });
       await vi.waitFor(() => expect(received.length).toBeGreaterThan(0), { timeout: 15_000 });
       const delivery = received[0]!;
@@ -224,7 +229,7 @@ describe("the SDK against the mesh", () => {
     let dropped = 0;
     const seen: string[] = [];
     const proxy = await listen(async (request, body, socket) => {
-      const upstream = await fetch(`${mesh.gatewayUrl}${request.url}`, {
+      const upstream = await mesh.fetch(`${mesh.gatewayUrl}${request.url}`, {
         method: request.method,
         headers: request.headers as Record<string, string>,
         ...(request.method === "POST" && { body }),
@@ -242,7 +247,7 @@ describe("the SDK against the mesh", () => {
       };
     });
     try {
-      const behindProxy = new Svc({ apiKey: partner.devSecret, baseUrl: `${proxy.url}/v1`, issuer });
+      const behindProxy = client(partner.devSecret, { baseUrl: `${proxy.url}/v1` });
       const session = await behindProxy.sessions.create({ partner_user_id: "user-replayed" });
       expect(session.response).toMatchObject({ idempotentReplayed: true, attempts: 2 });
       expect(seen).toHaveLength(2);
@@ -254,7 +259,7 @@ describe("the SDK against the mesh", () => {
   });
 
   it("refuses with one class per refusal: AuthenticationError, InvalidRequestError, ConflictError, RateLimitError", async () => {
-    const stranger = new Svc({ apiKey: "svc_dev_not_a_key_of_ours", baseUrl: `${mesh.gatewayUrl}/v1`, issuer });
+    const stranger = client("svc_dev_not_a_key_of_ours");
     const unauthenticated = await stranger.sessions.create().catch((error: unknown) => error);
     expect(unauthenticated).toBeInstanceOf(AuthenticationError);
     expect(unauthenticated).toMatchObject({ statusCode: 401 });
@@ -292,20 +297,14 @@ describe("the SDK against the mesh", () => {
     mesh.setClock(new Date(windowStart + 9_000));
     const sent: { at: number; status: number; body: { data?: { error?: { retry_in?: number } } } }[] = [];
     const countingFetch: typeof fetch = async (input, init) => {
-      const answer = await fetch(input, init);
+      const answer = await mesh.fetch(input, init);
       const body = await answer.clone().json();
       sent.push({ at: performance.now(), status: answer.status, body });
       if (answer.status === 403) mesh.setClock(new Date(windowStart + 10_500));
       return answer;
     };
     try {
-      const patient = new Svc({
-        apiKey: limited.key,
-        baseUrl: `${mesh.gatewayUrl}/v1`,
-        issuer,
-        timeoutMs: 25_000,
-        fetch: countingFetch,
-      });
+      const patient = client(limited.key, { timeoutMs: 25_000, fetch: countingFetch });
       await patient.sessions.create();
       const session = await patient.sessions.create();
       expect(session.anchor_grant_token).toMatch(/^svcs_/);
@@ -321,7 +320,7 @@ describe("the SDK against the mesh", () => {
   });
 
   it("a silent human's card comes back expired once its ttl_at passes, with no proof", async () => {
-    const agent = new Svc({ apiKey: await agentKey("Patient_Bot"), baseUrl: `${mesh.gatewayUrl}/v1`, issuer });
+    const agent = client(await agentKey("Patient_Bot"));
     const requestId = crypto.randomUUID();
     const asked = agent.agents.ask({
       request_id: requestId,

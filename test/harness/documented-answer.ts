@@ -15,6 +15,8 @@ export interface DocumentedAnswer {
   status: number;
   /** The parsed JSON body, or the text of another media type; `undefined` or `""` for no body. */
   body: unknown;
+  /** The body is a stream left unread (Server-Sent Events): only its media type is checked. */
+  streamed?: boolean;
   /** Without one, `application/json` when the body is not empty. */
   contentType?: string;
   headers?: Headers | Record<string, string>;
@@ -82,20 +84,34 @@ function resolve(document: Json, value: Json): Json {
   return resolve(document, named);
 }
 
-/** The document's path template that `path` (below the origin, query allowed) is an address of. */
-function templateOf(document: Json, path: string): string {
+/** The path of a server's URL, without its trailing slash: `/v1` for `{base_url}`. */
+const serverPath = (servers: unknown) =>
+  new URL((servers as { url: string }[] | undefined)?.[0]?.url ?? "/", "http://x").pathname.replace(/\/$/, "");
+
+/** The document's path template that `path` (below the origin, query allowed) is an address of, if any. */
+function findTemplate(document: Json, path: string): string | undefined {
   const pathname = new URL(path, "http://x").pathname;
   const paths = document.paths as Record<string, Json>;
-  const prefix = (item: Json) => {
-    const [server] = (item.servers ?? document.servers) as { url: string }[];
-    return new URL(server?.url ?? "/", "http://x").pathname.replace(/\/$/, "");
-  };
   const found = Object.entries(paths).find(([template, item]) => {
     const form = template.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{[^}]+\}/g, "[^/]+");
-    return new RegExp(`^${prefix(item)}${form}$`).test(pathname);
+    return new RegExp(`^${serverPath(item.servers ?? document.servers)}${form}$`).test(pathname);
   });
-  if (!found) throw new Error(`the document has no path for ${pathname}`);
-  return found[0];
+  return found?.[0];
+}
+
+function templateOf(document: Json, path: string): string {
+  const template = findTemplate(document, path);
+  if (template === undefined) throw new Error(`the document has no path for ${new URL(path, "http://x").pathname}`);
+  return template;
+}
+
+/**
+ * Whether the document speaks for `path`: an address of one of its paths, or any address below its
+ * server (`{base_url}`), where an address it does not list is an undocumented operation.
+ */
+export function describes(document: Json, path: string): boolean {
+  const pathname = new URL(path, "http://x").pathname;
+  return findTemplate(document, path) !== undefined || pathname.startsWith(`${serverPath(document.servers)}/`);
 }
 
 /** Throws, saying what differs, unless `answer` is what the document says `method path` may answer. */
@@ -110,7 +126,11 @@ export function expectDocumented(document: Json, method: string, path: string, a
   const found: string[] = [];
   const content = (response.content ?? {}) as Record<string, Json>;
   const types = Object.keys(content);
-  if (answer.body === undefined || answer.body === "") {
+  if (answer.streamed) {
+    const contentType = answer.contentType ?? "";
+    if (!types.some((type) => contentType.startsWith(type)))
+      found.push(`${contentType} is not documented (${types.join(", ") || "no body"})`);
+  } else if (answer.body === undefined || answer.body === "") {
     if (types.length > 0) found.push(`the body is empty, documented ${types.join(" or ")}`);
   } else {
     const contentType = answer.contentType ?? "application/json";
