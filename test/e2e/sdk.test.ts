@@ -105,30 +105,83 @@ describe("the SDK against the mesh", () => {
     expect(await svc.tokens.verify({ token })).toMatchObject({ valid: false, reason: "replayed" });
   });
 
-  it("walks the secured accounts over more than one page, and gives one page with total", async () => {
+  /** An account of the partner's secured for `reference` by a new sandbox human, `minutesAgo`; its handle. */
+  const secured = async (reference: string, minutesAgo: number) => {
+    const { svcUserId } = await createClient(AccountConsoleService, mesh.consoleTransport()).createSandboxHuman({
+      environment: Environment.DEVELOPMENT,
+      behavior: SandboxBehavior.CONFIRM,
+    });
     const account = createInternalClient(AccountService, mesh.urls.account as string);
-    const accountConsole = createClient(AccountConsoleService, mesh.consoleTransport());
+    const { handle } = await account.secureAccount({
+      organizationId: partner.organizationId,
+      environment: Environment.DEVELOPMENT,
+      partnerUserRef: reference,
+      svcUserId,
+      at: timestampFromDate(new Date(Date.now() - minutesAgo * 60_000)),
+    });
+    return handle;
+  };
+
+  it("walks the secured accounts over more than one page, and gives one page with total", async () => {
     const handles: string[] = [];
-    for (const [index, reference] of ["ref-a", "ref-b", "ref-c"].entries()) {
-      const { svcUserId } = await accountConsole.createSandboxHuman({
-        environment: Environment.DEVELOPMENT,
-        behavior: SandboxBehavior.CONFIRM,
-      });
-      const secured = await account.secureAccount({
-        organizationId: partner.organizationId,
-        environment: Environment.DEVELOPMENT,
-        partnerUserRef: reference,
-        svcUserId,
-        at: timestampFromDate(new Date(Date.now() - (3 - index) * 60_000)),
-      });
-      handles.push(secured.handle);
-    }
+    for (const [index, reference] of ["ref-a", "ref-b", "ref-c"].entries())
+      handles.push(await secured(reference, 3 - index));
     const page = await svc.securedAccounts.list({ status: "active", limit: 2 }).page();
     expect(page).toMatchObject({ total: 3, environment: "development", limit: 2 });
     expect(page.rows).toHaveLength(2);
     const walked: string[] = [];
     for await (const row of svc.securedAccounts.list({ status: "active", limit: 2 })) walked.push(row.handle as string);
     expect(walked).toEqual([...handles].reverse());
+  });
+
+  it("reports a changed sign-in detail: the reference's active link ends, and a repeat is harmless", async () => {
+    const handle = await secured("ref-changed", 1);
+    const reported = await svc.securedAccounts.reportCredentialChange({ platform_user_ref: "ref-changed" });
+    expect(reported).toEqual({ unlinked: true, handle });
+    expect(reported.response).toMatchObject({ status: 200, idempotentReplayed: false, attempts: 1 });
+    const page = await svc.securedAccounts.list({ platform_user_ref: "ref-changed" }).page();
+    expect(page.rows).toEqual([
+      expect.objectContaining({
+        handle,
+        status: "unlinked",
+        unlinked_by: "platform",
+        unlink_reason: "credential_changed",
+      }),
+    ]);
+    expect(await svc.securedAccounts.reportCredentialChange({ platform_user_ref: "ref-changed" })).toEqual({
+      unlinked: false,
+    });
+    const blank = await svc.securedAccounts
+      .reportCredentialChange({ platform_user_ref: " " })
+      .catch((error: unknown) => error);
+    expect(blank).toBeInstanceOf(InvalidRequestError);
+    expect((blank as InvalidRequestError).violations[0]).toMatchObject({ propertyPath: "platform_user_ref" });
+    const agentKeyRefused = await client(await agentKey("Report_Bot"))
+      .securedAccounts.reportCredentialChange({ platform_user_ref: "ref-changed" })
+      .catch((error: unknown) => error);
+    expect(agentKeyRefused).toBeInstanceOf(AuthenticationError);
+  });
+
+  it("reads a gate's configuration, revokes a pending request and logs an unused grant token out", async () => {
+    expect(await svc.partnerConfig.get({ gate: "signup" })).toMatchObject({
+      gate: "signup",
+      organization: { id: partner.organizationId },
+    });
+    const session = await svc.sessions.create({ partner_user_id: "user-revoked" });
+    await svc.verifications.createLink({ grantToken: session.anchor_grant_token as string, gate: "signup" });
+    expect(await svc.verifications.revoke({ gate: "signup", partner_user_id: "user-revoked" })).toMatchObject({
+      success: true,
+      revoked_count: 1,
+    });
+    const unused = await svc.sessions.create({ partner_user_id: "user-logged-out" });
+    expect(await svc.sessions.logout({ anchor_grant_token: unused.anchor_grant_token as string })).toEqual({
+      success: true,
+      revoked: true,
+    });
+    const refused = await svc.verifications
+      .createLink({ grantToken: unused.anchor_grant_token as string, gate: "signup" })
+      .catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(AuthenticationError);
   });
 
   describe("agents", () => {
