@@ -1,10 +1,12 @@
-import { type DocumentedAnswer, describes, expectDocumented } from "./documented-answer.ts";
+import { type DocumentedAnswer, describes, expectDocumented, prepareDocumented } from "./documented-answer.ts";
 
 type Json = Record<string, unknown>;
 
 export type DocumentedFetch = typeof fetch & {
   /** Every answer seen that the document does not describe, also those whose rejection a caller swallowed. */
   readonly undocumented: readonly string[];
+  /** Reads the document and compiles its schemas now rather than at the first answers. */
+  prepare(): Promise<void>;
 };
 
 /** The answer as `expectDocumented` takes it, read from a copy so the caller still reads the original. */
@@ -33,7 +35,11 @@ export function documentedFetch(gatewayUrl: string, base: typeof fetch = globalT
   const origin = new URL(gatewayUrl).origin;
   let document: Promise<Json> | undefined;
   const documentOf = () => {
-    document ??= base(`${origin}/v1/openapi.json`).then((response) => response.json() as Promise<Json>);
+    document ??= base(`${origin}/v1/openapi.json`).then(async (response) => {
+      const read = (await response.json()) as Json;
+      prepareDocumented(read);
+      return read;
+    });
     return document;
   };
   const undocumented: string[] = [];
@@ -56,5 +62,8 @@ export function documentedFetch(gatewayUrl: string, base: typeof fetch = globalT
     }
     return response;
   };
-  return Object.assign(checked, { undocumented }) as DocumentedFetch;
+  const prepare = async () => {
+    await documentOf();
+  };
+  return Object.assign(checked, { undocumented, prepare }) as DocumentedFetch;
 }

@@ -68,6 +68,11 @@ export async function startTestMesh(
     },
   });
   const checkedFetch = documentedFetch(mesh.gatewayUrl);
+  await checkedFetch.prepare().catch(async (error: unknown) => {
+    await mesh.stop();
+    await database.drop();
+    throw error;
+  });
   return {
     ...mesh,
     env,
