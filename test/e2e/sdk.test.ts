@@ -370,6 +370,27 @@ describe("the SDK against the mesh", () => {
     } finally {
       mesh.setClock(null);
     }
+
+    // A production key's refusal is not retried: it throws, saying when the minute's window opens again.
+    const production = await mesh.console.createKey({
+      organizationId: partner.organizationId,
+      environment: Environment.PRODUCTION,
+      type: KeyType.SECRET,
+      allowedOrigins: [],
+      allowedGates: [],
+    });
+    await mesh.console.setKeyLimits({ keyId: production.keyId, bucket: "per_minute", limit: 1 });
+    mesh.setClock(new Date(Math.floor(Date.now() / 60_000) * 60_000 + 1_000));
+    try {
+      const strict = client(production.key);
+      await strict.sessions.create();
+      const refused = await strict.sessions.create().catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(RateLimitError);
+      expect(refused).toMatchObject({ statusCode: 403, code: "RATE_LIMITED", retryable: false });
+      expect((refused as RateLimitError).retryIn).toBeGreaterThan(0);
+    } finally {
+      mesh.setClock(null);
+    }
   });
 
   it("a silent human's card comes back expired once its ttl_at passes, with no proof", async () => {
