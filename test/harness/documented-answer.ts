@@ -39,7 +39,8 @@ function rebased(value: unknown): unknown {
 
 interface Validator {
   ajv: Ajv2020;
-  compiled: WeakMap<Json, ValidateFunction>;
+  /** By the schema's JSON: the many operations that repeat one inline schema share its validator. */
+  compiled: Map<string, ValidateFunction>;
 }
 
 const validators = new WeakMap<Json, Validator>();
@@ -55,7 +56,7 @@ function validatorOf(document: Json): Validator {
   const schemas = ((document.components as Json | undefined)?.schemas ?? {}) as Record<string, Json>;
   for (const [name, schema] of Object.entries(schemas))
     ajv.addSchema(rebased(schema) as Json, `${base}/components/schemas/${name}`);
-  const validator = { ajv, compiled: new WeakMap<Json, ValidateFunction>() };
+  const validator = { ajv, compiled: new Map<string, ValidateFunction>() };
   validators.set(document, validator);
   return validator;
 }
@@ -63,10 +64,11 @@ function validatorOf(document: Json): Validator {
 /** The validator of `schema`, a schema of the document, compiled once. */
 function validatorFor(document: Json, schema: Json): ValidateFunction {
   const { ajv, compiled } = validatorOf(document);
-  let validate = compiled.get(schema);
+  const key = JSON.stringify(schema);
+  let validate = compiled.get(key);
   if (!validate) {
     validate = ajv.compile(rebased(schema) as Json);
-    compiled.set(schema, validate);
+    compiled.set(key, validate);
   }
   return validate;
 }
