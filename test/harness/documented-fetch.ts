@@ -5,7 +5,7 @@ type Json = Record<string, unknown>;
 export type DocumentedFetch = typeof fetch & {
   /** Every answer seen that the document does not describe, also those whose rejection a caller swallowed. */
   readonly undocumented: readonly string[];
-  /** Reads the document and compiles its schemas now rather than at the first answers. */
+  /** Reads the document and compiles its schemas now rather than at the first answer of each operation. */
   prepare(): Promise<void>;
 };
 

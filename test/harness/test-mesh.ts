@@ -68,11 +68,8 @@ export async function startTestMesh(
     },
   });
   const checkedFetch = documentedFetch(mesh.gatewayUrl);
-  await checkedFetch.prepare().catch(async (error: unknown) => {
-    await mesh.stop();
-    await database.drop();
-    throw error;
-  });
+  // Compiled while the test sets up; its first answer waits for it. A failure shows at that answer.
+  checkedFetch.prepare().catch(() => undefined);
   return {
     ...mesh,
     env,
