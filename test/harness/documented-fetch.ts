@@ -13,9 +13,10 @@ export type DocumentedFetch = typeof fetch & {
 async function answerOf(method: string, response: Response): Promise<DocumentedAnswer> {
   const contentType = response.headers.get("content-type") ?? undefined;
   const answer = { status: response.status, contentType, headers: response.headers };
-  // An event stream stays open: only its media type is judged.
-  if (contentType?.startsWith("text/event-stream")) return { ...answer, body: undefined, streamed: true };
-  const text = method === "HEAD" ? "" : await response.clone().text();
+  // An event stream stays open, and HEAD's answer is GET's without the body: only the media type is judged.
+  if (method === "HEAD" || contentType?.startsWith("text/event-stream"))
+    return { ...answer, body: undefined, unread: true };
+  const text = await response.clone().text();
   if (text === "" || !contentType?.startsWith("application/json")) return { ...answer, body: text };
   try {
     return { ...answer, body: JSON.parse(text) };
@@ -52,7 +53,8 @@ export function documentedFetch(gatewayUrl: string, base: typeof fetch = globalT
     if (!describes(described, path)) return response;
     const method = (init?.method ?? (input instanceof Request ? input.method : "GET")).toUpperCase();
     try {
-      expectDocumented(described, method, path, await answerOf(method, response));
+      // HEAD is GET without the body (RFC 9110 9.3.2): the document describes it as its GET.
+      expectDocumented(described, method === "HEAD" ? "GET" : method, path, await answerOf(method, response));
     } catch (error) {
       // A body cut off (the caller aborted) is the caller's to see when it reads the original.
       if (error instanceof Error && error.name === "AbortError") return response;

@@ -45,28 +45,6 @@ const openApiItem: Json = {
   },
 };
 
-/**
- * A reply outside the envelope served to GET is served to HEAD too (the public server's route table):
- * the same statuses and headers, no body.
- */
-function withHead(item: Json): Json {
-  const get = item.get as Json | undefined;
-  if (!get) return item;
-  const responses = Object.fromEntries(
-    Object.entries(get.responses as Record<string, Json>).map(([status, response]) => [
-      status,
-      {
-        description: `As GET, without the body${typeof response.description === "string" ? `: ${response.description}` : "."}`,
-        ...(response.headers === undefined ? {} : { headers: response.headers }),
-      },
-    ]),
-  );
-  return {
-    ...item,
-    head: { ...get, operationId: `${get.operationId}Head`, summary: `The headers of: ${get.summary}`, responses },
-  };
-}
-
 /** Components of every source merged by kind; a name given twice is a mistake. */
 function mergeComponents(all: readonly Components[]): Components {
   const merged: Record<string, Record<string, Json>> = {};
@@ -88,8 +66,8 @@ export function openApiDocument(options: OpenApiOptions): Json {
   for (const route of routes)
     add(route.path, { [route.method.toLowerCase()]: operationOf(route, parts, options.securitySchemes) });
   for (const part of parts) for (const [path, item] of Object.entries(part.paths?.(routes) ?? {})) add(path, item);
-  for (const [path, item] of Object.entries(options.paths)) add(path, withHead(item));
-  add(openApiPath, withHead(openApiItem));
+  for (const [path, item] of Object.entries(options.paths)) add(path, item);
+  add(openApiPath, openApiItem);
   const securitySchemes = Object.fromEntries(
     Object.values(options.securitySchemes).map(({ name, scheme }) => [name, scheme]),
   );
