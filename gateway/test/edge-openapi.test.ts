@@ -278,9 +278,10 @@ describe("served", () => {
             headers: { origin: "https://shop.example", "access-control-request-method": "POST" },
           }),
         });
-        expect([404, 405], `${method} ${path}`).not.toContain(response.status);
+        // The router's own answers; a 404 of the path's own (a widget version this server does not have) is the path's.
+        expect(response.status, `${method} ${path}`).not.toBe(405);
+        expect(await response.text(), `${method} ${path}`).not.toMatch(/"no such (operation|path): /);
         if (method === "options") expect(response.status).toBe(204);
-        await response.body?.cancel();
       }
     }
   });

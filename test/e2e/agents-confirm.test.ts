@@ -3,7 +3,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createClient } from "@connectrpc/connect";
 import { WebhookConsoleService } from "@svc/proto/webhook/v1/webhook_pb.js";
-import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from "jose";
+import { createRemoteJWKSet, customFetch, decodeProtectedHeader, jwtVerify } from "jose";
 import pg from "pg";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -159,7 +159,11 @@ describe("agents ask: the person confirms, the service signs proofs", () => {
   };
   const status = async (agentKey: string, requestId: string) =>
     result(await api.get("/agentlink/check-status", { request_id: requestId }, agentKey));
-  const keySet = () => createRemoteJWKSet(new URL(`${mesh.gatewayUrl}/.well-known/jwks.json`), { cacheMaxAge: 0 });
+  const keySet = () =>
+    createRemoteJWKSet(new URL(`${mesh.gatewayUrl}/.well-known/jwks.json`), {
+      cacheMaxAge: 0,
+      [customFetch]: mesh.fetch,
+    });
 
   it("binds, shows the card, and signs a proof bound to exactly what the person saw", async () => {
     const agentKey = await newAgent("Pay_Bot");

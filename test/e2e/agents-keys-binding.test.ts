@@ -167,7 +167,7 @@ describe("agents, agent keys and binding", () => {
       qr_code_url: `${issuer}/v1/qr/bind/${started.link_code}.svg`,
       expires_at: at(600_000).toISOString(),
     });
-    const qr = await fetch(`${mesh.gatewayUrl}/v1/qr/bind/${started.link_code}.svg`);
+    const qr = await mesh.fetch(`${mesh.gatewayUrl}/v1/qr/bind/${started.link_code}.svg`);
     expect([qr.status, qr.headers.get("content-type"), (await qr.text()).startsWith("<svg")]).toEqual([
       200,
       "image/svg+xml",

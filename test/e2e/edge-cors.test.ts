@@ -70,8 +70,9 @@ describe("CORS for browser calls with a site key", () => {
     shop.close();
   });
 
-  const preflight = (path: string, origin: string, method = "POST") =>
-    fetch(`${mesh.gatewayUrl}/v1${path}`, {
+  /** `send` is the unchecked `fetch` for the probes of what the API has no operation for, which no document lists. */
+  const preflight = (path: string, origin: string, method = "POST", send: typeof fetch = mesh.fetch) =>
+    send(`${mesh.gatewayUrl}/v1${path}`, {
       method: "OPTIONS",
       headers: {
         origin,
@@ -106,21 +107,21 @@ describe("CORS for browser calls with a site key", () => {
     it("is refused where neither a site key nor a grant token is accepted: those operations are for servers", async () => {
       expect((await preflight("/sdk/create-verification-link", shopOrigin)).status).toBe(204);
       for (const path of ["/sdk/logout", "/sdk/verify-token"]) {
-        const answer = await preflight(path, shopOrigin);
+        const answer = await preflight(path, shopOrigin, "POST", fetch);
         expect(answer.status, path).toBe(405);
         expect(answer.headers.get("access-control-allow-origin")).toBeNull();
         await answer.body?.cancel();
       }
-      expect((await preflight("/sdk/nowhere", shopOrigin)).status).toBe(404);
+      expect((await preflight("/sdk/nowhere", shopOrigin, "POST", fetch)).status).toBe(404);
     });
 
     it("is not counted by the rate limiter, neither for the key's client IP nor as a request without a credential", async () => {
       const call = () =>
-        fetch(`${mesh.gatewayUrl}/v1/sdk/partner-config?gate=checkout`, {
+        mesh.fetch(`${mesh.gatewayUrl}/v1/sdk/partner-config?gate=checkout`, {
           headers: { authorization: `Bearer ${siteKey}`, origin: shopOrigin },
         });
       const anonymous = () =>
-        fetch(`${mesh.gatewayUrl}/v1/sdk/verify-token`, {
+        mesh.fetch(`${mesh.gatewayUrl}/v1/sdk/verify-token`, {
           method: "POST",
           headers: { "content-type": "application/json" },
           body: '{"token":"a.b.c"}',
@@ -148,7 +149,7 @@ describe("CORS for browser calls with a site key", () => {
 
   describe("an actual answer", () => {
     it("names the origin and exposes the rate-limit and deprecation headers when the site key allows the origin", async () => {
-      const response = await fetch(`${mesh.gatewayUrl}/v1/sdk/partner-config?scope=checkout`, {
+      const response = await mesh.fetch(`${mesh.gatewayUrl}/v1/sdk/partner-config?scope=checkout`, {
         headers: { authorization: `Bearer ${siteKey}`, origin: shopOrigin },
       });
       expect(response.headers.get("access-control-allow-origin")).toBe(shopOrigin);
@@ -167,7 +168,7 @@ describe("CORS for browser calls with a site key", () => {
         statusCode: 403,
         message: `origin ${otherOrigin} is not allowed for this site key`,
       });
-      const response = await fetch(`${mesh.gatewayUrl}/v1/sdk/create-session`, {
+      const response = await mesh.fetch(`${mesh.gatewayUrl}/v1/sdk/create-session`, {
         method: "POST",
         headers: { authorization: `Bearer ${siteKey}`, origin: otherOrigin },
       });
@@ -177,7 +178,7 @@ describe("CORS for browser calls with a site key", () => {
     });
 
     it("has no CORS headers for a secret key, even when an Origin is sent", async () => {
-      const response = await fetch(`${mesh.gatewayUrl}/v1/sdk/create-session`, {
+      const response = await mesh.fetch(`${mesh.gatewayUrl}/v1/sdk/create-session`, {
         method: "POST",
         headers: {
           authorization: `Bearer ${partner.devSecret}`,
@@ -193,7 +194,7 @@ describe("CORS for browser calls with a site key", () => {
 
     it("names the origin on a 400 after authentication, so the page can read what was wrong", async () => {
       // A present but malformed gate key (an empty one) is an InputValidationError, not gate_required.
-      const response = await fetch(`${mesh.gatewayUrl}/v1/sdk/partner-config?gate=`, {
+      const response = await mesh.fetch(`${mesh.gatewayUrl}/v1/sdk/partner-config?gate=`, {
         headers: { authorization: `Bearer ${siteKey}`, origin: shopOrigin },
       });
       expect(response.status).toBe(400);

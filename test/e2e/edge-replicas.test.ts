@@ -12,6 +12,7 @@ import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { ConsoleService, KeyType } from "@svc/proto/console/v1/console_pb.js";
 import { startSigning } from "@svc/signing";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { type DocumentedFetch, documentedFetch } from "../harness/documented-fetch.ts";
 import { createTestDatabase, type TestDatabase } from "../harness/index.ts";
 
 /**
@@ -27,6 +28,8 @@ const consoleToken = randomBytes(32).toString("base64url");
 
 interface Replica {
   url: string;
+  /** Every answer held to the document this replica serves. */
+  fetch: DocumentedFetch;
   consoleUrl: string;
   child: ChildProcess;
   output: string[];
@@ -52,7 +55,8 @@ async function startReplica(env: Record<string, string>): Promise<Replica> {
   });
   child.stdout!.on("data", (chunk: Buffer) => output.push(chunk.toString()));
   child.stderr!.on("data", (chunk: Buffer) => output.push(chunk.toString()));
-  const replica = { url: `http://127.0.0.1:${port}`, consoleUrl: `http://127.0.0.1:${consolePort}`, child, output };
+  const url = `http://127.0.0.1:${port}`;
+  const replica = { url, fetch: documentedFetch(url), consoleUrl: `http://127.0.0.1:${consolePort}`, child, output };
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) break;
@@ -131,7 +135,7 @@ describe("two gateway processes on one database", () => {
     });
     await console_.setKeyLimits({ keyId, bucket: "per_minute", limit: 9 });
     const send = (replica: Replica) =>
-      fetch(`${replica.url}/v1/sdk/create-session`, {
+      replica.fetch(`${replica.url}/v1/sdk/create-session`, {
         method: "POST",
         headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
         body: "{}",
@@ -158,7 +162,7 @@ describe("two gateway processes on one database", () => {
 
   test("operations without a credential are limited per client IP across both", async () => {
     const answers = await burst(24, (replica) =>
-      fetch(`${replica.url}/v1/sdk/verify-token`, {
+      replica.fetch(`${replica.url}/v1/sdk/verify-token`, {
         method: "POST",
         headers: { "content-type": "application/json" },
         body: JSON.stringify({ token: "x.y.z" }),

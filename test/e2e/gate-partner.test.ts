@@ -445,14 +445,14 @@ describe("gate partner operations through the gateway", () => {
         status_legacy: "approved",
       });
       // The published hash is the script's own: a page loading it with `integrity` runs it.
-      const script = await fetch(new URL(new URL(data.widget.url).pathname, mesh.gatewayUrl));
+      const script = await mesh.fetch(new URL(new URL(data.widget.url).pathname, mesh.gatewayUrl));
       expect(script.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
       const code = Buffer.from(await script.arrayBuffer());
       expect(data.widget.integrity).toBe(`sha384-${createHash("sha384").update(code).digest("base64")}`);
-      const current = await fetch(new URL("/v1/widget.js", mesh.gatewayUrl));
+      const current = await mesh.fetch(new URL("/v1/widget.js", mesh.gatewayUrl));
       expect(current.headers.get("cache-control")).toBe("public, max-age=300");
       expect(Buffer.from(await current.arrayBuffer()).equals(code)).toBe(true);
-      const again = await fetch(new URL("/v1/widget.js", mesh.gatewayUrl), {
+      const again = await mesh.fetch(new URL("/v1/widget.js", mesh.gatewayUrl), {
         headers: { "if-none-match": current.headers.get("etag") ?? "" },
       });
       expect(again.status).toBe(304);

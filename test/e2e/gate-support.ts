@@ -3,7 +3,7 @@ import { AccountConsoleService, SandboxBehavior } from "@svc/proto/account/v1/ac
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { KeyType } from "@svc/proto/console/v1/console_pb.js";
 import { GateConsoleService, GateType } from "@svc/proto/gate/v1/gate_pb.js";
-import { createRemoteJWKSet, type JWTPayload, jwtVerify } from "jose";
+import { createRemoteJWKSet, customFetch, type JWTPayload, jwtVerify } from "jose";
 import { expect, vi } from "vitest";
 import { SoftwareAuthenticator } from "../harness/software-passkey.ts";
 import type { TestMesh } from "../harness/test-mesh.ts";
@@ -17,7 +17,10 @@ export interface Reply {
   body: any;
 }
 
-/** The public API of one mesh, called the way a partner's server or browser would. */
+/**
+ * The public API of one mesh, called the way a partner's server or browser would; every answer is held to
+ * the OpenAPI document (`mesh.fetch`).
+ */
 export function partnerApi(mesh: TestMesh) {
   const call = async (
     method: "GET" | "POST",
@@ -38,7 +41,7 @@ export function partnerApi(mesh: TestMesh) {
       },
     };
     if (method === "POST") init.body = JSON.stringify(input);
-    const response = await fetch(url, init);
+    const response = await mesh.fetch(url, init);
     return { status: response.status, body: await response.json() };
   };
   return {
@@ -149,7 +152,10 @@ export async function newGate(
 
 /** Verifies an attestation token independently, with jose against the key set the gateway serves. */
 export async function verifyIndependently(mesh: TestMesh, token: string, at: Date): Promise<JWTPayload> {
-  const keySet = createRemoteJWKSet(new URL(`${mesh.gatewayUrl}/.well-known/jwks.json`), { cacheMaxAge: 0 });
+  const keySet = createRemoteJWKSet(new URL(`${mesh.gatewayUrl}/.well-known/jwks.json`), {
+    cacheMaxAge: 0,
+    [customFetch]: mesh.fetch,
+  });
   const { payload, protectedHeader } = await jwtVerify(token, keySet, {
     issuer,
     algorithms: ["ES256"],

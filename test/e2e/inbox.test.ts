@@ -113,7 +113,7 @@ describe("the person's inbox", () => {
   /** `GET /app/inbox/events` read as a browser's fetch streaming would, event by event. */
   async function openEvents(sessionToken: string) {
     const abort = new AbortController();
-    const response = await fetch(`${mesh.gatewayUrl}/v1/app/inbox/events`, {
+    const response = await mesh.fetch(`${mesh.gatewayUrl}/v1/app/inbox/events`, {
       headers: { authorization: `Bearer ${sessionToken}` },
       signal: abort.signal,
     });
@@ -348,7 +348,7 @@ describe("the person's inbox", () => {
     const url = new URL(`${mesh.gatewayUrl}/v1/app/inbox`);
     url.searchParams.set("wait_seconds", "25");
     url.searchParams.set("cursor", now.cursor);
-    const held = fetch(url, { headers: { authorization: `Bearer ${erin.sessionToken}` }, signal: gone.signal });
+    const held = mesh.fetch(url, { headers: { authorization: `Bearer ${erin.sessionToken}` }, signal: gone.signal });
     await expect.poll(() => openInboxes(erin.svcUserId)).toBe(1);
     gone.abort();
     await expect(held).rejects.toThrow();

@@ -16,6 +16,7 @@ import {
   RateLimitError,
   Svc,
   SvcError,
+  type SvcOptions,
   TrustLayerError,
 } from "@svc/sdk";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -39,6 +40,10 @@ describe("the SDK against the mesh", () => {
   let svc: Svc;
   let svcctl: ReturnType<typeof svcctlJson>;
 
+  /** A client of the mesh whose every answer is held to the document (`mesh.fetch`). */
+  const client = (apiKey: string, options: Partial<SvcOptions> = {}) =>
+    new Svc({ apiKey, baseUrl: `${mesh.gatewayUrl}/v1`, issuer, fetch: mesh.fetch, ...options });
+
   const sandboxHuman = async (behavior: "confirm" | "decline" | "silent") =>
     (await svcctl(["human", "create", "--env", "development", "--behavior", behavior])).svc_user_id as string;
 
@@ -47,14 +52,14 @@ describe("the SDK against the mesh", () => {
     svcctl = svcctlJson(mesh);
     partner = await newPartner(mesh, "SDK partner");
     await newGate(mesh, partner.organizationId, { key: "signup" });
-    svc = new Svc({ apiKey: partner.devSecret, baseUrl: `${mesh.gatewayUrl}/v1`, issuer });
+    svc = client(partner.devSecret);
   });
   afterAll(async () => {
     await mesh?.stop();
   });
 
   it("was generated from exactly the document the gateway serves", async () => {
-    const served = await (await fetch(`${mesh.gatewayUrl}/v1/openapi.json`)).json();
+    const served = await (await mesh.fetch(`${mesh.gatewayUrl}/v1/openapi.json`)).json();
     const generated = readFileSync(new URL("../../gateway/sdk/src/gen/openapi.ts", import.meta.url), "utf8");
     expect(await typesOf(served), "the SDK's types drifted: run npm run build:sdk").toBe(generated);
   });
@@ -100,24 +105,27 @@ describe("the SDK against the mesh", () => {
     expect(await svc.tokens.verify({ token })).toMatchObject({ valid: false, reason: "replayed" });
   });
 
-  it("walks the secured accounts over more than one page, and gives one page with total", async () => {
+  /** An account of the partner's secured for `reference` by a new sandbox human, `minutesAgo`; its handle. */
+  const secured = async (reference: string, minutesAgo: number) => {
+    const { svcUserId } = await createClient(AccountConsoleService, mesh.consoleTransport()).createSandboxHuman({
+      environment: Environment.DEVELOPMENT,
+      behavior: SandboxBehavior.CONFIRM,
+    });
     const account = createInternalClient(AccountService, mesh.urls.account as string);
-    const accountConsole = createClient(AccountConsoleService, mesh.consoleTransport());
+    const { handle } = await account.secureAccount({
+      organizationId: partner.organizationId,
+      environment: Environment.DEVELOPMENT,
+      partnerUserRef: reference,
+      svcUserId,
+      at: timestampFromDate(new Date(Date.now() - minutesAgo * 60_000)),
+    });
+    return handle;
+  };
+
+  it("walks the secured accounts over more than one page, and gives one page with total", async () => {
     const handles: string[] = [];
-    for (const [index, reference] of ["ref-a", "ref-b", "ref-c"].entries()) {
-      const { svcUserId } = await accountConsole.createSandboxHuman({
-        environment: Environment.DEVELOPMENT,
-        behavior: SandboxBehavior.CONFIRM,
-      });
-      const secured = await account.secureAccount({
-        organizationId: partner.organizationId,
-        environment: Environment.DEVELOPMENT,
-        partnerUserRef: reference,
-        svcUserId,
-        at: timestampFromDate(new Date(Date.now() - (3 - index) * 60_000)),
-      });
-      handles.push(secured.handle);
-    }
+    for (const [index, reference] of ["ref-a", "ref-b", "ref-c"].entries())
+      handles.push(await secured(reference, 3 - index));
     const page = await svc.securedAccounts.list({ status: "active", limit: 2 }).page();
     expect(page).toMatchObject({ total: 3, environment: "development", limit: 2 });
     expect(page.rows).toHaveLength(2);
@@ -126,11 +134,61 @@ describe("the SDK against the mesh", () => {
     expect(walked).toEqual([...handles].reverse());
   });
 
+  it("reports a changed sign-in detail: the reference's active link ends, and a repeat is harmless", async () => {
+    const handle = await secured("ref-changed", 1);
+    const reported = await svc.securedAccounts.reportCredentialChange({ platform_user_ref: "ref-changed" });
+    expect(reported).toEqual({ unlinked: true, handle });
+    expect(reported.response).toMatchObject({ status: 200, idempotentReplayed: false, attempts: 1 });
+    const page = await svc.securedAccounts.list({ platform_user_ref: "ref-changed" }).page();
+    expect(page.rows).toEqual([
+      expect.objectContaining({
+        handle,
+        status: "unlinked",
+        unlinked_by: "platform",
+        unlink_reason: "credential_changed",
+      }),
+    ]);
+    expect(await svc.securedAccounts.reportCredentialChange({ platform_user_ref: "ref-changed" })).toEqual({
+      unlinked: false,
+    });
+    const blank = await svc.securedAccounts
+      .reportCredentialChange({ platform_user_ref: " " })
+      .catch((error: unknown) => error);
+    expect(blank).toBeInstanceOf(InvalidRequestError);
+    expect((blank as InvalidRequestError).violations[0]).toMatchObject({ propertyPath: "platform_user_ref" });
+    const agentKeyRefused = await client(await agentKey("Report_Bot"))
+      .securedAccounts.reportCredentialChange({ platform_user_ref: "ref-changed" })
+      .catch((error: unknown) => error);
+    expect(agentKeyRefused).toBeInstanceOf(AuthenticationError);
+  });
+
+  it("reads a gate's configuration, revokes a pending request and logs an unused grant token out", async () => {
+    expect(await svc.partnerConfig.get({ gate: "signup" })).toMatchObject({
+      gate: "signup",
+      organization: { id: partner.organizationId },
+    });
+    const session = await svc.sessions.create({ partner_user_id: "user-revoked" });
+    await svc.verifications.createLink({ grantToken: session.anchor_grant_token as string, gate: "signup" });
+    expect(await svc.verifications.revoke({ gate: "signup", partner_user_id: "user-revoked" })).toMatchObject({
+      success: true,
+      revoked_count: 1,
+    });
+    const unused = await svc.sessions.create({ partner_user_id: "user-logged-out" });
+    expect(await svc.sessions.logout({ anchor_grant_token: unused.anchor_grant_token as string })).toEqual({
+      success: true,
+      revoked: true,
+    });
+    const refused = await svc.verifications
+      .createLink({ grantToken: unused.anchor_grant_token as string, gate: "signup" })
+      .catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(AuthenticationError);
+  });
+
   describe("agents", () => {
     let agent: Svc;
 
     beforeAll(async () => {
-      agent = new Svc({ apiKey: await agentKey("Sdk_Bot"), baseUrl: `${mesh.gatewayUrl}/v1`, issuer });
+      agent = client(await agentKey("Sdk_Bot"));
     });
 
     it("binds a human and asks them: an approval comes back with its verified proof", async () => {
@@ -244,7 +302,7 @@ describe("the SDK against the mesh", () => {
         url: `${receiver.url}/hooks`,
         types: ["agents_ask.resolution.confirmed"],
       });
-      const hookBot = new Svc({ apiKey: await agentKey("Hook_Bot"), baseUrl: `${mesh.gatewayUrl}/v1`, issuer });
+      const hookBot = client(await agentKey("Hook_Bot"));
       const answer = await hookBot.agents.ask({ svc_user_id: await sandboxHuman("confirm"), action });
       await vi.waitFor(() => expect(received.length).toBeGreaterThan(0), { timeout: 15_000 });
       const delivery = received[0]!;
@@ -263,7 +321,7 @@ describe("the SDK against the mesh", () => {
     let dropped = 0;
     const seen: string[] = [];
     const proxy = await listen(async (request, body, socket) => {
-      const upstream = await fetch(`${mesh.gatewayUrl}${request.url}`, {
+      const upstream = await mesh.fetch(`${mesh.gatewayUrl}${request.url}`, {
         method: request.method,
         headers: request.headers as Record<string, string>,
         ...(request.method === "POST" && { body }),
@@ -281,7 +339,7 @@ describe("the SDK against the mesh", () => {
       };
     });
     try {
-      const behindProxy = new Svc({ apiKey: partner.devSecret, baseUrl: `${proxy.url}/v1`, issuer });
+      const behindProxy = client(partner.devSecret, { baseUrl: `${proxy.url}/v1` });
       const session = await behindProxy.sessions.create({ partner_user_id: "user-replayed" });
       expect(session.response).toMatchObject({ idempotentReplayed: true, attempts: 2 });
       expect(seen).toHaveLength(2);
@@ -293,7 +351,7 @@ describe("the SDK against the mesh", () => {
   });
 
   it("refuses with one class per refusal: AuthenticationError, InvalidRequestError, ConflictError, RateLimitError", async () => {
-    const stranger = new Svc({ apiKey: "svc_dev_not_a_key_of_ours", baseUrl: `${mesh.gatewayUrl}/v1`, issuer });
+    const stranger = client("svc_dev_not_a_key_of_ours");
     const unauthenticated = await stranger.sessions.create().catch((error: unknown) => error);
     expect(unauthenticated).toBeInstanceOf(AuthenticationError);
     expect(unauthenticated).toMatchObject({ statusCode: 401 });
@@ -331,20 +389,14 @@ describe("the SDK against the mesh", () => {
     mesh.setClock(new Date(windowStart + 9_000));
     const sent: { at: number; status: number; body: { data?: { error?: { retry_in?: number } } } }[] = [];
     const countingFetch: typeof fetch = async (input, init) => {
-      const answer = await fetch(input, init);
+      const answer = await mesh.fetch(input, init);
       const body = await answer.clone().json();
       sent.push({ at: performance.now(), status: answer.status, body });
       if (answer.status === 403) mesh.setClock(new Date(windowStart + 10_500));
       return answer;
     };
     try {
-      const patient = new Svc({
-        apiKey: limited.key,
-        baseUrl: `${mesh.gatewayUrl}/v1`,
-        issuer,
-        timeoutMs: 25_000,
-        fetch: countingFetch,
-      });
+      const patient = client(limited.key, { timeoutMs: 25_000, fetch: countingFetch });
       await patient.sessions.create();
       const session = await patient.sessions.create();
       expect(session.anchor_grant_token).toMatch(/^svcs_/);
@@ -357,10 +409,31 @@ describe("the SDK against the mesh", () => {
     } finally {
       mesh.setClock(null);
     }
+
+    // A production key's refusal is not retried: it throws, saying when the minute's window opens again.
+    const production = await mesh.console.createKey({
+      organizationId: partner.organizationId,
+      environment: Environment.PRODUCTION,
+      type: KeyType.SECRET,
+      allowedOrigins: [],
+      allowedGates: [],
+    });
+    await mesh.console.setKeyLimits({ keyId: production.keyId, bucket: "per_minute", limit: 1 });
+    mesh.setClock(new Date(Math.floor(Date.now() / 60_000) * 60_000 + 1_000));
+    try {
+      const strict = client(production.key);
+      await strict.sessions.create();
+      const refused = await strict.sessions.create().catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(RateLimitError);
+      expect(refused).toMatchObject({ statusCode: 403, code: "RATE_LIMITED", retryable: false });
+      expect((refused as RateLimitError).retryIn).toBeGreaterThan(0);
+    } finally {
+      mesh.setClock(null);
+    }
   });
 
   it("a silent human's card comes back expired once its ttl_at passes, with no proof", async () => {
-    const agent = new Svc({ apiKey: await agentKey("Patient_Bot"), baseUrl: `${mesh.gatewayUrl}/v1`, issuer });
+    const agent = client(await agentKey("Patient_Bot"));
     const requestId = crypto.randomUUID();
     const asked = agent.agents.ask({
       request_id: requestId,

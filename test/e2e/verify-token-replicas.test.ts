@@ -11,6 +11,7 @@ import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { startSigning } from "@svc/signing";
 import { decodeProtectedHeader } from "jose";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { type DocumentedFetch, documentedFetch } from "../harness/documented-fetch.ts";
 import { createTestDatabase, type TestDatabase } from "../harness/index.ts";
 
 /**
@@ -25,6 +26,8 @@ const issuer = "http://127.0.0.1:8080";
 
 interface Replica {
   url: string;
+  /** Every answer held to the document this replica serves. */
+  fetch: DocumentedFetch;
   child: ChildProcess;
   output: string[];
 }
@@ -57,7 +60,8 @@ async function startReplica(env: Record<string, string>): Promise<Replica> {
   });
   child.stdout!.on("data", (chunk: Buffer) => output.push(chunk.toString()));
   child.stderr!.on("data", (chunk: Buffer) => output.push(chunk.toString()));
-  const replica = { url: `http://127.0.0.1:${port}`, child, output };
+  const url = `http://127.0.0.1:${port}`;
+  const replica = { url, fetch: documentedFetch(url), child, output };
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) break;
@@ -122,7 +126,7 @@ const mint = async () =>
   ).token;
 
 async function verify(replica: Replica, token: string) {
-  const response = await fetch(`${replica.url}/v1/sdk/verify-token`, {
+  const response = await replica.fetch(`${replica.url}/v1/sdk/verify-token`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ token }),

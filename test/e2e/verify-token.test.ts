@@ -1,7 +1,7 @@
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { createInternalClient } from "@svc/platform";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
-import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from "jose";
+import { createRemoteJWKSet, customFetch, decodeProtectedHeader, jwtVerify } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 
@@ -48,7 +48,7 @@ describe("verify-token and the key set through the gateway", () => {
     return { token, requestId };
   };
   const verify = async (body: unknown) => {
-    const response = await fetch(`${mesh.gatewayUrl}/v1/sdk/verify-token`, {
+    const response = await mesh.fetch(`${mesh.gatewayUrl}/v1/sdk/verify-token`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify(body),
@@ -77,7 +77,9 @@ describe("verify-token and the key set through the gateway", () => {
       trusted_since: "2026-10-01T00:00:00.000Z",
     });
 
-    const keySet = createRemoteJWKSet(new URL(`${mesh.gatewayUrl}/.well-known/jwks.json`));
+    const keySet = createRemoteJWKSet(new URL(`${mesh.gatewayUrl}/.well-known/jwks.json`), {
+      [customFetch]: mesh.fetch,
+    });
     const { payload, protectedHeader } = await jwtVerify(token, keySet, {
       issuer,
       algorithms: ["ES256"],
@@ -146,7 +148,7 @@ describe("verify-token and the key set through the gateway", () => {
   });
 
   it("serves the key set outside the envelope with the spec's cache header", async () => {
-    const response = await fetch(`${mesh.gatewayUrl}/.well-known/jwks.json`);
+    const response = await mesh.fetch(`${mesh.gatewayUrl}/.well-known/jwks.json`);
     expect(response.status).toBe(200);
     expect(response.headers.get("cache-control")).toBe("public, max-age=300");
     expect(response.headers.get("content-type")).toMatch(/^application\/json/);
@@ -167,7 +169,7 @@ describe("verify-token and the key set through the gateway", () => {
     );
 
     // Published at once, signing only after one key-set cache lifetime.
-    const published = (await (await fetch(`${mesh.gatewayUrl}/.well-known/jwks.json`)).json()).keys.map(
+    const published = (await (await mesh.fetch(`${mesh.gatewayUrl}/.well-known/jwks.json`)).json()).keys.map(
       (k: { kid: string }) => k.kid,
     );
     expect(published).toEqual(expect.arrayContaining([oldKid, rotation.kid]));
@@ -178,16 +180,19 @@ describe("verify-token and the key set through the gateway", () => {
     moveClock(activation);
     const after = await mint();
     expect(decodeProtectedHeader(after.token).kid).toBe(rotation.kid);
-    const keySet = createRemoteJWKSet(new URL(`${mesh.gatewayUrl}/.well-known/jwks.json`), { cacheMaxAge: 0 });
+    const keySet = createRemoteJWKSet(new URL(`${mesh.gatewayUrl}/.well-known/jwks.json`), {
+      cacheMaxAge: 0,
+      [customFetch]: mesh.fetch,
+    });
     await expect(jwtVerify(after.token, keySet, { issuer, currentDate: activation })).resolves.toBeDefined();
-    const stillPublished = (await (await fetch(`${mesh.gatewayUrl}/.well-known/jwks.json`)).json()).keys.map(
+    const stillPublished = (await (await mesh.fetch(`${mesh.gatewayUrl}/.well-known/jwks.json`)).json()).keys.map(
       (k: { kid: string }) => k.kid,
     );
     expect(stillPublished).toContain(oldKid);
   });
 
   it("bad input is a 400 InputValidationError that names the field, never a crash", async () => {
-    const missing = await fetch(`${mesh.gatewayUrl}/v1/sdk/verify-token`, {
+    const missing = await mesh.fetch(`${mesh.gatewayUrl}/v1/sdk/verify-token`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: "{}",
@@ -197,7 +202,7 @@ describe("verify-token and the key set through the gateway", () => {
     expect(body).toMatchObject({ code: "InputValidationError", input: {} });
     expect(body.errors[0].propertyPath).toBe("token");
 
-    const malformed = await fetch(`${mesh.gatewayUrl}/v1/sdk/verify-token`, {
+    const malformed = await mesh.fetch(`${mesh.gatewayUrl}/v1/sdk/verify-token`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: "{not json",

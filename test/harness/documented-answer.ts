@@ -15,6 +15,8 @@ export interface DocumentedAnswer {
   status: number;
   /** The parsed JSON body, or the text of another media type; `undefined` or `""` for no body. */
   body: unknown;
+  /** The body is not read (an event stream, the answer to HEAD): only a media type it names is checked. */
+  unread?: boolean;
   /** Without one, `application/json` when the body is not empty. */
   contentType?: string;
   headers?: Headers | Record<string, string>;
@@ -37,7 +39,8 @@ function rebased(value: unknown): unknown {
 
 interface Validator {
   ajv: Ajv2020;
-  compiled: WeakMap<Json, ValidateFunction>;
+  /** By the schema's JSON: the many operations that repeat one inline schema share its validator. */
+  compiled: Map<string, ValidateFunction>;
 }
 
 const validators = new WeakMap<Json, Validator>();
@@ -53,19 +56,26 @@ function validatorOf(document: Json): Validator {
   const schemas = ((document.components as Json | undefined)?.schemas ?? {}) as Record<string, Json>;
   for (const [name, schema] of Object.entries(schemas))
     ajv.addSchema(rebased(schema) as Json, `${base}/components/schemas/${name}`);
-  const validator = { ajv, compiled: new WeakMap<Json, ValidateFunction>() };
+  const validator = { ajv, compiled: new Map<string, ValidateFunction>() };
   validators.set(document, validator);
   return validator;
 }
 
-/** `value` against `schema`, a schema of the document; the problems, or none. */
-function problems(document: Json, schema: Json, value: unknown): string[] {
+/** The validator of `schema`, a schema of the document, compiled once. */
+function validatorFor(document: Json, schema: Json): ValidateFunction {
   const { ajv, compiled } = validatorOf(document);
-  let validate = compiled.get(schema);
+  const key = JSON.stringify(schema);
+  let validate = compiled.get(key);
   if (!validate) {
     validate = ajv.compile(rebased(schema) as Json);
-    compiled.set(schema, validate);
+    compiled.set(key, validate);
   }
+  return validate;
+}
+
+/** `value` against `schema`, a schema of the document; the problems, or none. */
+function problems(document: Json, schema: Json, value: unknown): string[] {
+  const validate = validatorFor(document, schema);
   if (validate(value)) return [];
   return (validate.errors ?? []).map((error) => `${error.instancePath || "(root)"} ${error.message}`);
 }
@@ -82,20 +92,34 @@ function resolve(document: Json, value: Json): Json {
   return resolve(document, named);
 }
 
-/** The document's path template that `path` (below the origin, query allowed) is an address of. */
-function templateOf(document: Json, path: string): string {
+/** The path of a server's URL, without its trailing slash: `/v1` for `{base_url}`. */
+const serverPath = (servers: unknown) =>
+  new URL((servers as { url: string }[] | undefined)?.[0]?.url ?? "/", "http://x").pathname.replace(/\/$/, "");
+
+/** The document's path template that `path` (below the origin, query allowed) is an address of, if any. */
+function findTemplate(document: Json, path: string): string | undefined {
   const pathname = new URL(path, "http://x").pathname;
   const paths = document.paths as Record<string, Json>;
-  const prefix = (item: Json) => {
-    const [server] = (item.servers ?? document.servers) as { url: string }[];
-    return new URL(server?.url ?? "/", "http://x").pathname.replace(/\/$/, "");
-  };
   const found = Object.entries(paths).find(([template, item]) => {
     const form = template.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{[^}]+\}/g, "[^/]+");
-    return new RegExp(`^${prefix(item)}${form}$`).test(pathname);
+    return new RegExp(`^${serverPath(item.servers ?? document.servers)}${form}$`).test(pathname);
   });
-  if (!found) throw new Error(`the document has no path for ${pathname}`);
-  return found[0];
+  return found?.[0];
+}
+
+function templateOf(document: Json, path: string): string {
+  const template = findTemplate(document, path);
+  if (template === undefined) throw new Error(`the document has no path for ${new URL(path, "http://x").pathname}`);
+  return template;
+}
+
+/**
+ * Whether the document speaks for `path`: an address of one of its paths, or any address below its
+ * server (`{base_url}`), where an address it does not list is an undocumented operation.
+ */
+export function describes(document: Json, path: string): boolean {
+  const pathname = new URL(path, "http://x").pathname;
+  return findTemplate(document, path) !== undefined || pathname.startsWith(`${serverPath(document.servers)}/`);
 }
 
 /** Throws, saying what differs, unless `answer` is what the document says `method path` may answer. */
@@ -110,7 +134,11 @@ export function expectDocumented(document: Json, method: string, path: string, a
   const found: string[] = [];
   const content = (response.content ?? {}) as Record<string, Json>;
   const types = Object.keys(content);
-  if (answer.body === undefined || answer.body === "") {
+  if (answer.unread) {
+    const contentType = answer.contentType;
+    if (contentType !== undefined && !types.some((type) => contentType.startsWith(type)))
+      found.push(`${contentType} is not documented (${types.join(", ") || "no body"})`);
+  } else if (answer.body === undefined || answer.body === "") {
     if (types.length > 0) found.push(`the body is empty, documented ${types.join(" or ")}`);
   } else {
     const contentType = answer.contentType ?? "application/json";
@@ -130,4 +158,24 @@ export function expectDocumented(document: Json, method: string, path: string, a
       );
   }
   if (found.length > 0) throw new Error(`${where} ${answer.status} is not as documented:\n${found.join("\n")}`);
+}
+
+/**
+ * Compiles the schema of every answer and header the document lists, so a test's first answer of each
+ * operation is judged as fast as any other (compiling them all takes seconds on a busy machine).
+ */
+export function prepareDocumented(document: Json): void {
+  for (const item of Object.values(document.paths as Record<string, Json>))
+    for (const operation of Object.values(item)) {
+      const responses = (operation as Json | null)?.responses as Record<string, Json> | undefined;
+      for (const documented of Object.values(responses ?? {})) {
+        const response = resolve(document, documented);
+        for (const media of Object.values((response.content ?? {}) as Record<string, Json>))
+          if (media.schema) validatorFor(document, media.schema as Json);
+        for (const header of Object.values((response.headers ?? {}) as Record<string, Json>)) {
+          const schema = resolve(document, header).schema;
+          if (schema) validatorFor(document, schema as Json);
+        }
+      }
+    }
 }

@@ -5,6 +5,7 @@ import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import { consoleTransport } from "@svc/local-mesh/console-client";
 import { type Mesh, type ServiceName, startMesh } from "@svc/local-mesh/mesh";
 import { ConsoleService } from "@svc/proto/console/v1/console_pb.js";
+import { type DocumentedFetch, documentedFetch } from "./documented-fetch.ts";
 import { createTestDatabase, natsUrl, uniqueName } from "./index.ts";
 
 export interface TestMesh extends Mesh {
@@ -17,6 +18,11 @@ export interface TestMesh extends Mesh {
   setClock(at: Date | string | null): void;
   /** What the processes printed, for a failing test's message. */
   logs(): string;
+  /**
+   * `fetch` holding every answer of the gateway's public API to the document it serves (`documentedFetch`):
+   * what every client of the public API in the tests calls. `stop()` fails if any answer was undocumented.
+   */
+  fetch: DocumentedFetch;
 }
 
 /**
@@ -61,9 +67,13 @@ export async function startTestMesh(
       if (lines.length > 500) lines.shift();
     },
   });
+  const checkedFetch = documentedFetch(mesh.gatewayUrl);
+  // Compiled while the test sets up; its first answer waits for it. A failure shows at that answer.
+  checkedFetch.prepare().catch(() => undefined);
   return {
     ...mesh,
     env,
+    fetch: checkedFetch,
     console: createClient(ConsoleService, consoleTransport(mesh.consoleUrl, mesh.consoleToken)),
     consoleTransport: (httpVersion = "2") => consoleTransport(mesh.consoleUrl, mesh.consoleToken, httpVersion),
     setClock,
@@ -72,6 +82,8 @@ export async function startTestMesh(
       await mesh.stop();
       await database.drop();
       rmSync(dir, { recursive: true, force: true });
+      if (checkedFetch.undocumented.length > 0)
+        throw new Error(`answers the OpenAPI document does not describe:\n${checkedFetch.undocumented.join("\n")}`);
     },
   };
 }

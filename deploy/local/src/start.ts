@@ -11,7 +11,7 @@ import { demoPageOrigin, serveDemoPage } from "./demo-page.ts";
 import { type DemoCredentials, provisionDemo } from "./demo-provisioning.ts";
 import { startInfrastructure } from "./infrastructure.ts";
 import { startMesh } from "./mesh.ts";
-import { agentWalkThrough, walkThrough } from "./walk-through.ts";
+import { agentWalkThrough, sdkWalkThrough, walkThrough } from "./walk-through.ts";
 
 const repositoryRoot = fileURLToPath(new URL("../../../", import.meta.url));
 const dataDir = join(repositoryRoot, ".data/");
@@ -82,6 +82,11 @@ Try a whole verification as a partner would: paste this block into bash (it need
 It carries every value forward itself, and works as often as you paste it.
 ${rule}
 ${walkThrough({ repositoryRoot, baseUrl: base, demo })}
+${rule}
+
+The same from a partner's server in TypeScript, with the SDK (@svc/sdk; gateway/sdk/README.md):
+${rule}
+${sdkWalkThrough({ baseUrl: base, demo })}
 ${rule}
 
 Agents Ask: an agent proposes, a person approves, the service signs a proof. Paste this block too.

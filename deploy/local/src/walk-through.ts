@@ -50,6 +50,26 @@ ${status} | jq .data`;
 }
 
 /**
+ * The same verification as a partner's server writes it in TypeScript with the SDK (`@svc/sdk`), with the
+ * demo key and gate: typed calls in place of the curl lines, the attestation checked offline. Its test
+ * type-checks it against the built SDK, so it stays code that compiles.
+ */
+export function sdkWalkThrough(options: { baseUrl: string; demo: DemoCredentials }): string {
+  const { demo } = options;
+  return `import { Svc } from "@svc/sdk";
+
+const svc = new Svc({ apiKey: "${demo.development_secret_key}", baseUrl: "${options.baseUrl}" });
+const session = await svc.sessions.create({ partner_user_id: "user-1" });
+const link = await svc.verifications.createLink({ grantToken: session.anchor_grant_token!, gate: "${demo.human_gate}" });
+console.log("send the person to", link.web_url);
+const status = await svc.verifications.status({ request_id: link.request_id!, wait_seconds: 25 });
+if (status.token) {
+  const check = await svc.verifyAttestation(status.token, { organizationId: "${demo.organization_id}", requestId: link.request_id });
+  console.log(check.valid ? "verified" : check.reason);
+}`;
+}
+
+/**
  * Agents Ask as an agent's builder runs it, as one more bash block: a sandbox human (it approves what it
  * is asked, with its passkey), the bind (the agent's link code, claimed for the sandbox human by svcctl
  * where a person would claim it in the app), a proposal, the long-poll that returns once the person

@@ -127,6 +127,13 @@ export class Svc {
       /** `for await` over every account, or `.page()` for one page with `total`. */
       list: (query: SecuredAccountsQuery = {}, options?: CallOptions) =>
         new SecuredAccountList(transport, query, options),
+      /**
+       * A sign-in detail of your user changed: the active link of `platform_user_ref` ends (`account.unlinked`,
+       * reason `credential_changed`) and the person is offered re-linking. `{ unlinked: false }` when there was
+       * none, so a retry is harmless.
+       */
+      reportCredentialChange: (body: Body<"reportCredentialChange">, options?: CallOptions) =>
+        post<Result<"reportCredentialChange">>("/secured-accounts/report-credential-change", body, options),
     };
     this.partnerConfig = {
       get: (query: Query<"getPartnerConfig">, options?: CallOptions) =>

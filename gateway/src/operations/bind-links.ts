@@ -5,8 +5,8 @@ import { qrCodePrefix, qrCodeSuffix } from "./gate-links.ts";
  * Where a person claims an agent's link code: the app's link, and the same as a QR code below
  * `{base_url}/qr/bind/`. The code is no secret beyond its ten minutes: the person types or scans it.
  */
-const bindPrefix = "bind/";
-const linkCodeForm = /^[2-9A-HJKMNP-Z]{8}$/;
+export const bindPrefix = "bind/";
+export const linkCodeForm = /^[2-9A-HJKMNP-Z]{8}$/;
 
 export const bindLink = (linkCode: string): string => `svc://bind/${linkCode}`;
 

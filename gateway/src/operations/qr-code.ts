@@ -1,7 +1,7 @@
 import { encodeQR } from "@paulmillr/qr";
 import { jsonReply, type RawReply, type RawRoute } from "../http/raw-route.ts";
 import { basePath } from "../http/route.ts";
-import { bindLink, bindQrTarget } from "./bind-links.ts";
+import { bindLink, bindPrefix, bindQrTarget, linkCodeForm } from "./bind-links.ts";
 import { deepLink, flowSecretForm, qrCodePrefix, qrCodeSuffix, qrCodeTarget, requestIdForm } from "./gate-links.ts";
 
 /**
@@ -65,7 +65,23 @@ export const qrCodeRoute: RawRoute = {
   },
 };
 
-/** The OpenAPI document's entry of `qr_code_url`: an image, outside the envelope. */
+const imageResponses = {
+  "200": {
+    description: "An SVG image, drawn from the address alone; not rate-limited.",
+    headers: { "Cache-Control": { schema: { type: "string", const: "no-store" } } },
+    content: { "image/svg+xml": { schema: { type: "string" } } },
+  },
+  "404": {
+    description: "Not an address of the form this service issues.",
+    content: {
+      "application/json": {
+        schema: { type: "object", properties: { error: { const: "not_found" }, message: { type: "string" } } },
+      },
+    },
+  },
+};
+
+/** The OpenAPI document's entries of `qr_code_url` and of a bind session's `qr_code_url`: images, outside the envelope. */
 export const qrCodePaths = {
   [`${qrCodePrefix}{request_id}${qrCodeSuffix}`]: {
     get: {
@@ -89,21 +105,25 @@ export const qrCodePaths = {
           example: "Gq3rT8vXk2LmN5pQ7sW9yZb4Cd6Fh1Jn",
         },
       ],
-      responses: {
-        "200": {
-          description: "An SVG image, drawn from the address alone; not rate-limited.",
-          headers: { "Cache-Control": { schema: { type: "string", const: "no-store" } } },
-          content: { "image/svg+xml": { schema: { type: "string" } } },
+      responses: imageResponses,
+    },
+  },
+  [`${qrCodePrefix}${bindPrefix}{link_code}${qrCodeSuffix}`]: {
+    get: {
+      operationId: "bindQrCode",
+      summary:
+        "An agent's bind session as a QR code (the image at bind-session's `qr_code_url`): its `link_url`, for the person to scan with the app.",
+      security: [],
+      parameters: [
+        {
+          name: "link_code",
+          in: "path",
+          required: true,
+          schema: { type: "string", pattern: linkCodeForm.source },
+          example: "7KQ4MZ2P",
         },
-        "404": {
-          description: "Not an address of the form `qr_code_url` has.",
-          content: {
-            "application/json": {
-              schema: { type: "object", properties: { error: { const: "not_found" }, message: { type: "string" } } },
-            },
-          },
-        },
-      },
+      ],
+      responses: imageResponses,
     },
   },
 };

@@ -103,18 +103,60 @@ const scriptResponse = (description: string) => ({
   content: { "text/javascript": { schema: { type: "string" } } },
 });
 
-/** The OpenAPI document's entry: the versioned addresses are published by partner-config, not built by clients. */
+const notModified = { description: "Unchanged since the ETag sent." };
+
+/** The OpenAPI document's entries: the versioned addresses are published by partner-config, not built by clients. */
 export const widgetScriptPaths = {
   "/widget.js": {
     get: {
       operationId: "widgetScript",
       summary:
-        "The <svc-verify> element, current version: Cache-Control public, max-age=300 with an ETag (If-None-Match answers 304). Each built version is also served at its own address, widget.<16 hex of its SHA-256>.js, with Cache-Control public, max-age=31536000, immutable (404 for a version this server does not have); partner-config publishes the current one with its Subresource Integrity hash (widget.url, widget.integrity), for <script src integrity crossorigin=anonymous>.",
+        "The <svc-verify> element, current version: Cache-Control public, max-age=300 with an ETag (If-None-Match answers 304). Each built version is also served at its own address (widget.{version}.js); partner-config publishes the current one with its Subresource Integrity hash (widget.url, widget.integrity), for <script src integrity crossorigin=anonymous>.",
       security: [],
       responses: {
         "200": scriptResponse("The script; any origin may load it (CORS *)."),
-        "304": { description: "Unchanged since the ETag sent." },
-        "503": { description: "The widget is not built on this server." },
+        "304": notModified,
+        "503": {
+          description: "The widget is not built on this server.",
+          content: {
+            "application/json": {
+              schema: {
+                type: "object",
+                properties: { error: { const: "widget_unavailable" }, message: { type: "string" } },
+              },
+            },
+          },
+        },
+      },
+    },
+  },
+  "/widget.{version}.js": {
+    get: {
+      operationId: "widgetScriptVersion",
+      summary:
+        "One built version of the <svc-verify> element, for ever: Cache-Control public, max-age=31536000, immutable, with its ETag. The address partner-config publishes as widget.url.",
+      security: [],
+      parameters: [
+        {
+          name: "version",
+          in: "path",
+          required: true,
+          description: "The first 16 hex digits of the script's SHA-256.",
+          schema: { type: "string", pattern: "^[0-9a-f]{16}$" },
+          example: "0123456789abcdef",
+        },
+      ],
+      responses: {
+        "200": scriptResponse("The script; any origin may load it (CORS *)."),
+        "304": notModified,
+        "404": {
+          description: "This server has no such version (the current one is at /widget.js).",
+          content: {
+            "application/json": {
+              schema: { type: "object", properties: { error: { const: "not_found" }, message: { type: "string" } } },
+            },
+          },
+        },
       },
     },
   },

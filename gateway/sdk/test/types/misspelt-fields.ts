@@ -27,6 +27,8 @@ export async function calls(svc: Svc) {
     // @ts-expect-error rows carry `handle`
     account.handel;
   }
+  // @ts-expect-error the report names platform_user_ref
+  await svc.securedAccounts.reportCredentialChange({ partner_user_ref: "u1" });
   // @ts-expect-error inquire needs action.summary_title
   await svc.agents.inquire({ request_id: "r", opaque_id: "o", action: { title: "Pay", category: "payments" } });
   // @ts-expect-error check-status waits with wait_seconds
