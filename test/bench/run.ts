@@ -25,6 +25,13 @@ const goals: Record<string, Goal[]> = {
       says: "server CPU (gateway, signing, PostgreSQL) per POST /v1/sdk/verify-token at most 1.5x one raw crypto.subtle.verify",
     },
   ],
+  "sdk-verify-attestation": [
+    {
+      field: "ratio",
+      atMost: 1.3,
+      says: "CPU of the SDK's verifyAttestation (warm key set) at most 1.3x one raw crypto.verify of the same token",
+    },
+  ],
   "webhook-delivery": [
     { field: "ratio", atLeast: 0.4, says: "deliveries/s at least 40% of min(bare node:http, single-row UPDATE)" },
   ],
@@ -114,9 +121,10 @@ const goals: Record<string, Goal[]> = {
 const onlyWhenNamed: Record<string, number> = { "test/bench/growth.bench.ts": 60 * 60_000 };
 
 const only = process.argv.slice(2);
-const scripts = globSync(["services/*/bench/*.bench.ts", "gateway/bench/*.bench.ts", "test/bench/*.bench.ts"], {
-  cwd: root,
-})
+const scripts = globSync(
+  ["services/*/bench/*.bench.ts", "gateway/bench/*.bench.ts", "gateway/sdk/bench/*.bench.ts", "test/bench/*.bench.ts"],
+  { cwd: root },
+)
   .sort()
   .filter((file) => (only.length === 0 ? onlyWhenNamed[file] === undefined : only.some((name) => file.includes(name))));
 
