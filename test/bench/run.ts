@@ -25,6 +25,13 @@ const goals: Record<string, Goal[]> = {
       says: "server CPU (gateway, signing, PostgreSQL) per POST /v1/sdk/verify-token at most 1.5x one raw crypto.subtle.verify",
     },
   ],
+  "sdk-call": [
+    {
+      field: "ratio",
+      atMost: 1.05,
+      says: "client CPU of a call through the SDK at most 1.05x a bare fetch of it (a gateway-like server in another process)",
+    },
+  ],
   "sdk-verify-attestation": [
     {
       field: "ratio",
