@@ -25,6 +25,20 @@ const goals: Record<string, Goal[]> = {
       says: "server CPU (gateway, signing, PostgreSQL) per POST /v1/sdk/verify-token at most 1.5x one raw crypto.subtle.verify",
     },
   ],
+  "sdk-call": [
+    {
+      field: "ratio",
+      atMost: 1.05,
+      says: "client CPU of a call through the SDK at most 1.05x a bare fetch of it (a gateway-like server in another process)",
+    },
+  ],
+  "sdk-verify-attestation": [
+    {
+      field: "ratio",
+      atMost: 1.3,
+      says: "CPU of the SDK's verifyAttestation (warm key set) at most 1.3x one raw crypto.verify of the same token",
+    },
+  ],
   "webhook-delivery": [
     { field: "ratio", atLeast: 0.4, says: "deliveries/s at least 40% of min(bare node:http, single-row UPDATE)" },
   ],
@@ -134,9 +148,10 @@ const repeatAt = args.indexOf("--repeat");
 const repeat = repeatAt === -1 ? 1 : Number(args[repeatAt + 1]);
 if (!Number.isInteger(repeat) || repeat < 1) throw new Error("--repeat takes a whole number of runs, at least 1");
 const only = repeatAt === -1 ? args : args.filter((_, index) => index !== repeatAt && index !== repeatAt + 1);
-const scripts = globSync(["services/*/bench/*.bench.ts", "gateway/bench/*.bench.ts", "test/bench/*.bench.ts"], {
-  cwd: root,
-})
+const scripts = globSync(
+  ["services/*/bench/*.bench.ts", "gateway/bench/*.bench.ts", "gateway/sdk/bench/*.bench.ts", "test/bench/*.bench.ts"],
+  { cwd: root },
+)
   .sort()
   .filter((file) => (only.length === 0 ? onlyWhenNamed[file] === undefined : only.some((name) => file.includes(name))));
 

@@ -1,4 +1,5 @@
 import { importJWK, type JWK } from "jose";
+import { type SignatureCheck, signatureCheck } from "./es256.ts";
 
 /** At most one fetch of the key set a minute for kids it does not hold, so a flood of forged kids costs nothing. */
 const refreshIntervalMs = 60_000;
@@ -17,7 +18,7 @@ export interface KeySetOptions {
  * the spec says.
  */
 export class KeySet {
-  private readonly keys = new Map<string, CryptoKey>();
+  private readonly keys = new Map<string, { key: CryptoKey; check: SignatureCheck }>();
   private lastFetchAt = Number.NEGATIVE_INFINITY;
   private inFlight: Promise<void> | undefined;
   private readonly fetch: typeof fetch;
@@ -33,6 +34,18 @@ export class KeySet {
 
   /** The ES256 public key published under `kid`, or undefined when the set has none. */
   async key(kid: string): Promise<CryptoKey | undefined> {
+    return (await this.held(kid))?.key;
+  }
+
+  /**
+   * The signature check of the key published under `kid`, made once when the key is fetched; a promise only when
+   * the set must be fetched first, so a check under a held key waits on nothing.
+   */
+  check(kid: string): SignatureCheck | undefined | Promise<SignatureCheck | undefined> {
+    return this.keys.get(kid)?.check ?? this.held(kid).then((held) => held?.check);
+  }
+
+  private async held(kid: string) {
     const held = this.keys.get(kid);
     if (held !== undefined) return held;
     if (this.now() - this.lastFetchAt >= refreshIntervalMs) {
@@ -58,7 +71,8 @@ export class KeySet {
     for (const jwk of body.keys as JWK[]) {
       if (typeof jwk.kid !== "string" || jwk.kty !== "EC" || jwk.crv !== "P-256" || this.keys.has(jwk.kid)) continue;
       try {
-        this.keys.set(jwk.kid, (await importJWK({ ...jwk, alg: "ES256" }, "ES256")) as CryptoKey);
+        const key = (await importJWK({ ...jwk, alg: "ES256" }, "ES256")) as CryptoKey;
+        this.keys.set(jwk.kid, { key, check: await signatureCheck(jwk) });
       } catch {
         // A key the platform cannot import is as good as absent: tokens naming it are unknown_key.
       }

@@ -147,7 +147,7 @@ export class Verifier {
       (typeof claims.issued_at !== "number" || now - claims.issued_at * 1000 > check.maxAgeSeconds * 1000)
     )
       return { valid: false, reason: "too_old", claims };
-    if (!this.firstCheck(token.split(".")[1] as string, expiresAt, now) && now >= replayRefusedFrom)
+    if (!this.firstCheck(signed.payloadSegment, expiresAt, now) && now >= replayRefusedFrom)
       return { valid: false, reason: "replayed", claims };
     return { valid: true, claims };
   };

@@ -112,7 +112,7 @@ describe("verifyAttestation", () => {
     });
   });
 
-  test("refuses another issuer, another organization, another request, a token older than maxAgeSeconds, and garbage", async () => {
+  test("refuses another issuer, another organization, another request, a token older than maxAgeSeconds, garbage, and critical header extensions", async () => {
     clock = issuedAt + 30_000;
     const verifier = verifierAt();
     const check = async (token: string, options: Parameters<Verifier["verifyAttestation"]>[1]) =>
@@ -133,6 +133,9 @@ describe("verifyAttestation", () => {
       "not_an_attestation",
     );
     expect((await check("not.a-token", { organizationId })).reason).toBe("malformed");
+    expect(
+      (await check(await key.sign(claims({ nonce: "d" }), { crit: ["b64"], b64: true }), { organizationId })).reason,
+    ).toBe("bad_signature");
   });
 });
 
