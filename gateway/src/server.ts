@@ -12,6 +12,7 @@ import {
   runAsMain,
   serveConnect,
   startPeriodicJob,
+  startTelemetry,
 } from "@svc/platform";
 import { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import { AgentService, type CheckStatusResponse } from "@svc/proto/agentlink/v1/agentlink_pb.js";
@@ -90,6 +91,8 @@ export async function startGateway(
   options: { env?: NodeJS.ProcessEnv; clock?: Clock; logger?: Logger } = {},
 ): Promise<RunningGateway> {
   const env = options.env ?? process.env;
+  // First: the Postgres instrumentation and the RPC interceptors are set up only once tracing is on.
+  const telemetry = startTelemetry("gateway", env);
   const logger = options.logger ?? createLogger("gateway");
   const config = loadGatewayConfig(env, logger);
   const clock = options.clock ?? clockFromEnvironment(env);
@@ -288,6 +291,7 @@ export async function startGateway(
           await rateLimitPool.end();
           await idempotencyPool.end();
           await orm.close();
+          await telemetry.stop();
           logger.info("stopped");
         })()),
     };
@@ -298,6 +302,7 @@ export async function startGateway(
     await rateLimitPool.end();
     await idempotencyPool.end();
     await orm.close(true);
+    await telemetry.stop();
     throw error;
   }
 }

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Clock, Logger } from "@svc/platform";
+import { type Clock, inHttpServerSpan, type Logger, type Span } from "@svc/platform";
 import { corsResponseHeaders, preflightHeaders, servesBrowsers } from "./cors.ts";
 import { envelope } from "./envelope.ts";
 import { InputValidationError, unhandledBody } from "./errors.ts";
@@ -122,7 +122,13 @@ export async function startPublicServer<Services>(options: PublicServerOptions<S
   const { logger } = options;
   const lookUp = routeTable(options.routes, options.rawRoutes ?? []);
 
-  const runOperation = async (req: IncomingMessage, res: ServerResponse, url: URL, route: Route): Promise<void> => {
+  const runOperation = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    route: Route,
+    span: Span | undefined,
+  ): Promise<void> => {
     const started = performance.now();
     // The client went away before the answer. A finished response closes too; aborting then would only
     // make an AbortError on every request.
@@ -171,6 +177,7 @@ export async function startPublicServer<Services>(options: PublicServerOptions<S
     else if (outcome.kind === "error" && outcome.cause !== undefined)
       logger.warn("a service behind the gateway failed", { ...log, error: outcome.cause });
     else logger.info("request", log);
+    span?.setAttribute("http.response.status_code", reply.status);
     send(res, reply.status, reply.body, {
       ...ctx.responseHeaders,
       ...corsResponseHeaders(ctx.credential, req.headers),
@@ -220,7 +227,10 @@ export async function startPublicServer<Services>(options: PublicServerOptions<S
         message: path.startsWith(`${basePath}/`) ? `no such operation: ${method} ${path}` : `no such path: ${path}`,
       });
     const target = methods.get(method);
-    if (target?.kind === "operation") return runOperation(req, res, url, target.route);
+    if (target?.kind === "operation") {
+      const route = target.route;
+      return inHttpServerSpan(method, `${basePath}${route.path}`, (span) => runOperation(req, res, url, route, span));
+    }
     if (target?.kind === "raw") {
       const limit = target.route.bodyLimit ?? rawBodyLimit;
       const body = method === "POST" ? await readRawBody(req, limit) : "";

@@ -6,6 +6,7 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { createLogger, type Logger } from "./logger.ts";
 import type { NodeServerRequest, NodeServerResponse } from "./node-handler.ts";
 import { malformedRequestsAreInvalid, sendRpcError } from "./rpc-errors.ts";
+import { rpcServerTracing } from "./rpc-tracing.ts";
 
 export interface ServiceOptions {
   name: string;
@@ -51,6 +52,7 @@ export async function serveConnect(options: ServiceOptions): Promise<RunningServ
   const handler = connectNodeAdapter({
     routes: options.routes,
     ...malformedRequestsAreInvalid,
+    interceptors: [...rpcServerTracing(), ...malformedRequestsAreInvalid.interceptors],
     fallback: (req, res) => {
       const path = (req.url ?? "").split("?")[0];
       if (path === "/healthz") return sendJson(res, 200, { status: "ok", service: options.name });
