@@ -6,7 +6,9 @@ import { tracer, tracingOn } from "./telemetry.ts";
 const headerGetter = {
   keys: (carrier: Headers) => {
     const keys: string[] = [];
-    carrier.forEach((_, key) => keys.push(key));
+    carrier.forEach((_, key) => {
+      keys.push(key);
+    });
     return keys;
   },
   get: (carrier: Headers, key: string) => carrier.get(key) ?? undefined,
