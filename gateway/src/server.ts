@@ -9,6 +9,7 @@ import {
   openDatabase,
   openStatementPool,
   type Queryable,
+  refreshBeforeScrape,
   runAsMain,
   serveConnect,
   startPeriodicJob,
@@ -32,6 +33,7 @@ import { CredentialDirectory } from "./credentials/directory.ts";
 import { entities } from "./credentials/entities.ts";
 import { grantTokenResolver } from "./credentials/grant-token.ts";
 import { loadOidcConfig, userSessionResolver } from "./credentials/user-session.ts";
+import { heldLongPolls } from "./http/edge-metrics.ts";
 import { openApiPath } from "./http/openapi/document.ts";
 import { parseStage } from "./http/parse.ts";
 import { handleStage, type Stage, validateStage } from "./http/pipeline.ts";
@@ -113,6 +115,11 @@ export async function startGateway(
   const cardWaiters = new Waiters<CheckStatusResponse>();
   const requestWaiters = new Waiters();
   const inboxWaiters = new Waiters<InboxChange>();
+  const stopMeasuringWaits = refreshBeforeScrape(async () => {
+    heldLongPolls.set({ kind: "card_status" }, cardWaiters.size);
+    heldLongPolls.set({ kind: "verification_status" }, requestWaiters.size);
+    heldLongPolls.set({ kind: "inbox" }, inboxWaiters.size);
+  });
   const inboxPresence = new InboxPresence({ subjectPrefix: config.eventSubjectPrefix, logger });
   const services: GatewayServices = {
     signing,
@@ -291,6 +298,7 @@ export async function startGateway(
           await rateLimitPool.end();
           await idempotencyPool.end();
           await orm.close();
+          stopMeasuringWaits();
           await telemetry.stop();
           logger.info("stopped");
         })()),
@@ -302,6 +310,7 @@ export async function startGateway(
     await rateLimitPool.end();
     await idempotencyPool.end();
     await orm.close(true);
+    stopMeasuringWaits();
     await telemetry.stop();
     throw error;
   }

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { type Clock, inHttpServerSpan, type Logger, type Span } from "@svc/platform";
 import { corsResponseHeaders, preflightHeaders, servesBrowsers } from "./cors.ts";
+import { eventStreams, operationDurations, operationRequests } from "./edge-metrics.ts";
 import { envelope } from "./envelope.ts";
 import { InputValidationError, unhandledBody } from "./errors.ts";
 import { writeEventStream } from "./event-stream.ts";
@@ -155,11 +156,16 @@ export async function startPublicServer<Services>(options: PublicServerOptions<S
     const outcome = await runPipeline(options.stages, ctx);
     if (outcome.kind === "stream") {
       logger.info("event stream", { operation: route.operationId, credential_id: ctx.credential?.caller.credentialId });
-      await writeEventStream(res, outcome.stream, gone.signal, {
-        ...baselineHeaders,
-        ...ctx.responseHeaders,
-        ...corsResponseHeaders(ctx.credential, req.headers),
-      });
+      eventStreams.inc();
+      try {
+        await writeEventStream(res, outcome.stream, gone.signal, {
+          ...baselineHeaders,
+          ...ctx.responseHeaders,
+          ...corsResponseHeaders(ctx.credential, req.headers),
+        });
+      } finally {
+        eventStreams.dec();
+      }
       return logger.info("event stream ended", {
         operation: route.operationId,
         duration_ms: Math.round(performance.now() - started),
@@ -178,6 +184,8 @@ export async function startPublicServer<Services>(options: PublicServerOptions<S
       logger.warn("a service behind the gateway failed", { ...log, error: outcome.cause });
     else logger.info("request", log);
     span?.setAttribute("http.response.status_code", reply.status);
+    operationRequests.inc({ operation: route.operationId, status: reply.status });
+    operationDurations.observe({ operation: route.operationId }, (performance.now() - started) / 1000);
     send(res, reply.status, reply.body, {
       ...ctx.responseHeaders,
       ...corsResponseHeaders(ctx.credential, req.headers),

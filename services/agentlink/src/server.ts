@@ -1,6 +1,7 @@
 import { createSecretKey } from "node:crypto";
 import {
   createInternalClient,
+  measureByStatus,
   runAsMain,
   type StartOptions,
   startPeriodicJob,
@@ -16,6 +17,7 @@ import { settings } from "./config.ts";
 import { SandboxAnswers } from "./confirmations/sandbox-answers.ts";
 import { migrations } from "./migrations/index.ts";
 import { Card, CardAudit } from "./proposals/card.entity.ts";
+import { cardStatuses, cardsByStatus } from "./proposals/card-metrics.ts";
 import { CardReader } from "./proposals/card-reader.ts";
 import { CardWriter, proposeCards } from "./proposals/card-writer.ts";
 import { expireSweep } from "./proposals/expire-sweep.ts";
@@ -105,7 +107,11 @@ export const startAgentlink = (options: StartOptions = {}) =>
           work: async () => (await deps.sandbox.sweep(sandboxSweepLimit)) === sandboxSweepLimit,
           onError: (error) => logger.warn("sandbox sweep failed; will retry", { error }),
         });
+        const stopMeasuring = measureByStatus(cardsByStatus, cardStatuses, () =>
+          deps.orm.em.fork().execute(`select status, count(*) as count from card group by status`),
+        );
         return async () => {
+          stopMeasuring();
           await sweeps.stop();
           await sandboxSweep.stop();
         };

@@ -4,6 +4,7 @@ import { parse, type Settings } from "./config.ts";
 import { Migration } from "./database.ts";
 import { currentTraceContext, publishTraced, type StoredTraceContext } from "./event-tracing.ts";
 import type { Logger } from "./logger.ts";
+import { gauge, refreshBeforeScrape } from "./metrics.ts";
 import type { EventBus } from "./nats.ts";
 import { startWakeableLoop } from "./wakeable-loop.ts";
 
@@ -105,6 +106,11 @@ export const outboxSettings = {
   },
 } satisfies Settings;
 
+const oldestUnrelayed = gauge(
+  "outbox_oldest_unrelayed_age_seconds",
+  "Age of the oldest event in the outbox not yet published to the event stream (0 when none waits)",
+);
+
 /** How often, in clock time, the relay looks for published rows past their retention. */
 const pruneEveryMs = 60_000;
 
@@ -172,7 +178,14 @@ export function startOutboxRelay(options: {
     return deleted.length > 0;
   };
 
-  return startWakeableLoop({
+  const stopMeasuring = refreshBeforeScrape(async () => {
+    const [row] = await orm.em
+      .fork()
+      .execute<{ oldest: Date | null }[]>(`select min(created_at) as oldest from outbox where published_at is null`);
+    const oldest = row?.oldest ? new Date(row.oldest).getTime() : undefined;
+    oldestUnrelayed.set(oldest === undefined ? 0 : Math.max(0, clock.now().getTime() - oldest) / 1000);
+  });
+  const loop = startWakeableLoop({
     pollMs,
     // Pruning first, so an event that cannot be published holds up no pruning.
     work: async () => {
@@ -184,4 +197,11 @@ export function startOutboxRelay(options: {
     },
     onError: (error) => logger.warn("outbox relay could not publish; will retry", { error }),
   });
+  return {
+    wake: loop.wake,
+    stop: async () => {
+      stopMeasuring();
+      await loop.stop();
+    },
+  };
 }

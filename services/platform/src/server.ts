@@ -4,8 +4,10 @@ import { type AddressInfo, createServer as createTcpServer, type Socket } from "
 import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { createLogger, type Logger } from "./logger.ts";
+import { metricsText } from "./metrics.ts";
 import type { NodeServerRequest, NodeServerResponse } from "./node-handler.ts";
 import { malformedRequestsAreInvalid, sendRpcError } from "./rpc-errors.ts";
+import { rpcServerMetrics } from "./rpc-metrics.ts";
 import { rpcServerTracing } from "./rpc-tracing.ts";
 
 export interface ServiceOptions {
@@ -23,7 +25,7 @@ export interface ServiceOptions {
   /** How long a stop waits for requests in flight before it cuts them (default 20 s, inside Kubernetes' 30 s grace). */
   drainTimeoutMs?: number;
   /**
-   * Checks the caller of every call but the probes (the gateway's console: the operator credential). A call
+   * Checks the caller of every call but the probes and /metrics (the gateway's console: the operator credential). A call
    * it refuses is answered `unauthenticated` in its own protocol (Connect, gRPC or gRPC-Web) with `refusal`
    * as the message, and reaches nothing.
    */
@@ -43,6 +45,9 @@ export interface RunningService {
 
 const http2Preface = Buffer.from("PRI * HTTP/2.0");
 
+/** The probes and Prometheus' scrape: what the kubelet and the scraper reach without the console's credential. */
+const unauthenticatedPaths = new Set(["/healthz", "/readyz", "/metrics"]);
+
 /**
  * Serves Connect RPC on h2c and, on the same port, HTTP/1.1 for probes and tools that speak only
  * HTTP/1.1 (kubelet's httpGet probes among them): the first bytes of a connection decide.
@@ -52,7 +57,7 @@ export async function serveConnect(options: ServiceOptions): Promise<RunningServ
   const handler = connectNodeAdapter({
     routes: options.routes,
     ...malformedRequestsAreInvalid,
-    interceptors: [...rpcServerTracing(), ...malformedRequestsAreInvalid.interceptors],
+    interceptors: [...rpcServerTracing(), rpcServerMetrics, ...malformedRequestsAreInvalid.interceptors],
     fallback: (req, res) => {
       const path = (req.url ?? "").split("?")[0];
       if (path === "/healthz") return sendJson(res, 200, { status: "ok", service: options.name });
@@ -60,6 +65,16 @@ export async function serveConnect(options: ServiceOptions): Promise<RunningServ
         options.ready().then(
           () => sendJson(res, 200, { status: "ready", service: options.name }),
           (error: Error) => sendJson(res, 503, { status: "unavailable", service: options.name, error: error.message }),
+        );
+        return;
+      }
+      if (path === "/metrics") {
+        metricsText().then(
+          ({ contentType, text }) => {
+            res.writeHead(200, { "content-type": contentType, "content-length": Buffer.byteLength(text) });
+            res.end(text);
+          },
+          (error: Error) => sendJson(res, 500, { error: "metrics_failed", message: error.message }),
         );
         return;
       }
@@ -74,8 +89,8 @@ export async function serveConnect(options: ServiceOptions): Promise<RunningServ
     res.once("close", () => {
       if (--inFlight === 0) drained?.();
     });
-    const path = (req.url ?? "").split("?")[0];
-    if (options.authenticate && path !== "/healthz" && path !== "/readyz" && !options.authenticate.check(req))
+    const path = (req.url ?? "").split("?")[0] ?? "";
+    if (options.authenticate && !unauthenticatedPaths.has(path) && !options.authenticate.check(req))
       return sendRpcError(req, res, new ConnectError(options.authenticate.refusal, Code.Unauthenticated));
     handler(req, res);
   };

@@ -2,6 +2,7 @@ import { createInternalClient, runAsMain, type StartOptions, startService, uuid 
 import { AgentCallbackService } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { createCallbackEndpoints } from "./callbacks/callback-endpoints.ts";
 import { settings } from "./config.ts";
+import { measureOldestDueDelivery } from "./delivery/delivery-metrics.ts";
 import { startDeliveryWorker } from "./delivery/delivery-worker.ts";
 import { destinationPolicyFor } from "./delivery/destination-guard.ts";
 import { startInstanceHeartbeat } from "./delivery/dispatcher-instances.ts";
@@ -113,7 +114,9 @@ export const startWebhookDispatch = (options: StartOptions = {}) =>
             sender.close();
             throw error;
           });
+        const stopMeasuring = measureOldestDueDelivery(statements, clock);
         return async () => {
+          stopMeasuring();
           await retention.stop();
           await consumer.stop();
           await worker.stop();

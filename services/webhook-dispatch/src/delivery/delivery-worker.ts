@@ -1,4 +1,5 @@
 import { type Clock, inHttpClientSpan, type Logger, type Queryable, startWakeableLoop } from "@svc/platform";
+import { deliveryAttempts } from "./delivery-metrics.ts";
 import {
   type AttemptResult,
   type ClaimedDelivery,
@@ -192,6 +193,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
       });
       if (sent.statusCode !== undefined) span?.setAttribute("http.response.status_code", sent.statusCode);
       span?.setAttribute("webhook.attempt.outcome", sent.kind);
+      deliveryAttempts.inc({ outcome: sent.kind });
       return sent;
     });
     return resultOf(delivery, outcome, { startedAt, endedAt: clock.now() }, options.retry);
