@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 import { svcctlJson } from "./agent-support.ts";
-import { newGate, newPartner, partnerApi, result } from "./gate-support.ts";
+import { dataError, newGate, newPartner, partnerApi, result } from "./gate-support.ts";
 
 /** A scrape of `/metrics`: each sample's value by its name and labels, as Prometheus' text format writes them. */
 type Scrape = Map<string, number>;
@@ -75,14 +75,19 @@ describe("metrics move with the work", () => {
     ]);
     const human = (await svcctl(["human", "create", "--env", "development", "--behavior", "confirm"]))
       .svc_user_id as string;
-    const grant = result(await api.post("/sdk/create-session", { partner_user_id: "measured-user" }, partner.devSecret))
-      .anchor_grant_token as string;
+    // A grant is good for one link.
+    const grants: string[] = [];
+    for (let i = 0; i < 3; i++)
+      grants.push(
+        result(await api.post("/sdk/create-session", { partner_user_id: `measured-user-${i}` }, partner.devSecret))
+          .anchor_grant_token as string,
+      );
 
     before = await scrapeAll();
-    for (let i = 0; i < 3; i++)
+    for (const grant of grants)
       result(await api.post("/sdk/create-verification-link", { gate: "login", svc_user_id: human }, grant));
     for (let i = 0; i < 2; i++)
-      expect((await api.post("/sdk/create-session", { partner_user_id: "nobody" })).status).toBe(401);
+      expect(dataError(await api.post("/sdk/create-session", { partner_user_id: "nobody" })).statusCode).toBe(401);
     await vi.waitFor(
       () => {
         if (delivered < 3) throw new Error(`${delivered} deliveries`);

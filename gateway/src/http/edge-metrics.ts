@@ -6,7 +6,7 @@ import { counter, durationHistogram, gauge } from "@svc/platform";
  */
 export const operationRequests = counter(
   "gateway_requests_total",
-  "Public operations answered, by operation and HTTP status",
+  "Public operations answered, by operation and status (an error's statusCode, even inside an HTTP 200 envelope)",
   ["operation", "status"],
 );
 export const operationDurations = durationHistogram(

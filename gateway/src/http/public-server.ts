@@ -184,7 +184,10 @@ export async function startPublicServer<Services>(options: PublicServerOptions<S
       logger.warn("a service behind the gateway failed", { ...log, error: outcome.cause });
     else logger.info("request", log);
     span?.setAttribute("http.response.status_code", reply.status);
-    operationRequests.inc({ operation: route.operationId, status: reply.status });
+    // The answer's own status where the envelope carries an error inside an HTTP 200.
+    const status =
+      outcome.kind === "error" ? outcome.error.statusCode : outcome.kind === "unhandled" ? 500 : reply.status;
+    operationRequests.inc({ operation: route.operationId, status });
     operationDurations.observe({ operation: route.operationId }, (performance.now() - started) / 1000);
     send(res, reply.status, reply.body, {
       ...ctx.responseHeaders,
