@@ -42,13 +42,14 @@ describe("one trace from a partner's call to the webhook", () => {
    * parent. Each process exports its ended spans every 500 ms, so a parent may arrive after its child; one
    * that never arrives fails here, listed.
    */
-  const tracedOperation = (operation: string) =>
+  const tracedOperation = (operation: string, deliveries: number) =>
     vi.waitFor(
       () => {
         const found = otlp.spans.find((s) => s.service === "gateway" && s.name === operation);
         if (!found) throw new Error(`no span of ${operation} yet`);
         const spans = otlp.spans.filter((s) => s.traceId === found.traceId);
-        if (!spans.some((s) => s.name === "POST webhook")) throw new Error("the delivery's span is not exported yet");
+        if (spans.filter((s) => s.name === "POST webhook").length < deliveries)
+          throw new Error("the deliveries' spans are not all exported yet");
         const orphans = spans.filter((s) => s !== found && parentIn(spans, s) === undefined);
         if (orphans.length > 0)
           throw new Error(`spans whose parent is not in the trace: ${orphans.map((s) => `${s.service}: ${s.name}`)}`);
@@ -88,7 +89,7 @@ describe("one trace from a partner's call to the webhook", () => {
       ),
     );
     await deliveredTo("/hooks");
-    ({ root, spans: trace } = await tracedOperation("POST /v1/sdk/create-verification-link"));
+    ({ root, spans: trace } = await tracedOperation("POST /v1/sdk/create-verification-link", 1));
 
     // An agent with a callback, bound to a sandbox human who confirms: inquire, the human's confirmation
     // (answered at once by agentlink for a sandbox human), the proof, and the resolution's callback.
@@ -110,7 +111,7 @@ describe("one trace from a partner's call to the webhook", () => {
       ),
     );
     await deliveredTo("/callback");
-    ({ root: agentRoot, spans: agentTrace } = await tracedOperation("POST /v1/agentlink/inquire"));
+    ({ root: agentRoot, spans: agentTrace } = await tracedOperation("POST /v1/agentlink/inquire", 3));
   }, 240_000);
   afterAll(async () => {
     await mesh?.stop();
@@ -118,14 +119,16 @@ describe("one trace from a partner's call to the webhook", () => {
     await otlp?.close();
   });
 
-  test("the gateway's operation span is the root of a trace through gate and account", () => {
+  test("the gateway's operation span is the root of a trace through every service", () => {
     expect(root).toMatchObject({ parentSpanId: "", kind: spanKind.server });
     expect(root.attributes).toMatchObject({
       "http.request.method": "POST",
       "http.route": "/v1/sdk/create-verification-link",
       "http.response.status_code": 200,
     });
-    expect(new Set(trace.map((s) => s.service))).toEqual(new Set(["gateway", "gate", "account", "webhook-dispatch"]));
+    expect(new Set(trace.map((s) => s.service))).toEqual(
+      new Set(["gateway", "gate", "account", "signing", "webhook-dispatch"]),
+    );
   });
 
   test("each Connect server span is the child of its caller's client span, named and coded by the RPC conventions", () => {
@@ -189,14 +192,13 @@ describe("one trace from a partner's call to the webhook", () => {
     );
     expect(proof, "the proof's signing span").toBeDefined();
     expect(parentIn(agentTrace, proof as ReceivedSpan)).toMatchObject({ service: "agentlink", kind: spanKind.client });
-    const callback = agentTrace.find((s) => s.name === "POST webhook");
-    const chain = ancestry(agentTrace, callback as ReceivedSpan);
     const subject = `${mesh.env.SVC_EVENT_SUBJECT_PREFIX}.agents_ask.resolution.confirmed`;
-    expect(chain[1]).toMatchObject({
-      service: "webhook-dispatch",
-      kind: spanKind.consumer,
-      name: `process ${subject}`,
-    });
+    const consumed = agentTrace.find((s) => s.kind === spanKind.consumer && s.name === `process ${subject}`);
+    expect(consumed?.service).toBe("webhook-dispatch");
+    // The resolution goes to the partner's endpoint and to the agent's callback, each under its consumer span.
+    const deliveries = agentTrace.filter((s) => s.name === "POST webhook" && s.parentSpanId === consumed?.spanId);
+    expect(deliveries).toHaveLength(2);
+    const chain = ancestry(agentTrace, deliveries[0] as ReceivedSpan);
     expect(chain[2]).toMatchObject({ service: "agentlink", kind: spanKind.producer, name: `send ${subject}` });
     expect(chain.at(-1)).toBe(agentRoot);
   });
