@@ -42,10 +42,11 @@ interface OtlpExport {
   }[];
 }
 
-const valueOf = (v: OtlpValue): string | number | boolean =>
+const attributeValue = (v: OtlpValue): string | number | boolean =>
   v.stringValue ?? (v.intValue === undefined ? undefined : Number(v.intValue)) ?? v.boolValue ?? v.doubleValue ?? "";
 
-const attributesOf = (list: OtlpAttribute[] = []) => Object.fromEntries(list.map((a) => [a.key, valueOf(a.value)]));
+const attributesOf = (list: OtlpAttribute[] = []) =>
+  Object.fromEntries(list.map((a) => [a.key, attributeValue(a.value)]));
 
 /**
  * An OTLP/HTTP trace receiver in the test's process, on a port the kernel picks: the mesh's exporters send it

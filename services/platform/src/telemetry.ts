@@ -67,9 +67,7 @@ function instrumentPostgres(tracerProvider: TracerProvider): void {
   });
   instrumentation.setTracerProvider(tracerProvider);
   instrumentation.enable();
-  const require = createRequire(import.meta.url);
-  require("pg");
-  require("pg-pool");
+  createRequire(import.meta.url)("pg");
 }
 
 function redactStatement(span: Span, text: string): void {
