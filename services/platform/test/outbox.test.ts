@@ -144,7 +144,7 @@ describe("transactional outbox", () => {
     const applied = await again.em
       .fork()
       .execute<{ name: string }[]>("select name from outbox_test.mikro_orm_migrations");
-    expect(applied.map((r) => r.name)).toEqual(["0000_outbox"]);
+    expect(applied.map((r) => r.name)).toEqual(["0000_outbox", "0000_outbox_trace_context"]);
     await again.close();
   });
 });
