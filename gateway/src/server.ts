@@ -6,6 +6,7 @@ import {
   createLogger,
   databaseReachable,
   type Logger,
+  migrateSchema,
   openDatabase,
   openStatementPool,
   type Queryable,
@@ -84,6 +85,8 @@ async function reachable(baseUrl: string, name: string): Promise<void> {
   if (!response.ok) throw new Error(`${name} unhealthy: HTTP ${response.status}`);
 }
 
+const gatewaySchema = { schema: "gateway", entities, migrations, storedDefinitions: [decideRateLimits] };
+
 /**
  * The gateway starts without `startService`: it emits no events (no stream, no outbox to open; its one
  * NATS connection hears the notifications that wake long-polls and event streams), and it serves two servers, the
@@ -100,12 +103,10 @@ export async function startGateway(
   const clock = options.clock ?? clockFromEnvironment(env);
 
   const orm = await openDatabase({
+    ...gatewaySchema,
     url: config.databaseUrl,
-    schema: "gateway",
-    entities,
-    migrations,
-    storedDefinitions: [decideRateLimits],
     logger,
+    migrationMode: config.migrations,
   });
   const signing = createInternalClient(SigningService, config.signingUrl);
   const directory = new CredentialDirectory({ orm, pepper: config.keyPepper, clock });
@@ -329,4 +330,9 @@ async function sweepKeys(pool: Queryable, clock: Clock): Promise<void> {
     if ((await sweepExpiredKeys(pool, clock.now(), keySweepBatch)) < keySweepBatch) return;
 }
 
-runAsMain(import.meta.url, "gateway", () => startGateway());
+runAsMain(
+  import.meta.url,
+  "gateway",
+  () => startGateway(),
+  () => migrateSchema({ ...gatewaySchema, envPrefix: "GATEWAY", logger: createLogger("gateway") }),
+);

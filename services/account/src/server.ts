@@ -1,4 +1,13 @@
-import { ConfigError, deleteDue, runAsMain, type StartOptions, startPeriodicJob, startService } from "@svc/platform";
+import {
+  ConfigError,
+  defineService,
+  deleteDue,
+  migrateService,
+  runAsMain,
+  type StartOptions,
+  startPeriodicJob,
+  startService,
+} from "@svc/platform";
 import { AgeEvidence } from "./age/age-evidence.entity.ts";
 import { presentationRetentionRule } from "./age/wallet/presentations.ts";
 import { walletDependencies } from "./age/wallet/wallet-setup.ts";
@@ -17,61 +26,60 @@ import { SandboxPasskey } from "./sandbox/sandbox-passkey.entity.ts";
  * account: humans, their passkeys (WebAuthn), devices, age evidence and secured-account links
  * (AccountService), and the operators' sandbox humans (AccountConsoleService).
  */
-export const startAccount = (options: StartOptions = {}) =>
-  startService(
-    {
-      name: "account",
-      envPrefix: "ACCOUNT",
-      defaultPort: 9093,
-      settings,
-      schema: "account",
-      entities: [Human, SignInIdentity, Passkey, PasskeyCeremony, SandboxPasskey, Device, AgeEvidence, AccountLink],
-      migrations,
-      build: ({ orm, clock, bus, outbox, config, logger }): RouteDependencies => {
-        if (config.deployment === "production" && config.devWalletIssuerKey !== null)
-          throw new ConfigError(
-            'ACCOUNT_DEV_WALLET_ISSUER_KEY must be "off" in production: the development issuer signs anything',
-          );
-        return {
-          orm,
-          clock,
-          bus,
-          outbox,
-          secrets: { sandboxKey: config.sandboxKey, refPepper: config.refPepper, emailPepper: config.emailPepper },
-          devIssuer: config.devIssuer,
-          rpName: config.rpName,
-          pushProviders: configuredProviders(config),
-          logger,
-          wallet: walletDependencies({ ...config, clock }),
-        };
-      },
-      routes: accountRoutes,
-      // In every replica; batches skip the rows another replica's batch holds.
-      background: async ({ orm, clock }, { config, logger }) => {
-        const retention = startPeriodicJob({
-          everyMs: config.retentionEvery,
-          logger,
-          steps: [
-            {
-              name: "passkey ceremony retention",
-              run: () =>
-                deleteDue(orm, ceremonyRetentionRule(clock.now(), config.ceremonyRetention), config.retentionBatch),
-            },
-            {
-              name: "age presentation retention",
-              run: () =>
-                deleteDue(
-                  orm,
-                  presentationRetentionRule(clock.now(), config.presentationRetention),
-                  config.retentionBatch,
-                ),
-            },
-          ],
-        });
-        return () => retention.stop();
-      },
-    },
-    options,
-  );
+const account = defineService({
+  name: "account",
+  envPrefix: "ACCOUNT",
+  defaultPort: 9093,
+  settings,
+  schema: "account",
+  entities: [Human, SignInIdentity, Passkey, PasskeyCeremony, SandboxPasskey, Device, AgeEvidence, AccountLink],
+  migrations,
+  build: ({ orm, clock, bus, outbox, config, logger }): RouteDependencies => {
+    if (config.deployment === "production" && config.devWalletIssuerKey !== null)
+      throw new ConfigError(
+        'ACCOUNT_DEV_WALLET_ISSUER_KEY must be "off" in production: the development issuer signs anything',
+      );
+    return {
+      orm,
+      clock,
+      bus,
+      outbox,
+      secrets: { sandboxKey: config.sandboxKey, refPepper: config.refPepper, emailPepper: config.emailPepper },
+      devIssuer: config.devIssuer,
+      rpName: config.rpName,
+      pushProviders: configuredProviders(config),
+      logger,
+      wallet: walletDependencies({ ...config, clock }),
+    };
+  },
+  routes: accountRoutes,
+  // In every replica; batches skip the rows another replica's batch holds.
+  background: async ({ orm, clock }, { config, logger }) => {
+    const retention = startPeriodicJob({
+      everyMs: config.retentionEvery,
+      logger,
+      steps: [
+        {
+          name: "passkey ceremony retention",
+          run: () =>
+            deleteDue(orm, ceremonyRetentionRule(clock.now(), config.ceremonyRetention), config.retentionBatch),
+        },
+        {
+          name: "age presentation retention",
+          run: () =>
+            deleteDue(orm, presentationRetentionRule(clock.now(), config.presentationRetention), config.retentionBatch),
+        },
+      ],
+    });
+    return () => retention.stop();
+  },
+});
 
-runAsMain(import.meta.url, "account", () => startAccount());
+export const startAccount = (options: StartOptions = {}) => startService(account, options);
+
+runAsMain(
+  import.meta.url,
+  "account",
+  () => startAccount(),
+  () => migrateService(account),
+);

@@ -166,4 +166,14 @@ export const commonSettings = {
     default: "development" as "development" | "production",
     description: "development allows embedded defaults and the test clock; production refuses them",
   },
+  migrations: {
+    parse: parse.oneOf("at-start", "job"),
+    shared: true,
+    default: "at-start" as MigrationMode,
+    description:
+      "at-start: a starting process applies its schema's pending migrations (under a lock); job: a migrate Job (--migrate-only) applies them before the rollout, and a process refuses to start while any is pending",
+  },
 } satisfies Settings;
+
+/** Who applies a schema's migrations: each starting process, or a migrate Job run once per release. */
+export type MigrationMode = "at-start" | "job";

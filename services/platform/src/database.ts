@@ -2,8 +2,9 @@ import type { EntitySchema, MigrationObject } from "@mikro-orm/core";
 import { Migration, Migrator } from "@mikro-orm/migrations";
 import { MikroORM, type Options } from "@mikro-orm/postgresql";
 import pg from "pg";
+import { ConfigError, commonSettings, loadConfig, type MigrationMode } from "./config.ts";
 import type { Logger } from "./logger.ts";
-import { applyStoredDefinitions, type StoredDefinition } from "./stored-definitions.ts";
+import { applyStoredDefinitions, type StoredDefinition, staleStoredDefinitions } from "./stored-definitions.ts";
 
 export { Migration };
 export type Database = MikroORM;
@@ -18,15 +19,18 @@ export interface DatabaseOptions {
   storedDefinitions?: readonly StoredDefinition[];
   logger: Logger;
   poolSize?: number;
+  /** Who applies the migrations (the `migrations` setting): `at-start` unless given. */
+  migrationMode?: MigrationMode;
 }
 
 /**
- * One ORM per service, bound to the service's schema, with its migrations and then its stored
- * definitions applied before it serves. An advisory lock keeps replicas that start together from
- * migrating at the same time.
+ * One ORM per service, bound to the service's schema. Under `at-start` its migrations and then its stored
+ * definitions are applied first; under `job` the migrate Job has applied them, and a schema behind this
+ * release refuses the start, so no replica ever migrates.
  */
 export async function openDatabase(options: DatabaseOptions): Promise<MikroORM> {
-  await migrateUnderLock(options);
+  if (options.migrationMode === "job") await requireMigrated(options);
+  else await migrateDatabase(options);
   return MikroORM.init(ormOptions(options));
 }
 
@@ -54,7 +58,11 @@ function ormOptions(options: DatabaseOptions): Options {
   };
 }
 
-async function migrateUnderLock(options: DatabaseOptions): Promise<void> {
+/**
+ * Applies the schema's pending migrations, then its changed stored definitions. An advisory lock keeps
+ * processes that migrate together (replicas starting at once, or a Job beside them) from racing.
+ */
+export async function migrateDatabase(options: DatabaseOptions): Promise<void> {
   const lock = new pg.Client({ connectionString: options.url });
   await lock.connect();
   try {
@@ -77,6 +85,46 @@ async function migrateUnderLock(options: DatabaseOptions): Promise<void> {
   } finally {
     await lock.end();
   }
+}
+
+async function requireMigrated(options: DatabaseOptions): Promise<void> {
+  const client = new pg.Client({ connectionString: options.url });
+  await client.connect();
+  try {
+    const ledger = `${client.escapeIdentifier(options.schema)}.mikro_orm_migrations`;
+    const { rows } = await client.query<{ present: boolean }>("select to_regclass($1) is not null as present", [
+      ledger,
+    ]);
+    const applied = rows[0]?.present
+      ? new Set((await client.query<{ name: string }>(`select name from ${ledger}`)).rows.map((row) => row.name))
+      : new Set<string>();
+    const pending = options.migrations.map((migration) => migration.name).filter((name) => !applied.has(name));
+    const stale = await staleStoredDefinitions(client, options.schema, options.storedDefinitions ?? []);
+    if (pending.length > 0 || stale.length > 0)
+      throw new ConfigError(
+        `schema ${options.schema} is behind this release (migrations not applied: ${pending.join(", ") || "none"}; ` +
+          `stored definitions not applied: ${stale.join(", ") || "none"}); with SVC_MIGRATIONS=job the migrate Job ` +
+          "(--migrate-only) applies them before the rollout",
+      );
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * What `--migrate-only` runs: the migrations and stored definitions of one schema, read from nothing but
+ * the database URL (<PREFIX>_DATABASE_URL or SVC_DATABASE_URL), so a migrate Job needs no other secret.
+ */
+export async function migrateSchema(
+  options: Omit<DatabaseOptions, "url" | "migrationMode" | "poolSize"> & { envPrefix: string; env?: NodeJS.ProcessEnv },
+): Promise<void> {
+  const { databaseUrl } = loadConfig(
+    options.envPrefix,
+    { databaseUrl: commonSettings.databaseUrl },
+    options.env ?? process.env,
+    options.logger,
+  );
+  await migrateDatabase({ ...options, url: databaseUrl });
 }
 
 /**

@@ -3,6 +3,7 @@ import { createServer as createHttp2Server, type Http2Session } from "node:http2
 import { type AddressInfo, createServer as createTcpServer, type Socket } from "node:net";
 import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { healthPathPrefix, healthRoutes } from "./health.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { metricsText } from "./metrics.ts";
 import type { NodeServerRequest, NodeServerResponse } from "./node-handler.ts";
@@ -45,17 +46,19 @@ export interface RunningService {
 
 const http2Preface = Buffer.from("PRI * HTTP/2.0");
 
-/** The probes and Prometheus' scrape: what the kubelet and the scraper reach without the console's credential. */
-const unauthenticatedPaths = new Set(["/healthz", "/readyz", "/metrics"]);
-
 /**
  * Serves Connect RPC on h2c and, on the same port, HTTP/1.1 for probes and tools that speak only
  * HTTP/1.1 (kubelet's httpGet probes among them): the first bytes of a connection decide.
  */
 export async function serveConnect(options: ServiceOptions): Promise<RunningService> {
   const { logger } = options;
+  const stopped = new AbortController();
   const handler = connectNodeAdapter({
-    routes: options.routes,
+    routes: (router) => {
+      options.routes(router);
+      const served = new Set(router.handlers.map((h) => h.service.typeName));
+      healthRoutes({ served, ready: options.ready, stopping: stopped.signal })(router);
+    },
     ...malformedRequestsAreInvalid,
     interceptors: [...rpcServerTracing(), rpcServerMetrics, ...malformedRequestsAreInvalid.interceptors],
     fallback: (req, res) => {
@@ -90,7 +93,9 @@ export async function serveConnect(options: ServiceOptions): Promise<RunningServ
       if (--inFlight === 0) drained?.();
     });
     const path = (req.url ?? "").split("?")[0] ?? "";
-    if (options.authenticate && !unauthenticatedPaths.has(path) && !options.authenticate.check(req))
+    // The probes and Prometheus' scrape reach the server without the console's credential.
+    const probe = path === "/healthz" || path === "/readyz" || path === "/metrics" || path.startsWith(healthPathPrefix);
+    if (options.authenticate && !probe && !options.authenticate.check(req))
       return sendRpcError(req, res, new ConnectError(options.authenticate.refusal, Code.Unauthenticated));
     handler(req, res);
   };
@@ -123,17 +128,20 @@ export async function serveConnect(options: ServiceOptions): Promise<RunningServ
   const stop = () =>
     (stopping ??= (async () => {
       logger.info("stopping", { inFlight });
+      // Health answers NOT_SERVING from now on, and Watch streams send it and end, so they hold up no drain.
+      stopped.abort();
       // No new connections, no new HTTP/2 streams (GOAWAY); requests already running finish first,
       // so a rolling update neither cuts a call nor closes the database under its handler.
       tcp.close();
-      for (const session of h2Sessions) session.close();
+      // A closed session ends its socket once its last stream's frames are written: destroying the socket
+      // when the handler finished could cut the response's end (a gRPC client then reads CANCEL, not OK).
+      const sessionsClosed = Promise.all(
+        [...h2Sessions].map((session) => new Promise<void>((done) => session.close(() => done()))),
+      );
       h1.closeIdleConnections();
-      if (inFlight > 0) {
-        await new Promise<void>((resolve) => {
-          drained = resolve;
-          setTimeout(resolve, options.drainTimeoutMs ?? 20_000).unref();
-        });
-      }
+      const deadline = new Promise<void>((resolve) => setTimeout(resolve, options.drainTimeoutMs ?? 20_000).unref());
+      if (inFlight > 0) await Promise.race([new Promise<void>((resolve) => (drained = resolve)), deadline]);
+      await Promise.race([sessionsClosed, deadline]);
       for (const socket of sockets) socket.destroy();
       await options.onStop();
       if (options.logStopped !== false) logger.info("stopped");
@@ -148,11 +156,17 @@ export function sendJson(res: NodeServerResponse, status: number, body: unknown)
 }
 
 /**
- * Runs `start` when the file is the process's main module, and stops cleanly on SIGTERM or SIGINT. Every
- * failure, even one no handler caught, is one structured line at error before the exit, never Node's own
- * unstructured print: a supervisor (npm start, the kubelet) restarts the process and the log says why.
+ * Runs `start` when the file is the process's main module, and stops cleanly on SIGTERM or SIGINT; with
+ * `--migrate-only` runs `migrate` instead and exits (the migrate Job). Every failure, even one no handler
+ * caught, is one structured line at error before the exit, never Node's own unstructured print: a
+ * supervisor (npm start, the kubelet) restarts the process and the log says why.
  */
-export function runAsMain(importMetaUrl: string, name: string, start: () => Promise<RunningService>): void {
+export function runAsMain(
+  importMetaUrl: string,
+  name: string,
+  start: () => Promise<RunningService>,
+  migrate: () => Promise<void>,
+): void {
   if (process.argv[1] === undefined || importMetaUrl !== new URL(`file://${process.argv[1]}`).href) return;
   const logger = createLogger(name);
   const fail = (msg: string) => (error: unknown) => {
@@ -161,6 +175,13 @@ export function runAsMain(importMetaUrl: string, name: string, start: () => Prom
   };
   process.on("uncaughtException", fail("uncaught exception"));
   process.on("unhandledRejection", fail("unhandled rejection"));
+  if (process.argv.includes("--migrate-only")) {
+    migrate().then(() => {
+      logger.info("migrated");
+      process.exit(0);
+    }, fail("migration failed"));
+    return;
+  }
   start().then(
     (service) => {
       const shutdown = () => {

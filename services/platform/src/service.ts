@@ -4,7 +4,7 @@ import type { MikroORM } from "@mikro-orm/postgresql";
 import type pg from "pg";
 import { type Clock, clockFromEnvironment, testClockRefusal } from "./clock.ts";
 import { ConfigError, type ConfigOf, commonSettings, loadConfig, parse, type Settings } from "./config.ts";
-import { databaseReachable, openDatabase, openStatementPool } from "./database.ts";
+import { databaseReachable, migrateSchema, openDatabase, openStatementPool } from "./database.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { connectEventBus, type EventBus, eventStreamSettings, natsReachable } from "./nats.ts";
 import { OutboxEvent, type OutboxRelay, outboxMigrations, outboxSettings, startOutboxRelay } from "./outbox.ts";
@@ -37,6 +37,8 @@ export interface ServiceDefinition<S extends Settings, B> {
 
 export interface ServiceContext<S extends Settings> {
   config: ConfigOf<S> & ConfigOf<typeof baseSettings>;
+  /** The environment the configuration was read from, for settings a part reads itself. */
+  env: NodeJS.ProcessEnv;
   orm: MikroORM;
   /** Prepared statements on hot paths, outside the ORM (see `openStatementPool`). */
   statements: pg.Pool;
@@ -61,6 +63,25 @@ const baseSettings = {
     description: "connections for the prepared statements on hot paths (besides the ORM's pool)",
   },
 } satisfies Settings;
+
+/** A service definition, typed from its literal; `startService` and `migrateService` take it. */
+export const defineService = <S extends Settings, B>(definition: ServiceDefinition<S, B>) => definition;
+
+/** The service's `--migrate-only`: its schema's migrations (the outbox's first) and stored definitions. */
+export function migrateService<S extends Settings, B>(
+  definition: ServiceDefinition<S, B>,
+  options: Pick<StartOptions, "env" | "logger"> = {},
+): Promise<void> {
+  return migrateSchema({
+    envPrefix: definition.envPrefix,
+    env: options.env,
+    schema: definition.schema,
+    entities: [OutboxEvent, ...definition.entities],
+    migrations: [...outboxMigrations, ...definition.migrations],
+    storedDefinitions: definition.storedDefinitions,
+    logger: options.logger ?? createLogger(definition.name),
+  });
+}
 
 /**
  * The wiring every event-emitting service shares: configuration (development secrets refused in
@@ -96,6 +117,7 @@ export async function startService<S extends Settings, B>(
     migrations: [...outboxMigrations, ...definition.migrations],
     storedDefinitions: definition.storedDefinitions,
     logger,
+    migrationMode: config.migrations,
   });
   const statements = openStatementPool({
     url: config.databaseUrl,
@@ -124,7 +146,7 @@ export async function startService<S extends Settings, B>(
       maxAgeMs: mesh.eventStreamMaxAge,
     });
     outbox = startOutboxRelay({ orm, bus, logger, clock, retentionMs: mesh.outboxRetention });
-    const context: ServiceContext<S> = { config, orm, statements, bus, outbox, clock, logger };
+    const context: ServiceContext<S> = { config, env, orm, statements, bus, outbox, clock, logger };
     const bundle = await definition.build(context);
     if (definition.background) stopBackground = await definition.background(bundle, context);
     const connectedBus = bus;

@@ -26,6 +26,28 @@ export function sqlDefinition(file: URL): StoredDefinition {
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 
+/** The definitions whose text differs from the one last applied in `schema` (all of them before the first). */
+export async function staleStoredDefinitions(
+  client: pg.ClientBase,
+  schema: string,
+  definitions: readonly StoredDefinition[],
+): Promise<string[]> {
+  if (definitions.length === 0) return [];
+  const table = `${client.escapeIdentifier(schema)}."stored_definitions"`;
+  const { rows } = await client.query<{ present: boolean }>("select to_regclass($1) is not null as present", [table]);
+  const applied = rows[0]?.present
+    ? new Map(
+        (await client.query<{ name: string; sha256: string }>(`select name, sha256 from ${table}`)).rows.map((row) => [
+          row.name,
+          row.sha256,
+        ]),
+      )
+    : new Map<string, string>();
+  return definitions
+    .filter((definition) => applied.get(definition.name) !== sha256(definition.sql))
+    .map((definition) => definition.name);
+}
+
 /**
  * Applies every definition whose text differs from the one last applied in `schema`, after the
  * schema's migrations (so a definition may use every table). One transaction, under an advisory lock

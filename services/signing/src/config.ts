@@ -19,6 +19,7 @@ const keySetCacheLifetimeMs = 300_000;
 const settings = {
   databaseUrl: commonSettings.databaseUrl,
   deployment: commonSettings.deployment,
+  migrations: commonSettings.migrations,
   host: { parse: parse.string, default: "127.0.0.1", description: "address the Connect server listens on" },
   port: { parse: parse.port, default: 9091, description: "port of the Connect server and its probes" },
   issuer: {

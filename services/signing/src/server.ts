@@ -4,6 +4,7 @@ import {
   createLogger,
   databaseReachable,
   type Logger,
+  migrateSchema,
   openDatabase,
   openStatementPool,
   type PeriodicJob,
@@ -28,6 +29,8 @@ export interface RunningSigning extends RunningService {
   maintain(): Promise<void>;
 }
 
+const signingSchema = { schema: "signing", entities: [SigningKey, TokenCheck], migrations };
+
 /**
  * Signing starts without `startService`: it emits no events, so it has no outbox and must not need
  * NATS to sign, and its readiness includes a key that signs now.
@@ -43,11 +46,10 @@ export async function startSigning(
   const clock = options.clock ?? clockFromEnvironment(env);
 
   const orm = await openDatabase({
+    ...signingSchema,
     url: config.databaseUrl,
-    schema: "signing",
-    entities: [SigningKey, TokenCheck],
-    migrations,
     logger,
+    migrationMode: config.migrations,
   });
   let maintenance: PeriodicJob | undefined;
   let statements: ReturnType<typeof openStatementPool> | undefined;
@@ -124,4 +126,9 @@ export async function startSigning(
   }
 }
 
-runAsMain(import.meta.url, "signing", () => startSigning());
+runAsMain(
+  import.meta.url,
+  "signing",
+  () => startSigning(),
+  () => migrateSchema({ ...signingSchema, envPrefix: "SIGNING", logger: createLogger("signing") }),
+);
