@@ -38,9 +38,9 @@ describe("one trace from a partner's call to the webhook", () => {
       { timeout: 30_000, interval: 100 },
     );
   /**
-   * The gateway's span of `operation` and its trace, once that trace holds a delivery's span and every span's
-   * parent. Each process exports its ended spans every 500 ms, so a parent may arrive after its child; one
-   * that never arrives fails here, listed.
+   * The gateway's span of `operation` and its trace, once that trace holds the deliveries' spans, every span's
+   * parent and every RPC client span's server span. Each process exports its ended spans every 500 ms, so a
+   * parent or a callee's span may arrive after the rest; one that never arrives fails here, listed.
    */
   const tracedOperation = (operation: string, deliveries: number) =>
     vi.waitFor(
@@ -53,6 +53,16 @@ describe("one trace from a partner's call to the webhook", () => {
         const orphans = spans.filter((s) => s !== found && parentIn(spans, s) === undefined);
         if (orphans.length > 0)
           throw new Error(`spans whose parent is not in the trace: ${orphans.map((s) => `${s.service}: ${s.name}`)}`);
+        const unanswered = spans.filter(
+          (s) =>
+            s.kind === spanKind.client &&
+            s.attributes["rpc.system.name"] === "connectrpc" &&
+            !spans.some((child) => child.parentSpanId === s.spanId && child.kind === spanKind.server),
+        );
+        if (unanswered.length > 0)
+          throw new Error(
+            `RPC client spans without their server's span: ${unanswered.map((s) => `${s.service}: ${s.name}`)}`,
+          );
         return { root: found, spans };
       },
       { timeout: 30_000, interval: 100 },
