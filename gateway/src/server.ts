@@ -10,9 +10,11 @@ import {
   openDatabase,
   openStatementPool,
   type Queryable,
+  refreshBeforeScrape,
   runAsMain,
   serveConnect,
   startPeriodicJob,
+  startTelemetry,
 } from "@svc/platform";
 import { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import { AgentService, type CheckStatusResponse } from "@svc/proto/agentlink/v1/agentlink_pb.js";
@@ -33,6 +35,7 @@ import { CredentialDirectory } from "./credentials/directory.ts";
 import { entities } from "./credentials/entities.ts";
 import { grantTokenResolver } from "./credentials/grant-token.ts";
 import { loadOidcConfig, userSessionResolver } from "./credentials/user-session.ts";
+import { heldLongPolls } from "./http/edge-metrics.ts";
 import { openApiPath } from "./http/openapi/document.ts";
 import { parseStage } from "./http/parse.ts";
 import { handleStage, type Stage, validateStage } from "./http/pipeline.ts";
@@ -97,6 +100,8 @@ export async function startGateway(
   options: { env?: NodeJS.ProcessEnv; clock?: Clock; logger?: Logger } = {},
 ): Promise<RunningGateway> {
   const env = options.env ?? process.env;
+  // First: the Postgres instrumentation and the RPC interceptors are set up only once tracing is on.
+  const telemetry = startTelemetry("gateway", env);
   const logger = options.logger ?? createLogger("gateway");
   const config = loadGatewayConfig(env, logger);
   const clock = options.clock ?? clockFromEnvironment(env);
@@ -115,6 +120,11 @@ export async function startGateway(
   const cardWaiters = new Waiters<CheckStatusResponse>();
   const requestWaiters = new Waiters();
   const inboxWaiters = new Waiters<InboxChange>();
+  const stopMeasuringWaits = refreshBeforeScrape(async () => {
+    heldLongPolls.set({ kind: "card_status" }, cardWaiters.size);
+    heldLongPolls.set({ kind: "verification_status" }, requestWaiters.size);
+    heldLongPolls.set({ kind: "inbox" }, inboxWaiters.size);
+  });
   const inboxPresence = new InboxPresence({ subjectPrefix: config.eventSubjectPrefix, logger });
   const services: GatewayServices = {
     signing,
@@ -323,6 +333,8 @@ export async function startGateway(
           await rateLimitPool.end();
           await idempotencyPool.end();
           await orm.close();
+          stopMeasuringWaits();
+          await telemetry.stop();
           logger.info("stopped");
         })()),
     };
@@ -334,6 +346,8 @@ export async function startGateway(
     await rateLimitPool.end();
     await idempotencyPool.end();
     await orm.close(true);
+    stopMeasuringWaits();
+    await telemetry.stop();
     throw error;
   }
 }

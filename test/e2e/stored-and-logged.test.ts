@@ -7,6 +7,7 @@ import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { findExecutable } from "@svc/local-mesh/process-tools";
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
+import { startOtlpReceiver } from "../harness/otlp-receiver.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 import { svcctlJson } from "./agent-support.ts";
 import { dataError, newGate, newPartner, partnerApi, result } from "./gate-support.ts";
@@ -15,9 +16,9 @@ import { dataError, newGate, newPartner, partnerApi, result } from "./gate-suppo
  * After a whole run through the gateway (partner keys, a session, a link a sandbox human confirms, a
  * secured account with a partner reference, e-mail addresses where operations take one, an agent with
  * a callback and cards, a person's session, a person signed in with a verified e-mail address, a webhook
- * endpoint), neither a dump of every schema nor
- * anything any process of the mesh printed holds one of the run's secrets, keys, partner references,
- * e-mail addresses or a private key in clear.
+ * endpoint), neither a dump of every schema, nor anything any process of the mesh printed, nor any span
+ * the mesh exported (tracing on, every trace sampled) holds one of the run's secrets, keys, partner
+ * references, e-mail addresses or a private key in clear.
  */
 
 /** The harness's PostgreSQL is the machine's binaries (`pg_ctl` on PATH); `pg_dump` of the same version sits beside them. */
@@ -45,6 +46,7 @@ const privateKeyForms = [/-----BEGIN [A-Z ]*PRIVATE KEY-----/, /"d"\s*:\s*"[A-Za
 describe("what the mesh stores and logs after a whole run", () => {
   let mesh: TestMesh;
   let receiver: Server;
+  let otlp: Awaited<ReturnType<typeof startOtlpReceiver>>;
   const logLines: string[] = [];
   let received = 0;
   /** Every value of the run that must never appear in clear, by what it is. */
@@ -62,8 +64,9 @@ describe("what the mesh stores and logs after a whole run", () => {
     });
     await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
     const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+    otlp = await startOtlpReceiver();
     mesh = await startTestMesh("stored_logged", {
-      env: { SVC_LOG_LEVEL: "debug" },
+      env: { SVC_LOG_LEVEL: "debug", OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_TRACES_SAMPLER: "always_on" },
       onLog: (line) => logLines.push(line),
     });
     const api = partnerApi(mesh);
@@ -209,6 +212,7 @@ describe("what the mesh stores and logs after a whole run", () => {
   afterAll(async () => {
     await mesh?.stop();
     receiver?.close();
+    await otlp?.close();
   });
 
   test("pg_dump of every schema holds none of them, nor a private key", async () => {
@@ -240,5 +244,25 @@ describe("what the mesh stores and logs after a whole run", () => {
           `${what} in the logs`,
         ).toBeUndefined();
     for (const form of privateKeyForms) expect(logs, `a private key (${form})`).not.toMatch(form);
+  });
+
+  test("the spans every process of the mesh exported hold none of them, nor a private key", async () => {
+    // Each process exports what ended within 500 ms; the last deliveries' spans are the last to come.
+    await vi.waitFor(
+      () => {
+        if (!otlp.spans.some((span) => span.service === "webhook-dispatch" && span.name === "POST webhook"))
+          throw new Error("no delivery's span exported yet");
+      },
+      { timeout: 15_000, interval: 100 },
+    );
+    for (const process of ["gateway", "gate", "account", "agentlink", "signing", "webhook-dispatch"])
+      expect(
+        otlp.spans.some((span) => span.service === process),
+        `${process} exported spans`,
+      ).toBe(true);
+    const exported = otlp.bodies.join("\n");
+    for (const [what, value] of Object.entries(secrets))
+      for (const form of formsOf(value)) expect(exported.includes(form), `${what} in an exported span`).toBe(false);
+    for (const form of privateKeyForms) expect(exported, `a private key (${form})`).not.toMatch(form);
   });
 });

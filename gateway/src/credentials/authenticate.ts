@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { type Clock, environmentProto } from "@svc/platform";
 import { type Caller, CallerSchema, CredentialKind } from "@svc/proto/common/v1/caller_pb.js";
 import { type AuthFailure, bearerCredential, type CredentialKindName } from "../http/credential.ts";
+import { unauthenticated } from "../http/edge-metrics.ts";
 import { OperationError } from "../http/errors.ts";
 import type { Stage } from "../http/pipeline.ts";
 import type { AuthPolicy } from "../http/route.ts";
@@ -58,19 +59,16 @@ export function authenticateStage(resolvers: readonly CredentialResolver[]): Sta
       });
       if (!resolution.ok && policy.accepts.includes("agent_key")) {
         // One log line with the cause; the partner reads the same 401 for all six (rule 4).
-        ctx.logger.warn("agent key refused", {
-          cause: agentKeyCause(resolution.failure),
-          operation: ctx.route.operationId,
-        });
+        const cause = agentKeyCause(resolution.failure);
+        ctx.logger.warn("agent key refused", { cause, operation: ctx.route.operationId });
+        unauthenticated.inc({ cause });
         throw new OperationError(401, agentKeyRefusalMessage);
       }
       if (!resolution.ok) {
         const code = policy.codeFor?.[resolution.failure];
-        throw new OperationError(
-          policy.statusFor?.[resolution.failure] ?? defaultStatus[resolution.failure],
-          resolution.message,
-          code === undefined ? {} : { code },
-        );
+        const status = policy.statusFor?.[resolution.failure] ?? defaultStatus[resolution.failure];
+        if (status === 401) unauthenticated.inc({ cause: resolution.failure });
+        throw new OperationError(status, resolution.message, code === undefined ? {} : { code });
       }
       ctx.credential = resolution.credential;
       return next();

@@ -3,8 +3,9 @@ import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
-import type { Clock, Logger } from "@svc/platform";
+import { type Clock, inHttpServerSpan, type Logger, type Span } from "@svc/platform";
 import { corsResponseHeaders, preflightHeaders, servesBrowsers } from "./cors.ts";
+import { eventStreams, operationDurations, operationRequests } from "./edge-metrics.ts";
 import { envelope } from "./envelope.ts";
 import { InputValidationError, unhandledBody } from "./errors.ts";
 import { writeEventStream } from "./event-stream.ts";
@@ -175,7 +176,13 @@ export async function startPublicServer<Services>(options: PublicServerOptions<S
   const { logger } = options;
   const lookUp = routeTable(options.routes, options.rawRoutes ?? [], options.fetchRoutes ?? []);
 
-  const runOperation = async (req: IncomingMessage, res: ServerResponse, url: URL, route: Route): Promise<void> => {
+  const runOperation = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    route: Route,
+    span: Span | undefined,
+  ): Promise<void> => {
     const started = performance.now();
     // The client went away before the answer. A finished response closes too; aborting then would only
     // make an AbortError on every request.
@@ -202,11 +209,16 @@ export async function startPublicServer<Services>(options: PublicServerOptions<S
     const outcome = await runPipeline(options.stages, ctx);
     if (outcome.kind === "stream") {
       logger.info("event stream", { operation: route.operationId, credential_id: ctx.credential?.caller.credentialId });
-      await writeEventStream(res, outcome.stream, gone.signal, {
-        ...baselineHeaders,
-        ...ctx.responseHeaders,
-        ...corsResponseHeaders(ctx.credential, req.headers),
-      });
+      eventStreams.inc();
+      try {
+        await writeEventStream(res, outcome.stream, gone.signal, {
+          ...baselineHeaders,
+          ...ctx.responseHeaders,
+          ...corsResponseHeaders(ctx.credential, req.headers),
+        });
+      } finally {
+        eventStreams.dec();
+      }
       return logger.info("event stream ended", {
         operation: route.operationId,
         duration_ms: Math.round(performance.now() - started),
@@ -224,6 +236,12 @@ export async function startPublicServer<Services>(options: PublicServerOptions<S
     else if (outcome.kind === "error" && outcome.cause !== undefined)
       logger.warn("a service behind the gateway failed", { ...log, error: outcome.cause });
     else logger.info("request", log);
+    span?.setAttribute("http.response.status_code", reply.status);
+    // The answer's own status where the envelope carries an error inside an HTTP 200.
+    const status =
+      outcome.kind === "error" ? outcome.error.statusCode : outcome.kind === "unhandled" ? 500 : reply.status;
+    operationRequests.inc({ operation: route.operationId, status });
+    operationDurations.observe({ operation: route.operationId }, (performance.now() - started) / 1000);
     send(res, reply.status, reply.body, {
       ...ctx.responseHeaders,
       ...corsResponseHeaders(ctx.credential, req.headers),
@@ -273,8 +291,14 @@ export async function startPublicServer<Services>(options: PublicServerOptions<S
         message: path.startsWith(`${basePath}/`) ? `no such operation: ${method} ${path}` : `no such path: ${path}`,
       });
     const target = methods.get(method);
-    if (target?.kind === "operation") return runOperation(req, res, url, target.route);
-    if (target?.kind === "fetch") return serveFetch(req, res, url, target.route);
+    if (target?.kind === "operation") {
+      const route = target.route;
+      return inHttpServerSpan(method, `${basePath}${route.path}`, (span) => runOperation(req, res, url, route, span));
+    }
+    if (target?.kind === "fetch") {
+      const route = target.route;
+      return inHttpServerSpan(method, route.path, () => serveFetch(req, res, url, route));
+    }
     if (target?.kind === "raw") {
       const limit = target.route.bodyLimit ?? rawBodyLimit;
       const body = method === "POST" ? await readRawBody(req, limit) : "";

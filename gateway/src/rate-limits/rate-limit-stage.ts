@@ -1,7 +1,8 @@
 import type { Logger } from "@svc/platform";
 import { clientAddress, rateLimitedAddress } from "../http/client-address.ts";
+import { rateLimitRefusals } from "../http/edge-metrics.ts";
 import type { Outcome, RequestContext, Stage } from "../http/pipeline.ts";
-import { blockedBody, rateLimitHeaders, rateLimitReport } from "./rate-limit-report.ts";
+import { blockedBody, primaryBucket, rateLimitHeaders, rateLimitReport } from "./rate-limit-report.ts";
 import type { JoinedDecision, RateDecision, RateLimiter } from "./rate-limiter.ts";
 import { anonymousTier, planFor, type RatePlan } from "./rate-tiers.ts";
 
@@ -60,8 +61,10 @@ export function rateLimitStage(options: RateLimitOptions): Stage {
   /** The refusal of a refused request; on an allowed one, the header fields and `_rateLimit` its answer carries. */
   function answerDecision(ctx: RequestContext, plan: RatePlan, decision: RateDecision): Outcome | undefined {
     Object.assign(ctx.responseHeaders, rateLimitHeaders(decision));
-    if (!decision.allowed)
+    if (!decision.allowed) {
+      rateLimitRefusals.inc({ tier: plan.tier.scope, bucket: primaryBucket(decision).name });
       return { kind: "http", status: 403, body: blockedBody(plan.tier, decision, options.upgradeUrl) };
+    }
     if (plan.tier.reportsByDefault || asksForReport(ctx.headers["x-svc-include-ratelimit"]))
       ctx.extras._rateLimit = rateLimitReport(plan.tier, decision);
     return undefined;

@@ -2,6 +2,7 @@ import { createSecretKey } from "node:crypto";
 import {
   createInternalClient,
   defineService,
+  measureByStatus,
   migrateService,
   runAsMain,
   type StartOptions,
@@ -18,6 +19,7 @@ import { settings } from "./config.ts";
 import { SandboxAnswers } from "./confirmations/sandbox-answers.ts";
 import { migrations } from "./migrations/index.ts";
 import { Card, CardApprover, CardAudit } from "./proposals/card.entity.ts";
+import { cardStatuses, cardsByStatus } from "./proposals/card-metrics.ts";
 import { CardReader } from "./proposals/card-reader.ts";
 import { CardWriter, proposeCards } from "./proposals/card-writer.ts";
 import { expireSweep } from "./proposals/expire-sweep.ts";
@@ -105,7 +107,11 @@ const agentlink = defineService({
       work: async () => (await deps.sandbox.sweep(sandboxSweepLimit)) === sandboxSweepLimit,
       onError: (error) => logger.warn("sandbox sweep failed; will retry", { error }),
     });
+    const stopMeasuring = measureByStatus(cardsByStatus, cardStatuses, () =>
+      deps.orm.em.fork().execute(`select status, count(*) as count from card group by status`),
+    );
     return async () => {
+      stopMeasuring();
       await sweeps.stop();
       await sandboxSweep.stop();
     };

@@ -10,7 +10,7 @@ import {
   ManualClock,
   OutboxEvent,
   openDatabase,
-  outboxMigration,
+  outboxMigrations,
   uuid,
 } from "@svc/platform";
 import { AccountService } from "@svc/proto/account/v1/account_pb.js";
@@ -75,7 +75,7 @@ beforeAll(async () => {
     url: agentlink.database.url,
     schema: "agentlink",
     entities: [Agent, AgentKey, BindSession, Binding, Card, CardAudit, CardApprover, OutboxEvent],
-    migrations: [outboxMigration, ...migrations],
+    migrations: [...outboxMigrations, ...migrations],
     logger,
   });
   bus = await connectEventBus({

@@ -7,7 +7,7 @@ import {
   OutboxEvent,
   openDatabase,
   openStatementPool,
-  outboxMigration,
+  outboxMigrations,
 } from "@svc/platform";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -64,7 +64,7 @@ beforeAll(async () => {
     url: database.url,
     schema: "agentlink",
     entities: [OutboxEvent],
-    migrations: [outboxMigration, ...migrations],
+    migrations: [...outboxMigrations, ...migrations],
     logger,
   });
   statements = openStatementPool({ url: database.url, schema: "agentlink", max: 4, logger });

@@ -9,7 +9,7 @@ import {
   ManualClock,
   OutboxEvent,
   openDatabase,
-  outboxMigration,
+  outboxMigrations,
   uuid,
 } from "@svc/platform";
 import { AccountService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
@@ -97,7 +97,7 @@ beforeAll(async () => {
     url: agentlink.database.url,
     schema: "agentlink",
     entities: [Agent, AgentKey, BindSession, Binding, Card, CardAudit, OutboxEvent],
-    migrations: [outboxMigration, ...migrations],
+    migrations: [...outboxMigrations, ...migrations],
     logger,
   });
   bus = await connectEventBus({

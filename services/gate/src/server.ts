@@ -2,6 +2,7 @@ import {
   ConfigError,
   createInternalClient,
   defineService,
+  measureByStatus,
   migrateService,
   runAsMain,
   type StartOptions,
@@ -14,6 +15,7 @@ import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { settings } from "./config.ts";
 import { gateConsoleRoutes } from "./console-routes.ts";
 import { migrations } from "./migrations/index.ts";
+import { requestStatuses, requestsByStatus } from "./requests/request-metrics.ts";
 import { createVerificationRequests } from "./requests/request-writer.ts";
 import { pruneGate } from "./requests/retention.ts";
 import { gateRoutes } from "./routes.ts";
@@ -84,7 +86,11 @@ const gate = defineService({
       work: async () => (await sandbox.sweep(sandboxSweepLimit)) === sandboxSweepLimit,
       onError: (error) => logger.warn("sandbox sweep failed; will retry", { error }),
     });
+    const stopMeasuring = measureByStatus(requestsByStatus, requestStatuses, () =>
+      orm.em.fork().execute(`select status, count(*) as count from requests group by status`),
+    );
     return async () => {
+      stopMeasuring();
       await sweeps.stop();
       await sandboxSweep.stop();
     };

@@ -7,7 +7,7 @@ import {
   OutboxEvent,
   type OutboxRelay,
   openDatabase,
-  outboxMigration,
+  outboxMigrations,
   startOutboxRelay,
 } from "@svc/platform";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -42,7 +42,7 @@ beforeAll(async () => {
     url: database.url,
     schema: "gate",
     entities: [OutboxEvent],
-    migrations: [outboxMigration, ...migrations],
+    migrations: [...outboxMigrations, ...migrations],
     logger,
   });
   const stream = uniqueName("gatehold").toUpperCase();

@@ -7,7 +7,7 @@ import {
   OutboxEvent,
   openDatabase,
   openStatementPool,
-  outboxMigration,
+  outboxMigrations,
 } from "@svc/platform";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -65,7 +65,7 @@ beforeAll(async () => {
     url: database.url,
     schema: "gate",
     entities: [OutboxEvent],
-    migrations: [outboxMigration, ...migrations],
+    migrations: [...outboxMigrations, ...migrations],
     storedDefinitions: [createVerificationRequests],
     logger,
   });

@@ -10,7 +10,7 @@ import {
   OutboxEvent,
   type OutboxRelay,
   openDatabase,
-  outboxMigration,
+  outboxMigrations,
   startOutboxRelay,
 } from "@svc/platform";
 import { AccountService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
@@ -100,7 +100,7 @@ beforeAll(async () => {
     url: database.url,
     schema: "gate",
     entities: [OutboxEvent],
-    migrations: [outboxMigration, ...migrations],
+    migrations: [...outboxMigrations, ...migrations],
     logger,
   });
   const stream = uniqueName("gatesandbox").toUpperCase();

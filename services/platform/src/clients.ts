@@ -1,6 +1,7 @@
 import type { DescService } from "@bufbuild/protobuf";
 import { type Client, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
+import { rpcClientTracing } from "./rpc-tracing.ts";
 
 /**
  * A client for another service of the mesh: Connect over h2c, with a deadline on every call, and no
@@ -16,6 +17,7 @@ export function createInternalClient<S extends DescService>(
     httpVersion: "2",
     defaultTimeoutMs: options.timeoutMs ?? 5000,
     acceptCompression: [],
+    interceptors: rpcClientTracing(),
   });
   return createClient(service, transport);
 }

@@ -2,7 +2,9 @@ import { defineEntity, type EntityManager, type MikroORM, p } from "@mikro-orm/p
 import type { Clock } from "./clock.ts";
 import { parse, type Settings } from "./config.ts";
 import { Migration } from "./database.ts";
+import { currentTraceContext, publishTraced, type StoredTraceContext } from "./event-tracing.ts";
 import type { Logger } from "./logger.ts";
+import { gauge, refreshBeforeScrape } from "./metrics.ts";
 import type { EventBus } from "./nats.ts";
 import { startWakeableLoop } from "./wakeable-loop.ts";
 
@@ -23,6 +25,8 @@ export const OutboxEvent = defineEntity({
     payload: p.blob(),
     createdAt: p.datetime(),
     publishedAt: p.datetime().nullable(),
+    /** The trace of the change that wrote the event, which the relay and every consumer continue. */
+    traceContext: p.string().nullable(),
   },
 });
 
@@ -39,7 +43,17 @@ export class CreateOutboxTable extends Migration {
   }
 }
 
-export const outboxMigration = { name: "0000_outbox", class: CreateOutboxTable };
+export class AddOutboxTraceContext extends Migration {
+  override up(): void {
+    this.addSql(`alter table "outbox" add column "trace_context" text null`);
+  }
+}
+
+/** Every service's outbox, before its own migrations (startService). */
+export const outboxMigrations = [
+  { name: "0000_outbox", class: CreateOutboxTable },
+  { name: "0000_outbox_trace_context", class: AddOutboxTraceContext },
+];
 
 /** An event as the outbox row that carries it; the relay publishes it to `subject` under `messageId`. */
 export interface OutboxRow {
@@ -48,6 +62,7 @@ export interface OutboxRow {
   payload: Buffer;
   createdAt: Date;
   publishedAt: null;
+  traceContext: StoredTraceContext;
 }
 
 /**
@@ -64,6 +79,7 @@ export const outboxRow = (
   payload: Buffer.from(event.payload),
   createdAt: clock.now(),
   publishedAt: null,
+  traceContext: currentTraceContext(),
 });
 
 /** Adds an event to the caller's unit of work; it is written when the caller's transaction commits. */
@@ -89,6 +105,11 @@ export const outboxSettings = {
     description: "how long a published outbox row is kept before the relay deletes it",
   },
 } satisfies Settings;
+
+const oldestUnrelayed = gauge(
+  "outbox_oldest_unrelayed_age_seconds",
+  "Age of the oldest event in the outbox not yet published to the event stream (0 when none waits)",
+);
 
 /** How often, in clock time, the relay looks for published rows past their retention. */
 const pruneEveryMs = 60_000;
@@ -118,12 +139,16 @@ export function startOutboxRelay(options: {
 
   const publishBatch = async (): Promise<number> =>
     orm.em.fork().transactional(async (em) => {
-      const rows = await em.execute<{ id: string; subject: string; message_id: string; payload: Buffer }[]>(
-        `select id, subject, message_id, payload from outbox where published_at is null order by id limit ? for update skip locked`,
+      const rows = await em.execute<
+        { id: string; subject: string; message_id: string; payload: Buffer; trace_context: StoredTraceContext }[]
+      >(
+        `select id, subject, message_id, payload, trace_context from outbox where published_at is null order by id limit ? for update skip locked`,
         [batchSize],
       );
       for (const row of rows) {
-        await bus.js.publish(row.subject, row.payload, { msgID: row.message_id });
+        await publishTraced(row.subject, row.trace_context, (headers) =>
+          bus.js.publish(row.subject, row.payload, { msgID: row.message_id, headers }),
+        );
       }
       if (rows.length > 0) {
         await em.execute(`update outbox set published_at = ? where id in (${rows.map(() => "?").join(",")})`, [
@@ -153,7 +178,14 @@ export function startOutboxRelay(options: {
     return deleted.length > 0;
   };
 
-  return startWakeableLoop({
+  const stopMeasuring = refreshBeforeScrape(async () => {
+    const [row] = await orm.em
+      .fork()
+      .execute<{ oldest: Date | null }[]>(`select min(created_at) as oldest from outbox where published_at is null`);
+    const oldest = row?.oldest ? new Date(row.oldest).getTime() : undefined;
+    oldestUnrelayed.set(oldest === undefined ? 0 : Math.max(0, clock.now().getTime() - oldest) / 1000);
+  });
+  const loop = startWakeableLoop({
     pollMs,
     // Pruning first, so an event that cannot be published holds up no pruning.
     work: async () => {
@@ -165,4 +197,11 @@ export function startOutboxRelay(options: {
     },
     onError: (error) => logger.warn("outbox relay could not publish; will retry", { error }),
   });
+  return {
+    wake: loop.wake,
+    stop: async () => {
+      stopMeasuring();
+      await loop.stop();
+    },
+  };
 }

@@ -1,4 +1,13 @@
 import type { Logger } from "./logger.ts";
+import { counter } from "./metrics.ts";
+
+const stepRuns = counter("periodic_step_runs_total", "Runs of a periodic step (sweeps, retention), by outcome", [
+  "step",
+  "outcome",
+]);
+const stepRows = counter("periodic_step_rows_total", "Rows a periodic step handled (swept, expired, deleted)", [
+  "step",
+]);
 
 /** The timer a periodic job waits on: real time in a service, a hand-fired one in a test. */
 export interface JobTimer {
@@ -13,8 +22,9 @@ export const realJobTimer: JobTimer = {
 };
 
 export interface PeriodicStep {
-  /** What the step does, for the log ("expiry sweep"). */
+  /** What the step does, for the log and the metrics' `step` label ("expiry sweep"). */
   name: string;
+  /** A number it resolves to counts as the rows it handled. */
   run(): Promise<unknown>;
 }
 
@@ -57,12 +67,15 @@ export function startPeriodicJob(options: PeriodicJobOptions): PeriodicJob {
 
   const runStep = async (step: PeriodicStep) => {
     try {
-      await step.run();
+      const handled = await step.run();
+      stepRuns.inc({ step: step.name, outcome: "ok" });
+      if (typeof handled === "number") stepRows.inc({ step: step.name }, handled);
       const failed = failedRuns.get(step);
       if (failed === undefined) return;
       failedRuns.delete(step);
       logger.info(`${step.name} works again`, { failedRuns: failed });
     } catch (error) {
+      stepRuns.inc({ step: step.name, outcome: "failed" });
       const failed = failedRuns.get(step) ?? 0;
       failedRuns.set(step, failed + 1);
       if (failed === 0)

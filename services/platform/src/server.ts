@@ -5,8 +5,11 @@ import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { healthPathPrefix, healthRoutes } from "./health.ts";
 import { createLogger, type Logger } from "./logger.ts";
+import { metricsText } from "./metrics.ts";
 import type { NodeServerRequest, NodeServerResponse } from "./node-handler.ts";
 import { malformedRequestsAreInvalid, sendRpcError } from "./rpc-errors.ts";
+import { rpcServerMetrics } from "./rpc-metrics.ts";
+import { rpcServerTracing } from "./rpc-tracing.ts";
 
 export interface ServiceOptions {
   name: string;
@@ -23,7 +26,7 @@ export interface ServiceOptions {
   /** How long a stop waits for requests in flight before it cuts them (default 20 s, inside Kubernetes' 30 s grace). */
   drainTimeoutMs?: number;
   /**
-   * Checks the caller of every call but the probes (the gateway's console: the operator credential). A call
+   * Checks the caller of every call but the probes and /metrics (the gateway's console: the operator credential). A call
    * it refuses is answered `unauthenticated` in its own protocol (Connect, gRPC or gRPC-Web) with `refusal`
    * as the message, and reaches nothing.
    */
@@ -57,6 +60,7 @@ export async function serveConnect(options: ServiceOptions): Promise<RunningServ
       healthRoutes({ served, ready: options.ready, stopping: stopped.signal })(router);
     },
     ...malformedRequestsAreInvalid,
+    interceptors: [...rpcServerTracing(), rpcServerMetrics, ...malformedRequestsAreInvalid.interceptors],
     fallback: (req, res) => {
       const path = (req.url ?? "").split("?")[0];
       if (path === "/healthz") return sendJson(res, 200, { status: "ok", service: options.name });
@@ -64,6 +68,16 @@ export async function serveConnect(options: ServiceOptions): Promise<RunningServ
         options.ready().then(
           () => sendJson(res, 200, { status: "ready", service: options.name }),
           (error: Error) => sendJson(res, 503, { status: "unavailable", service: options.name, error: error.message }),
+        );
+        return;
+      }
+      if (path === "/metrics") {
+        metricsText().then(
+          ({ contentType, text }) => {
+            res.writeHead(200, { "content-type": contentType, "content-length": Buffer.byteLength(text) });
+            res.end(text);
+          },
+          (error: Error) => sendJson(res, 500, { error: "metrics_failed", message: error.message }),
         );
         return;
       }
@@ -79,7 +93,8 @@ export async function serveConnect(options: ServiceOptions): Promise<RunningServ
       if (--inFlight === 0) drained?.();
     });
     const path = (req.url ?? "").split("?")[0] ?? "";
-    const probe = path === "/healthz" || path === "/readyz" || path.startsWith(healthPathPrefix);
+    // The probes and Prometheus' scrape reach the server without the console's credential.
+    const probe = path === "/healthz" || path === "/readyz" || path === "/metrics" || path.startsWith(healthPathPrefix);
     if (options.authenticate && !probe && !options.authenticate.check(req))
       return sendRpcError(req, res, new ConnectError(options.authenticate.refusal, Code.Unauthenticated));
     handler(req, res);

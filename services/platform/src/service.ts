@@ -7,9 +7,10 @@ import { ConfigError, type ConfigOf, commonSettings, loadConfig, parse, type Set
 import { databaseReachable, migrateSchema, openDatabase, openStatementPool } from "./database.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { connectEventBus, type EventBus, eventStreamSettings, natsReachable } from "./nats.ts";
-import { OutboxEvent, type OutboxRelay, outboxMigration, outboxSettings, startOutboxRelay } from "./outbox.ts";
+import { OutboxEvent, type OutboxRelay, outboxMigrations, outboxSettings, startOutboxRelay } from "./outbox.ts";
 import { type RunningService, serveConnect } from "./server.ts";
 import type { StoredDefinition } from "./stored-definitions.ts";
+import { startTelemetry } from "./telemetry.ts";
 
 export interface ServiceDefinition<S extends Settings, B> {
   /** Service name as in logs and the process list, e.g. "webhook-dispatch". */
@@ -76,7 +77,7 @@ export function migrateService<S extends Settings, B>(
     env: options.env,
     schema: definition.schema,
     entities: [OutboxEvent, ...definition.entities],
-    migrations: [outboxMigration, ...definition.migrations],
+    migrations: [...outboxMigrations, ...definition.migrations],
     storedDefinitions: definition.storedDefinitions,
     logger: options.logger ?? createLogger(definition.name),
   });
@@ -93,6 +94,8 @@ export async function startService<S extends Settings, B>(
   options: StartOptions = {},
 ): Promise<RunningService> {
   const env = options.env ?? process.env;
+  // First: the Postgres instrumentation and the RPC interceptors are set up only once tracing is on.
+  const telemetry = startTelemetry(definition.name, env);
   const settings = {
     ...baseSettings,
     port: { parse: parse.port, default: definition.defaultPort, description: "port to listen on" },
@@ -111,7 +114,7 @@ export async function startService<S extends Settings, B>(
     url: config.databaseUrl,
     schema: definition.schema,
     entities: [OutboxEvent, ...definition.entities],
-    migrations: [outboxMigration, ...definition.migrations],
+    migrations: [...outboxMigrations, ...definition.migrations],
     storedDefinitions: definition.storedDefinitions,
     logger,
     migrationMode: config.migrations,
@@ -132,6 +135,7 @@ export async function startService<S extends Settings, B>(
     await bus?.nc.drain();
     await statements.end();
     await orm.close();
+    await telemetry.stop();
   };
   try {
     bus = await connectEventBus({

@@ -8,7 +8,7 @@ import {
   ManualClock,
   OutboxEvent,
   openDatabase,
-  outboxMigration,
+  outboxMigrations,
   startOutboxRelay,
 } from "@svc/platform";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -29,7 +29,7 @@ describe("transactional outbox", () => {
       url: db.url,
       schema: "outbox_test",
       entities: [OutboxEvent],
-      migrations: [outboxMigration],
+      migrations: outboxMigrations,
       logger,
     });
     stream = uniqueName("outbox").toUpperCase();
@@ -138,13 +138,13 @@ describe("transactional outbox", () => {
       url: db.url,
       schema: "outbox_test",
       entities: [OutboxEvent],
-      migrations: [outboxMigration],
+      migrations: outboxMigrations,
       logger,
     });
     const applied = await again.em
       .fork()
       .execute<{ name: string }[]>("select name from outbox_test.mikro_orm_migrations");
-    expect(applied.map((r) => r.name)).toEqual(["0000_outbox"]);
+    expect(applied.map((r) => r.name)).toEqual(["0000_outbox", "0000_outbox_trace_context"]);
     await again.close();
   });
 });

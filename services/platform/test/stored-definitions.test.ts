@@ -4,7 +4,7 @@ import {
   createLogger,
   OutboxEvent,
   openDatabase,
-  outboxMigration,
+  outboxMigrations,
   type StoredDefinition,
   sqlDefinition,
 } from "@svc/platform";
@@ -100,7 +100,7 @@ describe("stored definitions", () => {
         url: db.url,
         schema: "opened",
         entities: [OutboxEvent],
-        migrations: [outboxMigration],
+        migrations: outboxMigrations,
         storedDefinitions: [definition],
         logger,
         poolSize: 1,

@@ -12,6 +12,7 @@ import {
   runAsMain,
   serveConnect,
   startPeriodicJob,
+  startTelemetry,
 } from "@svc/platform";
 import { loadSigningConfig } from "./config.ts";
 import { KeyRing } from "./key-ring.ts";
@@ -38,6 +39,8 @@ export async function startSigning(
   options: { env?: NodeJS.ProcessEnv; clock?: Clock; logger?: Logger } = {},
 ): Promise<RunningSigning> {
   const env = options.env ?? process.env;
+  // First: the Postgres instrumentation and the RPC interceptors are set up only once tracing is on.
+  const telemetry = startTelemetry("signing", env);
   const logger = options.logger ?? createLogger("signing");
   const config = loadSigningConfig(env, logger);
   const clock = options.clock ?? clockFromEnvironment(env);
@@ -110,6 +113,7 @@ export async function startSigning(
         await maintenance?.stop();
         await statements?.end();
         await orm.close();
+        await telemetry.stop();
       },
     });
     return { ...service, maintain: maintenance.runOnce };
@@ -117,6 +121,7 @@ export async function startSigning(
     await maintenance?.stop();
     await statements?.end();
     await orm.close(true);
+    await telemetry.stop();
     throw error;
   }
 }

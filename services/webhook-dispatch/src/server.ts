@@ -10,6 +10,7 @@ import {
 import { AgentCallbackService } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { createCallbackEndpoints } from "./callbacks/callback-endpoints.ts";
 import { settings } from "./config.ts";
+import { measureOldestDueDelivery } from "./delivery/delivery-metrics.ts";
 import { startDeliveryWorker } from "./delivery/delivery-worker.ts";
 import { destinationPolicyFor } from "./delivery/destination-guard.ts";
 import { startInstanceHeartbeat } from "./delivery/dispatcher-instances.ts";
@@ -119,7 +120,9 @@ const webhookDispatch = defineService({
         sender.close();
         throw error;
       });
+    const stopMeasuring = measureOldestDueDelivery(statements, clock);
     return async () => {
+      stopMeasuring();
       await retention.stop();
       await consumer.stop();
       await worker.stop();

@@ -7,7 +7,7 @@ import {
   OutboxEvent,
   openDatabase,
   openStatementPool,
-  outboxMigration,
+  outboxMigrations,
 } from "@svc/platform";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -57,7 +57,7 @@ beforeAll(async () => {
     url: database.url,
     schema: "webhook_dispatch",
     entities: [OutboxEvent],
-    migrations: [outboxMigration, ...migrations],
+    migrations: [...outboxMigrations, ...migrations],
     logger,
   });
   statements = openStatementPool({ url: database.url, schema: "webhook_dispatch", max: 4, logger });

@@ -174,6 +174,7 @@ function asItem(proposal: Proposal, ordinal: number) {
       event_message_id: newCard.event.messageId,
       event_payload: `\\x${newCard.event.payload.toString("hex")}`,
       event_created_at: newCard.event.createdAt,
+      event_trace_context: newCard.event.traceContext,
     }),
   };
 }

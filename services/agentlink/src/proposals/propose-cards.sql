@@ -30,7 +30,8 @@ begin
       id uuid, summary_title text, card_category text, canonical_card text, card_digest text, status text,
       ttl_at timestamptz, created_at timestamptz, named_by text, warnings jsonb, sandbox_answer_at timestamptz,
       audit_action text, audit_actor text, audit_at timestamptz, audit_detail jsonb,
-      event_subject text, event_message_id text, event_payload bytea, event_created_at timestamptz)
+      event_subject text, event_message_id text, event_payload bytea, event_created_at timestamptz,
+      event_trace_context text)
   ),
   facts as (
     select i.*, coalesce(a.status = 'active', false) as agent_active,
@@ -77,8 +78,8 @@ begin
     cross join unnest(f.approvers) with ordinality as a(svc_user_id, ord)
   ),
   announced as (
-    insert into outbox (subject, message_id, payload, created_at)
-    select f.event_subject, f.event_message_id, f.event_payload, f.event_created_at
+    insert into outbox (subject, message_id, payload, created_at, trace_context)
+    select f.event_subject, f.event_message_id, f.event_payload, f.event_created_at, f.event_trace_context
     from facts f join inserted on inserted.id = f.id order by f.ordinal
   )
   select jsonb_agg(jsonb_build_object('ordinal', f.ordinal, 'agent_id', f.agent_id, 'request_id', f.request_id,

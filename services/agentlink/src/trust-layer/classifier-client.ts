@@ -1,3 +1,4 @@
+import { inHttpClientSpan } from "@svc/platform";
 import type { VisibleText } from "./card-structure.ts";
 import { reportValue, type Violation } from "./violation.ts";
 import { violationTypes } from "./violation-types.ts";
@@ -44,7 +45,11 @@ export function createClassifierClient(options: ClassifierOptions): ClassifierCl
       const open = failures >= failureThreshold;
       if (open && (now() < openUntil || trialInFlight)) return { kind: "unavailable", reason: "circuit_open" };
       trialInFlight = open;
-      const answer = await call(options.url, request, timeoutMs);
+      const answer = await inHttpClientSpan("POST classifier", "active", async (span) => {
+        const answered = await call(options.url, request, timeoutMs);
+        span?.setAttribute("classifier.outcome", answered.kind === "answered" ? "answered" : answered.reason);
+        return answered;
+      });
       trialInFlight = false;
       if (answer.kind === "answered") failures = 0;
       else if (++failures >= failureThreshold) openUntil = now() + openMs;

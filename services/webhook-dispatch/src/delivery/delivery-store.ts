@@ -1,4 +1,4 @@
-import type { Queryable } from "@svc/platform";
+import type { Queryable, StoredTraceContext } from "@svc/platform";
 
 /** A delivery this process owns until its lease ends, with what it needs to send it. */
 export interface ClaimedDelivery {
@@ -15,6 +15,8 @@ export interface ClaimedDelivery {
   leaseUntil: Date;
   messageId: string;
   body: Buffer;
+  /** The trace of the event the message came from: the attempt's span continues it. */
+  traceContext: StoredTraceContext;
   endpointId: string;
   url: string;
   secretVersion: number;
@@ -67,6 +69,7 @@ export type ClaimedRow = {
   lease_until: Date;
   message_id: string;
   body: Buffer;
+  trace_context: StoredTraceContext;
   endpoint_id: string;
   url: string;
   secret_version: number;
@@ -82,6 +85,7 @@ export const claimedDelivery = (r: ClaimedRow): ClaimedDelivery => ({
   leaseUntil: r.lease_until,
   messageId: r.message_id,
   body: r.body,
+  traceContext: r.trace_context,
   endpointId: r.endpoint_id,
   url: r.url,
   secretVersion: r.secret_version,
@@ -119,7 +123,7 @@ export async function claimDueDeliveries(
      set attempts = d.attempts + 1, schedule_step = d.schedule_step + 1, next_attempt_at = ${leaseEndSql}, claimed_by = $7::uuid
      from claimable c, messages m, endpoints e
      where d.id = c.id and m.id = d.message_id and e.id = d.endpoint_id
-     returning d.id, d.attempts, d.schedule_step, d.next_attempt_at as lease_until, m.id as message_id, m.body, e.id as endpoint_id, e.url,
+     returning d.id, d.attempts, d.schedule_step, d.next_attempt_at as lease_until, m.id as message_id, m.body, m.trace_context, e.id as endpoint_id, e.url,
        e.secret_version, e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at`,
     values: [...termsValues(terms), terms.limit],
   });

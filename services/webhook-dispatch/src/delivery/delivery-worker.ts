@@ -1,4 +1,5 @@
-import { type Clock, type Logger, type Queryable, startWakeableLoop } from "@svc/platform";
+import { type Clock, inHttpClientSpan, type Logger, type Queryable, startWakeableLoop } from "@svc/platform";
+import { deliveryAttempts } from "./delivery-metrics.ts";
 import {
   type AttemptResult,
   type ClaimedDelivery,
@@ -183,11 +184,17 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
       logger.error("cannot open the endpoint's signing secret", { endpointId: delivery.endpointId, error });
       return undefined;
     }
-    const outcome = await options.sender.send({
-      url: delivery.url,
-      headers,
-      body: delivery.body,
-      timeoutMs: options.timeoutMs,
+    const outcome = await inHttpClientSpan("POST webhook", delivery.traceContext, async (span) => {
+      const sent = await options.sender.send({
+        url: delivery.url,
+        headers,
+        body: delivery.body,
+        timeoutMs: options.timeoutMs,
+      });
+      if (sent.statusCode !== undefined) span?.setAttribute("http.response.status_code", sent.statusCode);
+      span?.setAttribute("webhook.attempt.outcome", sent.kind);
+      deliveryAttempts.inc({ outcome: sent.kind });
+      return sent;
     });
     return resultOf(delivery, outcome, { startedAt, endedAt: clock.now() }, options.retry);
   };

@@ -1,5 +1,5 @@
 import { AckPolicy, type ConsumerConfig, DeliverPolicy, type JsMsg, jetstreamManager } from "@nats-io/jetstream";
-import type { EventBus, Logger, Queryable } from "@svc/platform";
+import { type EventBus, type Logger, type Queryable, type StoredTraceContext, startConsumerSpan } from "@svc/platform";
 import type { CallbackEndpoints } from "../callbacks/callback-endpoints.ts";
 import { type IncomingMessage, storeMessages } from "../messages/message-store.ts";
 import type { DeliveryWorker } from "./delivery-worker.ts";
@@ -131,8 +131,18 @@ async function consume(options: EventConsumerOptions): Promise<ConsumerRun> {
   // stopping instead lets the restart recreate them.
   const messages = await consumer.consume({ max_messages: pullBatch, abort_on_missing_resource: true });
 
+  // One consumer span per event, child of the relay's producer span, ended once the batch is settled.
   const storeBatch = async (batch: JsMsg[]) => {
-    let received = batch.map((msg) => receive(msg, logger));
+    const spans = batch.map((msg) => startConsumerSpan(msg.subject, msg.headers));
+    try {
+      await storeReceived(batch.map((msg, i) => receive(msg, logger, spans[i]?.traceContext ?? null)));
+    } finally {
+      for (const consumed of spans) consumed?.span.end();
+    }
+  };
+
+  const storeReceived = async (receivedFirst: Received[]) => {
+    let received = receivedFirst;
     try {
       const unreachable = await options.callbacks.refresh(
         received.flatMap((r) => (r.kind === "store" ? [r.message] : [])),
@@ -257,11 +267,11 @@ function settle(r: Received): void {
   }
 }
 
-function receive(msg: JsMsg, logger: Logger): Received {
+function receive(msg: JsMsg, logger: Logger, traceContext: StoredTraceContext): Received {
   const decoded = decodeEvent(msg.data);
   switch (decoded.kind) {
     case "message":
-      return { kind: "store", msg, message: decoded.message };
+      return { kind: "store", msg, message: { ...decoded.message, traceContext } };
     case "unknown_type":
       logger.warn("event of a type this build does not know; it is parked until a build that knows it starts", {
         subject: msg.subject,

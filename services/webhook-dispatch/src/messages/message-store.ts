@@ -1,4 +1,4 @@
-import { type EnvironmentName, type Queryable, randomBase62 } from "@svc/platform";
+import { type EnvironmentName, type Queryable, randomBase62, type StoredTraceContext } from "@svc/platform";
 import type { ResolvedCard } from "../callbacks/resolved-card.ts";
 import {
   type ClaimedDelivery,
@@ -19,6 +19,8 @@ export interface IncomingMessage {
   body: Buffer;
   /** An agents_ask resolution: it also goes to the agent's callback endpoint, if the agent has one. */
   resolvedCard: ResolvedCard | null;
+  /** The trace of the event's consumer span, which the deliveries continue; a parked event has none. */
+  traceContext?: StoredTraceContext;
 }
 
 const newMessageId = (): string => `msg_${randomBase62(24)}`;
@@ -48,9 +50,11 @@ export async function storeMessages(
   const unique = uniqueByDedupKey(messages);
   if (unique.length === 0) return { created: 0, claimed: [] };
   const bodies = new Map<string, Buffer>();
+  const traces = new Map<string, StoredTraceContext>();
   const rows = unique.map((m) => {
     const id = newMessageId();
     bodies.set(id, m.body);
+    traces.set(id, m.traceContext ?? null);
     return {
       id,
       organization_id: m.organizationId,
@@ -61,19 +65,22 @@ export async function storeMessages(
       body: m.body.toString("base64"),
       agent_id: m.resolvedCard?.agentId ?? null,
       card_id: m.resolvedCard?.cardId ?? null,
+      trace_context: m.traceContext ?? null,
     };
   });
   // The rows travel as one JSON parameter, one array of objects rather than an array per column.
   // The new deliveries are matched to their endpoint by primary key, never back to a CTE: the planner
   // cannot estimate a CTE's rows and would compare every delivery with every target.
-  const { rows: created } = await db.query<Omit<ClaimedRow, "body"> & { claimed: boolean }>({
+  const { rows: created } = await db.query<Omit<ClaimedRow, "body" | "trace_context"> & { claimed: boolean }>({
     name: "store_messages",
     text: `with stored as (
-       insert into messages (id, organization_id, dedup_key, type, environment, occurred_at, body, received_at, agent_id, card_id)
-       select id, organization_id, dedup_key, type, environment, occurred_at, decode(body, 'base64'), $1, agent_id, card_id
+       insert into messages (id, organization_id, dedup_key, type, environment, occurred_at, body, received_at, agent_id, card_id,
+         trace_context)
+       select id, organization_id, dedup_key, type, environment, occurred_at, decode(body, 'base64'), $1, agent_id, card_id,
+         trace_context
        from jsonb_to_recordset($8::jsonb)
          as t(id text, organization_id text, dedup_key text, type text, environment text, occurred_at timestamptz, body text,
-           agent_id text, card_id text)
+           agent_id text, card_id text, trace_context text)
        on conflict (dedup_key) do nothing
        returning id, seq, organization_id, type, agent_id
      ), targets as (
@@ -109,7 +116,7 @@ export async function storeMessages(
         const body = bodies.get(row.message_id);
         if (!body)
           throw new Error(`store_messages claimed a delivery of ${row.message_id}, a message not in the batch`);
-        return claimedDelivery({ ...row, body });
+        return claimedDelivery({ ...row, body, trace_context: traces.get(row.message_id) ?? null });
       }),
   };
 }

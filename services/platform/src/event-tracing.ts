@@ -1,0 +1,97 @@
+import { type MsgHdrs, headers as natsHeaders } from "@nats-io/transport-node";
+import {
+  type Attributes,
+  context,
+  propagation,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+} from "@opentelemetry/api";
+import { tracer, tracingOn } from "./telemetry.ts";
+
+/**
+ * Trace context that outlives a call: stored with an outbox row, carried in a NATS message's headers, kept
+ * with a webhook message until its delivery, so the work that follows continues the trace that caused it.
+ * Stored as the W3C `traceparent` text; null while tracing is off or no span is active.
+ */
+export type StoredTraceContext = string | null;
+
+export function currentTraceContext(): StoredTraceContext {
+  if (!tracingOn()) return null;
+  const carrier: Record<string, string> = {};
+  propagation.inject(context.active(), carrier);
+  return carrier.traceparent ?? null;
+}
+
+const storedParent = (stored: StoredTraceContext) =>
+  propagation.extract(ROOT_CONTEXT, stored === null ? {} : { traceparent: stored });
+
+/**
+ * Runs `work` in a new span, child of `parent` (the stored context of the work that caused it), and ends the
+ * span with the outcome. Without tracing, or without a stored parent, it only runs `work`.
+ */
+export async function inSpanUnder<T>(
+  parent: StoredTraceContext,
+  name: string,
+  options: { kind: SpanKind; attributes?: Attributes },
+  work: (span: Span | undefined) => Promise<T>,
+): Promise<T> {
+  if (!tracingOn() || parent === null) return work(undefined);
+  const parentContext = storedParent(parent);
+  const span = tracer().startSpan(name, options, parentContext);
+  try {
+    return await context.with(trace.setSpan(parentContext, span), () => work(span));
+  } catch (error) {
+    span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.name : "error" });
+    throw error;
+  } finally {
+    span.end();
+  }
+}
+
+const messagingAttributes = (subject: string, operation: "send" | "process") => ({
+  "messaging.system": "nats",
+  "messaging.operation.type": operation,
+  "messaging.destination.name": subject,
+});
+
+/** Publishes in a producer span under the event's stored context; the message's headers carry it on. */
+export const publishTraced = <T>(
+  subject: string,
+  stored: StoredTraceContext,
+  publish: (headers: MsgHdrs | undefined) => Promise<T>,
+): Promise<T> =>
+  inSpanUnder(
+    stored,
+    `send ${subject}`,
+    { kind: SpanKind.PRODUCER, attributes: messagingAttributes(subject, "send") },
+    (span) => {
+      if (span === undefined) return publish(undefined);
+      const headers = natsHeaders();
+      propagation.inject(context.active(), headers, { set: (carrier, key, value) => carrier.set(key, value) });
+      return publish(headers);
+    },
+  );
+
+/**
+ * A consumer span for a received message, child of its producer span, with the context to store for the
+ * work it leads to. The caller ends the span once the message is handled.
+ */
+export function startConsumerSpan(
+  subject: string,
+  headers: MsgHdrs | undefined,
+): { span: Span; traceContext: StoredTraceContext } | undefined {
+  const traceparent = headers?.get("traceparent");
+  if (!tracingOn() || !traceparent) return undefined;
+  const parent = storedParent(traceparent);
+  const span = tracer().startSpan(
+    `process ${subject}`,
+    { kind: SpanKind.CONSUMER, attributes: messagingAttributes(subject, "process") },
+    parent,
+  );
+  const carrier: Record<string, string> = {};
+  propagation.inject(trace.setSpan(parent, span), carrier);
+  return { span, traceContext: carrier.traceparent ?? null };
+}

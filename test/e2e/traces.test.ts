@@ -1,0 +1,215 @@
+import { randomUUID } from "node:crypto";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
+import { type ReceivedSpan, spanKind, startOtlpReceiver } from "../harness/otlp-receiver.ts";
+import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
+import { svcctlJson } from "./agent-support.ts";
+import { newGate, newPartner, partnerApi, result } from "./gate-support.ts";
+
+/**
+ * With OTEL_EXPORTER_OTLP_ENDPOINT set, one partner call to create-verification-link, the sandbox human's
+ * confirmation and the `gate.human_verified` delivery read as one trace: the gateway's operation span at the
+ * root, Connect client and server spans between the services, the outbox's event published and consumed over
+ * NATS, and the delivery's HTTP span under the consumer's.
+ */
+describe("one trace from a partner's call to the webhook", () => {
+  let mesh: TestMesh;
+  let otlp: Awaited<ReturnType<typeof startOtlpReceiver>>;
+  let hooks: Server;
+  /** Requests the partner's webhook endpoint and the agent's callback received, by path. */
+  const received: string[] = [];
+  let trace: ReceivedSpan[];
+  let root: ReceivedSpan;
+  let agentTrace: ReceivedSpan[];
+  let agentRoot: ReceivedSpan;
+
+  const parentIn = (spans: ReceivedSpan[], span: ReceivedSpan) => spans.find((s) => s.spanId === span.parentSpanId);
+  const parentOf = (span: ReceivedSpan) => parentIn(trace, span);
+  const ancestry = (spans: ReceivedSpan[], span: ReceivedSpan): ReceivedSpan[] => {
+    const parent = parentIn(spans, span);
+    return parent ? [span, ...ancestry(spans, parent)] : [span];
+  };
+  const deliveredTo = (path: string) =>
+    vi.waitFor(
+      () => {
+        if (!received.includes(path)) throw new Error(`nothing delivered to ${path} yet`);
+      },
+      { timeout: 30_000, interval: 100 },
+    );
+  /**
+   * The gateway's span of `operation` and its trace, once that trace holds the deliveries' spans, every span's
+   * parent and every RPC client span's server span. Each process exports its ended spans every 500 ms, so a
+   * parent or a callee's span may arrive after the rest; one that never arrives fails here, listed.
+   */
+  const tracedOperation = (operation: string, deliveries: number) =>
+    vi.waitFor(
+      () => {
+        const found = otlp.spans.find((s) => s.service === "gateway" && s.name === operation);
+        if (!found) throw new Error(`no span of ${operation} yet`);
+        const spans = otlp.spans.filter((s) => s.traceId === found.traceId);
+        if (spans.filter((s) => s.name === "POST webhook").length < deliveries)
+          throw new Error("the deliveries' spans are not all exported yet");
+        const orphans = spans.filter((s) => s !== found && parentIn(spans, s) === undefined);
+        if (orphans.length > 0)
+          throw new Error(`spans whose parent is not in the trace: ${orphans.map((s) => `${s.service}: ${s.name}`)}`);
+        const unanswered = spans.filter(
+          (s) =>
+            s.kind === spanKind.client &&
+            s.attributes["rpc.system.name"] === "connectrpc" &&
+            !spans.some((child) => child.parentSpanId === s.spanId && child.kind === spanKind.server),
+        );
+        if (unanswered.length > 0)
+          throw new Error(
+            `RPC client spans without their server's span: ${unanswered.map((s) => `${s.service}: ${s.name}`)}`,
+          );
+        return { root: found, spans };
+      },
+      { timeout: 30_000, interval: 100 },
+    );
+
+  beforeAll(async () => {
+    otlp = await startOtlpReceiver();
+    hooks = createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        received.push(req.url ?? "");
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => hooks.listen(0, "127.0.0.1", resolve));
+    mesh = await startTestMesh("traces", {
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_TRACES_SAMPLER: "always_on" },
+    });
+    const api = partnerApi(mesh);
+    const svcctl = svcctlJson(mesh);
+    const partner = await newPartner(mesh, "Traced");
+    await newGate(mesh, partner.organizationId, { key: "login" });
+    const hooksUrl = `http://127.0.0.1:${(hooks.address() as AddressInfo).port}`;
+    await svcctl(["webhook", "add", "--org", partner.organizationId, "--url", `${hooksUrl}/hooks`]);
+    const human = (await svcctl(["human", "create", "--env", "development", "--behavior", "confirm"]))
+      .svc_user_id as string;
+    const grant = result(await api.post("/sdk/create-session", { partner_user_id: "traced-user" }, partner.devSecret))
+      .anchor_grant_token as string;
+    result(
+      await api.post(
+        "/sdk/create-verification-link",
+        { gate: "login", svc_user_id: human, partner_user_ref: "traced-account" },
+        grant,
+      ),
+    );
+    await deliveredTo("/hooks");
+    ({ root, spans: trace } = await tracedOperation("POST /v1/sdk/create-verification-link", 1));
+
+    // An agent with a callback, bound to a sandbox human who confirms: inquire, the human's confirmation
+    // (answered at once by agentlink for a sandbox human), the proof, and the resolution's callback.
+    const agent = await svcctl([
+      ...["agent", "register", "--org", partner.organizationId, "--env", "development", "--name", "Traced_Bot"],
+      ...["--category", "payments", "--callback-url", `${hooksUrl}/callback`],
+    ]);
+    const agentKey = agent.agent_key as string;
+    const person = (await svcctl(["human", "create", "--env", "development", "--behavior", "confirm"]))
+      .svc_user_id as string;
+    const code = result(await api.post("/agent/bind-session", {}, agentKey)).link_code;
+    await svcctl(["human", "claim", "--human", person, "--code", code]);
+    const opaqueId = result(await api.get("/agent/check-binding", { link_code: code }, agentKey)).opaque_id;
+    result(
+      await api.post(
+        "/agentlink/inquire",
+        { request_id: randomUUID(), action: { summary_title: "Pay", category: "payments" }, opaque_id: opaqueId },
+        agentKey,
+      ),
+    );
+    await deliveredTo("/callback");
+    ({ root: agentRoot, spans: agentTrace } = await tracedOperation("POST /v1/agentlink/inquire", 3));
+  }, 240_000);
+  afterAll(async () => {
+    await mesh?.stop();
+    hooks?.close();
+    await otlp?.close();
+  });
+
+  test("the gateway's operation span is the root of a trace through every service", () => {
+    expect(root).toMatchObject({ parentSpanId: "", kind: spanKind.server });
+    expect(root.attributes).toMatchObject({
+      "http.request.method": "POST",
+      "http.route": "/v1/sdk/create-verification-link",
+      "http.response.status_code": 200,
+    });
+    expect(new Set(trace.map((s) => s.service))).toEqual(
+      new Set(["gateway", "gate", "account", "signing", "webhook-dispatch"]),
+    );
+  });
+
+  test("each Connect server span is the child of its caller's client span, named and coded by the RPC conventions", () => {
+    const servers = trace.filter((s) => s.kind === spanKind.server && s.attributes["rpc.system.name"] === "connectrpc");
+    expect(servers.length).toBeGreaterThan(0);
+    for (const server of servers) {
+      const client = parentOf(server);
+      expect(client, server.name).toMatchObject({ kind: spanKind.client, name: server.name });
+      expect(client?.service).not.toBe(server.service);
+      expect(server.attributes).toMatchObject({
+        "rpc.service": server.name.split("/")[0],
+        "rpc.method": server.name.split("/")[1],
+        "rpc.response.status_code": "ok",
+      });
+    }
+    expect(servers.map((s) => `${s.service}: ${s.name}`)).toEqual(
+      expect.arrayContaining(["gate: svc.gate.v1.GateService/CreateVerificationLink"]),
+    );
+  });
+
+  test("the delivery descends from the consumer's span, the relay's producer span and the partner's call", () => {
+    const delivery = trace.find((s) => s.name === "POST webhook");
+    expect(delivery).toMatchObject({ service: "webhook-dispatch", kind: spanKind.client });
+    expect(delivery?.attributes).toMatchObject({
+      "http.response.status_code": 204,
+      "webhook.attempt.outcome": "delivered",
+    });
+    const chain = ancestry(trace, delivery as ReceivedSpan);
+    const subject = `${mesh.env.SVC_EVENT_SUBJECT_PREFIX}.gate.human_verified`;
+    expect(chain[1]).toMatchObject({
+      service: "webhook-dispatch",
+      kind: spanKind.consumer,
+      name: `process ${subject}`,
+    });
+    expect(chain[2]).toMatchObject({ service: "gate", kind: spanKind.producer, name: `send ${subject}` });
+    expect(chain[2]?.attributes).toMatchObject({ "messaging.system": "nats", "messaging.destination.name": subject });
+    expect(chain.at(-1)).toBe(root);
+  });
+
+  test("Postgres spans name the operation alone, never the statement's text or its values", () => {
+    const queries = trace.filter(
+      (s) => s.attributes["db.system"] === "postgresql" || s.attributes["db.system.name"] === "postgresql",
+    );
+    expect(queries.length).toBeGreaterThan(0);
+    for (const query of queries) {
+      for (const key of ["db.statement", "db.query.text"])
+        if (key in query.attributes) expect(String(query.attributes[key])).toMatch(/^[a-z]*$/);
+      expect(
+        Object.keys(query.attributes).filter((key) => key.includes("parameter") || key.includes("values")),
+      ).toEqual([]);
+    }
+  });
+
+  test("an Agents Ask card reads as one trace from inquire through the confirmation and its proof to the agent's callback", () => {
+    expect(agentRoot).toMatchObject({ parentSpanId: "", kind: spanKind.server });
+    expect(new Set(agentTrace.map((s) => s.service))).toEqual(
+      new Set(["gateway", "agentlink", "account", "signing", "webhook-dispatch"]),
+    );
+    const proof = agentTrace.find(
+      (s) => s.service === "signing" && s.name === "svc.signing.v1.SigningService/SignProof",
+    );
+    expect(proof, "the proof's signing span").toBeDefined();
+    expect(parentIn(agentTrace, proof as ReceivedSpan)).toMatchObject({ service: "agentlink", kind: spanKind.client });
+    const subject = `${mesh.env.SVC_EVENT_SUBJECT_PREFIX}.agents_ask.resolution.confirmed`;
+    const consumed = agentTrace.find((s) => s.kind === spanKind.consumer && s.name === `process ${subject}`);
+    expect(consumed?.service).toBe("webhook-dispatch");
+    // The resolution goes to the partner's endpoint and to the agent's callback, each under its consumer span.
+    const deliveries = agentTrace.filter((s) => s.name === "POST webhook" && s.parentSpanId === consumed?.spanId);
+    expect(deliveries).toHaveLength(2);
+    const chain = ancestry(agentTrace, deliveries[0] as ReceivedSpan);
+    expect(chain[2]).toMatchObject({ service: "agentlink", kind: spanKind.producer, name: `send ${subject}` });
+    expect(chain.at(-1)).toBe(agentRoot);
+  });
+});
