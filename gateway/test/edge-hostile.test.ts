@@ -253,7 +253,7 @@ describe.each(routes.map((route) => [`${route.method} ${route.path}`, route] as 
           const request =
             route.method === "POST"
               ? httpRequest("POST", target(route), [...typeHeaders, ...authHeaders], input as Buffer)
-              : httpRequest("GET", target(route, input as string), authHeaders);
+              : httpRequest(route.method, target(route, input as string), authHeaders);
           const kind = assertSpecShape(await send(request), `${route.operationId}`);
           if (route.auth.accepts.length > 0)
             expect(kind === "refused" || kind === "invalid", "no credential was valid: refused").toBe(true);
@@ -276,7 +276,7 @@ describe.each(routes.map((route) => [`${route.method} ${route.path}`, route] as 
         const request =
           route.method === "POST"
             ? httpRequest("POST", target(route), headers, input as Buffer)
-            : httpRequest("GET", target(route, input as string), headers);
+            : httpRequest(route.method, target(route, input as string), headers);
         assertSpecShape(await send(request), route.operationId);
       }),
       { numRuns: 40 },

@@ -317,6 +317,45 @@ describe("the MCP server", () => {
     expect(payload).toMatchObject({ jti: requestId, verdict: "denied", card_digest: digestOf(card) });
   });
 
+  it("asks several people with a quorum: approved at two approvals, one proof of both decisions", async () => {
+    const client = await connect(agentKey, "2026-07-28");
+    const approvers = [
+      await link(client, await sandboxHuman("confirm")),
+      await link(client, await sandboxHuman("confirm")),
+      await link(client, await sandboxHuman("decline")),
+    ];
+    const asked = await call(client, "ask_person", {
+      approvers,
+      quorum: { approve: 2 },
+      ...card,
+      wait_seconds: 25,
+    });
+    expect(asked).toMatchObject({
+      isError: false,
+      content: { status: "approved", verdict: "approve", quorum: { approve: 2, deny: 1 } },
+    });
+    const decided = (asked.content.decisions as { opaque_id: string; verdict: string | null }[]).map((d) => [
+      d.opaque_id,
+      d.verdict,
+    ]);
+    expect(decided).toEqual([
+      [approvers[0], "approve"],
+      [approvers[1], "approve"],
+      [approvers[2], null],
+    ]);
+    const { payload } = await jwtVerify(asked.content.proof as string, keySet(), { issuer });
+    expect(payload).toMatchObject({ verdict: "approve", card_digest: digestOf(card), quorum: { approve: 2, deny: 1 } });
+    expect((payload.decisions as { verdict: string }[]).map((d) => d.verdict)).toEqual(["approve", "approve"]);
+
+    const both = await call(client, "ask_person", {
+      opaque_id: approvers[0],
+      approvers,
+      quorum: { approve: 2 },
+      ...card,
+    });
+    expect(both.isError).toBe(true);
+  });
+
   it("cancels a queued request: cancelled, no proof; a second cancel reports it already resolved", async () => {
     const client = await connect(agentKey, "2026-07-28");
     const opaqueId = await link(client, await sandboxHuman("silent"));

@@ -71,6 +71,16 @@ const statusProperties = {
     type: "object",
     description: "The proof's claims, decoded (not verified: use verify_proof for that).",
   }),
+  quorum: nullable({
+    type: "object",
+    description: "A request to several people: the approvals that approve it and the denials that deny it.",
+  }),
+  decisions: nullable({
+    type: "array",
+    items: { type: "object" },
+    description:
+      "A request to several people: each one's opaque_id, verdict (null while they have not decided) and decided_at.",
+  }),
 } as const;
 const statusRequired = ["request_id", "status", "ttl_at", "verdict", "proof", "proof_claims"] as const;
 
@@ -87,7 +97,7 @@ const linkCode = { type: "string", pattern: "^[2-9A-HJKMNP-Z]{8}$" } as const;
 /** check-status's answer as ask_person and check_request return it, with the proof's claims decoded. */
 function statusResult(requestId: string, answer: Answer): Answer {
   if (!answer.ok) return answer;
-  const { status, ttl_at, resolved_at, verdict, ceremony_id, resolution_jwt } = answer.data;
+  const { status, ttl_at, resolved_at, verdict, ceremony_id, resolution_jwt, quorum, decisions } = answer.data;
   const proof = typeof resolution_jwt === "string" ? resolution_jwt : null;
   return {
     ok: true,
@@ -100,6 +110,8 @@ function statusResult(requestId: string, answer: Answer): Answer {
       ceremony_id: ceremony_id ?? null,
       proof,
       proof_claims: proof === null ? null : decodeJwt(proof),
+      quorum: quorum ?? null,
+      decisions: decisions ?? null,
     },
   };
 }
@@ -206,7 +218,7 @@ const askPerson: AgentTool = {
   name: "ask_person",
   title: "Ask a person to approve",
   description:
-    "Ask a linked person to approve or deny an action before you take it. They see a card with your summary_title, category, summary_detail and adaptive_card_payload, and answer with a passkey. With wait_seconds (up to 25) the call waits for their answer; otherwise, or while still queued, poll with check_request. Take the action only when status is approved; approved and denied come with a proof signed over exactly what the person saw. request_id makes a retry safe: asking again with the same request_id returns the first request.",
+    "Ask a linked person (opaque_id), or several (approvers with a quorum), to approve or deny an action before you take it. With approvers, the request is approved once quorum.approve of them approved and denied once quorum.deny of them denied (default 1: one denial ends it). They see a card with your summary_title, category, summary_detail and adaptive_card_payload, and answer with a passkey. With wait_seconds (up to 25) the call waits for their answer; otherwise, or while still queued, poll with check_request. Take the action only when status is approved; approved and denied come with a proof signed over exactly what the person saw. request_id makes a retry safe: asking again with the same request_id returns the first request.",
   inputSchema: {
     type: "object",
     properties: {
@@ -214,7 +226,25 @@ const askPerson: AgentTool = {
         type: "string",
         minLength: 4,
         maxLength: 64,
-        description: "The person, as check_link returned them.",
+        description: "The person, as check_link returned them. Give this or approvers, not both.",
+      },
+      approvers: {
+        type: "array",
+        minItems: 2,
+        maxItems: 10,
+        uniqueItems: true,
+        items: { type: "string", minLength: 4, maxLength: 64 },
+        description: "Several linked people (their opaque_ids from check_link) who all see the card; needs quorum.",
+      },
+      quorum: {
+        type: "object",
+        properties: {
+          approve: { type: "integer", minimum: 1, maximum: 10, description: "Approvals that approve the request." },
+          deny: { type: "integer", minimum: 1, maximum: 10, description: "Denials that deny it (default 1)." },
+        },
+        required: ["approve"],
+        additionalProperties: false,
+        description: "With approvers: how many approvals approve and how many denials deny.",
       },
       ...cardProperties,
       ttl_seconds: {
@@ -230,7 +260,7 @@ const askPerson: AgentTool = {
       },
       wait_seconds: waitSeconds,
     },
-    required: ["opaque_id", "summary_title", "category"],
+    required: ["summary_title", "category"],
     additionalProperties: false,
   },
   outputSchema: resultSchema({ ...statusProperties, card_id: uuid }, [...statusRequired, "card_id"]),
@@ -240,6 +270,8 @@ const askPerson: AgentTool = {
     const proposed = await operations.inquire({
       request_id: requestId,
       opaque_id: input.opaque_id,
+      approvers: input.approvers,
+      quorum: input.quorum,
       action: { summary_title, category, summary_detail, trusted_account_id },
       adaptive_card_payload: input.adaptive_card_payload,
       ttl_seconds: input.ttl_seconds,
