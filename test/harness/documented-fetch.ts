@@ -36,11 +36,17 @@ export function documentedFetch(gatewayUrl: string, base: typeof fetch = globalT
   const origin = new URL(gatewayUrl).origin;
   let document: Promise<Json> | undefined;
   const documentOf = () => {
-    document ??= base(`${origin}/v1/openapi.json`).then(async (response) => {
-      const read = (await response.json()) as Json;
-      prepareDocumented(read);
-      return read;
-    });
+    // A read that failed (the test restarted the gateway while it ran) is tried again by the next call.
+    document ??= base(`${origin}/v1/openapi.json`)
+      .then(async (response) => {
+        const read = (await response.json()) as Json;
+        prepareDocumented(read);
+        return read;
+      })
+      .catch((error: unknown) => {
+        document = undefined;
+        throw error;
+      });
     return document;
   };
   const undocumented: string[] = [];
