@@ -134,6 +134,9 @@ export function checkAnswer(document: OpenApiDocument, operation: FuzzOperation,
   return operation.enveloped ? checkEnveloped(document, operation, answer) : checkRaw(document, operation, answer);
 }
 
-/** Whether a well-shaped answer refused the request (nothing ran). */
+/** Whether a well-shaped answer refused the request (nothing ran): a raw route's documented 4xx too (the MCP endpoint's 400 and 401). */
 export const isRefusal = (kind: AnswerKind, answer: Answer): boolean =>
-  kind === "refused" || kind === "invalid" || kind === "limited" || (kind === "raw" && answer.status === 404);
+  kind === "refused" ||
+  kind === "invalid" ||
+  kind === "limited" ||
+  (kind === "raw" && answer.status >= 400 && answer.status < 500);

@@ -325,9 +325,10 @@ export async function runFuzz(mesh: TestMesh, database: pg.Client, options: Fuzz
       const details = await fc.check(property, { numRuns: runsPerBatch, seed });
       if (details.failed) {
         tally.failures++;
-        const report =
+        const report = `${
           fc.defaultReportMessage(details) ??
-          `seed ${details.seed}, path ${details.counterexamplePath}: ${fc.stringify(details.counterexample)}\n${String(details.errorInstance)}`;
+          `seed ${details.seed}, path ${details.counterexamplePath}: ${fc.stringify(details.counterexample)}`
+        }\n${String(details.errorInstance)}`;
         failures.push({ operation: operation.label, batch, report });
       }
     });

@@ -38,6 +38,25 @@ export const mcpPaths = (publicOrigin: string) => {
       },
     },
   };
+  const protocolError = (description: string) => ({
+    description: `${description}: a JSON-RPC error answer (\`id\` null), from the MCP transport.`,
+    content: {
+      "application/json": {
+        schema: {
+          type: "object",
+          required: ["jsonrpc", "error"],
+          properties: {
+            jsonrpc: { const: "2.0" },
+            error: {
+              type: "object",
+              required: ["code", "message"],
+              properties: { code: { type: "integer" }, message: { type: "string" } },
+            },
+          },
+        },
+      },
+    },
+  });
   const exchange = (summary: string) => ({
     summary,
     security: [{ agentKey: [] }],
@@ -51,7 +70,11 @@ export const mcpPaths = (publicOrigin: string) => {
         },
       },
       "202": { description: "A notification or response accepted." },
+      "400": protocolError("The body is not a JSON-RPC message, or not one of this protocol revision"),
       "401": unauthorized,
+      "413": protocolError("The body is over 64 KiB"),
+      "406": protocolError("`Accept` names neither `application/json` nor `text/event-stream`"),
+      "415": protocolError("The body is not `application/json`"),
     },
   });
   return {
