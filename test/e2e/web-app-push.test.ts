@@ -77,8 +77,6 @@ describe("the installable app and its notifications", () => {
     const requestId = `req_${"ab".repeat(16)}`;
     const deliver = (payload: Record<string, string>) =>
       cdp.send("ServiceWorker.deliverPushMessage", { origin, registrationId, data: JSON.stringify(payload) });
-    await deliver({ kind: "request", id: requestId, title: "A verification request is waiting for you" });
-    await deliver({ kind: "card", id: "card_7", title: "An agent asks for your approval" });
     const shown = () =>
       page.evaluate(async () =>
         (await (await navigator.serviceWorker.ready).getNotifications()).map((n) => ({
@@ -87,7 +85,21 @@ describe("the installable app and its notifications", () => {
           path: (n.data as { path: string }).path,
         })),
       );
-    await expect.poll(async () => (await shown()).length).toBe(2);
+    // A push delivered while the worker is still starting can be dropped: each is delivered again, under the same
+    // tag (which replaces, never adds), until it shows.
+    await page.evaluate(async () => {
+      await navigator.serviceWorker.ready;
+    });
+    const showsOnce = async (payload: Record<string, string>, count: number) =>
+      expect
+        .poll(async () => {
+          const now = (await shown()).length;
+          if (now < count) await deliver(payload);
+          return now;
+        })
+        .toBe(count);
+    await showsOnce({ kind: "request", id: requestId, title: "A verification request is waiting for you" }, 1);
+    await showsOnce({ kind: "card", id: "card_7", title: "An agent asks for your approval" }, 2);
     expect(await shown()).toEqual(
       expect.arrayContaining([
         {
