@@ -177,6 +177,7 @@ describe("agents, agent keys and binding", () => {
       status: "pending",
       opaque_id: null,
       bound_at: null,
+      person_label: null,
     });
 
     mesh.setClock(at(60_000));
@@ -186,6 +187,7 @@ describe("agents, agent keys and binding", () => {
     expect(claimed).toEqual({
       agent: { id: travel.agent_id, name: "Travel_Bot", display_name: "Travel_Bot", avatar_asset: null },
       bound_at: at(60_000).toISOString(),
+      person_label: null,
     });
     const travelBinding = result(
       await api.get("/agent/check-binding", { link_code: started.link_code }, travel.agent_key),
@@ -194,6 +196,7 @@ describe("agents, agent keys and binding", () => {
       status: "claimed",
       opaque_id: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
       bound_at: at(60_000).toISOString(),
+      person_label: null,
     });
     expect(JSON.stringify(travelBinding)).not.toContain(person.svcUserId);
 
@@ -266,6 +269,7 @@ describe("agents, agent keys and binding", () => {
       status: "expired",
       opaque_id: null,
       bound_at: null,
+      person_label: null,
     });
     const refused = await svcctl(["human", "claim", "--human", svc_user_id, "--code", late]);
     expect([refused.code, refused.stderr]).toEqual([

@@ -13,12 +13,13 @@ import { expectDocumented } from "../harness/documented-answer.ts";
 import { launchHeadlessChromium } from "../harness/headless-browser.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 import { dataError, issuer, partnerApi, result } from "./gate-support.ts";
-import { pageWithAuthenticator, phoneViewport, sha256url, signInAsNewPerson } from "./web-app-support.ts";
+import { pageWithAuthenticator, phoneViewport, reviewScreen, sha256url, signInAsNewPerson } from "./web-app-support.ts";
 
 /**
  * Quorum approvals in Agents Ask through the gateway against the real mesh: an agent asks three people at
  * once, one of them a person in headless Chromium with the DevTools virtual authenticator, the others
- * sandbox humans; the app shows who else is asked, how many approvals remain and that one denial ends it;
+ * sandbox humans; the app shows who else is asked (by the agent's name for each, its bind-session's
+ * person_label) and what each decided, how many approvals remain and that one denial ends it;
  * the card resolves at its quorum, the agent's long-poll answers the resolution (not a decision), the one
  * proof verified with jose holds every counted decision over the card_digest the page showed, and one
  * resolution webhook is sent. Then 2-of-3 with one veto among sandbox humans only, and the hostile
@@ -81,10 +82,11 @@ describe("agents ask: quorum approvals", () => {
       })
     ).agentKey;
 
-  /** A sandbox human with this behaviour bound to the agent: their opaque_id for it. */
-  async function sandboxApprover(agentKey: string, behavior: SandboxBehavior): Promise<string> {
+  /** A sandbox human with this behaviour bound to the agent (named `personLabel` by it): their opaque_id for it. */
+  async function sandboxApprover(agentKey: string, behavior: SandboxBehavior, personLabel?: string): Promise<string> {
     const { svcUserId } = await accountConsole().createSandboxHuman({ environment: Environment.DEVELOPMENT, behavior });
-    const code = result(await api.post("/agent/bind-session", {}, agentKey)).link_code as string;
+    const started = await api.post("/agent/bind-session", personLabel ? { person_label: personLabel } : {}, agentKey);
+    const code = result(started).link_code as string;
     await agentConsole().sandboxClaimLinkCode({ svcUserId, linkCode: code });
     return result(await api.get("/agent/check-binding", { link_code: code }, agentKey)).opaque_id as string;
   }
@@ -114,13 +116,18 @@ describe("agents ask: quorum approvals", () => {
     await page.getByRole("link", { name: "Passkeys" }).click();
     await page.getByRole("button", { name: "Create a passkey" }).click();
     await page.getByText("Passkey created.").waitFor();
-    const linkCode = result(await api.post("/agent/bind-session", {}, agentKey)).link_code as string;
+    const linkCode = result(await documented("POST", "/agent/bind-session", { person_label: "Rae, on call" }, agentKey))
+      .link_code as string;
     await page.getByRole("link", { name: "Agents" }).click();
     await page.getByLabel("Link code the agent shows").fill(linkCode);
     await page.getByRole("button", { name: "Bind the agent" }).click();
-    await page.getByText("Deploy_Bot is now bound to you.").waitFor();
-    const person = result(await api.get("/agent/check-binding", { link_code: linkCode }, agentKey)).opaque_id as string;
-    const approving = await sandboxApprover(agentKey, SandboxBehavior.CONFIRM);
+    // The person learns the agent's name for them when they bind, and keeps seeing it in their list of agents.
+    await page.getByText("Deploy_Bot is now bound to you, and knows you as “Rae, on call”.").waitFor();
+    await page.getByText("Knows you as “Rae, on call”", { exact: true }).waitFor();
+    const binding = result(await documented("GET", "/agent/check-binding", { link_code: linkCode }, agentKey));
+    expect(binding.person_label).toBe("Rae, on call");
+    const person = binding.opaque_id as string;
+    const approving = await sandboxApprover(agentKey, SandboxBehavior.CONFIRM, "Dana, release manager");
     const silent = await sandboxApprover(agentKey, SandboxBehavior.SILENT);
 
     const requestId = randomUUID();
@@ -166,6 +173,12 @@ describe("agents ask: quorum approvals", () => {
     expect(await quorum.locator('[data-quorum="asked"]').textContent()).toBe(
       "You and 2 other people are asked to decide this card.",
     );
+    // The others, by the agent's name for each (the silent one was given none) and what they decided so far.
+    expect(await quorum.locator('[data-quorum="others"] li').allTextContents()).toEqual([
+      "Dana, release manager: approved",
+      "Another person: not decided yet",
+    ]);
+    await reviewScreen(page, "quorum-card");
     expect(await quorum.locator('[data-quorum="remaining"]').textContent()).toBe("Approvals still needed: 1.");
     expect(await quorum.locator('[data-quorum="veto"]').textContent()).toBe("One denial ends it: the card is denied.");
     await card.getByText("Exactly what your passkey signs for this card").click();
@@ -256,6 +269,17 @@ describe("agents ask: quorum approvals", () => {
         { sub: approvers[1], verdict: "denied", amr: ["sandbox"] },
       ],
     });
+  }, 60_000);
+
+  it("refuses a person_label the trust layer refuses, with the spec's error shape", async () => {
+    const agentKey = await newAgent("Label_Bot");
+    for (const hostile of ["Dana\u202Eecnanif", "Dana https://evil.example", "Dana\nfinance", "   "]) {
+      const refused = dataError(await documented("POST", "/agent/bind-session", { person_label: hostile }, agentKey));
+      expect([refused.statusCode, refused.code], hostile).toEqual([400, "invalid_person_label"]);
+      expect(refused.message).toContain("person_label");
+    }
+    const overlong = await documented("POST", "/agent/bind-session", { person_label: "x".repeat(65) }, agentKey);
+    expect(overlong.status).toBe(400);
   }, 60_000);
 
   it("refuses every hostile inquiry with the spec's error shape and creates nothing", async () => {

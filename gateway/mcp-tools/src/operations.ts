@@ -22,7 +22,7 @@ export type Answer = { ok: true; data: Record<string, unknown> } | { ok: false; 
  */
 export interface AgentOperations {
   /** `POST /agent/bind-session`. */
-  bindSession(): Promise<Answer>;
+  bindSession(input: { person_label?: string }): Promise<Answer>;
   /** `GET /agent/check-binding`. */
   checkBinding(input: { link_code: string }): Promise<Answer>;
   /** `POST /agentlink/inquire`. */

@@ -148,8 +148,20 @@ const linkPerson: AgentTool = {
   name: "link_person",
   title: "Link a person",
   description:
-    "Start linking a person to you, so that you can later ask them to approve actions. Returns a link code (8 characters) and link_url / qr_code_url for the person: show them one of these; they claim the code in the service's app within 10 minutes, once. Then call check_link with the link_code until its status is claimed and keep the opaque_id it returns: ask_person needs it.",
-  inputSchema: { type: "object", properties: {}, additionalProperties: false },
+    "Start linking a person to you, so that you can later ask them to approve actions. Returns a link code (8 characters) and link_url / qr_code_url for the person: show them one of these; they claim the code in the service's app within 10 minutes, once. Then call check_link with the link_code until its status is claimed and keep the opaque_id it returns: ask_person needs it. Give person_label, your name for the person, when you will ask them together with others: the person sees it when they link, and the others asked on the same card see them by it.",
+  inputSchema: {
+    type: "object",
+    properties: {
+      person_label: {
+        type: "string",
+        minLength: 1,
+        maxLength: 64,
+        description:
+          'Your name for the person, plain text on one line (for example "Dana, finance"). No links and no characters that hide or reorder text.',
+      },
+    },
+    additionalProperties: false,
+  },
   outputSchema: resultSchema(
     {
       link_code: linkCode,
@@ -159,7 +171,8 @@ const linkPerson: AgentTool = {
     },
     ["link_code", "link_url", "qr_code_url", "expires_at"],
   ),
-  run: (_input, operations) => operations.bindSession(),
+  run: (input, operations) =>
+    operations.bindSession(typeof input.person_label === "string" ? { person_label: input.person_label } : {}),
   linkToOpen: (result) => ({
     url: String(result.qr_code_url),
     message: `To link you to this agent, scan this code with the app, or enter ${String(result.link_code)} in it, within 10 minutes.`,
@@ -182,6 +195,7 @@ const checkLink: AgentTool = {
       status: { type: "string", enum: ["pending", "claimed", "expired"] },
       opaque_id: nullable({ type: "string", description: "The person's id for you; null until claimed." }),
       bound_at: nullable(instant),
+      person_label: nullable({ type: "string", description: "The person_label you gave link_person; null if none." }),
     },
     ["status", "opaque_id", "bound_at"],
   ),

@@ -41,12 +41,15 @@ export class Agents {
     this.now = now;
   }
 
-  /** Starts a bind session: a `link_code` the person claims in the app. */
-  bind(options?: CallOptions) {
+  /**
+   * Starts a bind session: a `link_code` the person claims in the app. `person_label`, the agent's name for the
+   * person, is shown to them when they claim it and to the other approvers of this agent's quorum cards.
+   */
+  bind(body: Body<"agentBindSession"> = {}, options?: CallOptions) {
     return this.transport.call<Result<"agentBindSession">>({
       method: "POST",
       path: "/agent/bind-session",
-      input: {},
+      input: body,
       flat: false,
       options,
     });

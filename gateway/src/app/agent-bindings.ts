@@ -10,6 +10,21 @@ import { sessionUserId } from "./session-user.ts";
 
 const signedIn = { accepts: ["user_session"] } as const;
 
+const personLabelSchema = {
+  type: "string",
+  nullable: true,
+  description:
+    "How the agent names the person (its bind-session's person_label); the other approvers of its quorum cards see them by it. Null when the agent gave none.",
+} as const;
+const bindingSchema = {
+  type: "object",
+  properties: {
+    agent: agentSummarySchema,
+    bound_at: { type: "string", format: "date-time" },
+    person_label: personLabelSchema,
+  },
+} as const;
+
 const claimAgentBindingRoute = defineRoute({
   operationId: "appClaimAgentBinding",
   method: "POST",
@@ -25,7 +40,7 @@ const claimAgentBindingRoute = defineRoute({
   envelope: "nested",
   output: {
     type: "object",
-    properties: { agent: agentSummarySchema, bound_at: { type: "string", format: "date-time" } },
+    properties: bindingSchema.properties,
   },
   async handle(input, { caller, services }) {
     const claimed = await services.agentlink
@@ -36,7 +51,11 @@ const claimAgentBindingRoute = defineRoute({
           throw new OperationError(410, error.rawMessage);
         throw error;
       });
-    return ok({ agent: agentSummary(claimed.agent), bound_at: instant(claimed.boundAt) });
+    return ok({
+      agent: agentSummary(claimed.agent),
+      bound_at: instant(claimed.boundAt),
+      person_label: claimed.personLabel ?? null,
+    });
   },
 });
 
@@ -53,16 +72,19 @@ const listAgentBindingsRoute = defineRoute({
     properties: {
       bindings: {
         type: "array",
-        items: {
-          type: "object",
-          properties: { agent: agentSummarySchema, bound_at: { type: "string", format: "date-time" } },
-        },
+        items: bindingSchema,
       },
     },
   },
   async handle(_input, { caller, services }) {
     const { bindings } = await services.agentlink.listBindings({ svcUserId: sessionUserId(caller) });
-    return ok({ bindings: bindings.map((b) => ({ agent: agentSummary(b.agent), bound_at: instant(b.boundAt) })) });
+    return ok({
+      bindings: bindings.map((b) => ({
+        agent: agentSummary(b.agent),
+        bound_at: instant(b.boundAt),
+        person_label: b.personLabel ?? null,
+      })),
+    });
   },
 });
 

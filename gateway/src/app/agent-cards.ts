@@ -73,6 +73,18 @@ export const cardSchema: Schema = {
         approvers: { type: "integer", description: "Everyone asked, the person included." },
         approvals: { type: "integer", description: "Approvals counted so far." },
         denials: { type: "integer", description: "Denials counted so far." },
+        others: {
+          type: "array",
+          description:
+            "The others asked, in the agent's order, the person left out: each by the agent's name for them (their binding's person_label; null when the agent gave none, shown as another person) and their verdict so far. Context, not part of card_digest.",
+          items: {
+            type: "object",
+            properties: {
+              person_label: { type: "string", nullable: true },
+              verdict: { type: "string", enum: ["approve", "denied"], nullable: true },
+            },
+          },
+        },
       },
       description: "A card several people are asked to decide (null for a card to one person).",
     },
@@ -113,6 +125,10 @@ export function personCardItem(card: PersonCard) {
           approvers: card.quorum.approvers,
           approvals: card.quorum.approvals,
           denials: card.quorum.denials,
+          others: card.quorum.others.map((other) => ({
+            person_label: other.personLabel ?? null,
+            verdict: other.verdict === "" ? null : other.verdict,
+          })),
         }
       : null,
   };

@@ -81,7 +81,7 @@ export function inProcessOperations(
     }
   };
   return {
-    bindSession: () => run(bindSessionRoute, {}),
+    bindSession: (input) => run(bindSessionRoute, input),
     checkBinding: (input) => run(checkBindingRoute, input),
     inquire: (input) => run(inquireRoute, input),
     checkStatus: (input, signal) => run(checkStatusRoute, input, signal),

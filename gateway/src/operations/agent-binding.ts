@@ -1,4 +1,4 @@
-import { ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { BindingStatus } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { OperationError } from "../http/errors.ts";
 import { instant } from "../http/instant.ts";
@@ -18,16 +18,28 @@ const statusNames: Record<BindingStatus, "pending" | "claimed" | "expired" | und
 /**
  * `POST /agent/bind-session` (decisions.md "bind-session / check-binding"): a link code for a person
  * to claim in the app, 8 characters, 10 minutes, single use. The spec's one refusal: 500 when the code
- * could not be created.
+ * could not be created. Ours besides: the optional `person_label`, the agent's name for the person, which
+ * the trust layer may refuse (400, and no code is created).
  */
 export const bindSessionRoute = defineRoute({
   operationId: "agentBindSession",
   method: "POST",
   path: "/agent/bind-session",
   summary:
-    "Start binding a person to the calling agent: a link code (8 characters, no 0/O or 1/I/L) the person claims in the app within 10 minutes, once. data.error 500 when no code could be created.",
+    "Start binding a person to the calling agent: a link code (8 characters, no 0/O or 1/I/L) the person claims in the app within 10 minutes, once. Optionally person_label, the agent's name for the person: the person sees it when they claim the code, and the other approvers of this agent's quorum cards see them by it. data.error 400 invalid_person_label when the trust layer refuses person_label (nothing is created), 500 when no code could be created.",
   auth: agentKeyOnly,
-  input: { type: "object", properties: {} },
+  input: {
+    type: "object",
+    properties: {
+      person_label: {
+        type: "string",
+        minLength: 1,
+        maxLength: 64,
+        description:
+          "The agent's name for the person (plain text, one line, 1-64 characters), screened like card text: no control, bidi or invisible characters, no links, no impersonation. Shown to the person at claim and in their list of agents, and to the other approvers of this agent's quorum cards; never part of a card_digest.",
+      },
+    },
+  },
   envelope: "nested",
   output: {
     type: "object",
@@ -38,11 +50,15 @@ export const bindSessionRoute = defineRoute({
       expires_at: { type: "string", format: "date-time" },
     },
   },
-  async handle(_input, { caller, services }) {
-    const started = await services.agentlink.startBindSession({ caller }).catch((error: unknown) => {
-      if (error instanceof ConnectError) throw new OperationError(500, "the link code could not be created; retry");
-      throw error;
-    });
+  async handle(input, { caller, services }) {
+    const started = await services.agentlink
+      .startBindSession({ caller, personLabel: input.person_label })
+      .catch((error: unknown) => {
+        if (error instanceof ConnectError && error.code === Code.InvalidArgument)
+          throw new OperationError(400, error.rawMessage, { code: "invalid_person_label" });
+        if (error instanceof ConnectError) throw new OperationError(500, "the link code could not be created; retry");
+        throw error;
+      });
     return ok({
       link_code: started.linkCode,
       ...bindLinks(services.publicOrigin, started.linkCode),
@@ -79,6 +95,11 @@ export const checkBindingRoute = defineRoute({
           "The person's id for this agent only (4-64 characters), the same on every binding of this person to this agent; null until claimed.",
       },
       bound_at: { type: "string", format: "date-time", nullable: true },
+      person_label: {
+        type: "string",
+        nullable: true,
+        description: "The person_label the agent gave at bind-session; null when it gave none.",
+      },
     },
   },
   async handle(input, { caller, services }) {
@@ -87,6 +108,7 @@ export const checkBindingRoute = defineRoute({
       status: statusNames[state.status],
       opaque_id: state.opaqueId ?? null,
       bound_at: instant(state.boundAt),
+      person_label: state.personLabel ?? null,
     });
   },
 });

@@ -18,7 +18,15 @@ export interface Card {
   ttl_at: string;
   created_at: string;
   /** A card several people are asked to decide; null for a card to this person alone. */
-  quorum?: { approve: number; deny: number; approvers: number; approvals: number; denials: number } | null;
+  quorum?: {
+    approve: number;
+    deny: number;
+    approvers: number;
+    approvals: number;
+    denials: number;
+    /** The others asked: the agent's name for each (null: none given) and their verdict so far. */
+    others: { person_label: string | null; verdict: "approve" | "denied" | null }[];
+  } | null;
 }
 
 export type Verdict = "approve" | "denied" | "later";
@@ -162,8 +170,9 @@ export function cardView(card: Card, verdict: Verdict, choose: (verdict: Verdict
 }
 
 /**
- * A quorum card: who else is asked, how many approvals it still needs, and how many denials end it, so the
- * person knows their approval may not be the last word and their denial may be.
+ * A quorum card: who else is asked (by the agent's name for them) and what each decided so far, how many
+ * approvals it still needs, and how many denials end it, so the person knows their approval may not be the
+ * last word and their denial may be.
  */
 function quorumView(quorum: NonNullable<Card["quorum"]>): HTMLElement {
   const remaining = Math.max(quorum.approve - quorum.approvals, 0);
@@ -171,6 +180,23 @@ function quorumView(quorum: NonNullable<Card["quorum"]>): HTMLElement {
     "section",
     { class: "quorum", "aria-label": t("quorumTitle") },
     el("p", { "data-quorum": "asked" }, t("quorumAsked", { others: String(quorum.approvers - 1) })),
+    el(
+      "ul",
+      { "data-quorum": "others" },
+      ...quorum.others.map((other) =>
+        el(
+          "li",
+          {},
+          other.person_label ?? t("quorumAnotherPerson"),
+          ": ",
+          other.verdict === "approve"
+            ? t("quorumApproved")
+            : other.verdict === "denied"
+              ? t("quorumDenied")
+              : t("quorumPending"),
+        ),
+      ),
+    ),
     el("p", { "data-quorum": "remaining" }, t("quorumRemaining", { remaining: String(remaining) })),
     el(
       "p",

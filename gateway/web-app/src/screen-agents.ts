@@ -7,6 +7,8 @@ import type { Screen } from "./screen.ts";
 interface Binding {
   agent: { id: string; name: string; display_name: string };
   bound_at: string;
+  /** The agent's name for the person; the other approvers of its quorum cards see them by it. */
+  person_label: string | null;
 }
 
 const agentName = (agent: Binding["agent"]) => agent.display_name || agent.name;
@@ -21,12 +23,14 @@ export const agentsScreen: Screen = (main) => {
     listed.replaceChildren(
       ...(bindings.length === 0
         ? [el("li", {}, t("agentsNone"))]
-        : bindings.map(({ agent, bound_at }) =>
+        : bindings.map(({ agent, bound_at, person_label }) =>
             el(
               "li",
               {},
               el("h2", { class: "item-title" }, agentName(agent)),
               el("p", { class: "hint" }, t("agentBoundSince", { date: when(bound_at) })),
+              person_label !== null &&
+                el("p", { "data-person-label": "" }, t("agentKnowsYouAs", { label: person_label })),
               button(
                 t("agentUnbind"),
                 guard(status.say, async () => {
@@ -53,11 +57,16 @@ export const agentsScreen: Screen = (main) => {
   claim.addEventListener("submit", (event) => {
     event.preventDefault();
     guard(status.say, async () => {
-      const claimed = await api<{ agent: Binding["agent"] }>("POST", "/app/agent-bindings/claim", {
+      const claimed = await api<Pick<Binding, "agent" | "person_label">>("POST", "/app/agent-bindings/claim", {
         link_code: code.value.trim(),
       });
       code.value = "";
-      status.say(t("agentsClaimed", { agent: agentName(claimed.agent) }));
+      const agent = agentName(claimed.agent);
+      status.say(
+        claimed.person_label === null
+          ? t("agentsClaimed", { agent })
+          : t("agentsClaimedAs", { agent, label: claimed.person_label }),
+      );
       await load();
     })();
   });

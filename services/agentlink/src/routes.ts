@@ -158,7 +158,7 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
 
       startBindSession: (req) =>
         wireErrors(async () => {
-          const session = await startBindSession(bindings(), agentIdOf(req.caller));
+          const session = await startBindSession(bindings(), agentIdOf(req.caller), req.personLabel);
           return { linkCode: session.linkCode, expiresAt: timestampFromDate(session.expiresAt) };
         }),
 
@@ -169,19 +169,28 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
             status: toProtoBindingStatus[state.status],
             ...(state.opaqueId !== null && { opaqueId: state.opaqueId }),
             ...(state.boundAt !== null && { boundAt: timestampFromDate(state.boundAt) }),
+            ...(state.personLabel !== null && { personLabel: state.personLabel }),
           };
         }),
 
       claimLinkCode: (req) =>
         wireErrors(async () => {
           const claimed = await claimLinkCode(bindings(), requireHuman(req.svcUserId), req.linkCode);
-          return { agent: toProtoAgent(claimed.agent), boundAt: timestampFromDate(claimed.boundAt) };
+          return {
+            agent: toProtoAgent(claimed.agent),
+            boundAt: timestampFromDate(claimed.boundAt),
+            ...(claimed.personLabel !== null && { personLabel: claimed.personLabel }),
+          };
         }),
 
       listBindings: (req) =>
         wireErrors(async () => ({
           bindings: (await listBindings(bindings(), requireHuman(req.svcUserId))).map((b) =>
-            create(BindingSchema, { agent: toProtoAgent(b.agent), boundAt: timestampFromDate(b.boundAt) }),
+            create(BindingSchema, {
+              agent: toProtoAgent(b.agent),
+              boundAt: timestampFromDate(b.boundAt),
+              ...(b.personLabel !== null && { personLabel: b.personLabel }),
+            }),
           ),
         })),
 
@@ -256,9 +265,10 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
         wireErrors(async () => {
           const manager = em();
           const now = clock.now();
-          const cards = await queuedCardsOf(manager, requireHuman(req.svcUserId), now);
+          const person = requireHuman(req.svcUserId);
+          const cards = await queuedCardsOf(manager, person, now);
           const agents = await manager.find(Agent, { id: { $in: [...new Set(cards.map((card) => card.agentId))] } });
-          const quorums = await quorumsOf(manager, cards);
+          const quorums = await quorumsOf(manager, person, cards);
           return {
             cards: cards.map((card) =>
               create(PersonCardSchema, {

@@ -137,6 +137,49 @@ describe("binding a person to an agent", () => {
     expect((await refusal(agentlink.client.eraseHuman({ svcUserId: "me" }))).code).toBe(Code.InvalidArgument);
   });
 
+  it("keeps the agent's label for the person, shows it to them at claim and in their list, and a later code's label replaces it", async () => {
+    const agent = await newAgent();
+    const first = await agentlink.client.startBindSession({ caller: agent.caller, personLabel: "  Dana, finance " });
+    expect((await check(agent, first.linkCode)).personLabel).toBe("Dana, finance");
+    const person = uuid();
+    const claimed = await agentlink.client.claimLinkCode({ svcUserId: person, linkCode: first.linkCode });
+    expect(claimed.personLabel).toBe("Dana, finance");
+    const unlabelled = await bindSession(agent);
+    expect((await agentlink.client.claimLinkCode({ svcUserId: person, linkCode: unlabelled })).personLabel).toBe(
+      "Dana, finance",
+    );
+    const renamed = await agentlink.client.startBindSession({ caller: agent.caller, personLabel: "Dana (CFO)" });
+    await agentlink.client.claimLinkCode({ svcUserId: person, linkCode: renamed.linkCode });
+    const [binding] = (await agentlink.client.listBindings({ svcUserId: person })).bindings;
+    expect(binding?.personLabel).toBe("Dana (CFO)");
+  });
+
+  it("refuses a label the trust layer refuses, and creates no code", async () => {
+    const agent = await newAgent();
+    const codes = async () =>
+      Number(
+        (
+          await agentlink.sql<{ n: string }>(`select count(*) as n from bind_session where agent_id = $1`, [agent.id])
+        )[0]?.n,
+      );
+    for (const hostile of [
+      "   ",
+      "x".repeat(65),
+      "Dana\u202Eecnanif",
+      "Dana\u200Bfinance",
+      "Dana\nfinance",
+      "Dana https://evil.example",
+      "Dana\u0007",
+    ]) {
+      const refused = await refusal(agentlink.client.startBindSession({ caller: agent.caller, personLabel: hostile }));
+      expect([refused.code, refused.rawMessage]).toEqual([
+        Code.InvalidArgument,
+        expect.stringContaining("person_label"),
+      ]);
+    }
+    expect(await codes()).toBe(0);
+  });
+
   it("refuses agent operations without an agent-key caller", async () => {
     const agent = await newAgent();
     const asSecretKey = { ...agent.caller, credentialKind: 1 };

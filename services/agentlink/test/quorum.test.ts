@@ -126,8 +126,8 @@ interface Team {
   opaqueIds: string[];
 }
 
-/** A production agent bound to `size` new people, with their opaque_ids for it. */
-async function team(size: number): Promise<Team> {
+/** A production agent bound to `size` new people, with their opaque_ids for it; `labels` names the first of them. */
+async function team(size: number, labels: string[] = []): Promise<Team> {
   const registered = await agentlink.console.registerAgent({
     organizationId: uniqueName("org"),
     environment: Environment.PRODUCTION,
@@ -138,7 +138,7 @@ async function team(size: number): Promise<Team> {
   const people: string[] = [];
   const opaqueIds: string[] = [];
   for (let i = 0; i < size; i++) {
-    const { linkCode } = await agentlink.client.startBindSession({ caller });
+    const { linkCode } = await agentlink.client.startBindSession({ caller, personLabel: labels[i] });
     const person = uuid();
     await agentlink.client.claimLinkCode({ svcUserId: person, linkCode });
     people.push(person);
@@ -232,6 +232,30 @@ describe("inquire with approvers and quorum", () => {
     );
     expect(alone?.quorum).toBeUndefined();
     expect(await inbox(three.people[0] as string)).toEqual([cardId]);
+  });
+});
+
+describe("the other approvers, as a person sees them", () => {
+  it("names each by the agent's label for them (none when it gave none) with their verdict so far, never by an id", async () => {
+    const three = await team(3, ["Dana, finance", "Sam (CTO)"]);
+    const { cardId } = await ask(three, { quorum: { approve: 3, deny: 1 } });
+    const othersSeenBy = async (person: number) =>
+      (await agentlink.client.listCards({ svcUserId: three.people[person] as string })).cards.find(
+        (card) => card.cardId === cardId,
+      )?.quorum?.others;
+    expect(await othersSeenBy(2)).toMatchObject([
+      { personLabel: "Dana, finance", verdict: "" },
+      { personLabel: "Sam (CTO)", verdict: "" },
+    ]);
+    await decide(three.people[0] as string, cardId, "approve");
+    expect(await othersSeenBy(2)).toMatchObject([
+      { personLabel: "Dana, finance", verdict: "approve" },
+      { personLabel: "Sam (CTO)", verdict: "" },
+    ]);
+    const seenBySam = await othersSeenBy(1);
+    expect(seenBySam).toMatchObject([{ personLabel: "Dana, finance", verdict: "approve" }, { verdict: "" }]);
+    expect(seenBySam?.[1]?.personLabel).toBeUndefined();
+    expect(JSON.stringify(seenBySam)).not.toContain(three.people[2] as string);
   });
 });
 

@@ -53,7 +53,7 @@ export function httpOperations(api: AgentApi): AgentOperations {
     return { ok: false, error: { statusCode: 502, message: `${api.baseUrl} answered HTTP ${response.status}; retry` } };
   };
   return {
-    bindSession: () => call("POST", "/agent/bind-session", {}),
+    bindSession: (input) => call("POST", "/agent/bind-session", input),
     checkBinding: (input) => call("GET", "/agent/check-binding", input),
     inquire: (input) => call("POST", "/agentlink/inquire", input),
     checkStatus: (input, signal) => call("GET", "/agentlink/check-status", input, signal),

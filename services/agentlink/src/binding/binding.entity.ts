@@ -12,6 +12,8 @@ export const BindSession = defineEntity({
     claimedAt: p.datetime().nullable(),
     /** The person who claimed it. */
     svcUserId: p.uuid().nullable(),
+    /** The agent's name for the person (person-label.ts), given to the binding when the code is claimed. */
+    personLabel: p.text().nullable(),
   },
 });
 export type BindSession = InferEntity<typeof BindSession>;
@@ -33,6 +35,8 @@ export const Binding = defineEntity({
     unboundAt: p.datetime().nullable(),
     /** When the person dismissed the inbox notice of this binding; until then the inbox shows it. */
     noticeDismissedAt: p.datetime().nullable(),
+    /** The agent's name for the person, shown to them and to the other approvers of the agent's quorum cards. */
+    personLabel: p.text().nullable(),
   },
 });
 export type Binding = InferEntity<typeof Binding>;

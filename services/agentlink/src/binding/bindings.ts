@@ -3,6 +3,7 @@ import { type EntityManager, LockMode, UniqueConstraintViolationException } from
 import { type Clock, type EventBus, isUuid, publishInboxChanged, uuid } from "@svc/platform";
 import { Agent } from "../agents/agent.entity.ts";
 import { refuse } from "../refusal.ts";
+import { screenPersonLabel } from "../trust-layer/person-label.ts";
 import { Binding, BindSession } from "./binding.entity.ts";
 import { generateLinkCode, linkCodeForm, linkCodeLifetimeMs } from "./link-code.ts";
 import { opaqueIdFor, opaqueIdLookup } from "./opaque-id.ts";
@@ -18,8 +19,17 @@ export interface BindingContext {
 
 export type BindSessionStatus = "pending" | "claimed" | "expired";
 
-/** A new link code of the agent; a code already taken (one in 31^8) is drawn again. */
-export async function startBindSession(ctx: BindingContext, agentId: string): Promise<BindSession> {
+/**
+ * A new link code of the agent, with the agent's name for the person if it gave one (refused, creating
+ * nothing, when the trust layer refuses it); a code already taken (one in 31^8) is drawn again.
+ */
+export async function startBindSession(
+  ctx: BindingContext,
+  agentId: string,
+  personLabel: string | undefined,
+): Promise<BindSession> {
+  const screened = personLabel === undefined ? undefined : screenPersonLabel(personLabel);
+  if (screened !== undefined && "refused" in screened) throw refuse("invalid_argument", screened.refused);
   const createdAt = ctx.clock.now();
   for (let attempt = 0; attempt < 5; attempt++) {
     const session = ctx.em.create(BindSession, {
@@ -29,6 +39,7 @@ export async function startBindSession(ctx: BindingContext, agentId: string): Pr
       expiresAt: new Date(createdAt.getTime() + linkCodeLifetimeMs),
       claimedAt: null,
       svcUserId: null,
+      personLabel: screened?.label ?? null,
     });
     try {
       await ctx.em.flush();
@@ -49,7 +60,7 @@ export async function checkBinding(
   ctx: BindingContext,
   agentId: string,
   linkCode: string,
-): Promise<{ status: BindSessionStatus; opaqueId: string | null; boundAt: Date | null }> {
+): Promise<{ status: BindSessionStatus; opaqueId: string | null; boundAt: Date | null; personLabel: string | null }> {
   const session = linkCodeForm.test(linkCode) ? await ctx.em.findOne(BindSession, { linkCode, agentId }) : null;
   if (!session) throw refuse("not_found", "no bind session with that link_code for this agent");
   const status = statusOf(session, ctx.clock.now());
@@ -57,12 +68,13 @@ export async function checkBinding(
     status,
     opaqueId: session.svcUserId ? opaqueIdFor(ctx.opaqueIdKey, agentId, session.svcUserId) : null,
     boundAt: session.claimedAt ?? null,
+    personLabel: session.personLabel ?? null,
   };
 }
 
 /**
  * The person claims a code: the session is used up, and the person is bound to its agent (a person
- * already bound keeps the binding they have). Unknown: not_found; used: already_exists; past its ten
+ * already bound keeps the binding they have, named by this code's label when it has one). Unknown: not_found; used: already_exists; past its ten
  * minutes: expired. A revoked agent's code is unknown. A sandbox human (`sandbox`) binds only to
  * development agents.
  */
@@ -71,7 +83,7 @@ export async function claimLinkCode(
   svcUserId: string,
   linkCode: string,
   options: { sandbox?: boolean } = {},
-): Promise<{ agent: Agent; boundAt: Date }> {
+): Promise<{ agent: Agent; boundAt: Date; personLabel: string | null }> {
   const code = linkCode.trim().toUpperCase();
   if (!linkCodeForm.test(code)) throw refuse("not_found", "no such link code");
   const claimed = await ctx.em.transactional(async (em) => {
@@ -86,6 +98,7 @@ export async function claimLinkCode(
       throw refuse("failed_precondition", "a sandbox human binds only to development agents");
     const existing = await em.findOne(Binding, { agentId: agent.id, svcUserId, unboundAt: null });
     const boundAt = existing?.boundAt ?? now;
+    if (existing && session.personLabel !== null) existing.personLabel = session.personLabel;
     if (!existing)
       em.create(Binding, {
         id: uuid(),
@@ -95,17 +108,21 @@ export async function claimLinkCode(
         boundAt,
         unboundAt: null,
         noticeDismissedAt: null,
+        personLabel: session.personLabel ?? null,
       });
     session.claimedAt = now;
     session.svcUserId = svcUserId;
-    return { agent, boundAt };
+    return { agent, boundAt, personLabel: existing?.personLabel ?? session.personLabel ?? null };
   });
   publishInboxChanged(ctx.bus, [svcUserId]);
   return claimed;
 }
 
 /** The person's active bindings with their agents, newest first. */
-export async function listBindings(ctx: BindingContext, svcUserId: string): Promise<{ agent: Agent; boundAt: Date }[]> {
+export async function listBindings(
+  ctx: BindingContext,
+  svcUserId: string,
+): Promise<{ agent: Agent; boundAt: Date; personLabel: string | null }[]> {
   const bindings = await ctx.em.find(
     Binding,
     { svcUserId, unboundAt: null },
@@ -114,7 +131,7 @@ export async function listBindings(ctx: BindingContext, svcUserId: string): Prom
   const agents = await ctx.em.find(Agent, { id: { $in: bindings.map((b) => b.agentId) } });
   return bindings.flatMap((binding) => {
     const agent = agents.find((a) => a.id === binding.agentId);
-    return agent ? [{ agent, boundAt: binding.boundAt }] : [];
+    return agent ? [{ agent, boundAt: binding.boundAt, personLabel: binding.personLabel ?? null }] : [];
   });
 }
 

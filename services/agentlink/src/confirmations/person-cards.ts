@@ -1,4 +1,5 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
+import { Binding } from "../binding/binding.entity.ts";
 import { Card, CardApprover } from "../proposals/card.entity.ts";
 import { cardStateAt } from "../proposals/card-status.ts";
 import { refuse } from "../refusal.ts";
@@ -21,17 +22,40 @@ export async function queuedCardsOf(em: EntityManager, svcUserId: string, now: D
   );
 }
 
+/** What an approver is told of each quorum card: the thresholds, the counts so far, and the others asked. */
+export type PersonQuorumView = {
+  approve: number;
+  deny: number;
+  approvers: number;
+  approvals: number;
+  denials: number;
+  /** The others asked, in the agent's order: by their binding's label (none when the agent gave none) and verdict. */
+  others: { personLabel?: string; verdict: string }[];
+};
+
 /**
- * What an approver is told of each quorum card among these: the thresholds, how many are asked and how
- * many approvals and denials are counted so far; by card.
+ * What `svcUserId`, an approver, is told of each quorum card among these, by card. The others are named only
+ * by the label their own binding to the card's agent carries: the agent's name for them, never their id.
  */
 export async function quorumsOf(
   em: EntityManager,
+  svcUserId: string,
   cards: readonly Card[],
-): Promise<Map<string, { approve: number; deny: number; approvers: number; approvals: number; denials: number }>> {
+): Promise<Map<string, PersonQuorumView>> {
   const quorumCards = cards.filter((card) => card.quorumApprove !== null);
   if (quorumCards.length === 0) return new Map();
-  const rows = await em.find(CardApprover, { cardId: { $in: quorumCards.map((card) => card.id) } });
+  const rows = await em.find(
+    CardApprover,
+    { cardId: { $in: quorumCards.map((card) => card.id) } },
+    { orderBy: { position: "asc" } },
+  );
+  const bindings = await em.find(Binding, {
+    agentId: { $in: [...new Set(quorumCards.map((card) => card.agentId))] },
+    svcUserId: { $in: [...new Set(rows.map((row) => row.svcUserId))] },
+    unboundAt: null,
+  });
+  const labelOf = (agentId: string, approver: string) =>
+    bindings.find((binding) => binding.agentId === agentId && binding.svcUserId === approver)?.personLabel ?? undefined;
   return new Map(
     quorumCards.map((card) => {
       const asked = rows.filter((row) => row.cardId === card.id);
@@ -43,6 +67,12 @@ export async function quorumsOf(
           approvers: asked.length,
           approvals: asked.filter((row) => row.verdict === "approve").length,
           denials: asked.filter((row) => row.verdict === "denied").length,
+          others: asked
+            .filter((row) => row.svcUserId !== svcUserId)
+            .map((row) => {
+              const personLabel = labelOf(card.agentId, row.svcUserId);
+              return { ...(personLabel !== undefined && { personLabel }), verdict: row.verdict ?? "" };
+            }),
         },
       ];
     }),

@@ -6,6 +6,7 @@ import { addBindingNotices } from "./0005-binding-notices.ts";
 import { cardRetention } from "./0006-card-retention.ts";
 import { sandboxAnswers } from "./0007-sandbox-answers.ts";
 import { quorum } from "./0008-quorum.ts";
+import { personLabel } from "./0009-person-label.ts";
 
 /** Applied in order at start; a migration, once released, is never edited (add a new one). */
 export const migrations = [
@@ -17,4 +18,5 @@ export const migrations = [
   cardRetention,
   sandboxAnswers,
   quorum,
+  personLabel,
 ];
