@@ -3,9 +3,10 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import { type ReceivedSpan, spanKind, startOtlpReceiver } from "../harness/otlp-receiver.ts";
+import { SoftwareAuthenticator } from "../harness/software-passkey.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 import { svcctlJson } from "./agent-support.ts";
-import { newGate, newPartner, partnerApi, result } from "./gate-support.ts";
+import { issuer, newGate, newPartner, partnerApi, result } from "./gate-support.ts";
 
 /**
  * With OTEL_EXPORTER_OTLP_ENDPOINT set, one partner call to create-verification-link, the sandbox human's
@@ -23,6 +24,8 @@ describe("one trace from a partner's call to the webhook", () => {
   let root: ReceivedSpan;
   let agentTrace: ReceivedSpan[];
   let agentRoot: ReceivedSpan;
+  let hooksUrl: string;
+  let organizationId: string;
 
   const parentIn = (spans: ReceivedSpan[], span: ReceivedSpan) => spans.find((s) => s.spanId === span.parentSpanId);
   const parentOf = (span: ReceivedSpan) => parentIn(trace, span);
@@ -85,7 +88,8 @@ describe("one trace from a partner's call to the webhook", () => {
     const svcctl = svcctlJson(mesh);
     const partner = await newPartner(mesh, "Traced");
     await newGate(mesh, partner.organizationId, { key: "login" });
-    const hooksUrl = `http://127.0.0.1:${(hooks.address() as AddressInfo).port}`;
+    hooksUrl = `http://127.0.0.1:${(hooks.address() as AddressInfo).port}`;
+    organizationId = partner.organizationId;
     await svcctl(["webhook", "add", "--org", partner.organizationId, "--url", `${hooksUrl}/hooks`]);
     const human = (await svcctl(["human", "create", "--env", "development", "--behavior", "confirm"]))
       .svc_user_id as string;
@@ -212,4 +216,101 @@ describe("one trace from a partner's call to the webhook", () => {
     expect(chain[2]).toMatchObject({ service: "agentlink", kind: spanKind.producer, name: `send ${subject}` });
     expect(chain.at(-1)).toBe(agentRoot);
   });
+
+  test("a real person's confirm, a later call, continues the card's trace: its proof and callback join the inquire's, linked to the confirm", async () => {
+    const api = partnerApi(mesh);
+    const svcctl = svcctlJson(mesh);
+    const agentKey = (
+      await svcctl([
+        ...["agent", "register", "--org", organizationId, "--env", "development", "--name", "Later_Bot"],
+        ...["--category", "payments", "--callback-url", `${hooksUrl}/later-callback`],
+      ])
+    ).agent_key as string;
+    // A person with the app: a development-IdP session and a software passkey.
+    const { sessionToken } = await mesh.console.mintDevSession({
+      issuer: mesh.devIdpIssuer,
+      subject: `person-${randomUUID()}`,
+    });
+    const authenticator = SoftwareAuthenticator.create();
+    const begun = result(await api.post("/app/passkeys/begin-registration", {}, sessionToken));
+    result(
+      await api.post(
+        "/app/passkeys/finish-registration",
+        { ceremony_id: begun.ceremony_id, response: authenticator.register(begun.options, issuer) },
+        sessionToken,
+      ),
+    );
+    const code = result(await api.post("/agent/bind-session", {}, agentKey)).link_code;
+    result(await api.post("/app/agent-bindings/claim", { link_code: code }, sessionToken));
+    const opaqueId = result(await api.get("/agent/check-binding", { link_code: code }, agentKey)).opaque_id;
+    const queued = result(
+      await api.post(
+        "/agentlink/inquire",
+        { request_id: randomUUID(), action: { summary_title: "Pay", category: "payments" }, opaque_id: opaqueId },
+        agentKey,
+      ),
+    );
+    const decisions = [{ card_id: queued.card_id, verdict: "approve" }];
+    const challenge = result(await api.post("/agentlink/confirm-challenge", { decisions }, sessionToken));
+    result(
+      await api.post(
+        "/agentlink/confirm",
+        {
+          decisions,
+          passkey_assertion: {
+            challenge_id: challenge.challenge_id,
+            response: authenticator.assert(challenge.options, issuer),
+          },
+        },
+        sessionToken,
+      ),
+    );
+    await deliveredTo("/later-callback");
+
+    const { cardTrace, confirmRoot, resolve } = await vi.waitFor(
+      () => {
+        const confirmRoot = otlp.spans.find((s) => s.service === "gateway" && s.name === "POST /v1/agentlink/confirm");
+        const resolve = otlp.spans.find(
+          (s) => s.name === "agents_ask resolve" && s.links.some((link) => link.traceId === confirmRoot?.traceId),
+        );
+        if (!confirmRoot || !resolve) throw new Error("the confirm's spans are not exported yet");
+        const cardTrace = otlp.spans.filter((s) => s.traceId === resolve.traceId);
+        const resolutionDeliveries = cardTrace.filter(
+          (s) => s.name === "POST webhook" && ancestry(cardTrace, s).includes(resolve),
+        );
+        // The resolution goes to the organization's endpoint and to the agent's callback.
+        if (resolutionDeliveries.length < 2) throw new Error("the resolution's delivery spans are not exported yet");
+        return { cardTrace, confirmRoot, resolve };
+      },
+      { timeout: 30_000, interval: 100 },
+    );
+    // The resolution is in the inquire's trace, not the confirm's, and links to the confirm that caused it.
+    expect(resolve.traceId).not.toBe(confirmRoot.traceId);
+    expect(resolve).toMatchObject({ service: "agentlink", kind: 1 });
+    expect(resolve.links.some((link) => link.traceId === confirmRoot.traceId)).toBe(true);
+    const inquireRoot = cardTrace.find((s) => s.parentSpanId === "");
+    expect(inquireRoot).toMatchObject({ service: "gateway", name: "POST /v1/agentlink/inquire", kind: spanKind.server });
+    // The proof is signed under the card's trace too, and the callback descends from the resolution's event.
+    const signProof = cardTrace.find((s) => s.name === "agents_ask sign proof");
+    expect(signProof?.service).toBe("agentlink");
+    expect(
+      cardTrace.some(
+        (s) =>
+          s.service === "signing" &&
+          s.name === "svc.signing.v1.SigningService/SignProof" &&
+          ancestry(cardTrace, s).includes(signProof as ReceivedSpan),
+      ),
+    ).toBe(true);
+    const subject = `${mesh.env.SVC_EVENT_SUBJECT_PREFIX}.agents_ask.resolution.confirmed`;
+    const delivery = cardTrace.find(
+      (s) => s.name === "POST webhook" && ancestry(cardTrace, s).some((a) => a.name === `process ${subject}`),
+    ) as ReceivedSpan;
+    const chain = ancestry(cardTrace, delivery);
+    expect(chain.slice(1, 4).map((s) => [s.service, s.name])).toEqual([
+      ["webhook-dispatch", `process ${subject}`],
+      ["agentlink", `send ${subject}`],
+      ["agentlink", "agents_ask resolve"],
+    ]);
+    expect(chain.at(-1)).toBe(inquireRoot);
+  }, 90_000);
 });

@@ -12,6 +12,8 @@ export interface ReceivedSpan {
   /** OTLP's SpanKind: 1 internal, 2 server, 3 client, 4 producer, 5 consumer. */
   kind: number;
   attributes: Record<string, string | number | boolean>;
+  /** The spans this one links to (in other traces, or this one), as trace and span ids. */
+  links: { traceId: string; spanId: string }[];
 }
 
 export const spanKind = { server: 2, client: 3, producer: 4, consumer: 5 } as const;
@@ -37,6 +39,7 @@ interface OtlpExport {
         name: string;
         kind: number;
         attributes?: OtlpAttribute[];
+        links?: { traceId: string; spanId: string }[];
       }[];
     }[];
   }[];
@@ -83,6 +86,7 @@ export async function startOtlpReceiver(): Promise<{
               name: span.name,
               kind: span.kind,
               attributes: attributesOf(span.attributes),
+              links: (span.links ?? []).map(({ traceId, spanId }) => ({ traceId, spanId })),
             });
       }
       res.writeHead(200, { "content-type": "application/json" }).end("{}");

@@ -2,6 +2,7 @@ import { type MsgHdrs, headers as natsHeaders } from "@nats-io/transport-node";
 import {
   type Attributes,
   context,
+  type Link,
   propagation,
   ROOT_CONTEXT,
   type Span,
@@ -35,7 +36,7 @@ const storedParent = (stored: StoredTraceContext) =>
 export async function inSpanUnder<T>(
   parent: StoredTraceContext,
   name: string,
-  options: { kind: SpanKind; attributes?: Attributes },
+  options: { kind: SpanKind; attributes?: Attributes; links?: Link[] },
   work: (span: Span | undefined) => Promise<T>,
 ): Promise<T> {
   if (!tracingOn() || parent === null) return work(undefined);
@@ -49,6 +50,18 @@ export async function inSpanUnder<T>(
   } finally {
     span.end();
   }
+}
+
+/**
+ * Work a later call does for an item that an earlier call created (a person's confirm of a card, hours after the
+ * agent's inquire): run in a span under the item's stored context, so the signing and the outbox event that
+ * follow continue the item's trace, with a link to the later call's own span, which stays in its own trace.
+ */
+export function underItemTrace<T>(stored: StoredTraceContext, name: string, work: () => Promise<T>): Promise<T> {
+  const caller = trace.getActiveSpan()?.spanContext();
+  return inSpanUnder(stored, name, { kind: SpanKind.INTERNAL, ...(caller && { links: [{ context: caller }] }) }, () =>
+    work(),
+  );
 }
 
 const messagingAttributes = (subject: string, operation: "send" | "process") => ({

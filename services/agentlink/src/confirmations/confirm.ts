@@ -3,7 +3,15 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { Client } from "@connectrpc/connect";
 import { type EntityManager, LockMode } from "@mikro-orm/postgresql";
-import { type Clock, type EventBus, enqueueEvent, type OutboxRelay, publishInboxChanged, uuid } from "@svc/platform";
+import {
+  type Clock,
+  type EventBus,
+  enqueueEvent,
+  type OutboxRelay,
+  publishInboxChanged,
+  underItemTrace,
+  uuid,
+} from "@svc/platform";
 import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { type ProofDecisionSchema, ProofVerdict, type SigningService } from "@svc/proto/signing/v1/signing_pb.js";
@@ -81,15 +89,17 @@ export async function confirm(ctx: ConfirmationContext, input: ConfirmInput): Pr
         .filter(({ cardId }) => (byId.get(cardId) as Card).quorumApprove === null)
         .map(async ({ cardId, verdict }) => {
           const card = byId.get(cardId) as Card;
-          const token = await sign(ctx, card, {
-            verdict,
-            ceremonyId,
-            amr,
-            signedAt,
-            ...(card.namedBy === "opaque_id" && {
-              subject: opaqueIdFor(ctx.opaqueIdKey, card.agentId, card.svcUserId),
+          const token = await underItemTrace(card.traceContext ?? null, "agents_ask sign proof", () =>
+            sign(ctx, card, {
+              verdict,
+              ceremonyId,
+              amr,
+              signedAt,
+              ...(card.namedBy === "opaque_id" && {
+                subject: opaqueIdFor(ctx.opaqueIdKey, card.agentId, card.svcUserId),
+              }),
             }),
-          });
+          );
           return [cardId, token] as const;
         }),
     ),
@@ -137,7 +147,10 @@ export async function confirm(ctx: ConfirmationContext, input: ConfirmInput): Pr
             counted.approvers,
           );
           quorums.set(cardId, view);
-          token = await signQuorumProof(ctx, card, input.svcUserId, decision, counted.approvers);
+          const approvers = counted.approvers;
+          token = await underItemTrace(card.traceContext ?? null, "agents_ask sign proof", () =>
+            signQuorumProof(ctx, card, input.svcUserId, decision, approvers),
+          );
         }
         const resolutionId = uuid();
         Object.assign(card, {
@@ -155,7 +168,10 @@ export async function confirm(ctx: ConfirmationContext, input: ConfirmInput): Pr
           at: signedAt,
           detail: { ceremony_id: ceremonyId, resolution_id: resolutionId, amr },
         });
-        enqueueEvent(em, ctx.clock, resolutionDecided(agent, card), ctx.bus);
+        // The resolution event continues the inquire's trace, so its webhook delivery is part of that trace.
+        await underItemTrace(card.traceContext ?? null, "agents_ask resolve", async () =>
+          enqueueEvent(em, ctx.clock, resolutionDecided(agent, card), ctx.bus),
+        );
         resolved.push(card);
       }
       return { applied: locked, resolved, asked, quorums };

@@ -7,6 +7,7 @@ import { cardRetention } from "./0006-card-retention.ts";
 import { sandboxAnswers } from "./0007-sandbox-answers.ts";
 import { quorum } from "./0008-quorum.ts";
 import { personLabel } from "./0009-person-label.ts";
+import { cardTraceContext } from "./0010-card-trace-context.ts";
 
 /** Applied in order at start; a migration, once released, is never edited (add a new one). */
 export const migrations = [
@@ -19,4 +20,5 @@ export const migrations = [
   sandboxAnswers,
   quorum,
   personLabel,
+  cardTraceContext,
 ];

@@ -21,7 +21,10 @@ export interface QuorumProposal {
 
 /** A new card inquire accepted, with its audit row and its event, exactly as they are to be stored. */
 export interface NewCard {
-  /** The person is the statement's to fill in when inquire names them by opaque_id. */
+  /**
+   * The person is the statement's to fill in when inquire names them by opaque_id; the trace context is the
+   * event's, which the statement writes to both.
+   */
   card: Omit<
     Card,
     | "svcUserId"
@@ -32,6 +35,7 @@ export interface NewCard {
     | "resolutionJwt"
     | "quorumApprove"
     | "quorumDeny"
+    | "traceContext"
   >;
   audit: Pick<CardAudit, "action" | "actor" | "at" | "detail">;
   event: OutboxRow;

@@ -50,6 +50,8 @@ export const Card = defineEntity({
     /** A quorum card's thresholds (both set, or both null for a card to one person). */
     quorumApprove: p.smallint().nullable(),
     quorumDeny: p.smallint().nullable(),
+    /** The inquire's trace context (W3C traceparent), which the card's resolution continues; null untraced. */
+    traceContext: p.text().nullable(),
   },
 });
 export type Card = InferEntity<typeof Card>;

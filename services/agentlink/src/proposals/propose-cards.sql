@@ -57,9 +57,10 @@ begin
   ),
   inserted as (
     insert into card as c (id, agent_id, request_id, svc_user_id, summary_title, category, canonical_card, card_digest,
-      status, ttl_at, created_at, named_by, warnings, sandbox_answer_at, quorum_approve, quorum_deny)
+      status, ttl_at, created_at, named_by, warnings, sandbox_answer_at, quorum_approve, quorum_deny, trace_context)
     select f.id, f.agent_id, f.request_id, f.person, f.summary_title, f.card_category, f.canonical_card, f.card_digest,
-      f.status, f.ttl_at, f.created_at, f.named_by, f.warnings, f.sandbox_answer_at, f.quorum_approve, f.quorum_deny
+      f.status, f.ttl_at, f.created_at, f.named_by, f.warnings, f.sandbox_answer_at, f.quorum_approve, f.quorum_deny,
+      f.event_trace_context
     from facts f
     where f.id is not null and f.agent_active and f.category_allowed and f.person is not null
     order by f.ordinal
