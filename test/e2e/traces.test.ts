@@ -289,7 +289,11 @@ describe("one trace from a partner's call to the webhook", () => {
     expect(resolve).toMatchObject({ service: "agentlink", kind: 1 });
     expect(resolve.links.some((link) => link.traceId === confirmRoot.traceId)).toBe(true);
     const inquireRoot = cardTrace.find((s) => s.parentSpanId === "");
-    expect(inquireRoot).toMatchObject({ service: "gateway", name: "POST /v1/agentlink/inquire", kind: spanKind.server });
+    expect(inquireRoot).toMatchObject({
+      service: "gateway",
+      name: "POST /v1/agentlink/inquire",
+      kind: spanKind.server,
+    });
     // The proof is signed under the card's trace too, and the callback descends from the resolution's event.
     const signProof = cardTrace.find((s) => s.name === "agents_ask sign proof");
     expect(signProof?.service).toBe("agentlink");

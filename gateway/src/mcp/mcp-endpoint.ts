@@ -124,7 +124,8 @@ export function mcpRoute(options: {
       };
       const read = await readJsonBody(request);
       if (read.kind === "unread") return handler.fetch(read.request, { authInfo });
-      if (read.kind === "legacy-without-progress") return answerAsJson(serverFor(authInfo), read.request, read.body, authInfo);
+      if (read.kind === "legacy-without-progress")
+        return answerAsJson(serverFor(authInfo), read.request, read.body, authInfo);
       return handler.fetch(read.request, { authInfo, parsedBody: read.body });
     },
   };
