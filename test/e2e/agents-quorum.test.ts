@@ -273,11 +273,25 @@ describe("agents ask: quorum approvals", () => {
 
   it("refuses a person_label the trust layer refuses, with the spec's error shape", async () => {
     const agentKey = await newAgent("Label_Bot");
-    for (const hostile of ["Dana\u202Eecnanif", "Dana https://evil.example", "Dana\nfinance", "   "]) {
-      const refused = dataError(await documented("POST", "/agent/bind-session", { person_label: hostile }, agentKey));
-      expect([refused.statusCode, refused.code], hostile).toEqual([400, "invalid_person_label"]);
+    const violationTypes = {
+      "Dana\u202Eecnanif": "bidi_control",
+      "Dana https://evil.example": "url_in_text",
+      "Dana\nfinance": "control_character",
+    };
+    for (const [hostile, type] of Object.entries(violationTypes)) {
+      const refused: Record<string, unknown> = dataError(
+        await documented("POST", "/agent/bind-session", { person_label: hostile }, agentKey),
+      );
+      expect([refused.statusCode, refused.code, refused.retryable], hostile).toEqual([
+        422,
+        "trust_layer_rejected",
+        false,
+      ]);
       expect(refused.message).toContain("person_label");
+      expect(refused.violations, hostile).toContainEqual(expect.objectContaining({ type, path: "/person_label" }));
     }
+    const blank = dataError(await documented("POST", "/agent/bind-session", { person_label: "   " }, agentKey));
+    expect([blank.statusCode, blank.code]).toEqual([400, "invalid_person_label"]);
     const overlong = await documented("POST", "/agent/bind-session", { person_label: "x".repeat(65) }, agentKey);
     expect(overlong.status).toBe(400);
   }, 60_000);

@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { BindingStatus } from "@svc/proto/agentlink/v1/agentlink_pb.js";
-import { OperationError } from "../http/errors.ts";
+import { envelopeErrorOf, OperationError } from "../http/errors.ts";
 import { instant } from "../http/instant.ts";
 import { ok } from "../http/route.ts";
 import { defineRoute } from "../services.ts";
@@ -18,15 +18,16 @@ const statusNames: Record<BindingStatus, "pending" | "claimed" | "expired" | und
 /**
  * `POST /agent/bind-session` (decisions.md "bind-session / check-binding"): a link code for a person
  * to claim in the app, 8 characters, 10 minutes, single use. The spec's one refusal: 500 when the code
- * could not be created. Ours besides: the optional `person_label`, the agent's name for the person, which
- * the trust layer may refuse (400, and no code is created).
+ * could not be created. Ours besides: the optional `person_label`, the agent's name for the person: blank
+ * after trimming or over 64 characters is 400, and what the trust layer's rules refuse is its 422; either
+ * way no code is created.
  */
 export const bindSessionRoute = defineRoute({
   operationId: "agentBindSession",
   method: "POST",
   path: "/agent/bind-session",
   summary:
-    "Start binding a person to the calling agent: a link code (8 characters, no 0/O or 1/I/L) the person claims in the app within 10 minutes, once. Optionally person_label, the agent's name for the person: the person sees it when they claim the code, and the other approvers of this agent's quorum cards see them by it. data.error 400 invalid_person_label when the trust layer refuses person_label (nothing is created), 500 when no code could be created.",
+    "Start binding a person to the calling agent: a link code (8 characters, no 0/O or 1/I/L) the person claims in the app within 10 minutes, once. Optionally person_label, the agent's name for the person: the person sees it when they claim the code, and the other approvers of this agent's quorum cards see them by it. data.error 400 invalid_person_label when person_label is blank after trimming or over 64 characters, 422 trust_layer_rejected with its violations when the trust layer refuses it (nothing is created either way), 500 when no code could be created.",
   auth: agentKeyOnly,
   input: {
     type: "object",
@@ -55,7 +56,9 @@ export const bindSessionRoute = defineRoute({
       .startBindSession({ caller, personLabel: input.person_label })
       .catch((error: unknown) => {
         if (error instanceof ConnectError && error.code === Code.InvalidArgument)
-          throw new OperationError(400, error.rawMessage, { code: "invalid_person_label" });
+          throw envelopeErrorOf(error)?.statusCode === 422
+            ? error
+            : new OperationError(400, error.rawMessage, { code: "invalid_person_label" });
         if (error instanceof ConnectError) throw new OperationError(500, "the link code could not be created; retry");
         throw error;
       });

@@ -6,7 +6,7 @@ import { BindingStatus } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { type Caller, Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { uniqueName } from "../../../test/harness/index.ts";
-import { opaqueIdKey, refusal, startTestAgentlink, type TestAgentlink } from "./support/agentlink.ts";
+import { detailOf, opaqueIdKey, refusal, startTestAgentlink, type TestAgentlink } from "./support/agentlink.ts";
 
 const start = new Date("2026-11-22T10:00:00Z");
 const clock = new ManualClock(start);
@@ -162,20 +162,29 @@ describe("binding a person to an agent", () => {
           await agentlink.sql<{ n: string }>(`select count(*) as n from bind_session where agent_id = $1`, [agent.id])
         )[0]?.n,
       );
-    for (const hostile of [
-      "   ",
-      "x".repeat(65),
-      "Dana\u202Eecnanif",
-      "Dana\u200Bfinance",
-      "Dana\nfinance",
-      "Dana https://evil.example",
-      "Dana\u0007",
-    ]) {
+    for (const hostile of ["   ", "x".repeat(65)]) {
       const refused = await refusal(agentlink.client.startBindSession({ caller: agent.caller, personLabel: hostile }));
-      expect([refused.code, refused.rawMessage]).toEqual([
+      expect([refused.code, refused.rawMessage, detailOf(refused)]).toEqual([
         Code.InvalidArgument,
         expect.stringContaining("person_label"),
+        {},
       ]);
+    }
+    for (const [hostile, type] of [
+      ["Dana\u202Eecnanif", "bidi_control"],
+      ["Dana\u200Bfinance", "invisible_character"],
+      ["Dana\nfinance", "control_character"],
+      ["Dana https://evil.example", "url_in_text"],
+      ["Dana\u0007", "control_character"],
+    ]) {
+      const refused = await refusal(agentlink.client.startBindSession({ caller: agent.caller, personLabel: hostile }));
+      expect(refused.code).toBe(Code.InvalidArgument);
+      expect(detailOf(refused), hostile).toMatchObject({
+        status_code: 422,
+        code: "trust_layer_rejected",
+        retryable: false,
+        violations: expect.arrayContaining([expect.objectContaining({ type, path: "/person_label" })]),
+      });
     }
     expect(await codes()).toBe(0);
   });

@@ -1,6 +1,6 @@
-import { fromBinary, type MessageInitShape, toJson } from "@bufbuild/protobuf";
-import { StructSchema, timestampDate } from "@bufbuild/protobuf/wkt";
-import { Code, type ConnectError } from "@connectrpc/connect";
+import { fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { Code } from "@connectrpc/connect";
 import { connectNats, ManualClock, type NatsConnection, notificationSubject, uuid } from "@svc/platform";
 import { CardStatus, type InquireRequest, type InquireRequestSchema } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { type CardLeftQueue, CardLeftQueueSchema } from "@svc/proto/agentlink/v1/card_watch_pb.js";
@@ -8,7 +8,7 @@ import { type Caller, Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { EventSchema } from "@svc/proto/events/v1/events_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { uniqueName } from "../../../test/harness/index.ts";
-import { refusal, startTestAgentlink, type TestAgentlink } from "./support/agentlink.ts";
+import { detailOf, refusal, startTestAgentlink, type TestAgentlink } from "./support/agentlink.ts";
 
 const start = new Date("2026-11-24T09:00:00Z");
 const clock = new ManualClock(start);
@@ -64,8 +64,6 @@ const ask = (agent: BoundAgent, overrides: Partial<InquireInit> = {}) =>
   });
 
 /** The `data.error` fields a refusal carries for the gateway. */
-const detailOf = (error: ConnectError) =>
-  Object.assign({}, ...error.findDetails(StructSchema).map((s) => toJson(StructSchema, s)));
 
 describe("inquire", () => {
   it("queues the card for the bound person with its canonical card, audit row and proposed event", async () => {

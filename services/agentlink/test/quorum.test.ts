@@ -1,31 +1,18 @@
-import { createSecretKey } from "node:crypto";
 import { type MessageInitShape, toJson } from "@bufbuild/protobuf";
 import { StructSchema, timestampDate } from "@bufbuild/protobuf/wkt";
-import { Code, type ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
+import { Code, type ConnectError } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import {
-  connectEventBus,
-  createLogger,
-  type EventBus,
-  ManualClock,
-  OutboxEvent,
-  openDatabase,
-  outboxMigrations,
-  uuid,
-} from "@svc/platform";
-import { AccountService } from "@svc/proto/account/v1/account_pb.js";
+import { ManualClock, uuid } from "@svc/platform";
 import { CardStatus, type InquireRequest, type InquireRequestSchema } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { type Caller, Environment } from "@svc/proto/common/v1/caller_pb.js";
-import { SigningService, SignProofRequestSchema } from "@svc/proto/signing/v1/signing_pb.js";
+import { SignProofRequestSchema } from "@svc/proto/signing/v1/signing_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { uniqueName } from "../../../test/harness/index.ts";
-import { Agent, AgentKey } from "../src/agents/agent.entity.ts";
-import { Binding, BindSession } from "../src/binding/binding.entity.ts";
-import { type ConfirmationContext, confirm } from "../src/confirmations/confirm.ts";
-import { migrations } from "../src/migrations/index.ts";
-import { Card, CardApprover, CardAudit } from "../src/proposals/card.entity.ts";
+import { confirm } from "../src/confirmations/confirm.ts";
+import { Card } from "../src/proposals/card.entity.ts";
 import { AgentlinkRefusal } from "../src/refusal.ts";
-import { opaqueIdKey, refusal, startTestAgentlink, type TestAgentlink } from "./support/agentlink.ts";
+import { refusal, type TestAgentlink } from "./support/agentlink.ts";
+import { type InProcessConfirmations, startInProcessConfirmations } from "./support/in-process-confirmations.ts";
 
 /**
  * Quorum cards against the real agentlink service (its PostgreSQL, NATS and inquire's statement): every
@@ -35,72 +22,34 @@ import { opaqueIdKey, refusal, startTestAgentlink, type TestAgentlink } from "./
  * with the account and signing services answering in process (their contracts only: account finishes
  * every assertion as its person's, signing answers the request it was asked to sign).
  */
-const logger = createLogger("test", {}, "error");
 const start = new Date("2026-11-28T09:00:00Z");
 const clock = new ManualClock(start);
 
 const signed: ReturnType<typeof toJson>[] = [];
-const account = createClient(
-  AccountService,
-  createRouterTransport(({ service }) => {
-    service(AccountService, {
+let confirmations: InProcessConfirmations;
+let agentlink: TestAgentlink;
+let orm: MikroORM;
+
+beforeAll(async () => {
+  confirmations = await startInProcessConfirmations("agentlink_quorum", {
+    clock,
+    account: {
       getHuman: ({ svcUserId }) => ({ svcUserId }),
       finishPasskeyAssertion: ({ responseJson }) => ({ svcUserId: responseJson, userVerified: true }),
-    });
-  }),
-);
-const signing = createClient(
-  SigningService,
-  createRouterTransport(({ service }) => {
-    service(SigningService, {
+    },
+    signing: {
       signProof: (request) => {
         const claims = toJson(SignProofRequestSchema, request);
         signed.push(claims);
         return { token: `proof:${JSON.stringify(claims)}` };
       },
-    });
-  }),
-);
-
-let agentlink: TestAgentlink;
-let orm: MikroORM;
-let bus: EventBus;
-
-beforeAll(async () => {
-  agentlink = await startTestAgentlink("agentlink_quorum", {
-    clock,
-    env: { AGENTLINK_ACCOUNT_URL: "http://127.0.0.1:1", AGENTLINK_SANDBOX_SWEEP_EVERY: "1h" },
+    },
   });
-  orm = await openDatabase({
-    url: agentlink.database.url,
-    schema: "agentlink",
-    entities: [Agent, AgentKey, BindSession, Binding, Card, CardAudit, CardApprover, OutboxEvent],
-    migrations: [...outboxMigrations, ...migrations],
-    logger,
-  });
-  bus = await connectEventBus({
-    url: agentlink.env.SVC_NATS_URL as string,
-    name: "agentlink-quorum-test",
-    stream: agentlink.env.SVC_EVENT_STREAM as string,
-    subjectPrefix: agentlink.env.SVC_EVENT_SUBJECT_PREFIX as string,
-  });
+  ({ agentlink, orm } = confirmations);
 });
-afterAll(async () => {
-  await bus?.nc.drain();
-  await orm?.close();
-  await agentlink?.stop();
-});
+afterAll(() => confirmations?.stop());
 
-const context = (): ConfirmationContext => ({
-  em: orm.em.fork(),
-  clock,
-  opaqueIdKey: createSecretKey(opaqueIdKey),
-  account,
-  signing,
-  deployment: "production",
-  bus,
-  outbox: { wake: () => undefined },
-});
+const context = () => confirmations.context();
 
 /** What the confirm below was refused with (it runs in this process: a refusal, not yet a Connect error). */
 async function refused(call: Promise<unknown>): Promise<AgentlinkRefusal> {

@@ -1,28 +1,13 @@
-import { createSecretKey } from "node:crypto";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
-import type { MikroORM } from "@mikro-orm/postgresql";
-import {
-  connectEventBus,
-  createLogger,
-  type EventBus,
-  ManualClock,
-  OutboxEvent,
-  openDatabase,
-  outboxMigrations,
-  uuid,
-} from "@svc/platform";
-import { AccountService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { createLogger, ManualClock, uuid } from "@svc/platform";
+import { SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import { type Caller, Environment } from "@svc/proto/common/v1/caller_pb.js";
-import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { uniqueName } from "../../../test/harness/index.ts";
-import { Agent, AgentKey } from "../src/agents/agent.entity.ts";
-import { Binding, BindSession } from "../src/binding/binding.entity.ts";
 import { SandboxAnswers, sandboxClaimMs, sandboxFastPathMs } from "../src/confirmations/sandbox-answers.ts";
-import { migrations } from "../src/migrations/index.ts";
-import { Card, CardAudit } from "../src/proposals/card.entity.ts";
-import { opaqueIdKey, startTestAgentlink, type TestAgentlink } from "./support/agentlink.ts";
+import type { TestAgentlink } from "./support/agentlink.ts";
+import { type InProcessConfirmations, startInProcessConfirmations } from "./support/in-process-confirmations.ts";
 
 /**
  * Sandbox humans answer cards as reliably as a person: against the real agentlink service (its
@@ -45,10 +30,13 @@ let lookups = 0;
 let proofs = 0;
 /** Runs while a proof is signed: where a test makes another answer win the race. */
 let whileSigning: (() => Promise<void>) | undefined;
-const account = createClient(
-  AccountService,
-  createRouterTransport(({ service }) => {
-    service(AccountService, {
+let confirmations: InProcessConfirmations;
+let agentlink: TestAgentlink;
+
+beforeAll(async () => {
+  confirmations = await startInProcessConfirmations("agentlink_sandbox", {
+    clock,
+    account: {
       getHuman: ({ svcUserId }) => {
         lookups++;
         if (awayFor-- > 0) throw new ConnectError("account is away", Code.Unavailable);
@@ -67,51 +55,18 @@ const account = createClient(
         svcUserId: JSON.parse(responseJson).svcUserId,
         userVerified: true,
       }),
-    });
-  }),
-);
-const signing = createClient(
-  SigningService,
-  createRouterTransport(({ service }) => {
-    service(SigningService, {
+    },
+    signing: {
       signProof: async ({ cardId }) => {
         proofs++;
         await whileSigning?.();
         return { token: `proof-${cardId}` };
       },
-    });
-  }),
-);
-
-let agentlink: TestAgentlink;
-let orm: MikroORM;
-let bus: EventBus;
-
-beforeAll(async () => {
-  agentlink = await startTestAgentlink("agentlink_sandbox", {
-    clock,
-    // Nothing listens on port 1; the service's own sandbox sweep runs at start only, before any card.
-    env: { AGENTLINK_ACCOUNT_URL: "http://127.0.0.1:1", AGENTLINK_SANDBOX_SWEEP_EVERY: "1h" },
+    },
   });
-  orm = await openDatabase({
-    url: agentlink.database.url,
-    schema: "agentlink",
-    entities: [Agent, AgentKey, BindSession, Binding, Card, CardAudit, OutboxEvent],
-    migrations: [...outboxMigrations, ...migrations],
-    logger,
-  });
-  bus = await connectEventBus({
-    url: agentlink.env.SVC_NATS_URL as string,
-    name: "agentlink-sandbox-test",
-    stream: agentlink.env.SVC_EVENT_STREAM as string,
-    subjectPrefix: agentlink.env.SVC_EVENT_SUBJECT_PREFIX as string,
-  });
+  agentlink = confirmations.agentlink;
 });
-afterAll(async () => {
-  await bus?.nc.drain();
-  await orm?.close();
-  await agentlink?.stop();
-});
+afterAll(() => confirmations?.stop());
 beforeEach(async () => {
   // Each test sees only its own cards: earlier ones are ended, so no sweep finds them.
   await agentlink.sql(`update card set status = 'cancelled', resolved_at = ttl_at where status = 'queued'`);
@@ -125,17 +80,8 @@ beforeEach(async () => {
 /** A replica's sandbox answers, as the service builds them. */
 const replica = (deployment: "development" | "production" = "development") =>
   new SandboxAnswers({
-    context: () => ({
-      em: orm.em.fork(),
-      clock,
-      opaqueIdKey: createSecretKey(opaqueIdKey),
-      account,
-      signing,
-      deployment,
-      bus,
-      outbox: { wake: () => undefined },
-    }),
-    account,
+    context: () => confirmations.context(deployment),
+    account: confirmations.account,
     passkeyOrigin: "http://127.0.0.1:8080",
     logger,
     deployment,

@@ -1,9 +1,11 @@
 import type { KeyObject } from "node:crypto";
+import type { JsonObject } from "@bufbuild/protobuf";
 import { type EntityManager, LockMode, UniqueConstraintViolationException } from "@mikro-orm/postgresql";
 import { type Clock, type EventBus, isUuid, publishInboxChanged, uuid } from "@svc/platform";
 import { Agent } from "../agents/agent.entity.ts";
 import { refuse } from "../refusal.ts";
 import { screenPersonLabel } from "../trust-layer/person-label.ts";
+import type { Violation } from "../trust-layer/violation.ts";
 import { Binding, BindSession } from "./binding.entity.ts";
 import { generateLinkCode, linkCodeForm, linkCodeLifetimeMs } from "./link-code.ts";
 import { opaqueIdFor, opaqueIdLookup } from "./opaque-id.ts";
@@ -15,6 +17,18 @@ export interface BindingContext {
   opaqueIdKey: KeyObject;
   /** Where the person's inbox is woken after a binding of theirs changed. */
   bus: Pick<EventBus, "nc" | "subjectPrefix">;
+}
+
+/** A label the trust layer's rules refused is its refusal (422 `trust_layer_rejected`, violations echoed). */
+function labelRefusal(screened: { refused: string; violations?: Violation[] }) {
+  if (screened.violations === undefined) return refuse("invalid_argument", screened.refused);
+  return refuse("invalid_argument", screened.refused, {
+    status_code: 422,
+    code: "trust_layer_rejected",
+    retryable: false,
+    next_step: "Fix the violations and start the bind session again; no link code was created.",
+    violations: screened.violations as unknown as JsonObject[],
+  });
 }
 
 export type BindSessionStatus = "pending" | "claimed" | "expired";
@@ -29,7 +43,7 @@ export async function startBindSession(
   personLabel: string | undefined,
 ): Promise<BindSession> {
   const screened = personLabel === undefined ? undefined : screenPersonLabel(personLabel);
-  if (screened !== undefined && "refused" in screened) throw refuse("invalid_argument", screened.refused);
+  if (screened !== undefined && "refused" in screened) throw labelRefusal(screened);
   const createdAt = ctx.clock.now();
   for (let attempt = 0; attempt < 5; attempt++) {
     const session = ctx.em.create(BindSession, {

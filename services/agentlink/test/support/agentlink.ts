@@ -1,10 +1,16 @@
-import type { Client } from "@connectrpc/connect";
+import { toJson } from "@bufbuild/protobuf";
+import { StructSchema } from "@bufbuild/protobuf/wkt";
+import type { Client, ConnectError } from "@connectrpc/connect";
 import { type Clock, createInternalClient, createLogger } from "@svc/platform";
 import { AgentCallbackService, AgentConsoleService, AgentService } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { type ServiceUnderTest, startServiceUnderTest } from "../../../../test/harness/service-under-test.ts";
 import { startAgentlink } from "../../src/server.ts";
 
 export { refusal } from "../../../../test/harness/service-under-test.ts";
+
+/** A refusal's `data.error` fields beside its message, as agentlink sends them (Struct error details). */
+export const detailOf = (error: ConnectError) =>
+  Object.assign({}, ...error.findDetails(StructSchema).map((struct) => toJson(StructSchema, struct)));
 
 export interface TestAgentlink extends ServiceUnderTest {
   client: Client<typeof AgentService>;
