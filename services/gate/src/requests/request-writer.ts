@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { NaturalBatcher, sqlDefinition } from "@svc/platform";
+import { currentTraceContext, NaturalBatcher, type StoredTraceContext, sqlDefinition } from "@svc/platform";
 import type pg from "pg";
 
 /**
@@ -74,6 +74,8 @@ function blockingLockKey(request: NewRequest): string | null {
 interface Queued {
   request: NewRequest;
   lockKey: string | null;
+  /** The calling operation's trace, read when it submits: the batch runs in whichever call flushes it. */
+  traceContext: StoredTraceContext;
 }
 
 /**
@@ -99,7 +101,7 @@ export class RequestWriter {
       ],
       run: async (batch) => {
         const locks = batch.flatMap(({ lockKey }) => (lockKey === null ? [] : [lockKey]));
-        const items = batch.map(({ request }, ordinal) => asItem(request, ordinal));
+        const items = batch.map(({ request, traceContext }, ordinal) => asItem(request, ordinal, traceContext));
         const families = batch.flatMap(({ request }) => (request.parentRequestId === null ? [] : [request]));
         const { rows } = await db.query<{ ordinal: number; outcome: WriteOutcome }>({
           ...statement,
@@ -121,12 +123,12 @@ export class RequestWriter {
 
   /** Decides and writes one request: `pending` or `pass` when written, else the refusal; nothing is written for a refusal. */
   write(request: NewRequest): Promise<WriteOutcome> {
-    return this.#batcher.submit({ request, lockKey: blockingLockKey(request) });
+    return this.#batcher.submit({ request, lockKey: blockingLockKey(request), traceContext: currentTraceContext() });
   }
 }
 
 /** A request as one element of the statement's `jsonb_to_recordset`. */
-const asItem = (request: NewRequest, ordinal: number) => ({
+const asItem = (request: NewRequest, ordinal: number, traceContext: StoredTraceContext) => ({
   ordinal,
   session_id: request.sessionId,
   organization_id: request.organizationId,
@@ -159,4 +161,5 @@ const asItem = (request: NewRequest, ordinal: number) => ({
   flow_secret_sealed: bytea(request.flowSecretSealed),
   sandbox_behavior: request.sandbox?.verdict ?? null,
   sandbox_answer_at: request.sandbox?.answerAt ?? null,
+  trace_context: traceContext,
 });
