@@ -211,16 +211,23 @@ try {
   const nextServiceToken = fromPool(await serviceGrants(Math.ceil(insertOps * (durationMs / 1000)) + 2000));
   const serviceOps = await measureThroughput(clients, durationMs, () => serviceLink(nextServiceToken()));
 
-  /** Operations per second and server CPU per operation of `durationMs` of `task` at 16 clients. */
-  const costedRound = async (processes: () => string[], task: () => Promise<void>) => {
-    const before = cpuReading(processes());
+  /** Operations per second and each part's CPU per operation over a round of `task` at 16 clients. */
+  const costedRound = async (parts: Record<string, () => string[]>, task: () => Promise<void>) => {
+    const before = Object.fromEntries(Object.entries(parts).map(([part, pids]) => [part, cpuReading(pids())]));
     let done = 0;
     const ops = await measureThroughput(clients, gatewayRoundMs, () => task().then(() => void done++));
-    return { ops, cpuUs: cpuMicrosSince(before, processes()) / done };
+    const cpuUs = Object.fromEntries(
+      Object.entries(parts).map(([part, pids]) => [part, cpuMicrosSince(before[part]!, pids()) / done]),
+    );
+    return { ops, cpuUs: Object.values(cpuUs).reduce((sum, cpu) => sum + cpu, 0), parts: cpuUs };
   };
   const postgres = () => postgresProcesses(mesh.databaseUrl);
-  const meshAndPostgres = () => [String(mesh.pid("gateway")), String(mesh.pid("gate")), ...postgres()];
-  const gatewayArm: { ops: number; cpuUs: number }[] = [];
+  const meshAndPostgres = {
+    gateway: () => [String(mesh.pid("gateway"))],
+    gate: () => [String(mesh.pid("gate"))],
+    postgres,
+  };
+  const gatewayArm: { ops: number; cpuUs: number; parts: Record<string, number> }[] = [];
   const insertArm: { ops: number; cpuUs: number }[] = [];
   // A round's tokens: twice what the last round used, so that none runs out and few are left over.
   let tokensNeeded = Math.ceil(serviceOps * (gatewayRoundMs / 1000));
@@ -231,7 +238,7 @@ try {
       gatewayArm.push(measured);
       tokensNeeded = Math.ceil(2 * measured.ops * (gatewayRoundMs / 1000)) + 500;
     };
-    const insertRound = async () => insertArm.push(await costedRound(postgres, insert));
+    const insertRound = async () => insertArm.push(await costedRound({ postgres }, insert));
     for (const arm of round % 2 === 0 ? [insertRound, gatewayRound] : [gatewayRound, insertRound]) await arm();
   }
   const gatewayRatio = median(gatewayArm.map((g, round) => g.ops / insertArm[round]!.ops));
@@ -274,6 +281,12 @@ try {
       gateway_insert_ops: Math.round(median(insertArm.map((i) => i.ops))),
       gateway_cpu_us: Math.round(median(gatewayArm.map((g) => g.cpuUs))),
       insert_cpu_us: Math.round(median(insertArm.map((i) => i.cpuUs))),
+      ...Object.fromEntries(
+        Object.keys(meshAndPostgres).map((part) => [
+          `gateway_arm_${part}_cpu_us`,
+          Math.round(median(gatewayArm.map((g) => g.parts[part]!))),
+        ]),
+      ),
       gateway_median_ms: Number(gatewayMedianMs.toFixed(3)),
       contention_rounds: contentionRounds,
       rounds_not_spent_exactly_once: doubleSpends,
