@@ -43,7 +43,11 @@ import { postVerifyToken } from "./verify-token-post.ts";
 const levels = [16, 256];
 const roundMs = 2000;
 const rounds = 5;
-/** Fresh tokens for one round: twice what the faster arm has carried (about 8,000/s at 256 in flight). */
+/**
+ * Fresh tokens for an arm's first round at a level: twice what the faster arm has carried (about 8,000/s at
+ * 256 in flight); later rounds get three times what the arm used in its last round there, since minting them
+ * all costs more time than the rounds themselves on a loaded machine.
+ */
 const tokensPerRound = 32_000;
 
 const mesh = await startBenchMesh(["signing"]);
@@ -114,7 +118,11 @@ try {
     const report = await ask({ kind: "run", origin, inFlight, durationMs });
     if (report.kind !== "ran")
       throw new Error(`load generator: ${report.kind === "failed" ? report.message : report.kind}`);
-    return { ops: report.ops, cpuPerRequest: (cpuMicros(pids) - cpuBefore - report.cpu_us) / report.used };
+    return {
+      ops: report.ops,
+      used: report.used,
+      cpuPerRequest: (cpuMicros(pids) - cpuBefore - report.cpu_us) / report.used,
+    };
   };
 
   // Warm both (JIT, connection pools, the plpgsql plan), then alternate, level by level.
@@ -126,6 +134,7 @@ try {
       on: { ops: [] as number[], cpu: [] as number[] },
       off: { ops: [] as number[], cpu: [] as number[] },
     };
+    const lastUsed: { on?: number; off?: number } = {};
     const order = [
       ["off", without.url],
       ["on", withEdge.url],
@@ -133,7 +142,9 @@ try {
     for (let round = 0; round < rounds; round++) {
       // Each round swaps which arm goes first, so neither always runs on the machine the other left behind.
       for (const [arm, origin] of round % 2 === 0 ? order : [...order].reverse()) {
-        const { ops, cpuPerRequest } = await run(origin, inFlight, roundMs, await mint(tokensPerRound));
+        const tokens = await mint(lastUsed[arm] === undefined ? tokensPerRound : 3 * lastUsed[arm] + 1000);
+        const { ops, used, cpuPerRequest } = await run(origin, inFlight, roundMs, tokens);
+        lastUsed[arm] = used;
         arms[arm].ops.push(ops);
         arms[arm].cpu.push(cpuPerRequest);
       }
