@@ -55,6 +55,12 @@ export const settings = {
     default: 5000,
     description: "how long agentlink's answer for an agent key is reused: the longest a revoked agent still passes",
   },
+  apiKeyCacheTtl: {
+    parse: parse.duration,
+    default: 5000,
+    description:
+      "how long a recognised API key is reused without a statement: the longest a revoked key still passes on another replica when NATS did not carry the revocation",
+  },
   webhookDispatchUrl: {
     parse: parse.url,
     default: "http://127.0.0.1:9095",

@@ -29,8 +29,9 @@ import { gateConsoleRenames } from "./console/gate-console-renames.ts";
 import { operatorCredential, operatorCredentialRefusal } from "./console/operator-credential.ts";
 import { consoleRoutes } from "./console/routes.ts";
 import { agentKeyResolver } from "./credentials/agent-key.ts";
+import { cachedApiKeys } from "./credentials/api-key-cache.ts";
 import { apiKeyResolvers, authenticateStage } from "./credentials/authenticate.ts";
-import { forgetChangedCredentials } from "./credentials/credential-changes.ts";
+import { ApiKeyRevocations, forgetChangedCredentials } from "./credentials/credential-changes.ts";
 import { CredentialDirectory } from "./credentials/directory.ts";
 import { entities } from "./credentials/entities.ts";
 import { grantTokenResolver } from "./credentials/grant-token.ts";
@@ -114,6 +115,8 @@ export async function startGateway(
   });
   const signing = createInternalClient(SigningService, config.signingUrl);
   const directory = new CredentialDirectory({ orm, pepper: config.keyPepper, clock });
+  const apiKeys = cachedApiKeys({ directory, clock, ttlMs: config.apiKeyCacheTtl });
+  const apiKeyRevocations = new ApiKeyRevocations({ subjectPrefix: config.eventSubjectPrefix, logger });
   const gate = createInternalClient(GateService, config.gateUrl);
   const account = createInternalClient(AccountService, config.accountUrl);
   const agentlink = createInternalClient(AgentService, config.agentlinkUrl);
@@ -199,7 +202,7 @@ export async function startGateway(
   // The public pipeline, outermost first. Rate limiting goes after authenticate (it counts per
   // credential), alias handling before validate (it renames old fields so the schema sees new ones).
   const authenticate = authenticateStage([
-    ...apiKeyResolvers(directory, clock),
+    ...apiKeyResolvers(apiKeys, clock),
     grantTokenResolver(gate, pepper),
     agentKeys,
     userSessions,
@@ -253,11 +256,13 @@ export async function startGateway(
     ],
     connected: (nc) => {
       inboxPresence.attach(nc);
+      apiKeyRevocations.attach(nc);
       stopForgetting = forgetChangedCredentials({
         nc,
         stream: config.eventStream,
         subjectPrefix: config.eventSubjectPrefix,
         agentKeys,
+        apiKeys,
         logger,
       });
     },
@@ -295,6 +300,10 @@ export async function startGateway(
       routes: (router) => {
         consoleRoutes({
           directory,
+          keyRevoked: async (keyId) => {
+            apiKeys.forgetKey(keyId);
+            await apiKeyRevocations.announce(keyId);
+          },
           signing,
           keyLimits: new KeyLimits({ orm, clock }),
           ...(config.devIdpIssuer === "" ? {} : { mintDevSession: devSessionMinter(config.devIdpIssuer) }),

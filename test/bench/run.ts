@@ -62,6 +62,16 @@ const goals: Record<string, Goal[]> = {
     },
     { field: "median_ratio", atMost: 4, says: "its median at one client at most 4x the INSERT's" },
     {
+      field: "gateway_ratio",
+      atLeast: 0.3,
+      says: "create-verification-link through the gateway (HTTP, two RPCs to gate) at least 30% of an INSERT at 16 clients",
+    },
+    {
+      field: "gateway_median_ratio",
+      atMost: 6,
+      says: "its median through the gateway at one client at most 6x the INSERT's",
+    },
+    {
       field: "rounds_not_spent_exactly_once",
       atMost: 0,
       says: "a grant token under 16-way contention spent exactly once, every round",
@@ -72,6 +82,11 @@ const goals: Record<string, Goal[]> = {
       field: "ratio",
       atLeast: 0.9,
       says: "gateway throughput (each arm at its best of 16 and 256 in flight) with limiter and alias stage at least 90% of without",
+    },
+    {
+      field: "cpu_ratio_at_16_in_flight",
+      atMost: 1.15,
+      says: "server CPU per request at 16 in flight with limiter and alias stage at most 1.15x without",
     },
   ],
   "agents-inquire": [

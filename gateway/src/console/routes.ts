@@ -23,6 +23,8 @@ import type { devSessionMinter } from "./dev-sessions.ts";
 
 export interface ConsoleDependencies {
   directory: CredentialDirectory;
+  /** Told of a revoked key before the revoke answers: this replica's cache and every other replica's forget it. */
+  keyRevoked: (keyId: string) => Promise<void>;
   signing: Pick<Client<typeof SigningService>, "rotateKeys">;
   keyLimits: Pick<KeyLimits, "set">;
   /** Present when GATEWAY_DEV_IDP_ISSUER names a development identity provider (never in production). */
@@ -66,6 +68,7 @@ export function consoleRoutes(deps: ConsoleDependencies): (router: ConnectRouter
       revokeKey: (request) =>
         translateErrors(async () => {
           const record = await directory.revokeKey(request.keyId);
+          await deps.keyRevoked(record.id);
           return create(RevokeKeyResponseSchema, {
             keyId: record.id,
             ...(record.revokedAt && { revokedAt: timestampFromDate(record.revokedAt) }),

@@ -153,11 +153,20 @@ export class CredentialDirectory {
     return em.find(ApiKey, { organizationId }, { orderBy: { createdAt: "asc", id: "asc" } });
   }
 
+  /** The keyed hash a presented credential is stored under, or undefined when it has no key's form. */
+  keyHashOf(credential: string): Buffer | undefined {
+    const parsed = parseKey(credential);
+    return parsed && keyedHash(this.#pepper, hashInput(parsed));
+  }
+
   /** The key a presented credential names (revoked and expired included: the caller decides), if any. */
   async findKey(credential: string): Promise<ApiKey | undefined> {
-    const parsed = parseKey(credential);
-    if (!parsed) return undefined;
-    const hash = keyedHash(this.#pepper, hashInput(parsed));
+    const hash = this.keyHashOf(credential);
+    return hash && this.findKeyByHash(hash);
+  }
+
+  /** The key stored under `hash` (from {@link keyHashOf}), if any. */
+  async findKeyByHash(hash: Buffer): Promise<ApiKey | undefined> {
     const record = await this.#orm.em.fork().findOne(ApiKey, { keyHash: hash });
     if (!record || !constantTimeEqual(Buffer.from(record.keyHash), hash)) return undefined;
     // The hash covers type and environment, so a match is always of the presented form.

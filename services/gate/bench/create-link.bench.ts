@@ -1,12 +1,13 @@
 import { randomBytes } from "node:crypto";
 import { Agent, request } from "node:http";
 import { createClient } from "@connectrpc/connect";
-import { createLogger, openStatementPool, systemClock } from "@svc/platform";
-import { Environment } from "@svc/proto/common/v1/caller_pb.js";
+import { createInternalClient, createLogger, openStatementPool, systemClock } from "@svc/platform";
+import { CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { ConsoleService, KeyType } from "@svc/proto/console/v1/console_pb.js";
-import { GateConsoleService, GateType } from "@svc/proto/gate/v1/gate_pb.js";
+import { GateConsoleService, GateService, GateType } from "@svc/proto/gate/v1/gate_pb.js";
 import pg from "pg";
 import { measureThroughput, median, startBenchMesh } from "../../../test/bench/bench-infrastructure.ts";
+import { cpuMicrosSince, cpuReading, postgresProcesses } from "../../../test/bench/process-cpu.ts";
 import { consoleTransport } from "../../../test/harness/console-transport.ts";
 import { GateFactsLookup } from "../src/gates/gate-facts.ts";
 import { partnerRefs } from "../src/partner-refs.ts";
@@ -24,10 +25,15 @@ import { SessionStore } from "../src/sessions/session-store.ts";
  * Measured twice. `ratio`/`median_ratio` are the gate service's whole work for one call, in process
  * against the real database: checking the grant token (what the gateway's AuthenticateGrant does) and
  * creating the request. `gateway_*` are the same operation end to end over HTTP through the gateway
- * (authentication, rate limiter, two RPCs), which also pays for HTTP and the mesh on the same cores.
+ * (authentication, rate limiter, two RPCs), which also pays for HTTP and the mesh on the same cores:
+ * its throughput is taken in rounds that alternate with the INSERT's (which goes first swaps each round),
+ * `gateway_ratio` the median of the rounds' ratios, with the server CPU per operation of each beside it
+ * (`gateway_cpu_us`: gateway, gate and PostgreSQL; `insert_cpu_us`: PostgreSQL), read from /proc.
  */
 const clients = 16;
 const durationMs = 5000;
+const gatewayRounds = 5;
+const gatewayRoundMs = 2000;
 const singleSamples = 500;
 const contentionRounds = 30;
 
@@ -76,17 +82,32 @@ try {
       call.on("error", reject);
       call.end(text);
     });
+  // Grant tokens for the measured calls come from gate itself, as the gateway's create-session gets them,
+  // so that making thousands of them costs seconds, not a minute of HTTP.
+  const gate = createInternalClient(GateService, mesh.urls.gate!, { timeoutMs: 30_000 });
+  const caller = {
+    organizationId,
+    environment: Environment.DEVELOPMENT,
+    credentialId: keyId,
+    credentialKind: CredentialKind.SECRET_KEY,
+  };
+  const grants = async (count: number) => {
+    const out: string[] = [];
+    while (out.length < count)
+      out.push(
+        ...(await Promise.all(
+          Array.from({ length: Math.min(200, count - out.length) }, () =>
+            gate.createSession({ caller }).then((session) => session.anchorGrantToken),
+          ),
+        )),
+      );
+    return out;
+  };
   const grant = async () => {
     const answer = await post("/sdk/create-session", {}, key);
     const token = answer.data?.data?.anchor_grant_token;
     if (typeof token !== "string") throw new Error(`create-session failed: ${JSON.stringify(answer)}`);
     return token;
-  };
-  const grants = async (count: number) => {
-    const out: string[] = [];
-    while (out.length < count)
-      out.push(...(await Promise.all(Array.from({ length: Math.min(100, count - out.length) }, grant))));
-    return out;
   };
   const gatewayLink = async (token: string) => {
     const answer = await post("/sdk/create-verification-link", { gate: "bench" }, token);
@@ -105,14 +126,15 @@ try {
       .then(() => undefined);
 
   /**
-   * One-client medians, taken in turns (one sample of each in every turn) so they see the same machine:
-   * measured one after the other, the INSERT's own median moved between 0.05 and 0.14 ms from run to
-   * run with what the machine did between the phases, and the ratio with it.
+   * One-client medians, taken in turns (one sample of each in every turn, which goes first rotating) so
+   * they see the same machine: measured one after the other, the INSERT's own median moved between 0.05
+   * and 0.14 ms from run to run with what the machine did between the phases, and the ratio with it.
    */
   const medians = async (samples: number, works: Record<string, () => Promise<void>>) => {
     const times = Object.fromEntries(Object.keys(works).map((name) => [name, [] as number[]]));
+    const entries = Object.entries(works);
     for (let i = 0; i < samples; i++) {
-      for (const [name, work] of Object.entries(works)) {
+      for (const [name, work] of [...entries.slice(i % entries.length), ...entries.slice(0, i % entries.length)]) {
         const started = performance.now();
         await work();
         times[name]!.push(performance.now() - started);
@@ -188,14 +210,48 @@ try {
   const insertOps = await measureThroughput(clients, durationMs, insert);
   const nextServiceToken = fromPool(await serviceGrants(Math.ceil(insertOps * (durationMs / 1000)) + 2000));
   const serviceOps = await measureThroughput(clients, durationMs, () => serviceLink(nextServiceToken()));
-  const nextGatewayToken = fromPool(await grants(Math.ceil(serviceOps * (durationMs / 1000)) + 2000));
-  const gatewayOps = await measureThroughput(clients, durationMs, () => gatewayLink(nextGatewayToken()));
+
+  /** Operations per second and each part's CPU per operation over a round of `task` at 16 clients. */
+  const costedRound = async (parts: Record<string, () => string[]>, task: () => Promise<void>) => {
+    const before = Object.fromEntries(Object.entries(parts).map(([part, pids]) => [part, cpuReading(pids())]));
+    let done = 0;
+    const ops = await measureThroughput(clients, gatewayRoundMs, () => task().then(() => void done++));
+    const cpuUs = Object.fromEntries(
+      Object.entries(parts).map(([part, pids]) => [part, cpuMicrosSince(before[part]!, pids()) / done]),
+    );
+    return { ops, cpuUs: Object.values(cpuUs).reduce((sum, cpu) => sum + cpu, 0), parts: cpuUs };
+  };
+  const postgres = () => postgresProcesses(mesh.databaseUrl);
+  const meshAndPostgres = {
+    gateway: () => [String(mesh.pid("gateway"))],
+    gate: () => [String(mesh.pid("gate"))],
+    postgres,
+  };
+  const gatewayArm: { ops: number; cpuUs: number; parts: Record<string, number> }[] = [];
+  const insertArm: { ops: number; cpuUs: number }[] = [];
+  // A round's tokens: twice what the last round used, so that none runs out and few are left over.
+  let tokensNeeded = Math.ceil(serviceOps * (gatewayRoundMs / 1000));
+  for (let round = 0; round < gatewayRounds; round++) {
+    const nextToken = fromPool(await grants(tokensNeeded));
+    const gatewayRound = async () => {
+      const measured = await costedRound(meshAndPostgres, () => gatewayLink(nextToken()));
+      gatewayArm.push(measured);
+      tokensNeeded = Math.ceil(2 * measured.ops * (gatewayRoundMs / 1000)) + 500;
+    };
+    const insertRound = async () => insertArm.push(await costedRound({ postgres }, insert));
+    for (const arm of round % 2 === 0 ? [insertRound, gatewayRound] : [gatewayRound, insertRound]) await arm();
+  }
+  const gatewayRatio = median(gatewayArm.map((g, round) => g.ops / insertArm[round]!.ops));
+  const gatewayOps = median(gatewayArm.map((g) => g.ops));
 
   const nextSingleService = fromPool(await serviceGrants(singleSamples));
-  const single = await medians(singleSamples, { service: () => serviceLink(nextSingleService()), insert });
-  const [serviceMedianMs, insertMedianMs] = [single.service!, single.insert!];
   const nextSingleGateway = fromPool(await grants(singleSamples));
-  const gatewayMedianMs = (await medians(singleSamples, { gateway: () => gatewayLink(nextSingleGateway()) })).gateway!;
+  const single = await medians(singleSamples, {
+    service: () => serviceLink(nextSingleService()),
+    insert,
+    gateway: () => gatewayLink(nextSingleGateway()),
+  });
+  const [serviceMedianMs, insertMedianMs, gatewayMedianMs] = [single.service!, single.insert!, single.gateway!];
 
   let doubleSpends = 0;
   for (let round = 0; round < contentionRounds; round++) {
@@ -219,9 +275,18 @@ try {
       clients,
       service_median_ms: Number(serviceMedianMs.toFixed(3)),
       insert_median_ms: Number(insertMedianMs.toFixed(3)),
-      gateway_ratio: gatewayOps / insertOps,
+      gateway_ratio: gatewayRatio,
       gateway_median_ratio: gatewayMedianMs / insertMedianMs,
       gateway_ops: Math.round(gatewayOps),
+      gateway_insert_ops: Math.round(median(insertArm.map((i) => i.ops))),
+      gateway_cpu_us: Math.round(median(gatewayArm.map((g) => g.cpuUs))),
+      insert_cpu_us: Math.round(median(insertArm.map((i) => i.cpuUs))),
+      ...Object.fromEntries(
+        Object.keys(meshAndPostgres).map((part) => [
+          `gateway_arm_${part}_cpu_us`,
+          Math.round(median(gatewayArm.map((g) => g.parts[part]!))),
+        ]),
+      ),
       gateway_median_ms: Number(gatewayMedianMs.toFixed(3)),
       contention_rounds: contentionRounds,
       rounds_not_spent_exactly_once: doubleSpends,

@@ -55,6 +55,18 @@ export async function publishCredentialChange(
   outbox.wake();
 }
 
+/**
+ * Publishes a change that has no outbox behind it (the gateway keeps none: its console's API-key revocation)
+ * and waits for JetStream to have stored it; a failure is the caller's to report.
+ */
+export async function announceCredentialChange(
+  nc: NatsConnection,
+  subjectPrefix: string,
+  change: CredentialChangeMessage,
+): Promise<void> {
+  await jetstream(nc).publish(credentialChangeSubject(subjectPrefix), change.payload, { msgID: change.messageId });
+}
+
 /** How long to wait before reading the stream again after it could not be read. */
 const followRetryMs = 2000;
 
