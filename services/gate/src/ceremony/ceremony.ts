@@ -1,6 +1,6 @@
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { Client } from "@connectrpc/connect";
-import { type Clock, constantTimeEqual, environmentProto, type Logger, underItemTrace } from "@svc/platform";
+import { type Clock, constantTimeEqual, environmentProto, type Logger } from "@svc/platform";
 import { type AccountService, AgeVerdict, LinkConflict } from "@svc/proto/account/v1/account_pb.js";
 import { AgeResult, type SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import type { FailureReason, LinkRefusal } from "../events/gate-events.ts";
@@ -132,19 +132,7 @@ export class Ceremony {
       const current = await this.#lifecycle.load(row.id);
       return { status: current ? await this.#currentStatus(current) : "expired", returnUrl };
     }
-    // The account link, the attestation and the event continue the trace of the call that created the request.
-    return underItemTrace(row.trace_context, "gate complete request", () =>
-      this.#complete(row, human, access, returnUrl),
-    );
-  }
 
-  /** The confirmed request, held for its confirmation: its account link, attestation and completion. */
-  async #complete(
-    row: RequestRow,
-    human: string,
-    access: Access,
-    returnUrl: string,
-  ): Promise<{ status: StoredStatus; token?: string; returnUrl: string }> {
     const now = this.#clock.now();
     const age = row.gate_type === "age" ? await this.#age(human, row.age_threshold ?? 0, now, row.id) : undefined;
     const link = await this.#link(row, human, now);
@@ -216,9 +204,7 @@ export class Ceremony {
     const returnUrl = row.return_url ?? "";
     const status = await this.#currentStatus(row);
     if (status !== "pending") return { status, returnUrl };
-    const failed = await underItemTrace(row.trace_context, "gate fail request", () =>
-      this.#lifecycle.fail(row.id, failure),
-    );
+    const failed = await this.#lifecycle.fail(row.id, failure);
     return { status: failed ? ("failed" as const) : await this.#afterRace(row.id), returnUrl };
   }
 

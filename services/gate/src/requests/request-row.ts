@@ -39,8 +39,6 @@ export interface RequestRow {
   token: string | null;
   token_expires_at: Date | null;
   event_sent: boolean;
-  /** The creating call's trace context (W3C traceparent), which the person's later confirmation continues. */
-  trace_context: string | null;
 }
 
 const date = (value: Date | string | null): Date | null => (value === null ? null : new Date(value));

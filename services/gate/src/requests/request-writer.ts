@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { currentTraceContext, NaturalBatcher, type StoredTraceContext, sqlDefinition } from "@svc/platform";
+import { NaturalBatcher, sqlDefinition } from "@svc/platform";
 import type pg from "pg";
 
 /**
@@ -74,8 +74,6 @@ function blockingLockKey(request: NewRequest): string | null {
 interface Queued {
   request: NewRequest;
   lockKey: string | null;
-  /** The calling operation's trace, read when it submits: the batch runs in whichever call flushes it. */
-  traceContext: StoredTraceContext;
 }
 
 /**
@@ -101,7 +99,7 @@ export class RequestWriter {
       ],
       run: async (batch) => {
         const locks = batch.flatMap(({ lockKey }) => (lockKey === null ? [] : [lockKey]));
-        const items = batch.map(({ request, traceContext }, ordinal) => asItem(request, ordinal, traceContext));
+        const items = batch.map(({ request }, ordinal) => asItem(request, ordinal));
         const families = batch.flatMap(({ request }) => (request.parentRequestId === null ? [] : [request]));
         const { rows } = await db.query<{ ordinal: number; outcome: WriteOutcome }>({
           ...statement,
@@ -123,12 +121,12 @@ export class RequestWriter {
 
   /** Decides and writes one request: `pending` or `pass` when written, else the refusal; nothing is written for a refusal. */
   write(request: NewRequest): Promise<WriteOutcome> {
-    return this.#batcher.submit({ request, lockKey: blockingLockKey(request), traceContext: currentTraceContext() });
+    return this.#batcher.submit({ request, lockKey: blockingLockKey(request) });
   }
 }
 
 /** A request as one element of the statement's `jsonb_to_recordset`. */
-const asItem = (request: NewRequest, ordinal: number, traceContext: StoredTraceContext) => ({
+const asItem = (request: NewRequest, ordinal: number) => ({
   ordinal,
   session_id: request.sessionId,
   organization_id: request.organizationId,
@@ -161,5 +159,4 @@ const asItem = (request: NewRequest, ordinal: number, traceContext: StoredTraceC
   flow_secret_sealed: bytea(request.flowSecretSealed),
   sandbox_behavior: request.sandbox?.verdict ?? null,
   sandbox_answer_at: request.sandbox?.answerAt ?? null,
-  trace_context: traceContext,
 });
