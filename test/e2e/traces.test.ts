@@ -26,6 +26,7 @@ describe("one trace from a partner's call to the webhook", () => {
   let agentRoot: ReceivedSpan;
   let hooksUrl: string;
   let organizationId: string;
+  let partnerSecret: string;
 
   const parentIn = (spans: ReceivedSpan[], span: ReceivedSpan) => spans.find((s) => s.spanId === span.parentSpanId);
   const parentOf = (span: ReceivedSpan) => parentIn(trace, span);
@@ -90,6 +91,7 @@ describe("one trace from a partner's call to the webhook", () => {
     await newGate(mesh, partner.organizationId, { key: "login" });
     hooksUrl = `http://127.0.0.1:${(hooks.address() as AddressInfo).port}`;
     organizationId = partner.organizationId;
+    partnerSecret = partner.devSecret;
     await svcctl(["webhook", "add", "--org", partner.organizationId, "--url", `${hooksUrl}/hooks`]);
     const human = (await svcctl(["human", "create", "--env", "development", "--behavior", "confirm"]))
       .svc_user_id as string;
@@ -216,6 +218,93 @@ describe("one trace from a partner's call to the webhook", () => {
     expect(chain[2]).toMatchObject({ service: "agentlink", kind: spanKind.producer, name: `send ${subject}` });
     expect(chain.at(-1)).toBe(agentRoot);
   });
+
+  /** A person with the app: a development-IdP session and a software passkey. */
+  async function personWithPasskey() {
+    const api = partnerApi(mesh);
+    const { sessionToken } = await mesh.console.mintDevSession({
+      issuer: mesh.devIdpIssuer,
+      subject: `person-${randomUUID()}`,
+    });
+    const authenticator = SoftwareAuthenticator.create();
+    const begun = result(await api.post("/app/passkeys/begin-registration", {}, sessionToken));
+    result(
+      await api.post(
+        "/app/passkeys/finish-registration",
+        { ceremony_id: begun.ceremony_id, response: authenticator.register(begun.options, issuer) },
+        sessionToken,
+      ),
+    );
+    const svcUserId = result(await api.get("/app/me", {}, sessionToken)).svc_user_id as string;
+    return { sessionToken, authenticator, svcUserId };
+  }
+
+  test("a real person's web-flow confirm, a later call, continues the request's trace: its attestation, event and delivery join the creating call's, linked to the confirm", async () => {
+    const api = partnerApi(mesh);
+    const person = await personWithPasskey();
+    const grant = result(await api.post("/sdk/create-session", { partner_user_id: "later-user" }, partnerSecret))
+      .anchor_grant_token as string;
+    const link = result(
+      await api.post(
+        "/sdk/create-verification-link",
+        { gate: "login", svc_user_id: person.svcUserId, partner_user_ref: "later-account" },
+        grant,
+      ),
+    );
+    const request = { request_id: link.request_id, t: decodeURIComponent(new URL(link.web_url).hash.slice(3)) };
+    const opened = result(await api.post("/flow/requests/open", { ...request, origin: issuer }));
+    const confirmed = result(
+      await api.post("/flow/requests/confirm", {
+        ...request,
+        ceremony_id: opened.ceremony_id,
+        response: person.authenticator.assert(opened.options, issuer),
+      }),
+    );
+    expect(confirmed.status).toBe("completed");
+
+    const { requestTrace, confirmRoot, resolve } = await vi.waitFor(
+      () => {
+        const confirmRoot = otlp.spans.find(
+          (s) => s.service === "gateway" && s.name === "POST /v1/flow/requests/confirm",
+        );
+        const resolve = otlp.spans.find(
+          (s) => s.name === "gate resolve confirmed" && s.links.some((l) => l.traceId === confirmRoot?.traceId),
+        );
+        if (!confirmRoot || !resolve) throw new Error("the confirm's spans are not exported yet");
+        const requestTrace = otlp.spans.filter((s) => s.traceId === resolve.traceId);
+        if (!requestTrace.some((s) => s.name === "POST webhook" && ancestry(requestTrace, s).includes(resolve)))
+          throw new Error("the event's delivery span is not exported yet");
+        return { requestTrace, confirmRoot, resolve };
+      },
+      { timeout: 30_000, interval: 100 },
+    );
+    // The resolution is in the creating call's trace, not the confirm's, and links to the confirm that caused it.
+    expect(resolve.traceId).not.toBe(confirmRoot.traceId);
+    expect(resolve).toMatchObject({ service: "gate", kind: 1 });
+    const createRoot = requestTrace.find((s) => s.parentSpanId === "");
+    expect(createRoot).toMatchObject({
+      service: "gateway",
+      name: "POST /v1/sdk/create-verification-link",
+      kind: spanKind.server,
+    });
+    expect(new Set(requestTrace.map((s) => s.service))).toEqual(
+      new Set(["gateway", "gate", "account", "signing", "webhook-dispatch"]),
+    );
+    const signed = requestTrace.find(
+      (s) => s.service === "signing" && s.name === "svc.signing.v1.SigningService/SignAttestation",
+    );
+    expect(ancestry(requestTrace, signed as ReceivedSpan)).toContain(resolve);
+    const subject = `${mesh.env.SVC_EVENT_SUBJECT_PREFIX}.gate.human_verified`;
+    const delivery = requestTrace.find(
+      (s) => s.name === "POST webhook" && ancestry(requestTrace, s).includes(resolve),
+    ) as ReceivedSpan;
+    const chain = ancestry(requestTrace, delivery);
+    expect(chain.slice(1, 3).map((s) => [s.service, s.name])).toEqual([
+      ["webhook-dispatch", `process ${subject}`],
+      ["gate", `send ${subject}`],
+    ]);
+    expect(chain.at(-1)).toBe(createRoot);
+  }, 90_000);
 
   test("a real person's confirm, a later call, continues the card's trace: its proof and callback join the inquire's, linked to the confirm", async () => {
     const api = partnerApi(mesh);

@@ -390,6 +390,7 @@ describe("create-verification-link, one statement per batch of calls", () => {
       flowSecretHash: Buffer.alloc(32, 1),
       idempotencyTokenHash: null,
       flowSecretSealed: null,
+      traceContext: null,
       blockingHash: null,
       parentRequestId: null,
       presenceHumanId: null,

@@ -1,6 +1,6 @@
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { Client } from "@connectrpc/connect";
-import { type Clock, constantTimeEqual, environmentProto, type Logger } from "@svc/platform";
+import { type Clock, constantTimeEqual, environmentProto, type Logger, underItemTrace } from "@svc/platform";
 import { type AccountService, AgeVerdict, LinkConflict } from "@svc/proto/account/v1/account_pb.js";
 import { AgeResult, type SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import type { FailureReason, LinkRefusal } from "../events/gate-events.ts";
@@ -132,7 +132,16 @@ export class Ceremony {
       const current = await this.#lifecycle.load(row.id);
       return { status: current ? await this.#currentStatus(current) : "expired", returnUrl };
     }
+    return underItemTrace(row.trace_context, "gate resolve confirmed", () => this.#resolve(row, human, access));
+  }
 
+  /** The confirmed request's account link, attestation and event, once the request is held for them. */
+  async #resolve(
+    row: RequestRow,
+    human: string,
+    access: Access,
+  ): Promise<{ status: StoredStatus; token?: string; returnUrl: string }> {
+    const returnUrl = row.return_url ?? "";
     const now = this.#clock.now();
     const age = row.gate_type === "age" ? await this.#age(human, row.age_threshold ?? 0, now, row.id) : undefined;
     const link = await this.#link(row, human, now);
@@ -204,7 +213,9 @@ export class Ceremony {
     const returnUrl = row.return_url ?? "";
     const status = await this.#currentStatus(row);
     if (status !== "pending") return { status, returnUrl };
-    const failed = await this.#lifecycle.fail(row.id, failure);
+    const failed = await underItemTrace(row.trace_context, "gate resolve failed", () =>
+      this.#lifecycle.fail(row.id, failure),
+    );
     return { status: failed ? ("failed" as const) : await this.#afterRace(row.id), returnUrl };
   }
 
@@ -224,7 +235,7 @@ export class Ceremony {
   async #currentStatus(row: RequestRow): Promise<StoredStatus> {
     const status = effectiveStatus(storedRequest(row), this.#clock.now());
     if (status === "expired" && (row.status === "pending" || row.ended_by === "window"))
-      await this.#lifecycle.expireOnLateOpen(row.id);
+      await underItemTrace(row.trace_context, "gate resolve expired", () => this.#lifecycle.expireOnLateOpen(row.id));
     return status;
   }
 

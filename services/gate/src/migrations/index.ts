@@ -6,6 +6,7 @@ import { PendingRequestsByPerson } from "./0005-pending-requests-by-person.ts";
 import { IdempotentCreates } from "./0006-idempotent-creates.ts";
 import { RequestRetention } from "./0007-request-retention.ts";
 import { SandboxAnswers } from "./0008-sandbox-answers.ts";
+import { RequestTraceContext } from "./0009-request-trace-context.ts";
 
 /** Applied in order at start; a released migration is never edited (add a new one). */
 export const migrations = [
@@ -17,4 +18,5 @@ export const migrations = [
   { name: "0006_idempotent_creates", class: IdempotentCreates },
   { name: "0007_request_retention", class: RequestRetention },
   { name: "0008_sandbox_answers", class: SandboxAnswers },
+  { name: "0009_request_trace_context", class: RequestTraceContext },
 ];

@@ -1,5 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import type { Clock } from "@svc/platform";
+import { type Clock, currentTraceContext } from "@svc/platform";
 import type { PartnerCaller } from "../caller.ts";
 import { type SandboxVerdict, sandboxFastPathMs } from "../ceremony/sandbox.ts";
 import { eventMetadata } from "../events/gate-events.ts";
@@ -131,6 +131,7 @@ export async function createLink(
     passExpiresAt: new Date(now.getTime() + presencePassReadableMs),
     idempotencyTokenHash: input.idempotencyToken === "" ? null : tokenHash(input.idempotencyToken),
     flowSecretSealed: input.idempotencyToken === "" ? null : sealFlowSecret(refs, requestId, flowSecret),
+    traceContext: currentTraceContext(),
     ...(human.sandbox && {
       sandbox: { verdict: human.sandbox, answerAt: new Date(now.getTime() + sandboxFastPathMs) },
     }),

@@ -34,7 +34,7 @@ begin
       presence_human_id uuid, presence_ref_hash bytea, presence_since timestamptz,
       ref_hash bytea, ref_sealed bytea, svc_user_id uuid, mode text, sdk_type text, notarize_offered boolean,
       return_url text, metadata jsonb, pushed_to_devices integer, now timestamptz, expires_at timestamptz, pass_expires_at timestamptz,
-      idempotency_token_hash bytea, flow_secret_sealed bytea, sandbox_behavior text, sandbox_answer_at timestamptz)
+      idempotency_token_hash bytea, flow_secret_sealed bytea, sandbox_behavior text, sandbox_answer_at timestamptz, trace_context text)
   ),
   checked as (
     select i.*, coalesce(by_human.found, by_ref.found, false) as passed, coalesce(by_human.human_id, by_ref.human_id) as presence_human,
@@ -84,7 +84,7 @@ begin
   inserted as (
     insert into requests (id, organization_id, environment, gate_key, gate_type, age_threshold, session_id, status, flow_secret_hash,
       blocking_user_hash, partner_ref_hash, partner_ref_sealed, svc_user_id, human_id, mode, sdk_type, notarize_offered, return_url,
-      parent_request_id, metadata, pushed_to_devices, created_at, expires_at, ended_at, ended_by, sandbox_behavior, sandbox_answer_at)
+      parent_request_id, metadata, pushed_to_devices, created_at, expires_at, ended_at, ended_by, sandbox_behavior, sandbox_answer_at, trace_context)
     select a.request_id, a.organization_id, a.environment, a.gate_key, a.gate_type, a.age_threshold, a.session_id,
       case when a.passed then 'pass' else 'pending' end, a.flow_secret_hash,
       case when a.passed then null else a.blocking_hash end, a.ref_hash,
@@ -94,7 +94,7 @@ begin
       case when a.passed then a.pass_expires_at else a.expires_at end,
       case when a.passed then a.now end, case when a.passed then 'presence' end,
       -- A pass is answered already: its sandbox human has nothing left to answer.
-      case when a.passed then null else a.sandbox_behavior end, case when a.passed then null else a.sandbox_answer_at end
+      case when a.passed then null else a.sandbox_behavior end, case when a.passed then null else a.sandbox_answer_at end, a.trace_context
     from checked a
     where a.session_id in (select id from consumed)
   )

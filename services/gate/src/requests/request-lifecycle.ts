@@ -1,5 +1,5 @@
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { type Clock, type EventBus, enqueueEvent, type OutboxRelay } from "@svc/platform";
+import { type Clock, type EventBus, enqueueEvent, type OutboxRelay, underItemTrace } from "@svc/platform";
 import {
   type FailureReason,
   humanVerified,
@@ -175,7 +175,9 @@ export class RequestLifecycle {
       expired = rows;
       for (const row of rows)
         if (row.opened_at !== null)
-          this.#enqueue(em, unavailableExpired(eventSubject(row), new Date(row.expires_at), now));
+          await underItemTrace(row.trace_context, "gate resolve expired", async () =>
+            this.#enqueue(em, unavailableExpired(eventSubject(row), new Date(row.expires_at), now)),
+          );
     });
     if (expired.length > 0) this.#outbox.wake();
     publishRequestsChanged(this.#bus, expired);

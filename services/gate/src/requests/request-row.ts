@@ -1,5 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import type { EnvironmentName } from "@svc/platform";
+import type { EnvironmentName, StoredTraceContext } from "@svc/platform";
 import type { GateEventSubject } from "../events/gate-events.ts";
 import type { StoredRequest, StoredStatus } from "./status-record.ts";
 
@@ -39,6 +39,8 @@ export interface RequestRow {
   token: string | null;
   token_expires_at: Date | null;
   event_sent: boolean;
+  /** The creating call's W3C traceparent; null while tracing is off. */
+  trace_context: StoredTraceContext;
 }
 
 const date = (value: Date | string | null): Date | null => (value === null ? null : new Date(value));

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { NaturalBatcher, sqlDefinition } from "@svc/platform";
+import { NaturalBatcher, type StoredTraceContext, sqlDefinition } from "@svc/platform";
 import type pg from "pg";
 
 /**
@@ -46,6 +46,8 @@ export interface NewRequest {
    * for everyone else.
    */
   sandbox?: { verdict: "confirm" | "decline"; answerAt: Date };
+  /** The creating call's trace context: the person's later answer and the expiry continue its trace. */
+  traceContext: StoredTraceContext;
 }
 
 export type WriteOutcome = "pending" | "pass" | "unauthenticated" | "no_active_gate" | "gate_not_allowed" | "conflict";
@@ -159,4 +161,5 @@ const asItem = (request: NewRequest, ordinal: number) => ({
   flow_secret_sealed: bytea(request.flowSecretSealed),
   sandbox_behavior: request.sandbox?.verdict ?? null,
   sandbox_answer_at: request.sandbox?.answerAt ?? null,
+  trace_context: request.traceContext,
 });
