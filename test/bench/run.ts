@@ -17,7 +17,13 @@ const goals: Record<string, Goal[]> = {
       says: "CPU of verifying an SD-JWT VC presentation with its KB-JWT at most 3x two raw crypto.subtle.verify (P-256)",
     },
   ],
-  "sign-attestation": [{ field: "ratio", atLeast: 1.5, says: "signing at least 1.5x jose SignJWT on the same key" }],
+  "sign-attestation": [
+    {
+      field: "ratio",
+      atLeast: 1.5,
+      says: "jose SignJWT's CPU per signature at least 1.5x ours (same key, median of interleaved rounds)",
+    },
+  ],
   "verify-token": [
     {
       field: "ratio",
@@ -231,6 +237,21 @@ for (const name of names) {
     process.stdout.write(
       `${name.padEnd(26)} ${goal.field.padEnd(30)} ${values}  ${verdict}${goal.says ? `  (${goal.says})` : ""}\n`,
     );
+  }
+  // CPU per operation holds still on a loaded machine where rates swing, so it is shown beside the ratio.
+  const cpuFields = [
+    ...new Set(
+      passes.flatMap((pass) =>
+        Object.keys(pass.results.find((result) => result.name === name) ?? {}).filter((f) => f.endsWith("_cpu_us")),
+      ),
+    ),
+  ];
+  for (const field of cpuFields) {
+    const values = passes
+      .map((pass) => pass.results.find((result) => result.name === name)?.[field])
+      .map((value) => shown(typeof value === "number" ? value : undefined).padStart(6))
+      .join(" ");
+    process.stdout.write(`${"".padEnd(26)} ${field.padEnd(30)} ${values}\n`);
   }
 }
 for (const [index, pass] of passes.entries()) {
