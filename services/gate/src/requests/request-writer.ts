@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { NaturalBatcher, sqlDefinition } from "@svc/platform";
+import { NaturalBatcher, type OutboxRow, sqlDefinition } from "@svc/platform";
 import type pg from "pg";
 
 /**
@@ -46,6 +46,8 @@ export interface NewRequest {
    * for everyone else.
    */
   sandbox?: { verdict: "confirm" | "decline"; answerAt: Date };
+  /** The push trigger of the person it names, written only when the request is pending; null for no person. */
+  pushTrigger: OutboxRow | null;
 }
 
 export type WriteOutcome = "pending" | "pass" | "unauthenticated" | "no_active_gate" | "gate_not_allowed" | "conflict";
@@ -159,4 +161,8 @@ const asItem = (request: NewRequest, ordinal: number) => ({
   flow_secret_sealed: bytea(request.flowSecretSealed),
   sandbox_behavior: request.sandbox?.verdict ?? null,
   sandbox_answer_at: request.sandbox?.answerAt ?? null,
+  push_subject: request.pushTrigger?.subject ?? null,
+  push_message_id: request.pushTrigger?.messageId ?? null,
+  push_payload: bytea(request.pushTrigger?.payload ?? null),
+  push_trace_context: request.pushTrigger?.traceContext ?? null,
 });
