@@ -82,7 +82,7 @@ export async function addPushSubscription(
 }
 
 /** Subscriptions a person keeps at most: a browser that stopped answering need not be removed by hand. */
-export const subscriptionsPerPerson = 10;
+const subscriptionsPerPerson = 10;
 
 /** Keeps the person's newest subscriptions (their pushes still waiting go with the others). */
 async function dropOldest(tx: EntityManager, svcUserId: string): Promise<void> {
