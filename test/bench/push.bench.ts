@@ -69,10 +69,10 @@ try {
       sent.end(body);
     });
 
+  // Read once: the push service checks every push's VAPID JWT against it, and the app's own limit is 60 a minute.
   const first = await operators.mintDevSession({ issuer: mesh.devIdpIssuer, subject: "bench-push-key" });
-  const pushService = await startPushService({
-    vapidPublicKey: async () => (await call("GET", "/app/push-key", {}, first.sessionToken)).body.public_key as string,
-  });
+  const vapidKey = (await call("GET", "/app/push-key", {}, first.sessionToken)).body.public_key as string;
+  const pushService = await startPushService({ vapidPublicKey: async () => vapidKey });
   const persons = await Promise.all(
     Array.from({ length: people }, async (_, i) => {
       const { sessionToken } = await operators.mintDevSession({
@@ -85,6 +85,7 @@ try {
       return { svcUserId: me.body.svc_user_id as string, endpoint: subscription.endpoint };
     }),
   );
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
   const p99 = (values: number[]) => [...values].sort((a, b) => a - b)[Math.ceil(values.length * 0.99) - 1]!;
 
   const jsm = await jetstreamManager(nc);
@@ -112,7 +113,14 @@ try {
       { gate: "plain", svc_user_id: person.svcUserId },
       grant,
     );
-    const { receipt, at } = await arrived;
+    const { receipt, at } = await Promise.race([
+      arrived,
+      sleep(10_000).then(() => {
+        throw new Error(
+          `round ${round}: no push in 10 s; the push service refused: ${pushService.problems.join("; ")}`,
+        );
+      }),
+    ]);
     if ((receipt.payload as { id?: string }).id !== link.body.request_id)
       throw new Error("another request's push arrived");
     // Between the rounds, so that both figures see the same machine: other work on it moves them alike.
