@@ -124,6 +124,13 @@ const goals: Record<string, Goal[]> = {
       says: "p99 from a gate request's commit to the held inbox long-poll's answer at most 5x a bare JetStream publish-and-ack's p99",
     },
   ],
+  "push-commit": [
+    {
+      field: "ratio",
+      atMost: 3,
+      says: "p99 from a gate request's commit to the push service holding its decrypted Web Push at most 3x a bare JetStream publish-and-ack's p99",
+    },
+  ],
   growth: [
     {
       field: "worst_lookup_ratio",

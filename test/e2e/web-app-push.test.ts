@@ -110,6 +110,23 @@ describe("the installable app and its notifications", () => {
         { title: "An agent asks for your approval", tag: "card:card_7", path: "/app/inbox#card-card_7" },
       ]),
     );
+
+    // DevTools cannot click a notification: inside the worker's own target (Runtime.evaluate there), the card's
+    // notification is taken from the registration and its click event dispatched on the worker's global scope.
+    const [worker] = context.serviceWorkers();
+    if (!worker) throw new Error("the app's service worker is not running");
+    await worker.evaluate(async () => {
+      // The worker's global scope; the test's own types know only windows.
+      const scope = self as unknown as EventTarget & {
+        registration: ServiceWorkerRegistration;
+        NotificationEvent: new (type: string, init: { notification: Notification }) => Event;
+      };
+      const [notification] = await scope.registration.getNotifications({ tag: "card:card_7" });
+      if (!notification) throw new Error("the card's notification is not shown");
+      scope.dispatchEvent(new scope.NotificationEvent("notificationclick", { notification }));
+    });
+    await expect.poll(() => new URL(page.url()).pathname + new URL(page.url()).hash).toBe("/app/inbox#card-card_7");
+    expect(await shown()).toEqual([expect.objectContaining({ tag: `request:${requestId}` })]);
     await context.close();
   });
 

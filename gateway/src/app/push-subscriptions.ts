@@ -37,7 +37,7 @@ const addPushSubscriptionRoute = defineRoute({
   method: "POST",
   path: "/app/push-subscriptions",
   summary:
-    "Register the browser's PushSubscription for the signed-in person. The same endpoint again answers the same id. An endpoint that is not https on a known push service (development: or http on a loopback address) is a 400.",
+    "Register the browser's PushSubscription for the signed-in person. The same endpoint again answers the same id. A person keeps their ten newest: an eleventh drops the oldest (its pushes still waiting go with it). An endpoint that is not https on a known push service (development: or http on a loopback address) is a 400.",
   auth: { accepts: ["user_session"] },
   input: {
     type: "object",

@@ -8,7 +8,6 @@ import {
   type EventBus,
   environmentName,
   environmentProto,
-  isUuid,
   type Logger,
   type OutboxRelay,
   publishInboxChanged,
@@ -26,7 +25,6 @@ import {
   NoticeKind as ProtoNoticeKind,
   SandboxBehavior as ProtoSandboxBehavior,
   SecuredAccountStatus as ProtoSecuredAccountStatus,
-  PushKind,
   PushSubscriptionSummarySchema,
   SecuredAccountSchema,
 } from "@svc/proto/account/v1/account_pb.js";
@@ -46,7 +44,6 @@ import type { AccountSecrets } from "./config.ts";
 import { listDevices, registerDevice } from "./devices/devices.ts";
 import { describeHuman, devSignInSubject, resolveSignedInHuman } from "./humans/humans.ts";
 import { claimedEmailHash, findHumanByEmail } from "./humans/sign-in-emails.ts";
-import { requireText } from "./input.ts";
 import type { AccountLink } from "./links/account-link.entity.ts";
 import {
   accountLinkState,
@@ -66,14 +63,13 @@ import { listPasskeys, removePasskey } from "./passkeys/passkey-list.ts";
 import { beginRegistration, finishRegistration, type PasskeyContext } from "./passkeys/registration.ts";
 import type { PushProviders } from "./push/configured-providers.ts";
 import type { PushEndpointPolicy } from "./push/push-endpoint-policy.ts";
-import { enqueuePush } from "./push/push-jobs.ts";
+import { pushItem } from "./push/push-item.ts";
 import {
   addPushSubscription,
   countPushSubscriptions,
   listPushSubscriptions,
   removePushSubscription,
 } from "./push/push-subscriptions.ts";
-import { pushToHuman } from "./push/push-to-human.ts";
 import type { PushSealing } from "./push/subscription-sealing.ts";
 import type { VapidKeys } from "./push/vapid-keys.ts";
 import { type AccountRefusalKind, invalidArgument } from "./refusal.ts";
@@ -207,33 +203,18 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
       finishPasskeyAssertion: (req) => wireErrors(() => finishAssertion(passkeys(), req)),
 
       pushToHuman: (req) =>
-        wireErrors(async () => {
-          const title = req.title.slice(0, 200);
-          const expiresAt = instant(req.expiresAt);
-          const webPush =
-            req.itemId === "" || expiresAt === undefined || !isUuid(req.svcUserId)
-              ? 0
-              : await em().transactional((tx) =>
-                  enqueuePush(
-                    tx,
-                    req.svcUserId,
-                    {
-                      kind: req.kind === PushKind.AGENT_CARD ? "card" : "request",
-                      id: requireText(req.itemId, "item_id", 128),
-                      title,
-                      expiresAt,
-                    },
-                    clock.now(),
-                  ),
-                );
-          if (webPush > 0) deps.webPush.wake();
-          const providers = await pushToHuman(
-            { em: em(), providers: deps.pushProviders, logger: deps.logger },
-            req.svcUserId,
-            { kind: req.kind === PushKind.AGENT_CARD ? "agent_card" : "gate_request", title },
-          );
-          return { ...providers, webPush };
-        }),
+        wireErrors(() =>
+          pushItem(
+            {
+              em: em(),
+              now: clock.now(),
+              providers: deps.pushProviders,
+              wake: deps.webPush.wake,
+              logger: deps.logger,
+            },
+            req,
+          ),
+        ),
 
       getPushKey: async () => ({ publicKey: deps.webPush.vapid.publicKey }),
 

@@ -1,5 +1,6 @@
 import {
   ConfigError,
+  consumePushTriggers,
   defineService,
   deleteDue,
   migrateService,
@@ -19,6 +20,7 @@ import { migrations } from "./migrations/index.ts";
 import { ceremonyRetentionRule } from "./passkeys/ceremonies.ts";
 import { Passkey, PasskeyCeremony } from "./passkeys/passkey.entity.ts";
 import { configuredProviders } from "./push/configured-providers.ts";
+import { pushItem } from "./push/push-item.ts";
 import { pushSealing } from "./push/subscription-sealing.ts";
 import { loadVapidKeys } from "./push/vapid-keys.ts";
 import { startWebPushSender } from "./push/web-push-sender.ts";
@@ -64,7 +66,7 @@ const account = defineService({
   },
   routes: accountRoutes,
   // In every replica; batches skip the rows another replica's batch holds.
-  background: async ({ orm, clock, webPush }, { config, logger }) => {
+  background: async ({ orm, clock, webPush, pushProviders }, { bus, config, logger }) => {
     const sender = startWebPushSender({
       orm,
       clock,
@@ -75,6 +77,17 @@ const account = defineService({
       pollMs: config.pushPollEvery,
     });
     webPush.wake = () => sender.wake();
+    // gate's and agentlink's triggers, committed with their items: each replica takes its share.
+    const stopTriggers = consumePushTriggers({
+      bus,
+      consumerName: "account-push",
+      take: (trigger) =>
+        pushItem(
+          { em: orm.em.fork(), now: clock.now(), providers: pushProviders, wake: webPush.wake, logger },
+          trigger,
+        ).then(() => undefined),
+      logger,
+    });
     const retention = startPeriodicJob({
       everyMs: config.retentionEvery,
       logger,
@@ -92,6 +105,7 @@ const account = defineService({
       ],
     });
     return async () => {
+      await stopTriggers();
       await sender.stop();
       await retention.stop();
     };

@@ -169,6 +169,17 @@ describe("subscriptions", () => {
     await account.client.removePushSubscription({ svcUserId, subscriptionId: subscription.id });
     expect((await account.client.listPushSubscriptions({ svcUserId })).subscriptions).toEqual([]);
   });
+
+  it("keeps a person's ten newest subscriptions: the eleventh drops the oldest", async () => {
+    const svcUserId = await newHuman();
+    const ids: string[] = [];
+    for (let i = 0; i < 11; i++) {
+      ids.push((await subscribed(svcUserId)).id);
+      clock.advance(1000);
+    }
+    const listed = (await account.client.listPushSubscriptions({ svcUserId })).subscriptions;
+    expect(listed.map((s) => s.subscriptionId)).toEqual(ids.slice(1));
+  });
 });
 
 describe("sending", () => {

@@ -14,7 +14,7 @@ import {
   type OutboxRelay,
   refusalTranslator,
 } from "@svc/platform";
-import { type AccountService, PushKind } from "@svc/proto/account/v1/account_pb.js";
+import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import {
   AgentCallbackService,
   AgentConsoleService,
@@ -67,12 +67,7 @@ export interface RouteDependencies {
   deployment: "development" | "production";
   account: Pick<
     Client<typeof AccountService>,
-    | "getHuman"
-    | "findHumanByEmail"
-    | "beginPasskeyAssertion"
-    | "finishPasskeyAssertion"
-    | "sandboxAssert"
-    | "pushToHuman"
+    "getHuman" | "findHumanByEmail" | "beginPasskeyAssertion" | "finishPasskeyAssertion" | "sandboxAssert"
   >;
   signing: Pick<Client<typeof SigningService>, "signProof">;
   /** Sandbox humans' answers: the fast path after inquire, and the sweep the background runs. */
@@ -123,24 +118,10 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
     bus: deps.bus,
     outbox: deps.outbox,
   });
-  /** After the commit and best effort: the person's phones are told of the new card; a failure is only logged. */
-  const pushCard = (svcUserId: string, card: ProposedCard) => {
-    deps.account
-      .pushToHuman({
-        svcUserId,
-        kind: PushKind.AGENT_CARD,
-        title: "An agent asks for your approval",
-        itemId: card.id,
-        expiresAt: timestampFromDate(card.ttlAt),
-      })
-      .catch((error: unknown) => deps.logger.warn("push to the person's devices failed", { error }));
-  };
-
-  /** After a new card's commit: sandbox humans' answers, and the push to the devices of everyone asked. */
-  const cardQueued = (environment: EnvironmentName | undefined, card: ProposedCard, asked: readonly string[]) => {
+  /** After a new card's commit: sandbox humans' answers (its push triggers committed with it). */
+  const cardQueued = (environment: EnvironmentName | undefined, card: ProposedCard) => {
     // Recorded with a development card: should these answers be lost, the sandbox sweep gives them.
     void deps.sandbox.answerSoon(environment, card.id);
-    for (const svcUserId of asked) pushCard(svcUserId, card);
   };
 
   return (router) => {
@@ -215,7 +196,7 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
             ttlSeconds: req.ttlSeconds,
             proposal: req.proposal ?? {},
           });
-          if (asked) cardQueued(environmentName(req.caller?.environment ?? Environment.UNSPECIFIED), card, asked);
+          if (asked) cardQueued(environmentName(req.caller?.environment ?? Environment.UNSPECIFIED), card);
           return {
             status: toProtoCardStatus[card.status],
             cardId: card.id,
@@ -398,7 +379,7 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
               proposal: req.proposal ?? {},
             },
           );
-          cardQueued("development", card, [card.svcUserId]);
+          cardQueued("development", card);
           return {
             status: toProtoCardStatus[card.status],
             cardId: card.id,

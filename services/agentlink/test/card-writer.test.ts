@@ -1,5 +1,6 @@
 import { createSecretKey } from "node:crypto";
-import { outboxRow, systemClock, uuid } from "@svc/platform";
+import { outboxRow, personlessPushTriggerRow, systemClock, uuid } from "@svc/platform";
+import { PushKind } from "@svc/proto/account/v1/account_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -80,6 +81,11 @@ function proposal(agent: { id: string; lookup: string }, requestId: string, stat
         systemClock,
         { type: "agents_ask.card.proposed", messageId: `agents_ask.card.proposed:${id}`, payload: new Uint8Array([1]) },
         { subject: (type) => `test.${type}` },
+      ),
+      push: personlessPushTriggerRow(
+        systemClock,
+        { subjectPrefix: "test" },
+        { kind: PushKind.AGENT_CARD, itemId: id, title: "An agent asks", expiresAt: new Date(now.getTime() + 600_000) },
       ),
     },
   };

@@ -154,6 +154,7 @@ try {
     sessions: sessionFacts,
     gates: new GateFactsLookup(statements),
     clock: systemClock,
+    bus: { subjectPrefix: "svc" },
     refs,
     presenceWindowMs: 600_000,
     idempotent: new IdempotentCreates({ db: statements, refs, gates: new GateFactsLookup(statements) }),

@@ -1,8 +1,7 @@
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Client, Code, ConnectError } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type { Clock, EventBus, Logger, OutboxRelay } from "@svc/platform";
-import { type AccountService, PushKind } from "@svc/proto/account/v1/account_pb.js";
+import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
 import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import type pg from "pg";
 import type { PartnerCaller } from "./caller.ts";
@@ -72,19 +71,6 @@ export function gateServices(deps: GateDependencies): GateServices {
     deployment: deps.deployment,
   });
 
-  /** After the commit and best effort: the person's phones are told; a failure is logged, the request stands. */
-  const pushRequest = (svcUserId: string, link: CreatedLink) => {
-    account
-      .pushToHuman({
-        svcUserId,
-        kind: PushKind.GATE_REQUEST,
-        title: "A verification request is waiting for you",
-        itemId: link.requestId,
-        expiresAt: timestampFromDate(link.expiresAt),
-      })
-      .catch((error: unknown) => logger.warn("push to the person's devices failed", { error }));
-  };
-
   return {
     gates: new GateStore({ orm, clock }),
     sessions: new SessionStore({ db, clock, refs, facts: sessionFacts }),
@@ -109,6 +95,7 @@ export function gateServices(deps: GateDependencies): GateServices {
           sessions: sessionFacts,
           gates: gateFacts,
           clock,
+          bus: deps.bus,
           refs,
           presenceWindowMs: deps.presenceWindowMs,
           idempotent,
@@ -122,7 +109,8 @@ export function gateServices(deps: GateDependencies): GateServices {
       if (input.svcUserId !== "") {
         // A new pending request, or a ceremony that superseded the person's pending pre-check: their inbox changed.
         publishRequestCreated(deps.bus, input.svcUserId, link, input.parentRequestId);
-        if (link.status === "pending") pushRequest(input.svcUserId, link);
+        // The push trigger committed with the request: the relay publishes it for account.
+        if (link.status === "pending") deps.outbox.wake();
       }
       if (link.status === "pending" && input.parentRequestId !== "")
         await publishSupersededParent(deps.bus, db, input.parentRequestId);

@@ -94,6 +94,7 @@ beforeAll(async () => {
     sessions: sessionFacts,
     gates: new GateFactsLookup(statements),
     clock,
+    bus: { subjectPrefix: "svc" },
     refs,
     presenceWindowMs: 600_000,
     idempotent: new IdempotentCreates({ db: statements, refs, gates: new GateFactsLookup(statements) }),

@@ -67,6 +67,7 @@ const replica = () => {
           sessions: sessionFacts,
           gates: new GateFactsLookup(statements),
           clock,
+          bus: { subjectPrefix: "svc" },
           refs,
           presenceWindowMs: 600_000,
           idempotent: new IdempotentCreates({ db: statements, refs, gates: new GateFactsLookup(statements) }),
@@ -237,6 +238,7 @@ describe("create-verification-link, one statement per batch of calls", () => {
       sessions: sessionFacts,
       gates,
       clock,
+      bus: { subjectPrefix: "svc" },
       refs,
       presenceWindowMs: 600_000,
       idempotent: new IdempotentCreates({ db: statements, refs, gates }),
@@ -408,6 +410,7 @@ describe("create-verification-link, one statement per batch of calls", () => {
       now,
       expiresAt: new Date(now.getTime() + 300_000),
       passExpiresAt: new Date(now.getTime() + 60_000),
+      pushTrigger: null,
     });
     const first = `req_${"a".repeat(32)}`;
     // The three share a batch, which fails: the last reuses the first one's id. Alone, in order, the

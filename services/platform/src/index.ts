@@ -17,6 +17,7 @@ export * from "./natural-batcher.ts";
 export * from "./node-handler.ts";
 export * from "./outbox.ts";
 export * from "./periodic-job.ts";
+export * from "./push-triggers.ts";
 export * from "./refusal.ts";
 export * from "./retention.ts";
 export * from "./rpc-errors.ts";

@@ -51,8 +51,9 @@ export async function connectEventBus(options: {
   const nc = await connect({ servers: options.url.split(","), name: options.name, maxReconnectAttempts: -1 });
   const jsm = await jetstreamManager(nc);
   await ensureStream(jsm, { name: options.stream, subjects: [`${options.subjectPrefix}.>`], maxAgeMs });
-  // Every outbox may carry a credential change; its relay can publish one only once the stream exists.
+  // Every outbox may carry a credential change or a push trigger; its relay can publish one only once the stream exists.
   await ensureCredentialStream(jsm, options);
+  await ensurePushTriggerStream(jsm, options);
   return {
     nc,
     js: jetstream(nc),
@@ -80,6 +81,26 @@ export async function ensureCredentialStream(
     name: credentialChangeStream(names.stream),
     subjects: [credentialChangeSubject(names.subjectPrefix)],
     maxAgeMs: duplicateWindowMs,
+  });
+}
+
+/**
+ * The stream of push triggers (push_trigger.proto): beside the event stream, never under its `<prefix>.>`,
+ * so webhook-dispatch and partner webhooks never see them. Kept a day, as long as the longest card lives:
+ * a trigger account reads later than that would push an item already ended.
+ */
+export const pushTriggerStream = (stream: string): string => `${stream}_PUSH`;
+export const pushTriggerSubject = (subjectPrefix: string): string => `${subjectPrefix}_push.trigger`;
+const pushTriggerMaxAgeMs = 24 * 3600_000;
+
+export async function ensurePushTriggerStream(
+  jsm: JetStreamManager,
+  names: { stream: string; subjectPrefix: string },
+): Promise<void> {
+  await ensureStream(jsm, {
+    name: pushTriggerStream(names.stream),
+    subjects: [pushTriggerSubject(names.subjectPrefix)],
+    maxAgeMs: pushTriggerMaxAgeMs,
   });
 }
 

@@ -65,6 +65,7 @@ export async function addPushSubscription(
         url.host,
         existing.id,
       ]);
+      await dropOldest(tx, human.id);
       return existing.id;
     }
     const id = uuid();
@@ -75,8 +76,21 @@ export async function addPushSubscription(
       [id, human.id, endpointHash, ctx.sealing.seal(id, secret), url.host, ctx.now],
     );
     if (inserted.length === 0) throw refuse("failed_precondition", "this endpoint is being registered concurrently");
+    await dropOldest(tx, human.id);
     return id;
   });
+}
+
+/** Subscriptions a person keeps at most: a browser that stopped answering need not be removed by hand. */
+const subscriptionsPerPerson = 10;
+
+/** Keeps the person's newest subscriptions (their pushes still waiting go with the others). */
+async function dropOldest(tx: EntityManager, svcUserId: string): Promise<void> {
+  await tx.execute(
+    `delete from push_subscription where id in (
+       select id from push_subscription where svc_user_id = ? order by created_at desc, id desc offset ?)`,
+    [svcUserId, subscriptionsPerPerson],
+  );
 }
 
 /** The person's subscriptions, oldest first: where each one's pushes go (the push service's host), never the endpoint. */

@@ -39,6 +39,8 @@ export interface NewCard {
   >;
   audit: Pick<CardAudit, "action" | "actor" | "at" | "detail">;
   event: OutboxRow;
+  /** The push trigger without its person: the statement writes one per person asked. */
+  push: OutboxRow;
 }
 
 /** One inquire call as the statement sees it. */
@@ -179,6 +181,9 @@ function asItem(proposal: Proposal, ordinal: number) {
       event_payload: `\\x${newCard.event.payload.toString("hex")}`,
       event_created_at: newCard.event.createdAt,
       event_trace_context: newCard.event.traceContext,
+      push_subject: newCard.push.subject,
+      push_message_id: newCard.push.messageId,
+      push_payload: `\\x${newCard.push.payload.toString("hex")}`,
     }),
   };
 }

@@ -7,10 +7,11 @@ import {
   isUuid,
   type OutboxRelay,
   outboxRow,
+  personlessPushTriggerRow,
   publishInboxChanged,
   uuid,
 } from "@svc/platform";
-import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
+import { type AccountService, PushKind } from "@svc/proto/account/v1/account_pb.js";
 import type { AgentNames } from "../agents/agent-naming.ts";
 import { opaqueIdLookup } from "../binding/opaque-id.ts";
 import { sandboxAnswerAt } from "../confirmations/sandbox-answers.ts";
@@ -56,6 +57,9 @@ export interface InquireInput {
 }
 
 /** The spec's `ttl_seconds`: default 600, 60-86400. */
+/** What the person's lock screen shows: nothing of the agent's proposal. */
+const pushTitle = "An agent asks for your approval";
+
 const ttlSeconds = { default: 600, min: 60, max: 86_400 } as const;
 
 /**
@@ -161,6 +165,12 @@ export async function inquire(
         detail: Object.keys(detail).length > 0 ? detail : null,
       },
       event: outboxRow(ctx.clock, cardProposed(agent, card, input.source), ctx.bus),
+      push: personlessPushTriggerRow(ctx.clock, ctx.bus, {
+        kind: PushKind.AGENT_CARD,
+        itemId: card.id,
+        title: pushTitle,
+        expiresAt: card.ttlAt,
+      }),
     };
   }
   const named = "value" in person ? person.value : undefined;

@@ -31,7 +31,7 @@ begin
       ttl_at timestamptz, created_at timestamptz, named_by text, warnings jsonb, sandbox_answer_at timestamptz,
       audit_action text, audit_actor text, audit_at timestamptz, audit_detail jsonb,
       event_subject text, event_message_id text, event_payload bytea, event_created_at timestamptz,
-      event_trace_context text)
+      event_trace_context text, push_subject text, push_message_id text, push_payload bytea)
   ),
   facts as (
     select i.*, coalesce(a.status = 'active', false) as agent_active,
@@ -82,6 +82,16 @@ begin
     insert into outbox (subject, message_id, payload, created_at, trace_context)
     select f.event_subject, f.event_message_id, f.event_payload, f.event_created_at, f.event_trace_context
     from facts f join inserted on inserted.id = f.id order by f.ordinal
+  ),
+  -- One push trigger per person asked (push_trigger.proto): the payload written once without the person,
+  -- who is appended as field 1 (tag 0x0a, length 36, the uuid's text).
+  triggered as (
+    insert into outbox (subject, message_id, payload, created_at, trace_context)
+    select f.push_subject, f.push_message_id || asked.svc_user_id::text,
+      f.push_payload || '\x0a24'::bytea || convert_to(asked.svc_user_id::text, 'UTF8'), f.event_created_at,
+      f.event_trace_context
+    from facts f join inserted on inserted.id = f.id
+    cross join unnest(coalesce(f.approvers, array[f.person])) as asked(svc_user_id)
   )
   select jsonb_agg(jsonb_build_object('ordinal', f.ordinal, 'agent_id', f.agent_id, 'request_id', f.request_id,
       'id', f.id, 'agent_active', f.agent_active, 'category_allowed', f.category_allowed, 'person', f.person,

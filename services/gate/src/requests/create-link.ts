@@ -1,5 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import { type Clock, currentTraceContext } from "@svc/platform";
+import { type Clock, currentTraceContext, type EventBus, pushTriggerRow } from "@svc/platform";
+import { PushKind } from "@svc/proto/account/v1/account_pb.js";
 import type { PartnerCaller } from "../caller.ts";
 import { type SandboxVerdict, sandboxFastPathMs } from "../ceremony/sandbox.ts";
 import { eventMetadata } from "../events/gate-events.ts";
@@ -35,6 +36,9 @@ export interface HumanFacts {
   sandbox?: SandboxVerdict | undefined;
 }
 
+/** What the person's lock screen shows: nothing of the partner's. */
+const pushTitle = "A verification request is waiting for you";
+
 /** decisions.md: `private` unless `svc_user_id` is given, then `linked-account`. */
 const modeFor = (mode: string, svcUserId: string): CreatedLink["authMode"] =>
   mode === "private" || mode === "linked-account" ? mode : svcUserId === "" ? "private" : "linked-account";
@@ -62,6 +66,7 @@ export async function createLink(
     sessions: SessionFactsLookup;
     gates: GateFactsLookup;
     clock: Clock;
+    bus: Pick<EventBus, "subjectPrefix">;
     refs: PartnerRefs;
     presenceWindowMs: number;
     idempotent: IdempotentCreates;
@@ -104,6 +109,7 @@ export async function createLink(
   const requestId = newRequestId();
   const flowSecret = newFlowSecret();
   const authMode = modeFor(input.mode, input.svcUserId);
+  const expiresAt = new Date(now.getTime() + requestLifetimeMs);
   const outcome = await deps.writer.write({
     sessionId: session.id,
     organizationId,
@@ -127,7 +133,7 @@ export async function createLink(
     metadata: eventMetadata(session.metadata, input.metadata) ?? null,
     pushedToDevices: human.devices,
     now,
-    expiresAt: new Date(now.getTime() + requestLifetimeMs),
+    expiresAt,
     passExpiresAt: new Date(now.getTime() + presencePassReadableMs),
     idempotencyTokenHash: input.idempotencyToken === "" ? null : tokenHash(input.idempotencyToken),
     flowSecretSealed: input.idempotencyToken === "" ? null : sealFlowSecret(refs, requestId, flowSecret),
@@ -135,6 +141,15 @@ export async function createLink(
     ...(human.sandbox && {
       sandbox: { verdict: human.sandbox, answerAt: new Date(now.getTime() + sandboxFastPathMs) },
     }),
+    pushTrigger:
+      input.svcUserId === ""
+        ? null
+        : pushTriggerRow(
+            clock,
+            deps.bus,
+            { kind: PushKind.GATE_REQUEST, itemId: requestId, title: pushTitle, expiresAt },
+            input.svcUserId,
+          ),
   });
   if (outcome === "unauthenticated" || outcome === "conflict") throw refusals[outcome]();
   if (outcome === "no_active_gate" || !gate) throw refusals.no_active_gate(input.gate, session.environment);

@@ -34,7 +34,8 @@ begin
       presence_human_id uuid, presence_ref_hash bytea, presence_since timestamptz,
       ref_hash bytea, ref_sealed bytea, svc_user_id uuid, mode text, sdk_type text, notarize_offered boolean,
       return_url text, metadata jsonb, pushed_to_devices integer, now timestamptz, expires_at timestamptz, pass_expires_at timestamptz,
-      idempotency_token_hash bytea, flow_secret_sealed bytea, sandbox_behavior text, sandbox_answer_at timestamptz, trace_context text)
+      idempotency_token_hash bytea, flow_secret_sealed bytea, sandbox_behavior text, sandbox_answer_at timestamptz, trace_context text,
+      push_subject text, push_message_id text, push_payload bytea, push_trace_context text)
   ),
   checked as (
     select i.*, coalesce(by_human.found, by_ref.found, false) as passed, coalesce(by_human.human_id, by_ref.human_id) as presence_human,
@@ -97,6 +98,13 @@ begin
       case when a.passed then null else a.sandbox_behavior end, case when a.passed then null else a.sandbox_answer_at end, a.trace_context
     from checked a
     where a.session_id in (select id from consumed)
+  ),
+  -- A pending request that names a person: account pushes it to their devices (push_trigger.proto).
+  triggered as (
+    insert into outbox (subject, message_id, payload, created_at, trace_context)
+    select a.push_subject, a.push_message_id, a.push_payload, a.now, a.push_trace_context
+    from checked a
+    where a.session_id in (select id from consumed) and not a.passed and a.push_payload is not null
   )
   -- Accepted but not consumed: another call spent the token after this statement's snapshot.
   select c.ordinal,

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { NaturalBatcher, type StoredTraceContext, sqlDefinition } from "@svc/platform";
+import { NaturalBatcher, type OutboxRow, type StoredTraceContext, sqlDefinition } from "@svc/platform";
 import type pg from "pg";
 
 /**
@@ -48,6 +48,8 @@ export interface NewRequest {
   sandbox?: { verdict: "confirm" | "decline"; answerAt: Date };
   /** The creating call's trace context: the person's later answer and the expiry continue its trace. */
   traceContext: StoredTraceContext;
+  /** The push trigger of the person it names, written only when the request is pending; null for no person. */
+  pushTrigger: OutboxRow | null;
 }
 
 export type WriteOutcome = "pending" | "pass" | "unauthenticated" | "no_active_gate" | "gate_not_allowed" | "conflict";
@@ -162,4 +164,8 @@ const asItem = (request: NewRequest, ordinal: number) => ({
   sandbox_behavior: request.sandbox?.verdict ?? null,
   sandbox_answer_at: request.sandbox?.answerAt ?? null,
   trace_context: request.traceContext,
+  push_subject: request.pushTrigger?.subject ?? null,
+  push_message_id: request.pushTrigger?.messageId ?? null,
+  push_payload: bytea(request.pushTrigger?.payload ?? null),
+  push_trace_context: request.pushTrigger?.traceContext ?? null,
 });

@@ -1,0 +1,53 @@
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import { isUuid, type Logger } from "@svc/platform";
+import { PushKind } from "@svc/proto/account/v1/account_pb.js";
+import type { PushTrigger } from "@svc/proto/account/v1/push_trigger_pb.js";
+import { requireText } from "../input.ts";
+import type { PushProviders } from "./configured-providers.ts";
+import { enqueuePush } from "./push-jobs.ts";
+import { pushToHuman } from "./push-to-human.ts";
+
+export interface PushItemContext {
+  em: EntityManager;
+  now: Date;
+  providers: PushProviders;
+  /** Tells the web push sender that jobs committed. */
+  wake: () => void;
+  logger: Logger;
+}
+
+/**
+ * A push trigger (push_trigger.proto) taken in: one web push job per subscription of the person,
+ * committed (a repeat of the item adds none), then the native providers, best effort. Throws only when
+ * the jobs could not be written, so that the trigger is delivered again.
+ */
+export async function pushItem(
+  ctx: PushItemContext,
+  trigger: Pick<PushTrigger, "svcUserId" | "kind" | "itemId" | "title" | "expiresAt">,
+): Promise<{ sent: number; failed: number; webPush: number }> {
+  const title = trigger.title.slice(0, 200);
+  const expiresAt = trigger.expiresAt && timestampDate(trigger.expiresAt);
+  const webPush =
+    trigger.itemId === "" || expiresAt === undefined || !isUuid(trigger.svcUserId)
+      ? 0
+      : await ctx.em.transactional((tx) =>
+          enqueuePush(
+            tx,
+            trigger.svcUserId,
+            {
+              kind: trigger.kind === PushKind.AGENT_CARD ? "card" : "request",
+              id: requireText(trigger.itemId, "item_id", 128),
+              title,
+              expiresAt,
+            },
+            ctx.now,
+          ),
+        );
+  if (webPush > 0) ctx.wake();
+  const providers = await pushToHuman({ em: ctx.em, providers: ctx.providers, logger: ctx.logger }, trigger.svcUserId, {
+    kind: trigger.kind === PushKind.AGENT_CARD ? "agent_card" : "gate_request",
+    title,
+  });
+  return { ...providers, webPush };
+}

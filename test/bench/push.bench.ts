@@ -1,0 +1,152 @@
+import { Agent, request } from "node:http";
+import { createClient } from "@connectrpc/connect";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import { consoleTransport } from "@svc/local-mesh/console-client";
+import { Environment } from "@svc/proto/common/v1/caller_pb.js";
+import { ConsoleService, KeyType } from "@svc/proto/console/v1/console_pb.js";
+import { GateConsoleService, GateType } from "@svc/proto/gate/v1/gate_pb.js";
+import { startPushService } from "../harness/push-service.ts";
+import { median, startBenchMesh } from "./bench-infrastructure.ts";
+
+/**
+ * Web Push through the real gateway, gate, account and NATS, to the harness push service (which checks the
+ * VAPID JWT and decrypts each push). One result line, `push-commit`: one gate request at a time naming a
+ * person with one subscription; `push_p99_ms` is the 99th percentile from create-verification-link's answer
+ * (right after the request and its push trigger committed) to the push service holding the decrypted push,
+ * against a bare JetStream publish-and-ack on the same server, one after each round, interleaved;
+ * `ratio` = push p99 / publish p99 (goal: at most 3). `from_create_p99_ms` also counts the create call.
+ * Run: node test/bench/push.bench.ts
+ */
+const rounds = 2000;
+const warmUp = 30;
+// One pending request per round; spread over people so that no person's inbox grows long.
+const people = 40;
+
+const mesh = await startBenchMesh(["signing", "account", "agentlink", "gate"]);
+const nc = await connect({ servers: mesh.natsUrl });
+try {
+  const transport = consoleTransport(mesh.consoleUrl, mesh.consoleToken);
+  const operators = createClient(ConsoleService, transport);
+  const { organizationId } = await operators.createOrganization({ name: "Bench Push" });
+  const { key: secret, keyId } = await operators.createKey({
+    organizationId,
+    environment: Environment.DEVELOPMENT,
+    type: KeyType.SECRET,
+    allowedOrigins: [],
+    allowedGates: [],
+  });
+  for (const bucket of ["per_minute", "hourly", "daily", "per_ip"])
+    await operators.setKeyLimits({ keyId, bucket, limit: 1_000_000 }).catch(() => undefined);
+  await createClient(GateConsoleService, transport).createGate({
+    organizationId,
+    environment: Environment.DEVELOPMENT,
+    key: "plain",
+    type: GateType.HUMAN,
+    status: "active",
+  });
+
+  const keepAlive = new Agent({ keepAlive: true });
+  const call = (method: "GET" | "POST", path: string, input: Record<string, unknown>, key: string) =>
+    new Promise<{ body: Record<string, unknown>; at: number }>((resolve, reject) => {
+      const url = new URL(`/v1${path}`, mesh.gatewayUrl);
+      const body = method === "POST" ? JSON.stringify(input) : undefined;
+      const headers: Record<string, string | number> = { authorization: `Bearer ${key}` };
+      if (body !== undefined)
+        Object.assign(headers, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+      const sent = request(url, { method, agent: keepAlive, headers }, (response) => {
+        const chunks: Buffer[] = [];
+        response.on("data", (c: Buffer) => chunks.push(c));
+        response.on("end", () => {
+          const at = performance.now();
+          const parsed = JSON.parse(Buffer.concat(chunks).toString());
+          if (response.statusCode !== 200 || parsed.data?.error)
+            reject(new Error(`${method} ${path}: ${response.statusCode} ${Buffer.concat(chunks)}`));
+          else resolve({ body: parsed.data?.data ?? parsed.data, at });
+        });
+      });
+      sent.on("error", reject);
+      sent.end(body);
+    });
+
+  // Read once: the push service checks every push's VAPID JWT against it, and the app's own limit is 60 a minute.
+  const first = await operators.mintDevSession({ issuer: mesh.devIdpIssuer, subject: "bench-push-key" });
+  const vapidKey = (await call("GET", "/app/push-key", {}, first.sessionToken)).body.public_key as string;
+  const pushService = await startPushService({ vapidPublicKey: async () => vapidKey });
+  const persons = await Promise.all(
+    Array.from({ length: people }, async (_, i) => {
+      const { sessionToken } = await operators.mintDevSession({
+        issuer: mesh.devIdpIssuer,
+        subject: `bench-push-${i}`,
+      });
+      const me = await call("GET", "/app/me", {}, sessionToken);
+      const subscription = pushService.subscribe();
+      await call("POST", "/app/push-subscriptions", { ...subscription }, sessionToken);
+      return { svcUserId: me.body.svc_user_id as string, endpoint: subscription.endpoint };
+    }),
+  );
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  const p99 = (values: number[]) => [...values].sort((a, b) => a - b)[Math.ceil(values.length * 0.99) - 1]!;
+
+  const jsm = await jetstreamManager(nc);
+  await jsm.streams.add({ name: "BENCH_PUSH_ACK", subjects: ["bench_push_ack.>"] });
+  const js = jetstream(nc);
+  const payload = new Uint8Array(64);
+  const acks: number[] = [];
+  const publishAndAck = async (kept: boolean) => {
+    const started = performance.now();
+    await js.publish("bench_push_ack.one", payload);
+    if (kept) acks.push(performance.now() - started);
+  };
+  for (let i = 0; i < 200; i++) await publishAndAck(false);
+
+  const pushes: number[] = [];
+  const fromCreate: number[] = [];
+  for (let round = 0; round < rounds + warmUp; round++) {
+    const person = persons[round % persons.length]!;
+    const grant = (await call("POST", "/sdk/create-session", {}, secret)).body.anchor_grant_token as string;
+    const arrived = pushService.next(person.endpoint).then((receipt) => ({ receipt, at: performance.now() }));
+    const created = performance.now();
+    const link = await call(
+      "POST",
+      "/sdk/create-verification-link",
+      { gate: "plain", svc_user_id: person.svcUserId },
+      grant,
+    );
+    const { receipt, at } = await Promise.race([
+      arrived,
+      sleep(10_000).then(() => {
+        throw new Error(
+          `round ${round}: no push in 10 s; the push service refused: ${pushService.problems.join("; ")}`,
+        );
+      }),
+    ]);
+    if ((receipt.payload as { id?: string }).id !== link.body.request_id)
+      throw new Error("another request's push arrived");
+    // Between the rounds, so that both figures see the same machine: other work on it moves them alike.
+    await publishAndAck(round >= warmUp);
+    if (round >= warmUp) {
+      pushes.push(at - link.at);
+      fromCreate.push(at - created);
+    }
+  }
+  if (pushService.problems.length > 0) throw new Error(`the push service refused: ${pushService.problems[0]}`);
+  console.log(
+    JSON.stringify({
+      name: "push-commit",
+      push_p99_ms: p99(pushes),
+      push_median_ms: median(pushes),
+      jetstream_ack_p99_ms: p99(acks),
+      jetstream_ack_median_ms: median(acks),
+      ratio: p99(pushes) / p99(acks),
+      median_ratio: median(pushes) / median(acks),
+      from_create_p99_ms: p99(fromCreate),
+      rounds: pushes.length,
+    }),
+  );
+  keepAlive.destroy();
+  await pushService.stop();
+} finally {
+  await nc.close();
+  await mesh.stop();
+}
