@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createHash, randomUUID } from "node:crypto";
+import { request } from "node:http";
 import { fileURLToPath } from "node:url";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
@@ -223,6 +224,38 @@ describe("the MCP server", () => {
       `${challenge}, error="invalid_token"`,
     );
     await expect(connect(`svc_agent_Mcp_Bot__${"A".repeat(43)}`, "2025-11-25")).rejects.toThrow();
+  });
+
+  it("refuses a body over 64 KiB sent without a length (chunked) with JSON-RPC's 413", async () => {
+    const url = new URL(`${mesh.gatewayUrl}/mcp`);
+    const answer = await new Promise<{ status: number; body: string }>((resolve) => {
+      const sent = request(
+        url,
+        {
+          method: "POST",
+          headers: {
+            authorization: `Bearer ${agentKey}`,
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+            "transfer-encoding": "chunked",
+          },
+        },
+        (response) => {
+          const chunks: Buffer[] = [];
+          response.on("data", (chunk: Buffer) => chunks.push(chunk));
+          response.on("end", () =>
+            resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString() }),
+          );
+        },
+      );
+      // The server answers before the last chunk and stops reading: the writes after that may fail, which is the point.
+      sent.on("error", () => {});
+      const chunk = `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"${"x".repeat(16 * 1024)}`;
+      for (let i = 0; i < 8; i++) sent.write(chunk);
+      sent.end('"}}');
+    });
+    expect(answer.status).toBe(413);
+    expect(JSON.parse(answer.body)).toMatchObject({ jsonrpc: "2.0", error: { code: -32000 } });
   });
 
   it("links a sandbox human, who approves: the proof verifies with jose, over the card as proposed", async () => {

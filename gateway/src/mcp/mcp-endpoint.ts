@@ -143,17 +143,38 @@ type ReadBody =
 async function readJsonBody(request: Request): Promise<ReadBody> {
   if (request.method !== "POST" || Number(request.headers.get("content-length") ?? 0) > bodyLimitBytes)
     return { kind: "unread", request };
-  const text = await request.text();
-  const rebuilt = new Request(request, { body: text });
+  const bytes = await readAtMost(request.body, bodyLimitBytes);
+  const rebuilt = new Request(request, { body: bytes });
+  if (bytes.length > bodyLimitBytes) return { kind: "unread", request: rebuilt };
   let body: unknown;
   try {
-    body = JSON.parse(text);
+    body = JSON.parse(new TextDecoder().decode(bytes));
   } catch {
     return { kind: "unread", request: rebuilt };
   }
-  if (text.length > bodyLimitBytes) return { kind: "unread", request: rebuilt };
   const legacy = await isLegacyRequest(rebuilt, body, { maxRequestBodySize: bodyLimitBytes });
   return { kind: legacy && !asksForProgress(body) ? "legacy-without-progress" : "parsed", request: rebuilt, body };
+}
+
+/**
+ * A body without a length (chunked) read no further than past `limit`: what was read, longer than `limit` when
+ * the body is, so that the handler refuses it (413) without this process holding all of it.
+ */
+async function readAtMost(stream: ReadableStream<Uint8Array> | null, limit: number): Promise<Buffer<ArrayBuffer>> {
+  if (stream === null) return Buffer.alloc(0);
+  const reader = stream.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (let next = await reader.read(); !next.done; next = await reader.read()) {
+    chunks.push(next.value);
+    size += next.value.length;
+    if (size > limit) {
+      await reader.cancel();
+      break;
+    }
+  }
+  reader.releaseLock();
+  return Buffer.concat(chunks);
 }
 
 const asksForProgress = (body: unknown): boolean =>
