@@ -61,7 +61,7 @@ export class KeySet {
     this.lastFetchAt = this.now();
     let body: { keys?: unknown };
     try {
-      const response = await this.fetch(this.url, { headers: { accept: "application/json" } });
+      const response = await this.fetchOnceMoreOnFailure();
       if (!response.ok) return;
       body = (await response.json()) as { keys?: unknown };
     } catch {
@@ -76,6 +76,19 @@ export class KeySet {
       } catch {
         // A key the platform cannot import is as good as absent: tokens naming it are unknown_key.
       }
+    }
+  }
+
+  /**
+   * A pooled keep-alive connection the server has closed fails the first request sent on it; one immediate retry
+   * opens a fresh one, so that a reset does not leave the set empty for the minute the refresh limit holds.
+   */
+  private async fetchOnceMoreOnFailure(): Promise<Response> {
+    const request = () => this.fetch(this.url, { headers: { accept: "application/json" } });
+    try {
+      return await request();
+    } catch {
+      return await request();
     }
   }
 }

@@ -16,12 +16,18 @@ export async function es256Key(kid: string) {
 
 /**
  * A real HTTP server publishing a key set the test changes as it goes: `keys`, or HTTP 503 `jwks_unavailable`
- * while `unavailable` is set. It counts the fetches.
+ * while `unavailable` is set. It counts the fetches, and resets the connection of the next `resets` of them
+ * without an answer, as a server does to a keep-alive connection it has closed.
  */
 export async function keySetServer(initial: JWK[]) {
-  const state = { keys: initial, unavailable: false, fetches: 0 };
-  const server: Server = createServer((_request, response) => {
+  const state = { keys: initial, unavailable: false, fetches: 0, resets: 0 };
+  const server: Server = createServer((request, response) => {
     state.fetches++;
+    if (state.resets > 0) {
+      state.resets--;
+      request.socket.resetAndDestroy();
+      return;
+    }
     response.setHeader("content-type", "application/json");
     if (state.unavailable) {
       response.statusCode = 503;

@@ -162,6 +162,30 @@ describe("the key set", () => {
     server.state.keys = [key.jwk];
   });
 
+  test("fetches the set again at once when the first fetch's connection is reset, and only once", async () => {
+    clock = issuedAt + 5_000;
+    const before = server.state.fetches;
+    server.state.resets = 1;
+    expect(
+      await verifierAt().verifyAttestation(await key.sign(claims({ nonce: "r1" })), { organizationId }),
+    ).toMatchObject({ valid: true });
+    expect(server.state.fetches - before).toBe(2);
+    server.state.resets = 2;
+    const verifier = verifierAt();
+    expect(await verifier.verifyAttestation(await key.sign(claims({ nonce: "r2" })), { organizationId })).toMatchObject(
+      { reason: "unknown_key" },
+    );
+    expect(server.state.fetches - before).toBe(4);
+    clock += 59_000;
+    expect(
+      await verifier.verifyAttestation(
+        await key.sign(claims({ nonce: "r3", expires_at: clock / 1000 + 60, exp: clock / 1000 + 60 })),
+        { organizationId },
+      ),
+    ).toMatchObject({ reason: "unknown_key" });
+    expect(server.state.fetches - before).toBe(4);
+  });
+
   test("keeps the keys it holds while the endpoint answers 503", async () => {
     clock = issuedAt + 5_000;
     const verifier = verifierAt();
