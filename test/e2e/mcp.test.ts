@@ -1,15 +1,14 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { createHash, randomUUID } from "node:crypto";
 import { request } from "node:http";
 import { fileURLToPath } from "node:url";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
-import { freePort } from "@svc/local-mesh/process-tools";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { createRemoteJWKSet, jwtVerify } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectDocumented } from "../harness/documented-answer.ts";
+import { replicaEnvOf, startGatewayReplica } from "../harness/gateway-replica.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 import { svcctlJson } from "./agent-support.ts";
 import { issuer } from "./gate-support.ts";
@@ -23,7 +22,6 @@ import { issuer } from "./gate-support.ts";
  * over stdio from `svcctl mcp --stdio`.
  */
 
-const gatewayEntry = fileURLToPath(new URL("../../gateway/src/server.ts", import.meta.url));
 const svcctlBin = fileURLToPath(new URL("../../node_modules/.bin/svcctl", import.meta.url));
 
 const card = { summary_title: "Pay €12.50 to Acme", category: "payments" };
@@ -59,7 +57,7 @@ describe("the MCP server", () => {
     await client.connect(
       new StreamableHTTPClientTransport(new URL(`${mesh.gatewayUrl}/mcp`), {
         authProvider: { token: async () => key },
-        ...(fetchVia && { fetch: fetchVia }),
+        fetch: fetchVia ?? mesh.fetch,
       }),
     );
     clients.push(client);
@@ -117,42 +115,8 @@ describe("the MCP server", () => {
   });
 
   /** A second gateway process beside the mesh's, on the same database, services and NATS. */
-  async function secondGateway(): Promise<{ url: string; child: ChildProcess }> {
-    const [port, consolePort] = [await freePort(), await freePort()];
-    const services = {
-      SIGNING: "signing",
-      GATE: "gate",
-      ACCOUNT: "account",
-      AGENTLINK: "agentlink",
-      WEBHOOK_DISPATCH: "webhook-dispatch",
-    };
-    const child = spawn(process.execPath, [gatewayEntry], {
-      env: {
-        ...process.env,
-        ...mesh.env,
-        ...Object.fromEntries(
-          Object.entries(services).map(([prefix, name]) => [`GATEWAY_${prefix}_URL`, mesh.urls[name]]),
-        ),
-        GATEWAY_PUBLIC_ORIGIN: issuer,
-        GATEWAY_PORT: String(port),
-        GATEWAY_CONSOLE_PORT: String(consolePort),
-        GATEWAY_CONSOLE_TOKEN: mesh.consoleToken,
-      },
-      stdio: "ignore",
-    });
-    const url = `http://127.0.0.1:${port}`;
-    await expect
-      .poll(
-        () =>
-          fetch(`${url}/readyz`).then(
-            (r) => r.ok,
-            () => false,
-          ),
-        { timeout: 30_000, interval: 200 },
-      )
-      .toBe(true);
-    return { url, child };
-  }
+  const secondGateway = () =>
+    startGatewayReplica({ ...replicaEnvOf(mesh), GATEWAY_PUBLIC_ORIGIN: issuer }, mesh.consoleToken);
 
   it.each(["2026-07-28", "2025-11-25"] as const)(
     "lists the six tools in the %s revision, each schema valid JSON Schema",
@@ -387,7 +351,8 @@ describe("the MCP server", () => {
       ...card,
     });
     expect(both.isError).toBe(true);
-  });
+    // Three links and a 25-second hold: on a loaded machine this runs past the 30-second default.
+  }, 60_000);
 
   it("cancels a queued request: cancelled, no proof; a second cancel reports it already resolved", async () => {
     const client = await connect(agentKey, "2026-07-28");
@@ -514,7 +479,7 @@ describe("the MCP server", () => {
       }
       for (const origin of origins) expect(served.get(origin) ?? 0, origin).toBeGreaterThanOrEqual(4);
     } finally {
-      second.child.kill("SIGTERM");
+      await second.stop();
     }
   }, 120_000);
 

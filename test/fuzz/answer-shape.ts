@@ -3,8 +3,8 @@ import { resolveRef } from "./openapi-operations.ts";
 
 /**
  * Whether one answer has a shape the contract allows: the spec's four shapes ("Errors → Four shapes")
- * for enveloped operations, and the documented responses of the raw routes (key set, QR code, widget,
- * the document itself, CORS preflights). A 500 is never allowed, though the spec lists it: under the
+ * for enveloped operations, JSON-RPC 2.0's for the MCP server, and the documented responses of the raw routes
+ * (key set, QR code, widget, the document itself, CORS preflights). A 500 is never allowed, though the spec lists it: under the
  * fuzz every service is up, so an unhandled failure is a defect; a 5xx is allowed only where the
  * document names that exact status (the key set's and the widget's 503).
  */
@@ -23,6 +23,7 @@ export type AnswerKind =
   | "invalid" // 400 InputValidationError
   | "limited" // 403 RATE_LIMITED
   | "stream" // 200 text/event-stream
+  | "rpc" // 200 with a JSON-RPC result that is not a refusal
   | "raw"; // a raw route's documented answer
 
 class ShapeError extends Error {}
@@ -127,11 +128,49 @@ function checkRaw(document: OpenApiDocument, operation: FuzzOperation, answer: A
   return "raw";
 }
 
+/**
+ * A JSON-RPC route's answer: a 200 is one JSON-RPC 2.0 response object, a result or an error but never both, or a
+ * stream the document names; other statuses are what the route documents. A JSON-RPC error, and a tool result
+ * with `isError: true` (MCP's refusal, whose structured content is the spec's `data.error`), are refusals.
+ */
+function checkJsonRpc(document: OpenApiDocument, operation: FuzzOperation, answer: Answer): AnswerKind {
+  if (answer.status !== 200 || answer.contentType.startsWith("text/event-stream")) {
+    const kind = checkRaw(document, operation, answer);
+    return answer.status === 200 ? "stream" : kind;
+  }
+  if (!answer.contentType.startsWith("application/json")) fail(`not JSON: ${preview(answer)}`);
+  const body = parseJson(answer);
+  if (!isObject(body)) return fail(`the body is not one JSON-RPC response object (${preview(answer)})`);
+  if (body.jsonrpc !== "2.0") fail(`jsonrpc is not "2.0" (${preview(answer)})`);
+  if (!(typeof body.id === "string" || Number.isInteger(body.id) || body.id === null))
+    fail(`the id is neither a string, an integer nor null (${preview(answer)})`);
+  if ("result" in body === "error" in body) fail(`not exactly one of result and error (${preview(answer)})`);
+  if ("error" in body) {
+    const error = body.error;
+    if (!isObject(error) || !Number.isInteger(error.code) || typeof error.message !== "string")
+      fail(`a JSON-RPC error without an integer code and a message (${preview(answer)})`);
+    return "refused";
+  }
+  if (!isObject(body.result)) return fail(`the result is not an object (${preview(answer)})`);
+  if (body.id === null) fail("a result under a null id");
+  if (body.result.isError !== true) return "rpc";
+  const error = isObject(body.result.structuredContent) ? body.result.structuredContent.error : undefined;
+  if (!isObject(error) || typeof error.message !== "string" || !Number.isInteger(error.statusCode))
+    fail(`a tool refusal whose structuredContent.error is not the spec's data.error (${preview(answer)})`);
+  if ((error as { statusCode: number }).statusCode >= 500)
+    fail(
+      `a tool refused with ${(error as { statusCode: number }).statusCode}: an operation failed with every service up`,
+    );
+  return "refused";
+}
+
+const checksByAnswers = { envelope: checkEnveloped, "json-rpc": checkJsonRpc, raw: checkRaw } as const;
+
 /** The kind of a well-shaped answer; throws a `ShapeError` saying what is wrong otherwise. */
 export function checkAnswer(document: OpenApiDocument, operation: FuzzOperation, answer: Answer): AnswerKind {
   if (answer.status >= 500 && !(operation.responses[String(answer.status)] && answer.status !== 500))
     fail(`HTTP ${answer.status} (${preview(answer)})`);
-  return operation.enveloped ? checkEnveloped(document, operation, answer) : checkRaw(document, operation, answer);
+  return checksByAnswers[operation.answers](document, operation, answer);
 }
 
 /** Whether a well-shaped answer refused the request (nothing ran): a raw route's documented 4xx too (the MCP endpoint's 400 and 401). */

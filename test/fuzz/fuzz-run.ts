@@ -97,6 +97,7 @@ const extraHeaders = fc.array(
     fc.tuple(fc.constant("access-control-request-method"), fc.constantFrom("POST", "GET", "DELETE", "x")),
     fc.tuple(fc.constant("access-control-request-headers"), fc.constantFrom("authorization, content-type", "x-evil")),
     fc.tuple(fc.constant("if-none-match"), fc.constantFrom('"abc"', "*", 'W/"x"')),
+    fc.tuple(fc.constant("mcp-protocol-version"), fc.constantFrom("2026-07-28", "2025-11-25", "2024-01-01", "x")),
   ),
   { maxLength: 3 },
 );
@@ -152,7 +153,7 @@ function inputArbitrary(
       complete(anyPayload, fc.constantFrom(...refusedFor(operation)), noHeaders),
       complete(refusedPayload, fc.constantFrom(...valid), noHeaders),
     );
-  if (operation.enveloped && (post || get))
+  if (operation.answers === "envelope" && (post || get))
     return complete(refusedPayload, fc.constantFrom(...allCredentials), noHeaders);
   if (operation.parameters.some((p) => p.in === "path" && p.schema.pattern !== undefined))
     return complete(
@@ -174,7 +175,9 @@ function headersOf(
   round: Round,
   batch: string,
 ): Record<string, string | string[]> {
-  const headers: Record<string, string | string[]> = {};
+  // Every MCP client accepts both answers Streamable HTTP allows; without them the server answers 406 to all.
+  const headers: Record<string, string | string[]> =
+    operation.answers === "json-rpc" ? { accept: "application/json, text/event-stream" } : {};
   for (const [name, value] of input.headers) if (sendableHeader(value)) headers[name] = value;
   const bearer = (credential: string) => {
     headers.authorization = `Bearer ${credential}`;
@@ -259,6 +262,7 @@ const emptyKinds = (): Record<AnswerKind, number> => ({
   invalid: 0,
   limited: 0,
   stream: 0,
+  rpc: 0,
   raw: 0,
 });
 

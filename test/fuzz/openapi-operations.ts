@@ -53,10 +53,11 @@ export interface FuzzOperation {
   /** Documented status → response. */
   responses: Record<string, DocumentedResponse>;
   /**
-   * The spec's envelope (`data`, 400 InputValidationError, 403 RATE_LIMITED), as opposed to a raw route
-   * (key set, QR code, widget, the document itself, a CORS preflight) that answers only what it documents.
+   * How the route answers: the spec's envelope (`data`, 400 InputValidationError, 403 RATE_LIMITED); JSON-RPC 2.0
+   * (the MCP server, whose 200 is a JSON-RPC response object); or raw (key set, QR code, widget, the document itself,
+   * a CORS preflight), answering only what it documents.
    */
-  enveloped: boolean;
+  answers: "envelope" | "json-rpc" | "raw";
 }
 
 export interface OpenApiDocument {
@@ -106,7 +107,12 @@ export function operationsOf(document: OpenApiDocument): FuzzOperation[] {
         body: requestBody?.content?.["application/json"]?.schema,
         parameters: ((operation.parameters ?? []) as Parameter[]).map((parameter) => resolveRef(document, parameter)),
         responses,
-        enveloped: ok?.properties?.data !== undefined && responses["400"] !== undefined,
+        answers:
+          ok?.properties?.data !== undefined && responses["400"] !== undefined
+            ? "envelope"
+            : ok?.properties?.jsonrpc !== undefined
+              ? "json-rpc"
+              : "raw",
       });
     }
   }

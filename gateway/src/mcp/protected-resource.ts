@@ -57,6 +57,45 @@ export const mcpPaths = (publicOrigin: string) => {
       },
     },
   });
+  /** One JSON-RPC 2.0 message of MCP: a request (with `id`) or a notification; other methods answer -32601. */
+  const jsonRpcMessage = {
+    type: "object",
+    required: ["jsonrpc", "method"],
+    properties: {
+      jsonrpc: { const: "2.0" },
+      id: { type: ["string", "integer"] },
+      method: {
+        enum: [
+          "initialize",
+          "ping",
+          "tools/list",
+          "tools/call",
+          "notifications/initialized",
+          "notifications/cancelled",
+        ],
+      },
+      params: { type: "object" },
+    },
+  };
+  /** JSON-RPC 2.0's response object: a result under the request's id, or an error (`id` null when none was read). */
+  const jsonRpcAnswer = {
+    type: "object",
+    required: ["jsonrpc", "id"],
+    properties: { jsonrpc: { const: "2.0" }, id: { type: ["string", "integer", "null"] } },
+    oneOf: [
+      { required: ["result"], properties: { result: { type: "object" } } },
+      {
+        required: ["error"],
+        properties: {
+          error: {
+            type: "object",
+            required: ["code", "message"],
+            properties: { code: { type: "integer" }, message: { type: "string" } },
+          },
+        },
+      },
+    ],
+  };
   const exchange = (summary: string) => ({
     summary,
     security: [{ agentKey: [] }],
@@ -65,7 +104,7 @@ export const mcpPaths = (publicOrigin: string) => {
         description:
           "A JSON-RPC answer (`application/json`), or a stream of them (`text/event-stream`) when a tool call sends progress notifications before its result.",
         content: {
-          "application/json": { schema: { type: "object" } },
+          "application/json": { schema: jsonRpcAnswer },
           "text/event-stream": { schema: { type: "string" } },
         },
       },
@@ -77,6 +116,19 @@ export const mcpPaths = (publicOrigin: string) => {
       "415": protocolError("The body is not `application/json`"),
     },
   });
+  /** GET and DELETE serve a 2025-era session, which a stateless server never opens (its client carries on without). */
+  const noSession = (operationId: string, summary: string) => ({
+    operationId,
+    summary: `${summary}: the server keeps no session, so every call is a POST.`,
+    security: [{ agentKey: [] }],
+    responses: {
+      "401": unauthorized,
+      "405": {
+        ...protocolError("Stateless: `Allow: POST`"),
+        headers: { Allow: { schema: { const: "POST" } } },
+      },
+    },
+  });
   return {
     "/mcp": {
       servers: [{ url: publicOrigin }],
@@ -85,8 +137,10 @@ export const mcpPaths = (publicOrigin: string) => {
         ...exchange(
           "The MCP server (Streamable HTTP, protocol revisions 2026-07-28 and 2025-11-25 and earlier, stateless: any replica answers any request). Tools: link_person, check_link, ask_person, check_request, cancel_request, verify_proof. A tool call counts against the agent's rate limits as one request of its JSON route; a refusal (the route's data.error, a rate limit as statusCode 429) is a tool result with isError: true and structuredContent {error}.",
         ),
-        requestBody: { required: true, content: { "application/json": { schema: { type: "object" } } } },
+        requestBody: { required: true, content: { "application/json": { schema: jsonRpcMessage } } },
       },
+      get: noSession("mcpOpenStream", "A 2025-era client's standalone event stream: none is offered"),
+      delete: noSession("mcpEndSession", "A 2025-era client's end of its session: there is none to end"),
     },
     [protectedResourcePath]: {
       servers: [{ url: publicOrigin }],
