@@ -1,9 +1,6 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { fileURLToPath } from "node:url";
-import { freePort } from "@svc/local-mesh/process-tools";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectDocumented } from "../harness/documented-answer.ts";
+import { type GatewayReplica, replicaEnvOf, startGatewayReplica } from "../harness/gateway-replica.ts";
 import { runSvcctl } from "../harness/svcctl.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 
@@ -13,7 +10,6 @@ import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
  * agentlink's CredentialChanged and forget it, so the first request after the revoke is refused on both.
  * A rotated key's older key is refused by both the moment its overlap ends, not when their cache expires.
  */
-const gatewayEntry = fileURLToPath(new URL("../../gateway/src/server.ts", import.meta.url));
 const start = new Date("2026-11-22T10:00:00Z");
 const at = (ms: number) => new Date(start.getTime() + ms);
 /** What every refused agent key reads, whatever the cause. */
@@ -24,7 +20,7 @@ const refusedAgentKey = {
 
 describe("agent keys revoked or rotated, on two gateway replicas", () => {
   let mesh: TestMesh;
-  let second: { url: string; child: ChildProcess; output: string[] };
+  let second: GatewayReplica;
   let document: Record<string, unknown>;
   let organizationId: string;
   const gateways = () => [mesh.gatewayUrl, second.url];
@@ -69,43 +65,12 @@ describe("agent keys revoked or rotated, on two gateway replicas", () => {
       // Cached answers outlive the whole file: only agentlink's word can make a replica forget them.
       env: { GATEWAY_AGENT_KEY_CACHE_TTL: "1h", AGENTLINK_KEY_OVERLAP: "1m" },
     });
-    const [port, consolePort] = [await freePort(), await freePort()];
-    const output: string[] = [];
-    const child = spawn(process.execPath, [gatewayEntry], {
-      env: {
-        ...process.env,
-        ...mesh.env,
-        GATEWAY_SIGNING_URL: mesh.urls.signing!,
-        GATEWAY_ACCOUNT_URL: mesh.urls.account!,
-        GATEWAY_AGENTLINK_URL: mesh.urls.agentlink!,
-        GATEWAY_PORT: String(port),
-        GATEWAY_CONSOLE_PORT: String(consolePort),
-        GATEWAY_CONSOLE_TOKEN: randomBytes(32).toString("base64url"),
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    child.stdout!.on("data", (chunk: Buffer) => output.push(chunk.toString()));
-    child.stderr!.on("data", (chunk: Buffer) => output.push(chunk.toString()));
-    second = { url: `http://127.0.0.1:${port}`, child, output };
-    const deadline = Date.now() + 30_000;
-    while (
-      !(await fetch(`${second.url}/readyz`).then(
-        (r) => r.ok,
-        () => false,
-      ))
-    ) {
-      if (child.exitCode !== null || Date.now() > deadline)
-        throw new Error(`second gateway did not become ready:\n${output.join("")}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    second = await startGatewayReplica(replicaEnvOf(mesh));
     document = await (await fetch(`${mesh.gatewayUrl}/v1/openapi.json`)).json();
     ({ organizationId } = await mesh.console.createOrganization({ name: "Revocations" }));
   });
   afterAll(async () => {
-    if (second && second.child.exitCode === null) {
-      second.child.kill("SIGTERM");
-      await new Promise((resolve) => second.child.once("exit", resolve));
-    }
+    await second?.stop();
     await mesh?.stop();
   });
 

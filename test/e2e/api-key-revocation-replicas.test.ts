@@ -1,11 +1,8 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { fileURLToPath } from "node:url";
-import { freePort } from "@svc/local-mesh/process-tools";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { KeyType } from "@svc/proto/console/v1/console_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectDocumented } from "../harness/documented-answer.ts";
+import { type GatewayReplica, replicaEnvOf, startGatewayReplica } from "../harness/gateway-replica.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 
 /**
@@ -13,11 +10,10 @@ import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
  * remembering the key for an hour (GATEWAY_API_KEY_CACHE_TTL), so only the console's CredentialChanged can
  * make them forget it. The revoke goes to the first replica's console; the second hears it through NATS.
  */
-const gatewayEntry = fileURLToPath(new URL("../../gateway/src/server.ts", import.meta.url));
 
 describe("API keys revoked, on two gateway replicas", () => {
   let mesh: TestMesh;
-  let second: { url: string; child: ChildProcess; output: string[] };
+  let second: GatewayReplica;
   let document: Record<string, unknown>;
   let organizationId: string;
   const gateways = () => [mesh.gatewayUrl, second.url];
@@ -49,42 +45,12 @@ describe("API keys revoked, on two gateway replicas", () => {
       // Remembered keys outlive the whole file: only the console's word can make a replica forget them.
       env: { GATEWAY_API_KEY_CACHE_TTL: "1h" },
     });
-    const [port, consolePort] = [await freePort(), await freePort()];
-    const output: string[] = [];
-    const child = spawn(process.execPath, [gatewayEntry], {
-      env: {
-        ...process.env,
-        ...mesh.env,
-        GATEWAY_SIGNING_URL: mesh.urls.signing!,
-        GATEWAY_GATE_URL: mesh.urls.gate!,
-        GATEWAY_PORT: String(port),
-        GATEWAY_CONSOLE_PORT: String(consolePort),
-        GATEWAY_CONSOLE_TOKEN: randomBytes(32).toString("base64url"),
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    child.stdout!.on("data", (chunk: Buffer) => output.push(chunk.toString()));
-    child.stderr!.on("data", (chunk: Buffer) => output.push(chunk.toString()));
-    second = { url: `http://127.0.0.1:${port}`, child, output };
-    const deadline = Date.now() + 30_000;
-    while (
-      !(await fetch(`${second.url}/readyz`).then(
-        (r) => r.ok,
-        () => false,
-      ))
-    ) {
-      if (child.exitCode !== null || Date.now() > deadline)
-        throw new Error(`second gateway did not become ready:\n${output.join("")}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    second = await startGatewayReplica(replicaEnvOf(mesh));
     document = await (await fetch(`${mesh.gatewayUrl}/v1/openapi.json`)).json();
     ({ organizationId } = await mesh.console.createOrganization({ name: "Key revocations" }));
   });
   afterAll(async () => {
-    if (second && second.child.exitCode === null) {
-      second.child.kill("SIGTERM");
-      await new Promise((resolve) => second.child.once("exit", resolve));
-    }
+    await second?.stop();
     await mesh?.stop();
   });
 

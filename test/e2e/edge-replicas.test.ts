@@ -1,18 +1,15 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { createClient } from "@connectrpc/connect";
 import { consoleTransport } from "@svc/local-mesh/console-client";
-import { freePort } from "@svc/local-mesh/process-tools";
 import { fileClock } from "@svc/platform";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { ConsoleService, KeyType } from "@svc/proto/console/v1/console_pb.js";
 import { startSigning } from "@svc/signing";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { type DocumentedFetch, documentedFetch } from "../harness/documented-fetch.ts";
+import { type GatewayReplica, startGatewayReplica } from "../harness/gateway-replica.ts";
 import { createTestDatabase, type TestDatabase } from "../harness/index.ts";
 
 /**
@@ -21,55 +18,14 @@ import { createTestDatabase, type TestDatabase } from "../harness/index.ts";
  * other from its next request.
  */
 
-const gatewayEntry = fileURLToPath(new URL("../../gateway/src/server.ts", import.meta.url));
 const anonymousLimit = 7;
 /** The operator credential both replicas are configured with. */
 const consoleToken = randomBytes(32).toString("base64url");
 
-interface Replica {
-  url: string;
-  /** Every answer held to the document this replica serves. */
-  fetch: DocumentedFetch;
-  consoleUrl: string;
-  child: ChildProcess;
-  output: string[];
-}
-
 let database: TestDatabase;
 let signing: Awaited<ReturnType<typeof startSigning>>;
 let dir: string;
-const replicas: Replica[] = [];
-
-async function startReplica(env: Record<string, string>): Promise<Replica> {
-  const [port, consolePort] = [await freePort(), await freePort()];
-  const output: string[] = [];
-  const child = spawn(process.execPath, [gatewayEntry], {
-    env: {
-      ...process.env,
-      ...env,
-      GATEWAY_PORT: String(port),
-      GATEWAY_CONSOLE_PORT: String(consolePort),
-      GATEWAY_CONSOLE_TOKEN: consoleToken,
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  child.stdout!.on("data", (chunk: Buffer) => output.push(chunk.toString()));
-  child.stderr!.on("data", (chunk: Buffer) => output.push(chunk.toString()));
-  const url = `http://127.0.0.1:${port}`;
-  const replica = { url, fetch: documentedFetch(url), consoleUrl: `http://127.0.0.1:${consolePort}`, child, output };
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) break;
-    const ready = await fetch(`${replica.url}/readyz`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ready) return replica;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  child.kill("SIGKILL");
-  throw new Error(`gateway replica did not become ready:\n${output.join("")}`);
-}
+const replicas: GatewayReplica[] = [];
 
 beforeAll(async () => {
   database = await createTestDatabase("edge_replicas");
@@ -95,27 +51,26 @@ beforeAll(async () => {
     GATEWAY_RATE_LIMIT_ANONYMOUS_PER_MINUTE: String(anonymousLimit),
   };
   // Started together: the migrations of both run under one advisory lock.
-  replicas.push(...(await Promise.all([startReplica(env), startReplica(env)])));
+  replicas.push(
+    ...(await Promise.all([startGatewayReplica(env, consoleToken), startGatewayReplica(env, consoleToken)])),
+  );
 });
 
 afterAll(async () => {
-  for (const replica of replicas) {
-    replica.child.kill("SIGTERM");
-    if (replica.child.exitCode === null) await new Promise((resolve) => replica.child.once("exit", resolve));
-  }
+  await Promise.all(replicas.map((replica) => replica.stop()));
   await signing?.stop();
   await database?.drop();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-/** Sends `count` requests at once, alternating between the replicas. */
 /** A reply of a burst: these tests read its `_rateLimit` report and match the rest as a whole. */
 interface BurstReply {
   status: number;
   body: { _rateLimit: { primary: { remaining: number } } };
 }
 
-function burst(count: number, request: (replica: Replica) => Promise<Response>): Promise<BurstReply[]> {
+/** Sends `count` requests at once, alternating between the replicas. */
+function burst(count: number, request: (replica: GatewayReplica) => Promise<Response>): Promise<BurstReply[]> {
   return Promise.all(
     Array.from({ length: count }, async (_, i) => {
       const response = await request(replicas[i % replicas.length]!);
@@ -134,7 +89,7 @@ describe("two gateway processes on one database", () => {
       type: KeyType.SECRET,
     });
     await console_.setKeyLimits({ keyId, bucket: "per_minute", limit: 9 });
-    const send = (replica: Replica) =>
+    const send = (replica: GatewayReplica) =>
       replica.fetch(`${replica.url}/v1/sdk/create-session`, {
         method: "POST",
         headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },

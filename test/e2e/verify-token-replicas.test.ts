@@ -1,17 +1,14 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { freePort } from "@svc/local-mesh/process-tools";
 import { createInternalClient, fileClock } from "@svc/platform";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { startSigning } from "@svc/signing";
 import { decodeProtectedHeader } from "jose";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { type DocumentedFetch, documentedFetch } from "../harness/documented-fetch.ts";
+import { type GatewayReplica, startGatewayReplica } from "../harness/gateway-replica.ts";
 import { createTestDatabase, type TestDatabase } from "../harness/index.ts";
 
 /**
@@ -21,60 +18,20 @@ import { createTestDatabase, type TestDatabase } from "../harness/index.ts";
  * replays across both; a key added in signing is found by both; a key that
  * is no longer published stops verifying; tampering is caught. Time moves by the shared clock file.
  */
-const gatewayEntry = fileURLToPath(new URL("../../gateway/src/server.ts", import.meta.url));
 const issuer = "http://127.0.0.1:8080";
-
-interface Replica {
-  url: string;
-  /** Every answer held to the document this replica serves. */
-  fetch: DocumentedFetch;
-  child: ChildProcess;
-  output: string[];
-}
 
 let database: TestDatabase;
 let signingService: Awaited<ReturnType<typeof startSigning>>;
 let signing: ReturnType<typeof createInternalClient<typeof SigningService>>;
 let dir: string;
 let clockFile: string;
-const replicas: Replica[] = [];
+const replicas: GatewayReplica[] = [];
 /** The shared clock: after the replay cutoff, so a second check is invalid. Only moved forward. */
 let now = new Date("2026-12-01T10:00:00Z");
 const moveClock = (to: Date) => {
   now = to;
   writeFileSync(clockFile, to.toISOString());
 };
-
-async function startReplica(env: Record<string, string>): Promise<Replica> {
-  const [port, consolePort] = [await freePort(), await freePort()];
-  const output: string[] = [];
-  const child = spawn(process.execPath, [gatewayEntry], {
-    env: {
-      ...process.env,
-      ...env,
-      GATEWAY_PORT: String(port),
-      GATEWAY_CONSOLE_PORT: String(consolePort),
-      GATEWAY_CONSOLE_TOKEN: randomBytes(32).toString("base64url"),
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  child.stdout!.on("data", (chunk: Buffer) => output.push(chunk.toString()));
-  child.stderr!.on("data", (chunk: Buffer) => output.push(chunk.toString()));
-  const url = `http://127.0.0.1:${port}`;
-  const replica = { url, fetch: documentedFetch(url), child, output };
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) break;
-    const ready = await fetch(`${replica.url}/readyz`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ready) return replica;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  child.kill("SIGKILL");
-  throw new Error(`gateway replica did not become ready:\n${output.join("")}`);
-}
 
 beforeAll(async () => {
   database = await createTestDatabase("verify_replicas");
@@ -101,14 +58,11 @@ beforeAll(async () => {
     GATEWAY_SIGNING_URL: signingService.url,
     GATEWAY_KEY_PEPPER: randomBytes(32).toString("base64"),
   };
-  replicas.push(...(await Promise.all([startReplica(env), startReplica(env)])));
+  replicas.push(...(await Promise.all([startGatewayReplica(env), startGatewayReplica(env)])));
 });
 
 afterAll(async () => {
-  for (const replica of replicas) {
-    replica.child.kill("SIGTERM");
-    if (replica.child.exitCode === null) await new Promise((resolve) => replica.child.once("exit", resolve));
-  }
+  await Promise.all(replicas.map((replica) => replica.stop()));
   await signingService?.stop();
   await database?.drop();
   if (dir) rmSync(dir, { recursive: true, force: true });
@@ -125,7 +79,7 @@ const mint = async () =>
     })
   ).token;
 
-async function verify(replica: Replica, token: string) {
+async function verify(replica: GatewayReplica, token: string) {
   const response = await replica.fetch(`${replica.url}/v1/sdk/verify-token`, {
     method: "POST",
     headers: { "content-type": "application/json" },
