@@ -14,8 +14,7 @@ const goals: Record<string, Goal[]> = {
     {
       field: "ratio",
       atMost: 3,
-      says:
-        "CPU of verifying an SD-JWT VC presentation with its KB-JWT at most 3x two raw crypto.subtle.verify (P-256) (median of interleaved rounds)",
+      says: "CPU of verifying an SD-JWT VC presentation with its KB-JWT at most 3x two raw crypto.subtle.verify (P-256) (median of interleaved rounds)",
     },
   ],
   "sign-attestation": [
@@ -160,8 +159,16 @@ const goals: Record<string, Goal[]> = {
     { field: "legacy_ratio", atMost: 1.5, says: "the same in the 2025-11-25 revision" },
   ],
   "trust-layer-screening": [
-    { field: "p99_ms", atMost: 2, says: "screening a 28 KB card of realistic content: p99 at most 2 ms" },
-    { field: "ratio", atLeast: 0.1, says: "its throughput at least 10% of JSON.parse of the same bytes" },
+    {
+      field: "p99_ms",
+      atMost: 2,
+      says: "screening a 28 KB card of realistic content: p99 at most 2 ms (3,000 samples, each its wall time less its wait for a CPU)",
+    },
+    {
+      field: "ratio",
+      atLeast: 0.1,
+      says: "its throughput per CPU second at least 10% of JSON.parse's of the same bytes (median of interleaved rounds)",
+    },
   ],
 };
 
