@@ -144,19 +144,17 @@ try {
   await relayed();
 
   const processes = {
-    bench: () => [String(process.pid)],
     postgres: () => postgresProcesses(mesh.databaseUrl),
     agentlink: () => [String(mesh.pid("agentlink"))],
   };
-  type Part = keyof typeof processes;
-  const parts = Object.keys(processes) as Part[];
+  const parts = ["bench", "postgres", "agentlink"] as const;
   /**
    * Operations per second over a round of `task` at 16 clients, and each part's CPU per operation, read
    * once `settled` says the round's work is done. This process's own CPU comes from process.cpuUsage with
    * a collection before and after, so each arm pays for its own garbage.
    */
   const costedRound = async (task: () => Promise<void>, settled: () => Promise<void>) => {
-    const before = Object.fromEntries(parts.map((part) => [part, cpuReading(processes[part]())]));
+    const before = { postgres: cpuReading(processes.postgres()), agentlink: cpuReading(processes.agentlink()) };
     let done = 0;
     let ops = 0;
     const benchUs = await cpuPerOp(async () => {
@@ -165,8 +163,8 @@ try {
     }, 1);
     const cpuUs = {
       bench: benchUs / done,
-      postgres: cpuMicrosSince(before.postgres!, processes.postgres()) / done,
-      agentlink: cpuMicrosSince(before.agentlink!, processes.agentlink()) / done,
+      postgres: cpuMicrosSince(before.postgres, processes.postgres()) / done,
+      agentlink: cpuMicrosSince(before.agentlink, processes.agentlink()) / done,
     };
     return { ops, cpuUs, totalCpuUs: parts.reduce((sum, part) => sum + cpuUs[part], 0) };
   };

@@ -7,7 +7,8 @@
  * of three rounds. Each round also delivers N fresh events through the running dispatcher (paused while
  * they are published, then resumed), in an order that swaps each round: `n*_recovery_ratio` is the
  * median of the rounds' recovery time over that plain delivery's, and `n*_recovery_cpu_us` and
- * `n*_plain_cpu_us` the dispatcher's and PostgreSQL's CPU per delivery of each, from /proc. How long N
+ * `n*_plain_cpu_us` the dispatcher's and PostgreSQL's CPU per delivery of each, from /proc (the
+ * recovery's from ready, per delivery made after it: the new process starts sending before). How long N
  * deliveries take at all moves with the machine's load; the ratio and the CPU say what the recovery adds.
  * Starts its own PostgreSQL and nats-server in a temporary directory and stops by itself.
  *
@@ -150,11 +151,14 @@ async function measure(infrastructure: { postgresUrl: string; natsUrl: string },
       child = await startDispatcher(env);
       const readyAt = performance.now();
       const before = cpuReading(serverProcesses());
+      // The new process gives claims back and sends before it answers ready: its CPU is divided by the
+      // deliveries made after, not by N.
+      const afterReady = deliveredSoFar - (await count(`status = 'delivered'`));
       const readyToDeliveredMs = await untilAllDelivered();
       return {
         killToReadyMs: readyAt - killedAt,
         readyToDeliveredMs,
-        cpuUs: cpuMicrosSince(before, serverProcesses()) / n,
+        cpuUs: cpuMicrosSince(before, serverProcesses()) / Math.max(1, afterReady),
       };
     };
     /** N fresh events waiting on the stream while the running dispatcher is paused; its time to deliver them. */
