@@ -7,7 +7,9 @@ import { AgentConsoleService } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { ConsoleService } from "@svc/proto/console/v1/console_pb.js";
 import pg from "pg";
-import { measureThroughput, startBenchMesh } from "../../../test/bench/bench-infrastructure.ts";
+import { cpuPerOp } from "../../../gateway/sdk/bench/cpu.ts";
+import { measureThroughput, median, startBenchMesh } from "../../../test/bench/bench-infrastructure.ts";
+import { cpuMicrosSince, cpuReading, postgresProcesses } from "../../../test/bench/process-cpu.ts";
 import { consoleTransport } from "../../../test/harness/console-transport.ts";
 import { AgentNames } from "../src/agents/agent-naming.ts";
 import { settings } from "../src/config.ts";
@@ -21,9 +23,17 @@ import { inquire, type ProposalContext } from "../src/proposals/inquire.ts";
  * and categories, its card for the request_id and the binding, and writes the card, its audit row and its
  * event in one transaction. The person is named by opaque_id (the preferred identifier), so no
  * account round trip is counted; the running agentlink's outbox relay publishes the events meanwhile.
+ *
+ * The two run in alternating rounds (which goes first swaps each round) and `ratio` is the median of the
+ * rounds' ratios: measured one after the other, each seeing the machine of its own five seconds, the ratio
+ * read 0.28 to 0.45. Beside it, each arm's CPU per operation from /proc: this process (the in-process
+ * service or the INSERT's client), PostgreSQL and the running agentlink. An inquire round's CPU is read
+ * once the relay has published its cards' events, so their cost is the inquire's and none of it falls in
+ * the INSERT round that follows.
  */
 const clients = 16;
-const durationMs = 5000;
+const roundMs = 2000;
+const rounds = 7;
 
 const mesh = await startBenchMesh(["signing", "account", "agentlink"]);
 try {
@@ -121,19 +131,74 @@ try {
     await propose();
     await insert();
   }
-  const insertOps = await measureThroughput(clients, durationMs, insert);
-  const inquireOps = await measureThroughput(clients, durationMs, propose);
+  const unrelayed = async () =>
+    (await db.query<{ n: number }>("select count(*)::int as n from agentlink.outbox where published_at is null"))
+      .rows[0]!.n;
+  const relayed = async () => {
+    const deadline = Date.now() + 60_000;
+    while ((await unrelayed()) > 0) {
+      if (Date.now() > deadline) throw new Error("agentlink's relay left events unpublished for 60 s");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+  await relayed();
+
+  const processes = {
+    postgres: () => postgresProcesses(mesh.databaseUrl),
+    agentlink: () => [String(mesh.pid("agentlink"))],
+  };
+  const parts = ["bench", "postgres", "agentlink"] as const;
+  /**
+   * Operations per second over a round of `task` at 16 clients, and each part's CPU per operation, read
+   * once `settled` says the round's work is done. This process's own CPU comes from process.cpuUsage with
+   * a collection before and after, so each arm pays for its own garbage.
+   */
+  const costedRound = async (task: () => Promise<void>, settled: () => Promise<void>) => {
+    const before = { postgres: cpuReading(processes.postgres()), agentlink: cpuReading(processes.agentlink()) };
+    let done = 0;
+    let ops = 0;
+    const benchUs = await cpuPerOp(async () => {
+      ops = await measureThroughput(clients, roundMs, () => task().then(() => void done++));
+      await settled();
+    }, 1);
+    const cpuUs = {
+      bench: benchUs / done,
+      postgres: cpuMicrosSince(before.postgres, processes.postgres()) / done,
+      agentlink: cpuMicrosSince(before.agentlink, processes.agentlink()) / done,
+    };
+    return { ops, cpuUs, totalCpuUs: parts.reduce((sum, part) => sum + cpuUs[part], 0) };
+  };
+  type Round = Awaited<ReturnType<typeof costedRound>>;
+  const inquireArm: Round[] = [];
+  const insertArm: Round[] = [];
+  for (let round = 0; round < rounds; round++) {
+    const arms = [
+      async () => inquireArm.push(await costedRound(propose, relayed)),
+      async () => insertArm.push(await costedRound(insert, async () => {})),
+    ];
+    for (const arm of round % 2 === 0 ? arms : arms.reverse()) await arm();
+  }
+  const ratios = inquireArm.map((inquired, round) => inquired.ops / insertArm[round]!.ops);
 
   await db.end();
   await statements.end();
   await nc.close();
+  const middle = (arm: Round[], value: (round: Round) => number) => Math.round(median(arm.map(value)));
   console.log(
     JSON.stringify({
       name: "agents-inquire",
-      ratio: inquireOps / insertOps,
-      inquire_ops: Math.round(inquireOps),
-      insert_ops: Math.round(insertOps),
+      ratio: Number(median(ratios).toFixed(3)),
+      min_round_ratio: Number(Math.min(...ratios).toFixed(3)),
+      max_round_ratio: Number(Math.max(...ratios).toFixed(3)),
+      inquire_ops: middle(inquireArm, (r) => r.ops),
+      insert_ops: middle(insertArm, (r) => r.ops),
+      inquire_cpu_us: middle(inquireArm, (r) => r.totalCpuUs),
+      ...Object.fromEntries(parts.map((part) => [`inquire_${part}_cpu_us`, middle(inquireArm, (r) => r.cpuUs[part])])),
+      insert_cpu_us: middle(insertArm, (r) => r.totalCpuUs),
+      ...Object.fromEntries(parts.map((part) => [`insert_${part}_cpu_us`, middle(insertArm, (r) => r.cpuUs[part])])),
+      cpu_ratio: Number(median(inquireArm.map((r, round) => r.totalCpuUs / insertArm[round]!.totalCpuUs)).toFixed(2)),
       clients,
+      rounds,
     }),
   );
 } finally {

@@ -1,9 +1,14 @@
 /**
  * Trust-layer screening of a 28 KB card of realistic content, against a plain JSON.parse of the same bytes.
- * Prints one JSON line: {"name":"trust-layer-screening","p99_ms":…,"ratio":…,…}; `ratio` is screening's
- * throughput over JSON.parse's (goal: at least 0.1), `p99_ms` one screening's 99th percentile (goal: at most 2).
- * Run: node services/agentlink/bench/trust-layer.bench.ts [seconds per round, default 0.25; 12 rounds of each]
+ * Prints one JSON line: {"name":"trust-layer-screening","p99_ms":…,"ratio":…,…}.
+ * `ratio` is screening's throughput per CPU second over JSON.parse's, that is JSON.parse's CPU per operation
+ * over screening's, the median over interleaved rounds (which goes first swaps each round; goal: at least 0.1).
+ * `p99_ms` is one screening's 99th percentile over 3,000 samples, each its wall time less the time this
+ * thread waited for a CPU meanwhile (goal: at most 2); `p99_wall_ms` is the plain wall time's, beside it.
+ * Run: node services/agentlink/bench/trust-layer.bench.ts [rounds, default 11]
  */
+import { cpuPerOp, median } from "../../../gateway/sdk/bench/cpu.ts";
+import { runQueueWait } from "../../../test/bench/run-queue-wait.ts";
 import { limits } from "../src/trust-layer/limits.ts";
 import { screenLocally } from "../src/trust-layer/screen.ts";
 
@@ -115,49 +120,69 @@ function largestCard(note: (index: number) => string) {
   return { bytes, input, paragraphs, cardBytes: payloadBytes(paragraphs) };
 }
 
-function opsPerSecond(work: () => unknown, seconds: number): number {
-  const started = performance.now();
-  const until = started + seconds * 1000;
-  let count = 0;
-  while (performance.now() < until) {
-    for (let i = 0; i < 20; i++) work();
-    count += 20;
-  }
-  return count / ((performance.now() - started) / 1000);
-}
+const repeatedly = (work: () => unknown, iterations: number) => async () => {
+  for (let i = 0; i < iterations; i++) work();
+};
 
-function latencies(input: unknown, samples: number): number[] {
-  const measured: number[] = [];
+/**
+ * One screening's time, `samples` times: the wall time less the time the thread waited, runnable, for a
+ * CPU. The readings sit inside the timed span, so a wait is only ever taken off a span that holds it.
+ */
+function latencies(input: unknown, samples: number): { ran: number[]; wall: number[] } {
+  const waited = runQueueWait();
+  const ran: number[] = [];
+  const wall: number[] = [];
   for (let i = 0; i < samples; i++) {
     const started = performance.now();
+    const waitedBefore = waited.ms();
     screenLocally(input);
-    measured.push(performance.now() - started);
+    const waitedAfter = waited.ms();
+    const took = performance.now() - started;
+    wall.push(took);
+    ran.push(took - (waitedAfter - waitedBefore));
   }
-  return measured.sort((a, b) => a - b);
+  waited.close();
+  return { ran: ran.sort((a, b) => a - b), wall: wall.sort((a, b) => a - b) };
 }
 const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0;
 
-/** Throughput of screening against JSON.parse of the same bytes, and one screening's latency. */
-function measure(card: ReturnType<typeof largestCard>, seconds: number) {
-  const parse = () => JSON.parse(card.bytes);
-  const screen = () => screenLocally(card.input);
-  opsPerSecond(parse, 0.3);
-  opsPerSecond(screen, 0.3);
-  // Alternating rounds, best of each, so a burst of noise on the shared machine does not decide the ratio.
-  const best = { parse: 0, screen: 0 };
-  for (let round = 0; round < 12; round++) {
-    best.parse = Math.max(best.parse, opsPerSecond(parse, seconds));
-    best.screen = Math.max(best.screen, opsPerSecond(screen, seconds));
+/** Parses and screenings per round: each arm's round is a few hundred ms of CPU, its collection a small part. */
+const parsesPerRound = 1500;
+const screeningsPerRound = 300;
+const latencySamples = 3000;
+
+/** CPU per operation of screening and of JSON.parse in interleaved rounds, and one screening's latency. */
+async function measure(card: ReturnType<typeof largestCard>, rounds: number) {
+  const parse = repeatedly(() => JSON.parse(card.bytes), parsesPerRound);
+  const screen = repeatedly(() => screenLocally(card.input), screeningsPerRound);
+  await cpuPerOp(parse, parsesPerRound);
+  await cpuPerOp(screen, screeningsPerRound);
+  const spent = { parse: [] as number[], screen: [] as number[] };
+  const ratios: number[] = [];
+  for (let round = 0; round < rounds; round++) {
+    const arms = [
+      async () => spent.parse.push(await cpuPerOp(parse, parsesPerRound)),
+      async () => spent.screen.push(await cpuPerOp(screen, screeningsPerRound)),
+    ];
+    for (const arm of round % 2 === 0 ? arms : arms.reverse()) await arm();
+    ratios.push((spent.parse.at(-1) as number) / (spent.screen.at(-1) as number));
   }
-  const sorted = latencies(card.input, 5000);
-  return { ...best, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), ratio: best.screen / best.parse };
+  const { ran, wall } = latencies(card.input, latencySamples);
+  return {
+    parseCpuUs: median(spent.parse),
+    screenCpuUs: median(spent.screen),
+    ratio: median(ratios),
+    p50: percentile(ran, 0.5),
+    p99: percentile(ran, 0.99),
+    p99Wall: percentile(wall, 0.99),
+  };
 }
 
-const seconds = Number(process.argv[2] ?? 0.25);
+const rounds = Number(process.argv[2] ?? 11);
 const realistic = largestCard(paragraph);
 const multiscript = largestCard(multiscriptParagraph);
-const results = { realistic: measure(realistic, seconds), multiscript: measure(multiscript, seconds) };
+const results = { realistic: await measure(realistic, rounds), multiscript: await measure(multiscript, rounds) };
 for (const [name, card] of [
   ["realistic", realistic],
   ["multiscript", multiscript],
@@ -167,10 +192,10 @@ for (const [name, card] of [
     `${name} card: ${card.cardBytes} bytes of payload (${Buffer.byteLength(card.bytes)} of body), ` +
       `${card.paragraphs} notes`,
   );
-  console.log(`  JSON.parse:    ${Math.round(result.parse)} ops/s`);
+  console.log(`  JSON.parse:    ${result.parseCpuUs.toFixed(1)} µs of CPU`);
   console.log(
-    `  screenLocally: ${Math.round(result.screen)} ops/s (ratio ${result.ratio.toFixed(3)}), ` +
-      `p50 ${result.p50.toFixed(3)} ms, p99 ${result.p99.toFixed(3)} ms`,
+    `  screenLocally: ${result.screenCpuUs.toFixed(1)} µs of CPU (ratio ${result.ratio.toFixed(3)}), ` +
+      `p50 ${result.p50.toFixed(3)} ms, p99 ${result.p99.toFixed(3)} ms (wall ${result.p99Wall.toFixed(3)} ms)`,
   );
 }
 const { realistic: goal, multiscript: stress } = results;
@@ -178,11 +203,15 @@ console.log(
   JSON.stringify({
     name: "trust-layer-screening",
     card_bytes: realistic.cardBytes,
-    parse_ops: Math.round(goal.parse),
-    screen_ops: Math.round(goal.screen),
+    rounds,
+    parse_cpu_us: Number(goal.parseCpuUs.toFixed(1)),
+    screen_cpu_us: Number(goal.screenCpuUs.toFixed(1)),
     p50_ms: Number(goal.p50.toFixed(3)),
     p99_ms: Number(goal.p99.toFixed(3)),
+    p99_wall_ms: Number(goal.p99Wall.toFixed(3)),
+    samples: latencySamples,
     ratio: Number(goal.ratio.toFixed(3)),
+    multiscript_screen_cpu_us: Number(stress.screenCpuUs.toFixed(1)),
     multiscript_p99_ms: Number(stress.p99.toFixed(3)),
     multiscript_ratio: Number(stress.ratio.toFixed(3)),
   }),

@@ -1,9 +1,17 @@
 /**
  * Deliveries per second of a burst of events to one local receiver that answers 204, against a
- * baseline measured on the same machine just before each burst (five rounds; the median ratio
- * counts): the lower of what a bare node:http server answers (at the dispatcher's per-endpoint
- * concurrency) and how many single-row UPDATEs the same PostgreSQL commits one after another. The
- * ratio says how much of those primitives the dispatcher turns into signed, recorded deliveries.
+ * baseline measured on the same machine in alternating rounds (which goes first swaps each round;
+ * the median of the rounds' ratios counts): the lower of what a bare node:http server answers and how
+ * many single-row UPDATEs the same PostgreSQL commits, both at the dispatcher's per-endpoint
+ * concurrency. The ratio says how much of those primitives the dispatcher turns into signed, recorded
+ * deliveries. Beside it, CPU per operation from /proc: the dispatcher's and PostgreSQL's per delivery,
+ * the receiver's per bare request, PostgreSQL's per UPDATE (this process, the load, is not counted).
+ *
+ * The UPDATEs once ran one after another: a rate set by how fast the machine wakes a process (two
+ * wake-ups a statement), not by work, against a dispatcher that keeps many statements in flight. It
+ * decided the baseline, so the ratio read 0.50 on one machine and 0.25 on another, and 0.33 to 0.80
+ * between rounds of one run under load.
+ *
  * Starts its own PostgreSQL and nats-server in a temporary directory, runs webhook-dispatch as its
  * own process with its defaults, stops by itself, and prints one JSON line on stdout (progress, and
  * the output of the processes it starts, go to stderr).
@@ -25,15 +33,16 @@ import pg from "pg";
 import { startInfrastructure } from "../../../deploy/local/src/infrastructure.ts";
 import { freePort } from "../../../deploy/local/src/process-tools.ts";
 import { median } from "../../../test/bench/bench-infrastructure.ts";
+import { cpuMicrosSince, cpuReading, postgresProcesses } from "../../../test/bench/process-cpu.ts";
 import { gateEvent, publish } from "../test/support/events.ts";
 
 const events = 2000;
 const warmUpEvents = 1000;
-/** Bursts measured, each right after its own baseline, so that the machine's drift hits both alike. */
-const rounds = 5;
+/** Bursts measured, each beside its own baseline, so that the machine's drift hits both alike. */
+const rounds = 7;
 const baselineRequests = 5000;
 const baselineUpdates = 5000;
-/** The dispatcher's default per-endpoint concurrency; the HTTP baseline gets the same. */
+/** The dispatcher's default per-endpoint concurrency; both baselines get the same. */
 const concurrency = 4;
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
@@ -51,6 +60,7 @@ const receiverScript = `
 
 interface Receiver {
   child: ChildProcess;
+  pid: string;
   url: string;
   count(): Promise<number>;
 }
@@ -60,6 +70,7 @@ async function startReceiverProcess(): Promise<Receiver> {
   const [{ port }] = (await once(child, "message")) as [{ port: number }];
   return {
     child,
+    pid: String(child.pid),
     url: `http://127.0.0.1:${port}/webhooks`,
     async count() {
       child.send("count");
@@ -94,6 +105,7 @@ async function startDispatcherProcess(env: Record<string, string>) {
   }
   return {
     console: createClient(WebhookConsoleService, createConnectTransport({ baseUrl, httpVersion: "2" })),
+    pid: String(child.pid),
     pause: () => child.kill("SIGSTOP"),
     resume: () => child.kill("SIGCONT"),
     stop,
@@ -127,31 +139,57 @@ async function httpRate(url: string): Promise<number> {
 }
 
 async function updateRate(databaseUrl: string): Promise<number> {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  await client.query("create table bench_counter (id int primary key, n bigint not null)");
-  await client.query("insert into bench_counter values (1, 0)");
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: concurrency });
+  await pool.query("create table bench_counter (id int primary key, n bigint not null)");
+  await pool.query("insert into bench_counter select id, 0 from generate_series(1, $1) as id", [concurrency]);
+  let sent = 0;
   const started = performance.now();
-  for (let i = 0; i < baselineUpdates; i += 1) await client.query("update bench_counter set n = n + 1 where id = 1");
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, client) => {
+      const connection = await pool.connect();
+      while (sent < baselineUpdates) {
+        sent += 1;
+        await connection.query("update bench_counter set n = n + 1 where id = $1", [client + 1]);
+      }
+      connection.release();
+    }),
+  );
   const rate = baselineUpdates / ((performance.now() - started) / 1000);
-  await client.query("drop table bench_counter");
-  await client.end();
+  await pool.query("drop table bench_counter");
+  await pool.end();
   return rate;
 }
 
-interface Round {
-  baselinePerS: number;
+/** A baseline's rate (the lower of its two) and the CPU of each of its operations. */
+interface Baseline {
+  perS: number;
+  httpPerS: number;
+  updatePerS: number;
+  httpCpuUs: number;
+  updateCpuUs: number;
+}
+
+interface Round extends Baseline {
   deliveriesPerS: number;
+  dispatcherCpuUs: number;
+  postgresCpuUs: number;
+}
+
+/** Runs `work` and returns what it returned and the CPU `pids()` spent on it, in µs. */
+async function costed<T>(pids: () => string[], work: () => Promise<T>): Promise<[T, number]> {
+  const before = cpuReading(pids());
+  const result = await work();
+  return [result, cpuMicrosSince(before, pids())];
 }
 
 /**
- * Per round: the baseline while the dispatcher idles, then the deliveries per second from resuming a
- * paused dispatcher, with `events` waiting on the stream, until all are delivered.
+ * Per round, in an order that swaps each round: the baseline while the dispatcher idles, and the
+ * deliveries per second from resuming a paused dispatcher, with `events` waiting on the stream, until
+ * all are delivered.
  */
 async function measureRounds(
   infrastructure: { postgresUrl: string; natsUrl: string },
   receiver: Receiver,
-  baseline: () => Promise<number>,
 ): Promise<Round[]> {
   const env = {
     SVC_DATABASE_URL: infrastructure.postgresUrl,
@@ -172,6 +210,7 @@ async function measureRounds(
     connectionString: infrastructure.postgresUrl,
     options: "-c search_path=webhook_dispatch",
   });
+  const postgres = () => postgresProcesses(infrastructure.postgresUrl);
   try {
     await db.connect();
     await dispatcher.console.addEndpoint({ organizationId: "org-bench", url: receiver.url, types: [] });
@@ -180,38 +219,68 @@ async function measureRounds(
       for (let i = 0; i < burst.length; i += 100)
         await Promise.all(burst.slice(i, i + 100).map((event) => publish(bus, event)));
     };
-    const before = await receiver.count();
     // Done when Postgres records every delivery as delivered. The receiver's count (over IPC) is
-    // watched first, so that watching does not load the database under test.
+    // watched first, so that watching does not load the database under test while the burst runs.
     const delivered = async () =>
       (await db.query<{ n: number }>("select count(*)::int as n from deliveries where status = 'delivered'")).rows[0]!
         .n;
-    const allDelivered = async (total: number) => {
+    const allDelivered = async (received: number, count: number, total: number) => {
       const deadline = Date.now() + 120_000;
-      while ((await receiver.count()) - before < total || (await delivered()) < total) {
+      while ((await receiver.count()) - received < count || (await delivered()) < total) {
         if (Date.now() > deadline) throw new Error(`only ${await delivered()} of ${total} delivered after 120 s`);
         await new Promise((resolve) => setTimeout(resolve, 5));
       }
     };
+    const baseline = async (): Promise<Baseline> => {
+      const [httpPerS, httpCpuUs] = await costed(
+        () => [receiver.pid],
+        () => httpRate(receiver.url),
+      );
+      const [updatePerS, updateCpuUs] = await costed(postgres, () => updateRate(infrastructure.postgresUrl));
+      log(
+        `baseline: bare node:http ${httpPerS.toFixed(0)} requests/s, single-row UPDATE ${updatePerS.toFixed(0)}/s, ${concurrency} in flight each`,
+      );
+      return {
+        perS: Math.min(httpPerS, updatePerS),
+        httpPerS,
+        updatePerS,
+        httpCpuUs: httpCpuUs / baselineRequests,
+        updateCpuUs: updateCpuUs / baselineUpdates,
+      };
+    };
 
     // A warm-up burst, so that the measured one runs on optimised code, as a long-running process does.
+    const receivedBeforeWarmUp = await receiver.count();
     await publishBurst(warmUpEvents);
-    await allDelivered(warmUpEvents);
+    await allDelivered(receivedBeforeWarmUp, warmUpEvents, warmUpEvents);
     // Each measured burst waits on the stream while the dispatcher is paused, so that the time covers
     // the dispatcher's work (consume, store, fan out, sign, send, record) and not the publishing.
-    const measured: Round[] = [];
-    for (let round = 1; round <= rounds; round += 1) {
-      const baselinePerS = await baseline();
+    let deliveredSoFar = warmUpEvents;
+    const burst = async () => {
       dispatcher.pause();
+      const received = await receiver.count();
       await publishBurst(events);
+      const [dispatcherBefore, postgresBefore] = [cpuReading([dispatcher.pid]), cpuReading(postgres())];
       const started = performance.now();
       dispatcher.resume();
-      await allDelivered(warmUpEvents + round * events);
-      const deliveriesPerS = events / ((performance.now() - started) / 1000);
+      deliveredSoFar += events;
+      await allDelivered(received, events, deliveredSoFar);
+      return {
+        deliveriesPerS: events / ((performance.now() - started) / 1000),
+        dispatcherCpuUs: cpuMicrosSince(dispatcherBefore, [dispatcher.pid]) / events,
+        postgresCpuUs: cpuMicrosSince(postgresBefore, postgres()) / events,
+      };
+    };
+    const measured: Round[] = [];
+    for (let round = 1; round <= rounds; round += 1) {
+      const burstFirst = round % 2 === 0;
+      const first = burstFirst ? await burst() : await baseline();
+      const second = burstFirst ? await baseline() : await burst();
+      const result = { ...first, ...second } as Round;
       log(
-        `round ${round}: baseline ${baselinePerS.toFixed(0)}/s, delivered ${events} events at ${deliveriesPerS.toFixed(0)}/s`,
+        `round ${round}: baseline ${result.perS.toFixed(0)}/s, delivered ${events} events at ${result.deliveriesPerS.toFixed(0)}/s`,
       );
-      measured.push({ baselinePerS, deliveriesPerS });
+      measured.push(result);
     }
     return measured;
   } finally {
@@ -228,23 +297,23 @@ async function main(): Promise<void> {
   const infrastructure = await startInfrastructure({ dir, durable: false, log });
   const receiver = await startReceiverProcess();
   try {
-    const baseline = async () => {
-      const http = await httpRate(receiver.url);
-      const update = await updateRate(infrastructure.postgresUrl);
-      log(
-        `baseline: bare node:http ${http.toFixed(0)} requests/s at concurrency ${concurrency}; single-row UPDATE ${update.toFixed(0)}/s`,
-      );
-      return Math.min(http, update);
-    };
-    const measured = await measureRounds(infrastructure, receiver, baseline);
-    const ratios = measured.map((r) => r.deliveriesPerS / r.baselinePerS);
-    const middle = measured[ratios.indexOf(median(ratios))]!;
+    const measured = await measureRounds(infrastructure, receiver);
+    const ratios = measured.map((r) => r.deliveriesPerS / r.perS);
+    const middle = (value: (round: Round) => number) => Math.round(median(measured.map(value)));
     process.stdout.write(
       `${JSON.stringify({
         name: "webhook-delivery",
         ratio: Number(median(ratios).toFixed(3)),
-        deliveries_per_s: Math.round(middle.deliveriesPerS),
-        baseline_per_s: Math.round(middle.baselinePerS),
+        deliveries_per_s: middle((r) => r.deliveriesPerS),
+        baseline_per_s: middle((r) => r.perS),
+        http_per_s: middle((r) => r.httpPerS),
+        update_per_s: middle((r) => r.updatePerS),
+        delivery_cpu_us: middle((r) => r.dispatcherCpuUs + r.postgresCpuUs),
+        delivery_dispatcher_cpu_us: middle((r) => r.dispatcherCpuUs),
+        delivery_postgres_cpu_us: middle((r) => r.postgresCpuUs),
+        http_cpu_us: middle((r) => r.httpCpuUs),
+        update_cpu_us: middle((r) => r.updateCpuUs),
+        concurrency,
         rounds: ratios.map((r) => Number(r.toFixed(3))),
       })}\n`,
     );

@@ -2,9 +2,15 @@
  * How long deliveries held by a dispatcher killed with SIGKILL take to arrive after the restart, for
  * N = 200 and N = 2000 claims. The dead dispatcher held all N (part in flight to a receiver that does
  * not answer, the rest queued) under leases of minutes; the next one finds its liveness lock dropped
- * and gives them back at once. Prints the time from the kill to the new process being ready, and from
- * ready to the last delivery recorded, as one JSON line on stdout (progress on stderr). Starts its own
- * PostgreSQL and nats-server in a temporary directory and stops by itself.
+ * and gives them back at once. Prints, as one JSON line on stdout (progress on stderr), the time from
+ * the kill to the new process being ready and from ready to the last delivery recorded, each the median
+ * of three rounds. Each round also delivers N fresh events through the running dispatcher (paused while
+ * they are published, then resumed), in an order that swaps each round: `n*_recovery_ratio` is the
+ * median of the rounds' recovery time over that plain delivery's, and `n*_recovery_cpu_us` and
+ * `n*_plain_cpu_us` the dispatcher's and PostgreSQL's CPU per delivery of each, from /proc (the
+ * recovery's from ready, per delivery made after it: the new process starts sending before). How long N
+ * deliveries take at all moves with the machine's load; the ratio and the CPU say what the recovery adds.
+ * Starts its own PostgreSQL and nats-server in a temporary directory and stops by itself.
  *
  *   node services/webhook-dispatch/bench/restart-recovery.bench.ts
  */
@@ -23,9 +29,12 @@ import { WebhookConsoleService } from "@svc/proto/webhook/v1/webhook_pb.js";
 import pg from "pg";
 import { startInfrastructure } from "../../../deploy/local/src/infrastructure.ts";
 import { freePort } from "../../../deploy/local/src/process-tools.ts";
+import { median } from "../../../test/bench/bench-infrastructure.ts";
+import { cpuMicrosSince, cpuReading, postgresProcesses } from "../../../test/bench/process-cpu.ts";
 import { gateEvent, publish } from "../test/support/events.ts";
 
 const sizes = [200, 2000];
+const rounds = 3;
 /** A claim holds 16 rounds of attempts per endpoint: enough concurrency that one endpoint holds all N. */
 const roundsAhead = 16;
 const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -97,6 +106,7 @@ async function measure(infrastructure: { postgresUrl: string; natsUrl: string },
     subjectPrefix: stream.toLowerCase(),
   });
   let child = await startDispatcher(env);
+  const serverProcesses = () => [String(child.pid), ...postgresProcesses(infrastructure.postgresUrl)];
   try {
     const console = createClient(
       WebhookConsoleService,
@@ -110,28 +120,80 @@ async function measure(infrastructure: { postgresUrl: string; natsUrl: string },
           endpointId,
         ])
       ).rows[0]!.n;
-    const burst = Array.from({ length: n }, () => gateEvent(organizationId));
-    for (let i = 0; i < burst.length; i += 100) await Promise.all(burst.slice(i, i + 100).map((e) => publish(bus, e)));
-    while ((await count(`status = 'pending' and claimed_by is not null`)) < n)
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    log(`N=${n}: all claimed; kill -9`);
+    const publishBurst = async () => {
+      const burst = Array.from({ length: n }, () => gateEvent(organizationId));
+      for (let i = 0; i < burst.length; i += 100)
+        await Promise.all(burst.slice(i, i + 100).map((e) => publish(bus, e)));
+    };
+    let deliveredSoFar = 0;
+    /** Milliseconds until every delivery so far is recorded as delivered, from now. */
+    const untilAllDelivered = async () => {
+      const started = performance.now();
+      while ((await count(`status = 'delivered'`)) < deliveredSoFar) {
+        if (performance.now() - started > 300_000) throw new Error(`N=${n}: not all delivered after 300 s`);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      return performance.now() - started;
+    };
 
-    child.kill("SIGKILL");
-    await once(child, "exit");
-    receiver.accept();
-    const killedAt = performance.now();
-    child = await startDispatcher(env);
-    const readyAt = performance.now();
-    while ((await count(`status = 'delivered'`)) < n) {
-      if (performance.now() - readyAt > 300_000) throw new Error(`N=${n}: not all delivered after 300 s`);
-      await new Promise((resolve) => setTimeout(resolve, 5));
+    /** N claims held by a dispatcher that is then killed; the next one's time from ready to all delivered. */
+    const recovery = async () => {
+      receiver.hold();
+      await publishBurst();
+      deliveredSoFar += n;
+      while ((await count(`status = 'pending' and claimed_by is not null`)) < n)
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      log(`N=${n}: all claimed; kill -9`);
+      child.kill("SIGKILL");
+      await once(child, "exit");
+      receiver.accept();
+      const killedAt = performance.now();
+      child = await startDispatcher(env);
+      const readyAt = performance.now();
+      const before = cpuReading(serverProcesses());
+      // The new process gives claims back and sends before it answers ready: its CPU is divided by the
+      // deliveries made after, not by N.
+      const afterReady = deliveredSoFar - (await count(`status = 'delivered'`));
+      const readyToDeliveredMs = await untilAllDelivered();
+      return {
+        killToReadyMs: readyAt - killedAt,
+        readyToDeliveredMs,
+        cpuUs: cpuMicrosSince(before, serverProcesses()) / Math.max(1, afterReady),
+      };
+    };
+    /** N fresh events waiting on the stream while the running dispatcher is paused; its time to deliver them. */
+    const plain = async () => {
+      receiver.accept();
+      child.kill("SIGSTOP");
+      await publishBurst();
+      deliveredSoFar += n;
+      const before = cpuReading(serverProcesses());
+      child.kill("SIGCONT");
+      const deliveredMs = await untilAllDelivered();
+      return { deliveredMs, cpuUs: cpuMicrosSince(before, serverProcesses()) / n };
+    };
+
+    const measured: { recovered: Awaited<ReturnType<typeof recovery>>; plain: Awaited<ReturnType<typeof plain>> }[] =
+      [];
+    for (let round = 0; round < rounds; round++) {
+      const plainFirst = round % 2 === 1;
+      const first = plainFirst ? await plain() : undefined;
+      const recovered = await recovery();
+      measured.push({ recovered, plain: first ?? (await plain()) });
     }
-    const deliveredAt = performance.now();
+    const middle = (value: (round: (typeof measured)[number]) => number) => Math.round(median(measured.map(value)));
     return {
-      killToReadyMs: Math.round(readyAt - killedAt),
-      readyToDeliveredMs: Math.round(deliveredAt - readyAt),
+      killToReadyMs: middle((r) => r.recovered.killToReadyMs),
+      readyToDeliveredMs: middle((r) => r.recovered.readyToDeliveredMs),
+      plainDeliveredMs: middle((r) => r.plain.deliveredMs),
+      recoveryRatio: Number(
+        median(measured.map((r) => r.recovered.readyToDeliveredMs / r.plain.deliveredMs)).toFixed(2),
+      ),
+      recoveryCpuUs: middle((r) => r.recovered.cpuUs),
+      plainCpuUs: middle((r) => r.plain.cpuUs),
     };
   } finally {
+    child.kill("SIGCONT");
     child.kill("SIGTERM");
     await once(child, "exit");
     await bus.nc.drain();
@@ -146,12 +208,16 @@ async function main(): Promise<void> {
   await chmod(dir, 0o755);
   const infrastructure = await startInfrastructure({ dir, durable: false, log });
   try {
-    const result: Record<string, unknown> = { name: "webhook-restart-recovery" };
+    const result: Record<string, unknown> = { name: "webhook-restart-recovery", rounds };
     for (const n of sizes) {
       const measured = await measure(infrastructure, n);
       log(`N=${n}: ${JSON.stringify(measured)}`);
       result[`n${n}_kill_to_ready_ms`] = measured.killToReadyMs;
       result[`n${n}_ready_to_delivered_ms`] = measured.readyToDeliveredMs;
+      result[`n${n}_plain_delivered_ms`] = measured.plainDeliveredMs;
+      result[`n${n}_recovery_ratio`] = measured.recoveryRatio;
+      result[`n${n}_recovery_cpu_us`] = measured.recoveryCpuUs;
+      result[`n${n}_plain_cpu_us`] = measured.plainCpuUs;
     }
     process.stdout.write(`${JSON.stringify(result)}\n`);
   } finally {
