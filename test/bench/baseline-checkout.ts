@@ -28,8 +28,7 @@ export function checkoutAt(ref: string): { root: string; commit: string } {
   const theirs = JSON.parse(readFileSync(join(dir, "package-lock.json"), "utf8")) as Lock;
   const ours = JSON.parse(readFileSync(join(root, "package-lock.json"), "utf8")) as Lock;
   const missing = Object.entries(theirs.packages).filter(
-    ([path, entry]) =>
-      path.includes("node_modules/") && !entry.link && ours.packages[path]?.version !== entry.version,
+    ([path, entry]) => path.includes("node_modules/") && !entry.link && ours.packages[path]?.version !== entry.version,
   );
   if (missing.length > 0)
     throw new Error(

@@ -1,4 +1,5 @@
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { Agent } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createClient } from "@connectrpc/connect";
@@ -116,23 +117,26 @@ export type ArmMesh = Awaited<ReturnType<typeof startArmMesh>>;
 /**
  * Server CPU per operation of one arm's round: `operations` calls of `call`, `inFlight` at a time, then `settleMs`
  * with nothing sent, so that the work a call leaves behind (an outbox relayed, spans exported on their
- * schedule) is counted in its own round. The idle part costs both arms alike.
+ * schedule) is counted in its own round. The idle part costs both arms alike. Each round opens its own
+ * connections: a kept-alive one left idle while the next round's inputs are made may be closed by the server
+ * just as it is reused.
  */
 export async function costedRound(
   arm: ArmMesh,
   inputs: string[],
   inFlight: number,
   settleMs: number,
-  call: (input: string) => Promise<void>,
+  call: (input: string, agent: Agent) => Promise<void>,
 ): Promise<{ cpuUsPerOp: number; opsPerSecond: number }> {
+  const agent = new Agent({ keepAlive: true, maxSockets: inFlight });
   const before = cpuReading(arm.processes());
   let next = 0;
   const started = performance.now();
   await Promise.all(
     Array.from({ length: inFlight }, async () => {
-      while (next < inputs.length) await call(inputs[next++]!);
+      while (next < inputs.length) await call(inputs[next++]!, agent);
     }),
-  );
+  ).finally(() => agent.destroy());
   const opsPerSecond = inputs.length / ((performance.now() - started) / 1000);
   await new Promise((resolve) => setTimeout(resolve, settleMs));
   return { cpuUsPerOp: cpuMicrosSince(before, arm.processes()) / inputs.length, opsPerSecond };
@@ -148,8 +152,12 @@ export async function interleaved<Arm extends string>(
     Arm,
     { cpuUsPerOp: number; opsPerSecond: number }[]
   >;
-  for (let index = 0; index < rounds; index++)
+  for (let index = 0; index < rounds; index++) {
     for (const arm of index % 2 === 0 ? arms : [...arms].reverse()) figures[arm].push(await round(arm));
+    process.stderr.write(
+      `round ${index + 1} of ${rounds}: ${arms.map((arm) => `${arm} ${Math.round(figures[arm][index]!.cpuUsPerOp)} µs/op`).join(", ")}\n`,
+    );
+  }
   return figures;
 }
 

@@ -1,4 +1,3 @@
-import { Agent } from "node:http";
 import { fileURLToPath } from "node:url";
 import { startOtlpReceiver } from "../harness/otlp-receiver.ts";
 import { postCreateLink } from "./gateway-calls.ts";
@@ -28,7 +27,6 @@ try {
     OTEL_TRACES_SAMPLER: "always_on",
   });
   arms.untraced = await startArmMesh(root, {});
-  const agent = new Agent({ keepAlive: true, maxSockets: inFlight });
   const operation = "POST /v1/sdk/create-verification-link";
   const operationSpans = () => receiver.spans.filter((s) => s.service === "gateway" && s.name === operation).length;
 
@@ -37,7 +35,7 @@ try {
     const grants = await arm.grants(count);
     // The grants' own spans leave on the exporters' schedule before the round starts counting.
     await new Promise((resolve) => setTimeout(resolve, settleMs));
-    return costedRound(arm, grants, inFlight, settleMs, (grant) => postCreateLink(arm.gatewayUrl, grant, agent));
+    return costedRound(arm, grants, inFlight, settleMs, (grant, agent) => postCreateLink(arm.gatewayUrl, grant, agent));
   };
   // Warm both (JIT, pools, plans) with rounds that are not counted.
   await round("traced", 200);
@@ -46,7 +44,6 @@ try {
   const operationSpansBefore = operationSpans();
   const figures = await interleaved(["traced", "untraced"] as const, rounds, (name) => round(name, perRound));
   const sent = rounds * perRound;
-  agent.destroy();
 
   const { ratio, over_cpu_us, under_cpu_us, round_ratios } = cpuRatio(figures.traced, figures.untraced);
   console.log(
