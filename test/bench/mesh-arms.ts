@@ -1,4 +1,4 @@
-import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { Agent } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,7 +13,7 @@ import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import pg from "pg";
 import { consoleTransport } from "../harness/console-transport.ts";
 import { median } from "./bench-infrastructure.ts";
-import { cpuMicrosSince, cpuReading, mintAttestations, postgresProcesses, withChildren } from "./process-cpu.ts";
+import { mintAttestations, postgresProcesses, withChildren } from "./process-cpu.ts";
 
 /**
  * A whole mesh for one arm of a comparison: its own PostgreSQL and NATS, and its processes started by the
@@ -55,7 +55,7 @@ export async function startArmMesh(root: string, env: Record<string, string>) {
     const transport = consoleTransport(mesh.consoleUrl, mesh.consoleToken);
     const console_ = createClient(ConsoleService, transport);
     const { organizationId } = await console_.createOrganization({ name: "bench" });
-    const { key, keyId } = await console_.createKey({
+    const { keyId } = await console_.createKey({
       organizationId,
       environment: Environment.DEVELOPMENT,
       type: KeyType.SECRET,
@@ -114,6 +114,41 @@ export async function startArmMesh(root: string, env: Record<string, string>) {
 
 export type ArmMesh = Awaited<ReturnType<typeof startArmMesh>>;
 
+/** Arms started side by side (each start mostly waits); if one fails, those that started are stopped. */
+export async function startArmMeshes(arms: { root: string; env: Record<string, string> }[]): Promise<ArmMesh[]> {
+  const started = await Promise.allSettled(arms.map((arm) => startArmMesh(arm.root, arm.env)));
+  const failed = started.find((result) => result.status === "rejected");
+  const meshes = started.flatMap((result) => (result.status === "fulfilled" ? [result.value] : []));
+  if (failed === undefined) return meshes;
+  await Promise.all(meshes.map((mesh) => mesh.stop()));
+  throw failed.reason;
+}
+
+/**
+ * On-CPU time of each process's threads so far, in µs, from their schedstat (nanoseconds). /proc/<pid>/stat
+ * counts 10 ms ticks per process, which over a dozen processes and a round of a few hundred calls is an error of
+ * several percent; a thread that ends within a round takes its time with it, which a Node process or a
+ * PostgreSQL backend does not do while it serves.
+ */
+function threadCpu(pids: string[]): Map<string, number> {
+  const reading = new Map<string, number>();
+  for (const pid of pids) {
+    try {
+      let nanoseconds = 0;
+      for (const thread of readdirSync(`/proc/${pid}/task`))
+        nanoseconds += Number(readFileSync(`/proc/${pid}/task/${thread}/schedstat`, "utf8").split(" ")[0]);
+      reading.set(pid, nanoseconds / 1000);
+    } catch {
+      // gone since it was listed
+    }
+  }
+  return reading;
+}
+
+/** CPU of `pids` since `before`; a process that started since (a PostgreSQL backend a pool opened) counts all of its own. */
+const cpuSince = (before: Map<string, number>, pids: string[]): number =>
+  [...threadCpu(pids)].reduce((sum, [pid, micros]) => sum + micros - (before.get(pid) ?? 0), 0);
+
 /**
  * Server CPU per operation of one arm's round: `operations` calls of `call`, `inFlight` at a time, then `settleMs`
  * with nothing sent, so that the work a call leaves behind (an outbox relayed, spans exported on their
@@ -129,7 +164,7 @@ export async function costedRound(
   call: (input: string, agent: Agent) => Promise<void>,
 ): Promise<{ cpuUsPerOp: number; opsPerSecond: number }> {
   const agent = new Agent({ keepAlive: true, maxSockets: inFlight });
-  const before = cpuReading(arm.processes());
+  const before = threadCpu(arm.processes());
   let next = 0;
   const started = performance.now();
   await Promise.all(
@@ -139,7 +174,7 @@ export async function costedRound(
   ).finally(() => agent.destroy());
   const opsPerSecond = inputs.length / ((performance.now() - started) / 1000);
   await new Promise((resolve) => setTimeout(resolve, settleMs));
-  return { cpuUsPerOp: cpuMicrosSince(before, arm.processes()) / inputs.length, opsPerSecond };
+  return { cpuUsPerOp: cpuSince(before, arm.processes()) / inputs.length, opsPerSecond };
 }
 
 /** Arms measured in alternation, which goes first swapping every round; each arm's figures, in round order. */

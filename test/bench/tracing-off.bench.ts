@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import { postVerifyToken } from "../../gateway/bench/verify-token-post.ts";
 import { checkoutAt } from "./baseline-checkout.ts";
 import { postCreateLink } from "./gateway-calls.ts";
-import { type ArmMesh, costedRound, cpuRatio, interleaved, startArmMesh } from "./mesh-arms.ts";
+import { type ArmMesh, costedRound, cpuRatio, interleaved, startArmMeshes } from "./mesh-arms.ts";
 
 /**
  * What the tracing code costs while tracing is off, against the code before it: a mesh of this checkout and one
@@ -33,8 +33,10 @@ const baseline = checkoutAt(baselineRef);
 
 const arms: Partial<Record<"here" | "baseline", ArmMesh>> = {};
 try {
-  arms.here = await startArmMesh(root, {});
-  arms.baseline = await startArmMesh(baseline.root, {});
+  [arms.here, arms.baseline] = await startArmMeshes([
+    { root, env: {} },
+    { root: baseline.root, env: {} },
+  ]);
   const verifyRound = async (arm: ArmMesh, count: number) =>
     costedRound(arm, await arm.attestations(count), inFlight, settleMs, (token, agent) =>
       postVerifyToken(arm.gatewayUrl, token, agent),

@@ -1,7 +1,7 @@
 import { fileURLToPath } from "node:url";
 import { startOtlpReceiver } from "../harness/otlp-receiver.ts";
 import { postCreateLink } from "./gateway-calls.ts";
-import { type ArmMesh, costedRound, cpuRatio, interleaved, startArmMesh } from "./mesh-arms.ts";
+import { type ArmMesh, costedRound, cpuRatio, interleaved, startArmMeshes } from "./mesh-arms.ts";
 
 /**
  * What tracing at 100% sampling costs the servers: two meshes of this checkout, one exporting every span over
@@ -22,11 +22,10 @@ const root = fileURLToPath(new URL("../../", import.meta.url));
 const receiver = await startOtlpReceiver();
 const arms: Partial<Record<"traced" | "untraced", ArmMesh>> = {};
 try {
-  arms.traced = await startArmMesh(root, {
-    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-    OTEL_TRACES_SAMPLER: "always_on",
-  });
-  arms.untraced = await startArmMesh(root, {});
+  [arms.traced, arms.untraced] = await startArmMeshes([
+    { root, env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: "always_on" } },
+    { root, env: {} },
+  ]);
   const operation = "POST /v1/sdk/create-verification-link";
   const operationSpans = () => receiver.spans.filter((s) => s.service === "gateway" && s.name === operation).length;
 
