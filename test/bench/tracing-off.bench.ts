@@ -45,7 +45,7 @@ try {
     costedRound(arm, await arm.grants(count), inFlight, settleMs, (grant, agent) =>
       postCreateLink(arm.gatewayUrl, grant, agent),
     );
-  for (const arm of [arms.here, arms.baseline]) {
+  for (const arm of [arms.here!, arms.baseline!]) {
     await verifyRound(arm, 400);
     await linkRound(arm, 200);
   }
