@@ -21,7 +21,7 @@ import { mintAttestations, postgresProcesses, withChildren } from "./process-cpu
  * An organization with a development secret key whose limits nothing reaches and a gate `bench` are made
  * through the console, so each arm can create verification links and verify attestation tokens.
  */
-export async function startArmMesh(root: string, env: Record<string, string>) {
+async function startArmMesh(root: string, env: Record<string, string>) {
   const dir = mkdtempSync(join(tmpdir(), "svc-bench-"));
   // As root, PostgreSQL runs as the postgres user, which must be able to enter the data dir's parent.
   chmodSync(dir, 0o755);
