@@ -30,11 +30,14 @@ const baselineRef =
   process.env.SVC_BENCH_BASELINE ??
   `${git("log", "--first-parent", "--diff-filter=A", "--format=%H", "--", "services/platform/src/telemetry.ts").split("\n").at(-1)}^1`;
 const baseline = checkoutAt(baselineRef);
+/** SVC_BENCH_HERE puts another commit in this checkout's place, to see which change between the two costs what. */
+const hereRef = process.env.SVC_BENCH_HERE;
+const hereRoot = hereRef === undefined ? root : checkoutAt(hereRef).root;
 
 const arms: Partial<Record<"here" | "baseline", ArmMesh>> = {};
 try {
   [arms.here, arms.baseline] = await startArmMeshes([
-    { root, env: {} },
+    { root: hereRoot, env: {} },
     { root: baseline.root, env: {} },
   ]);
   const verifyRound = async (arm: ArmMesh, count: number) =>
@@ -73,7 +76,10 @@ try {
       create_link_baseline_cpu_us: link.under_cpu_us,
       create_link_round_ratios: link.round_ratios,
       baseline: `${baselineRef} (${baseline.commit.slice(0, 12)})`,
-      here: git("rev-parse", "--short=12", "HEAD"),
+      here:
+        hereRef === undefined
+          ? git("rev-parse", "--short=12", "HEAD")
+          : `${hereRef} (${checkoutAt(hereRef).commit.slice(0, 12)})`,
       route: "POST /v1/sdk/verify-token",
       rounds,
       per_round: { verify_token: tokensPerRound, create_link: linksPerRound },
