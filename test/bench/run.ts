@@ -1,6 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { globSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { checkoutAt } from "./baseline-checkout.ts";
 
 /**
  * Runs every benchmark script of the repository one after another (they share two cores, so never in
@@ -166,6 +167,21 @@ const goals: Record<string, Goal[]> = {
     },
     { field: "legacy_ratio", atMost: 1.5, says: "the same in the 2025-11-25 revision" },
   ],
+  "tracing-on": [
+    {
+      field: "ratio",
+      atMost: 1.15,
+      says: "server CPU per create-link through the gateway, tracing on at 100% sampling to an OTLP receiver on localhost, at most 1.15x tracing off",
+    },
+  ],
+  "tracing-off": [
+    {
+      field: "ratio",
+      atMost: 1.03,
+      says: "server CPU per verify-token (the edge route) through a mesh with tracing off at most 1.03x the same at the commit before tracing",
+    },
+    { field: "create_link_ratio", says: "" },
+  ],
   "trust-layer-screening": [
     {
       field: "p99_ms",
@@ -186,15 +202,26 @@ const goals: Record<string, Goal[]> = {
  */
 const onlyWhenNamed: Record<string, number> = { "test/bench/growth.bench.ts": 60 * 60_000 };
 
-/** `--repeat N` runs the chosen set N times over; the summary then shows each goal's N verdicts and whether they agree. */
+/**
+ * `--repeat N` runs the chosen set N times over; the summary then shows each goal's N verdicts and whether they agree.
+ * `--baseline REF` runs the benchmarks of commit REF instead, from a checkout of it beside this one (`checkoutAt`).
+ */
 const args = process.argv.slice(2);
-const repeatAt = args.indexOf("--repeat");
-const repeat = repeatAt === -1 ? 1 : Number(args[repeatAt + 1]);
+const optionValue = (option: string): string | undefined => {
+  const at = args.indexOf(option);
+  return at === -1 ? undefined : (args.splice(at, 2)[1] ?? "");
+};
+const repeatValue = optionValue("--repeat");
+const baselineRef = optionValue("--baseline");
+const repeat = repeatValue === undefined ? 1 : Number(repeatValue);
 if (!Number.isInteger(repeat) || repeat < 1) throw new Error("--repeat takes a whole number of runs, at least 1");
-const only = repeatAt === -1 ? args : args.filter((_, index) => index !== repeatAt && index !== repeatAt + 1);
+if (baselineRef === "") throw new Error("--baseline takes a commit");
+const only = args;
+const benchRoot = baselineRef === undefined ? root : checkoutAt(baselineRef).root;
+if (baselineRef !== undefined) process.stdout.write(`benchmarks of ${baselineRef}, from ${benchRoot}\n`);
 const scripts = globSync(
   ["services/*/bench/*.bench.ts", "gateway/bench/*.bench.ts", "gateway/sdk/bench/*.bench.ts", "test/bench/*.bench.ts"],
-  { cwd: root },
+  { cwd: benchRoot },
 )
   .sort()
   .filter((file) => (only.length === 0 ? onlyWhenNamed[file] === undefined : only.some((name) => file.includes(name))));
@@ -207,7 +234,7 @@ function runOnce(pass: number): { results: Result[]; failed: string[] } {
   for (const script of scripts) {
     process.stdout.write(`\n== ${script}${repeat > 1 ? ` (run ${pass} of ${repeat})` : ""}\n`);
     const run = spawnSync(process.execPath, [script], {
-      cwd: root,
+      cwd: benchRoot,
       encoding: "utf8",
       stdio: ["ignore", "pipe", "inherit"],
       timeout: onlyWhenNamed[script] ?? 10 * 60_000,

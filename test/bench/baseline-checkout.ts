@@ -1,0 +1,71 @@
+import { execFileSync, execSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/**
+ * The repository at another commit, runnable beside this checkout without a second `npm ci`: its files from
+ * `git archive` in a temporary directory, a node_modules whose packages are links to this checkout's (only
+ * when every package the commit locks is here at the same version) and whose workspace links point at the
+ * commit's own workspaces, and the commit's own generated code and builds. Made once per commit and reused.
+ */
+const root = fileURLToPath(new URL("../../", import.meta.url));
+
+const git = (...args: string[]) => execFileSync("git", args, { cwd: root, encoding: "utf8" }).trim();
+
+type Lock = { packages: Record<string, { version?: string; link?: boolean; resolved?: string }> };
+
+export function checkoutAt(ref: string): { root: string; commit: string } {
+  const commit = git("rev-parse", "--verify", `${ref}^{commit}`);
+  const dir = join(tmpdir(), `svc-checkout-${commit.slice(0, 12)}`);
+  const ready = join(dir, ".svc-checkout-ready");
+  if (existsSync(ready)) return { root: dir, commit };
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  execSync(`git archive ${commit} | tar -x -C ${JSON.stringify(dir)}`, { cwd: root });
+
+  const theirs = JSON.parse(readFileSync(join(dir, "package-lock.json"), "utf8")) as Lock;
+  const ours = JSON.parse(readFileSync(join(root, "package-lock.json"), "utf8")) as Lock;
+  const missing = Object.entries(theirs.packages).filter(
+    ([path, entry]) => path.includes("node_modules/") && !entry.link && ours.packages[path]?.version !== entry.version,
+  );
+  if (missing.length > 0)
+    throw new Error(
+      `${ref} locks packages this checkout does not have at the same version (${missing
+        .slice(0, 5)
+        .map(([path, entry]) => `${path}@${entry.version}`)
+        .join(", ")}${missing.length > 5 ? ", ..." : ""}): run npm ci in a git worktree of it instead`,
+    );
+  for (const entry of readdirSync(join(root, "node_modules"))) {
+    if (entry === "@svc" || entry.startsWith(".package-lock")) continue;
+    linkInto(join(dir, "node_modules", entry), join(root, "node_modules", entry));
+  }
+  // Packages a workspace keeps in a node_modules of its own (those nested in a package come with it).
+  for (const path of Object.keys(theirs.packages))
+    if (!path.startsWith("node_modules/") && path.indexOf("node_modules/") === path.lastIndexOf("node_modules/"))
+      linkInto(join(dir, path), join(root, path));
+  for (const [path, entry] of Object.entries(theirs.packages))
+    if (path.startsWith("node_modules/@svc/") && entry.link) {
+      linkInto(join(dir, path), join(dir, entry.resolved ?? ""), true);
+    }
+
+  // The commit's own generated code and builds: its postinstall, less what only a deployment needs (kubectl).
+  const scripts = (JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { scripts: Record<string, string> })
+    .scripts;
+  for (const step of (scripts.postinstall ?? "").split("&&").map((s) => s.trim()))
+    if (step !== "" && !step.includes("kubectl"))
+      execSync(step, {
+        cwd: dir,
+        stdio: ["ignore", "ignore", "inherit"],
+        env: { ...process.env, PATH: `${join(root, "node_modules/.bin")}:${process.env.PATH}` },
+      });
+  writeFileSync(ready, `${commit}\n`);
+  return { root: dir, commit };
+}
+
+function linkInto(path: string, target: string, relativeLink = false): void {
+  mkdirSync(dirname(path), { recursive: true });
+  if (!existsSync(target) || existsSync(path)) return;
+  symlinkSync(relativeLink ? relative(dirname(path), target) : target, path);
+}

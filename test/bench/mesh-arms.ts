@@ -1,0 +1,213 @@
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { Agent } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createClient } from "@connectrpc/connect";
+import { startInfrastructure } from "@svc/local-mesh/infrastructure";
+import type { Mesh, MeshOptions, ServiceName } from "@svc/local-mesh/mesh";
+import { createInternalClient } from "@svc/platform";
+import { CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
+import { ConsoleService, KeyType } from "@svc/proto/console/v1/console_pb.js";
+import { GateConsoleService, GateService, GateType } from "@svc/proto/gate/v1/gate_pb.js";
+import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
+import pg from "pg";
+import { consoleTransport } from "../harness/console-transport.ts";
+import { median } from "./bench-infrastructure.ts";
+import { mintAttestations, postgresProcesses, withChildren } from "./process-cpu.ts";
+
+/**
+ * A whole mesh for one arm of a comparison: its own PostgreSQL and NATS, and its processes started by the
+ * mesh module of `root` (this checkout, or another commit's from `checkoutAt`), so each arm runs its own code.
+ * An organization with a development secret key whose limits nothing reaches and a gate `bench` are made
+ * through the console, so each arm can create verification links and verify attestation tokens.
+ */
+async function startArmMesh(root: string, env: Record<string, string>) {
+  const dir = mkdtempSync(join(tmpdir(), "svc-bench-"));
+  // As root, PostgreSQL runs as the postgres user, which must be able to enter the data dir's parent.
+  chmodSync(dir, 0o755);
+  const infrastructure = await startInfrastructure({ dir, durable: false });
+  const admin = new pg.Client({ connectionString: infrastructure.postgresUrl });
+  await admin.connect();
+  await admin.query("create database bench");
+  await admin.end();
+  const databaseUrl = new URL(infrastructure.postgresUrl);
+  databaseUrl.pathname = "/bench";
+  const { startMesh } = (await import(join(root, "deploy/local/src/mesh.ts"))) as {
+    startMesh(options: MeshOptions): Promise<Mesh>;
+  };
+  const mesh = await startMesh({
+    env: {
+      SVC_DATABASE_URL: databaseUrl.toString(),
+      SVC_NATS_URL: infrastructure.natsUrl,
+      SVC_LOG_LEVEL: "warn",
+      GATEWAY_RATE_LIMIT_ANONYMOUS_PER_MINUTE: "1000000000",
+      ...env,
+    },
+    ports: "free",
+    log: () => {},
+  });
+  const stop = async () => {
+    await mesh.stop();
+    await infrastructure.stop();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const transport = consoleTransport(mesh.consoleUrl, mesh.consoleToken);
+    const console_ = createClient(ConsoleService, transport);
+    const { organizationId } = await console_.createOrganization({ name: "bench" });
+    const { keyId } = await console_.createKey({
+      organizationId,
+      environment: Environment.DEVELOPMENT,
+      type: KeyType.SECRET,
+    });
+    for (const bucket of ["per_minute", "hourly", "daily", "in_flight"])
+      await console_.setKeyLimits({ keyId, bucket, limit: 10_000_000 });
+    await createClient(GateConsoleService, transport).createGate({
+      organizationId,
+      environment: Environment.DEVELOPMENT,
+      key: "bench",
+      type: GateType.HUMAN,
+      status: "active",
+    });
+    const gate = createInternalClient(GateService, mesh.urls.gate!, { timeoutMs: 30_000 });
+    const signing = createInternalClient(SigningService, mesh.urls.signing!, { timeoutMs: 30_000 });
+    const caller = {
+      organizationId,
+      environment: Environment.DEVELOPMENT,
+      credentialId: keyId,
+      credentialKind: CredentialKind.SECRET_KEY,
+    };
+    return {
+      gatewayUrl: mesh.gatewayUrl,
+      databaseUrl: databaseUrl.toString(),
+      /** Grant tokens straight from gate, as the gateway's create-session gets them, 200 at a time. */
+      async grants(count: number): Promise<string[]> {
+        const out: string[] = [];
+        while (out.length < count)
+          out.push(
+            ...(await Promise.all(
+              Array.from({ length: Math.min(200, count - out.length) }, () =>
+                gate.createSession({ caller }).then((session) => session.anchorGrantToken),
+              ),
+            )),
+          );
+        return out;
+      },
+      attestations: (count: number) => mintAttestations(signing, count),
+      /** Every process of the mesh (and any child) and of its PostgreSQL, as they are now. */
+      processes: (): string[] => [
+        ...withChildren(
+          (Object.keys(mesh.urls) as ServiceName[]).flatMap((name) => {
+            const pid = mesh.pid(name);
+            return pid === undefined ? [] : [String(pid)];
+          }),
+        ),
+        ...postgresProcesses(databaseUrl.toString()),
+      ],
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+export type ArmMesh = Awaited<ReturnType<typeof startArmMesh>>;
+
+/** Arms started side by side (each start mostly waits); if one fails, those that started are stopped. */
+export async function startArmMeshes(arms: { root: string; env: Record<string, string> }[]): Promise<ArmMesh[]> {
+  const started = await Promise.allSettled(arms.map((arm) => startArmMesh(arm.root, arm.env)));
+  const failed = started.find((result) => result.status === "rejected");
+  const meshes = started.flatMap((result) => (result.status === "fulfilled" ? [result.value] : []));
+  if (failed === undefined) return meshes;
+  await Promise.all(meshes.map((mesh) => mesh.stop()));
+  throw failed.reason;
+}
+
+/**
+ * On-CPU time of each process's threads so far, in µs, from their schedstat (nanoseconds). /proc/<pid>/stat
+ * counts 10 ms ticks per process, which over a dozen processes and a round of a few hundred calls is an error of
+ * several percent; a thread that ends within a round takes its time with it, which a Node process or a
+ * PostgreSQL backend does not do while it serves.
+ */
+function threadCpu(pids: string[]): Map<string, number> {
+  const reading = new Map<string, number>();
+  for (const pid of pids) {
+    try {
+      let nanoseconds = 0;
+      for (const thread of readdirSync(`/proc/${pid}/task`))
+        nanoseconds += Number(readFileSync(`/proc/${pid}/task/${thread}/schedstat`, "utf8").split(" ")[0]);
+      reading.set(pid, nanoseconds / 1000);
+    } catch {
+      // gone since it was listed
+    }
+  }
+  return reading;
+}
+
+/** CPU of `pids` since `before`; a process that started since (a PostgreSQL backend a pool opened) counts all of its own. */
+const cpuSince = (before: Map<string, number>, pids: string[]): number =>
+  [...threadCpu(pids)].reduce((sum, [pid, micros]) => sum + micros - (before.get(pid) ?? 0), 0);
+
+/**
+ * Server CPU per operation of one arm's round: `operations` calls of `call`, `inFlight` at a time, then `settleMs`
+ * with nothing sent, so that the work a call leaves behind (an outbox relayed, spans exported on their
+ * schedule) is counted in its own round. The idle part costs both arms alike. Each round opens its own
+ * connections: a kept-alive one left idle while the next round's inputs are made may be closed by the server
+ * just as it is reused.
+ */
+export async function costedRound(
+  arm: ArmMesh,
+  inputs: string[],
+  inFlight: number,
+  settleMs: number,
+  call: (input: string, agent: Agent) => Promise<void>,
+): Promise<{ cpuUsPerOp: number; opsPerSecond: number }> {
+  const agent = new Agent({ keepAlive: true, maxSockets: inFlight });
+  const before = threadCpu(arm.processes());
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (next < inputs.length) await call(inputs[next++]!, agent);
+    }),
+  ).finally(() => agent.destroy());
+  const opsPerSecond = inputs.length / ((performance.now() - started) / 1000);
+  await new Promise((resolve) => setTimeout(resolve, settleMs));
+  return { cpuUsPerOp: cpuSince(before, arm.processes()) / inputs.length, opsPerSecond };
+}
+
+/** Arms measured in alternation, which goes first swapping every round; each arm's figures, in round order. */
+export async function interleaved<Arm extends string>(
+  arms: readonly Arm[],
+  rounds: number,
+  round: (arm: Arm) => Promise<{ cpuUsPerOp: number; opsPerSecond: number }>,
+): Promise<Record<Arm, { cpuUsPerOp: number; opsPerSecond: number }[]>> {
+  const figures = Object.fromEntries(arms.map((arm) => [arm, []])) as unknown as Record<
+    Arm,
+    { cpuUsPerOp: number; opsPerSecond: number }[]
+  >;
+  for (let index = 0; index < rounds; index++) {
+    for (const arm of index % 2 === 0 ? arms : [...arms].reverse()) figures[arm].push(await round(arm));
+    process.stderr.write(
+      `round ${index + 1} of ${rounds}: ${arms.map((arm) => `${arm} ${Math.round(figures[arm][index]!.cpuUsPerOp)} µs/op`).join(", ")}\n`,
+    );
+  }
+  return figures;
+}
+
+/** The median of the per-round ratios of `over` to `under`, and each arm's median CPU per operation. */
+export function cpuRatio(
+  over: { cpuUsPerOp: number }[],
+  under: { cpuUsPerOp: number }[],
+): { ratio: number; over_cpu_us: number; under_cpu_us: number; round_ratios: number[] } {
+  const ratios = over.map((o, index) => o.cpuUsPerOp / under[index]!.cpuUsPerOp);
+  return {
+    ratio: round3(median(ratios)),
+    over_cpu_us: Math.round(median(over.map((o) => o.cpuUsPerOp))),
+    under_cpu_us: Math.round(median(under.map((u) => u.cpuUsPerOp))),
+    round_ratios: ratios.map(round3),
+  };
+}
+
+const round3 = (n: number) => Math.round(n * 1000) / 1000;

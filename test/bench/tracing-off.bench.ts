@@ -1,0 +1,91 @@
+import { execFileSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { postVerifyToken } from "../../gateway/bench/verify-token-post.ts";
+import { checkoutAt } from "./baseline-checkout.ts";
+import { postCreateLink } from "./gateway-calls.ts";
+import { type ArmMesh, costedRound, cpuRatio, interleaved, startArmMeshes } from "./mesh-arms.ts";
+
+/**
+ * What the tracing code costs while tracing is off, against the code before it: a mesh of this checkout and one
+ * of the baseline commit (`checkoutAt`), both without OTEL_EXPORTER_OTLP_ENDPOINT, each with its own
+ * PostgreSQL and NATS. The baseline is SVC_BENCH_BASELINE, by default the main-line commit before the one that
+ * brought tracing (the first-parent parent of the commit that added telemetry.ts), so the comparison covers
+ * tracing and everything merged since: a ratio within the goal bounds what tracing-off costs; one outside it
+ * says only that something since costs more.
+ *
+ * Each round sends POST /v1/sdk/verify-token (the edge benchmark's route) through each full gateway, 16 in
+ * flight, which goes first swapping every round, then create-verification-link the same way. Server CPU per
+ * request is that of every mesh process and its PostgreSQL, from /proc. `ratio` is the median of the rounds'
+ * ratios for verify-token, this checkout to the baseline; `create_link_ratio` the same for create-link.
+ */
+const rounds = 7;
+const tokensPerRound = 500;
+const linksPerRound = 200;
+const inFlight = 16;
+const settleMs = 500;
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+const git = (...args: string[]) => execFileSync("git", args, { cwd: root, encoding: "utf8" }).trim();
+const baselineRef =
+  process.env.SVC_BENCH_BASELINE ??
+  `${git("log", "--first-parent", "--diff-filter=A", "--format=%H", "--", "services/platform/src/telemetry.ts").split("\n").at(-1)}^1`;
+const baseline = checkoutAt(baselineRef);
+/** SVC_BENCH_HERE puts another commit in this checkout's place, to see which change between the two costs what. */
+const hereRef = process.env.SVC_BENCH_HERE;
+const hereRoot = hereRef === undefined ? root : checkoutAt(hereRef).root;
+
+const arms: Partial<Record<"here" | "baseline", ArmMesh>> = {};
+try {
+  [arms.here, arms.baseline] = await startArmMeshes([
+    { root: hereRoot, env: {} },
+    { root: baseline.root, env: {} },
+  ]);
+  const verifyRound = async (arm: ArmMesh, count: number) =>
+    costedRound(arm, await arm.attestations(count), inFlight, settleMs, (token, agent) =>
+      postVerifyToken(arm.gatewayUrl, token, agent),
+    );
+  const linkRound = async (arm: ArmMesh, count: number) =>
+    costedRound(arm, await arm.grants(count), inFlight, settleMs, (grant, agent) =>
+      postCreateLink(arm.gatewayUrl, grant, agent),
+    );
+  for (const arm of [arms.here!, arms.baseline!]) {
+    await verifyRound(arm, 400);
+    await linkRound(arm, 200);
+  }
+  const links: Record<"here" | "baseline", { cpuUsPerOp: number; opsPerSecond: number }[]> = {
+    here: [],
+    baseline: [],
+  };
+  const tokens = await interleaved(["here", "baseline"] as const, rounds, async (name) => {
+    const measured = await verifyRound(arms[name]!, tokensPerRound);
+    links[name].push(await linkRound(arms[name]!, linksPerRound));
+    return measured;
+  });
+
+  const verify = cpuRatio(tokens.here, tokens.baseline);
+  const link = cpuRatio(links.here, links.baseline);
+  console.log(
+    JSON.stringify({
+      name: "tracing-off",
+      ratio: verify.ratio,
+      here_cpu_us: verify.over_cpu_us,
+      baseline_cpu_us: verify.under_cpu_us,
+      round_ratios: verify.round_ratios,
+      create_link_ratio: link.ratio,
+      create_link_here_cpu_us: link.over_cpu_us,
+      create_link_baseline_cpu_us: link.under_cpu_us,
+      create_link_round_ratios: link.round_ratios,
+      baseline: `${baselineRef} (${baseline.commit.slice(0, 12)})`,
+      here:
+        hereRef === undefined
+          ? git("rev-parse", "--short=12", "HEAD")
+          : `${hereRef} (${checkoutAt(hereRef).commit.slice(0, 12)})`,
+      route: "POST /v1/sdk/verify-token",
+      rounds,
+      per_round: { verify_token: tokensPerRound, create_link: linksPerRound },
+      in_flight: inFlight,
+    }),
+  );
+} finally {
+  await Promise.all([arms.here?.stop(), arms.baseline?.stop()]);
+}

@@ -1,0 +1,70 @@
+import { fileURLToPath } from "node:url";
+import { startOtlpReceiver } from "../harness/otlp-receiver.ts";
+import { postCreateLink } from "./gateway-calls.ts";
+import { type ArmMesh, costedRound, cpuRatio, interleaved, startArmMeshes } from "./mesh-arms.ts";
+
+/**
+ * What tracing at 100% sampling costs the servers: two meshes of this checkout, one exporting every span over
+ * OTLP/HTTP to a receiver in this process (OTEL_TRACES_SAMPLER=always_on), one with tracing off, each with its
+ * own PostgreSQL and NATS. Each round sends the same number of POST /v1/sdk/create-verification-link through
+ * each gateway (16 in flight), which goes first swapping every round, and then waits out the exporters'
+ * 500 ms schedule, so a round's spans are exported within it. Server CPU per create-link is that of every mesh
+ * process and its PostgreSQL, from /proc; this process (the load and the receiver) is not counted.
+ * `ratio` is the median of the rounds' ratios, traced to untraced. `spans_per_op` and `exported` say the traced
+ * arm paid for every span: the gateway's operation spans received, per create-link it answered.
+ */
+const rounds = 7;
+const perRound = 400;
+const inFlight = 16;
+const settleMs = 1000;
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+const receiver = await startOtlpReceiver();
+const arms: Partial<Record<"traced" | "untraced", ArmMesh>> = {};
+try {
+  [arms.traced, arms.untraced] = await startArmMeshes([
+    { root, env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: "always_on" } },
+    { root, env: {} },
+  ]);
+  const operation = "POST /v1/sdk/create-verification-link";
+  const operationSpans = () => receiver.spans.filter((s) => s.service === "gateway" && s.name === operation).length;
+
+  const round = async (name: "traced" | "untraced", count: number) => {
+    const arm = arms[name]!;
+    const grants = await arm.grants(count);
+    // The grants' own spans leave on the exporters' schedule before the round starts counting.
+    await new Promise((resolve) => setTimeout(resolve, settleMs));
+    return costedRound(arm, grants, inFlight, settleMs, (grant, agent) => postCreateLink(arm.gatewayUrl, grant, agent));
+  };
+  // Warm both (JIT, pools, plans) with rounds that are not counted.
+  await round("traced", 200);
+  await round("untraced", 200);
+  const spansBefore = receiver.spans.length;
+  const operationSpansBefore = operationSpans();
+  const figures = await interleaved(["traced", "untraced"] as const, rounds, (name) => round(name, perRound));
+  const sent = rounds * perRound;
+
+  const { ratio, over_cpu_us, under_cpu_us, round_ratios } = cpuRatio(figures.traced, figures.untraced);
+  console.log(
+    JSON.stringify({
+      name: "tracing-on",
+      ratio,
+      traced_cpu_us: over_cpu_us,
+      untraced_cpu_us: under_cpu_us,
+      round_ratios,
+      spans_per_op: Math.round(((receiver.spans.length - spansBefore) / sent) * 10) / 10,
+      exported: (operationSpans() - operationSpansBefore) / sent,
+      ops_per_second: {
+        traced: figures.traced.map((f) => Math.round(f.opsPerSecond)),
+        untraced: figures.untraced.map((f) => Math.round(f.opsPerSecond)),
+      },
+      route: operation,
+      rounds,
+      per_round: perRound,
+      in_flight: inFlight,
+    }),
+  );
+} finally {
+  await Promise.all([arms.traced?.stop(), arms.untraced?.stop()]);
+  await receiver.close();
+}
