@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { startInfrastructure } from "@svc/local-mesh/infrastructure";
-import { meshLayout, type ServiceName, startMesh } from "@svc/local-mesh/mesh";
+import { type ServiceName, startMesh } from "@svc/local-mesh/mesh";
 import pg from "pg";
 import { cpuMicrosSince, cpuReading, postgresProcesses, withChildren } from "./process-cpu.ts";
 
@@ -38,7 +38,7 @@ export async function startBenchMesh(only: ServiceName[]) {
     natsUrl: infrastructure.natsUrl,
     /** Every server process: the mesh's services, PostgreSQL (postmaster and backends) and the nats-server. */
     serverProcesses(): string[] {
-      const services = meshLayout.flatMap(({ name }) => mesh.pid(name) ?? []).map(String);
+      const services = [...only, "gateway" as const].flatMap((name) => mesh.pid(name) ?? []).map(String);
       return [...services, ...postgresProcesses(databaseUrl.toString()), ...natsProcesses(infrastructure.natsUrl)];
     },
     natsProcesses: () => natsProcesses(infrastructure.natsUrl),
