@@ -115,13 +115,13 @@ function natsProcesses(natsUrl: string): string[] {
 }
 
 /** One side of an interleaved comparison: a sample is one operation's latency in ms. */
-export type Arm = {
+type Arm = {
   sample: () => Promise<number>;
   perRound: number;
   /** The server processes whose CPU the samples cost, listed again at each round's end (new PostgreSQL backends count). */
   processes: () => string[];
 };
-export type ArmResult = { samples: number[]; medianMs: number; p99Ms: number; cpuUsPerSample: number };
+type ArmResult = { samples: number[]; medianMs: number; p99Ms: number; cpuUsPerSample: number };
 
 /**
  * The method for latencies on a shared machine: `arm` and `baseline` take turns in rounds of `perRound`

@@ -11,15 +11,15 @@ import { GateConsoleService, GateType } from "@svc/proto/gate/v1/gate_pb.js";
 type PartnerMesh = { gatewayUrl: string; consoleUrl: string; consoleToken: string };
 
 /** A public API answer: `data` (its inner `data` where the operation has one) and when its last byte arrived. */
-export type Answer = { body: Record<string, unknown>; at: number };
+type Answer = { body: Record<string, unknown>; at: number };
 
 /** One call to the gateway's JSON API; a refusal (non-200 or `data.error`) rejects with the answer. */
-export type GatewayCall = (
+type GatewayCall = (
   method: "GET" | "POST",
   path: string,
   input: Record<string, unknown>,
   credential?: string,
-  options?: { origin?: string; agent?: Agent | false },
+  options?: { origin?: string; agent?: Agent | false; timeoutMs?: number },
 ) => Promise<Answer>;
 
 /**
@@ -58,6 +58,8 @@ export async function benchPartner(mesh: PartnerMesh, name: string, clock: () =>
         });
       });
       sent.on("error", reject);
+      if (options.timeoutMs !== undefined)
+        sent.setTimeout(options.timeoutMs, () => sent.destroy(new Error(`${method} ${path}: no answer in time`)));
       sent.end(body);
     });
 
