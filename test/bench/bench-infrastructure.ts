@@ -30,6 +30,8 @@ export async function startBenchMesh(only: ServiceName[]) {
     },
     ports: "free",
     only,
+    // Other work on a shared machine can hold a process's start well past the mesh's usual 30 s.
+    readyTimeoutMs: 120_000,
     log: () => {},
   });
   return {

@@ -32,13 +32,17 @@ try {
   const agentlink = createInternalClient(AgentService, mesh.urls.agentlink as string, { timeoutMs: 30_000 });
   /** Silent sandbox humans (nobody answers for them), bound to every agent. */
   const people = await Promise.all(Array.from({ length: 3 }, async () => (await partner.sandboxHuman()).svcUserId));
-  const team = await Promise.all(
-    (await partner.registerAgents(agentCount, "Quorum", ["deploys"])).map(async (agentKey) => {
+  const team: { agentKey: string; opaqueIds: string[] }[] = [];
+  // Eight agents at a time: all at once, a loaded machine's agentlink missed the gateway's deadline.
+  for (let start = 0; start < agentCount; start += 8) {
+    const keys = await partner.registerAgents(Math.min(8, agentCount - start), `Quorum${start}`, ["deploys"]);
+    const bound = keys.map(async (agentKey) => {
       const opaqueIds: string[] = [];
       for (const svcUserId of people) opaqueIds.push(await partner.bindAgent(agentKey, svcUserId));
       return { agentKey, opaqueIds };
-    }),
-  );
+    });
+    team.push(...(await Promise.all(bound)));
+  }
   const [first, second] = people as [string, string];
 
   const heardAt = new Map<string, number>();
