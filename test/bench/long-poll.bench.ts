@@ -39,13 +39,13 @@ import { cpuMicrosSince, cpuReading, mintAttestations } from "./process-cpu.ts";
  */
 const held = Number(process.argv[2] ?? 10_000);
 
-const wakeRounds = 30;
+const wakeRounds = 20;
 const wakesPerRound = 10;
 const publishesPerRound = 20;
 const wakeAgents = 20;
 const holdRounds = 3;
 const verifyInFlight = 16;
-const verifiesPerMeasurement = 1500;
+const verifiesPerMeasurement = 1000;
 const pollsPerCard = 40;
 /** A held long-poll not answered by then (25 s of wait and a loaded machine's slack) counts as failed. */
 const heldPollDeadlineMs = 60_000;
