@@ -33,6 +33,11 @@ export async function startBenchMesh(only: ServiceName[]) {
     // Other work on a shared machine can hold a process's start well past the mesh's usual 30 s.
     readyTimeoutMs: 120_000,
     log: () => {},
+  }).catch(async (error: unknown) => {
+    // A mesh that did not come up must not leave its PostgreSQL and nats-server running.
+    await infrastructure.stop();
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
   });
   return {
     ...mesh,
