@@ -1,9 +1,12 @@
-import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
 import { startInfrastructure } from "@svc/local-mesh/infrastructure";
 import { type ServiceName, startMesh } from "@svc/local-mesh/mesh";
 import pg from "pg";
+import { cpuMicrosSince, cpuReading, postgresProcesses, withChildren } from "./process-cpu.ts";
 
 /** A throwaway Postgres, NATS and (part of) the mesh for one benchmark script; everything goes at stop. */
 export async function startBenchMesh(only: ServiceName[]) {
@@ -27,12 +30,25 @@ export async function startBenchMesh(only: ServiceName[]) {
     },
     ports: "free",
     only,
+    // Other work on a shared machine can hold a process's start well past the mesh's usual 30 s.
+    readyTimeoutMs: 120_000,
     log: () => {},
+  }).catch(async (error: unknown) => {
+    // A mesh that did not come up must not leave its PostgreSQL and nats-server running.
+    await infrastructure.stop();
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
   });
   return {
     ...mesh,
     databaseUrl: databaseUrl.toString(),
     natsUrl: infrastructure.natsUrl,
+    /** Every server process: the mesh's services, PostgreSQL (postmaster and backends) and the nats-server. */
+    serverProcesses(): string[] {
+      const services = [...only, "gateway" as const].flatMap((name) => mesh.pid(name) ?? []).map(String);
+      return [...services, ...postgresProcesses(databaseUrl.toString()), ...natsProcesses(infrastructure.natsUrl)];
+    },
+    natsProcesses: () => natsProcesses(infrastructure.natsUrl),
     async stop() {
       await mesh.stop();
       await infrastructure.stop();
@@ -66,4 +82,93 @@ export async function measureThroughput(
 export function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+/** The 99th percentile (nearest rank). */
+export function p99(values: readonly number[]): number {
+  return [...values].sort((a, b) => a - b)[Math.ceil(values.length * 0.99) - 1]!;
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * A bare JetStream publish-and-ack of 64 bytes on the benchmark's server, on a stream of its own: the
+ * baseline of the wake benchmarks. Each call is one sample, in ms.
+ */
+export async function jetStreamPublishAndAck(nc: NatsConnection, stream: string): Promise<() => Promise<number>> {
+  await (await jetstreamManager(nc)).streams.add({ name: stream, subjects: [`${stream.toLowerCase()}.>`] });
+  const js = jetstream(nc);
+  const payload = new Uint8Array(64);
+  return async () => {
+    const started = performance.now();
+    await js.publish(`${stream.toLowerCase()}.one`, payload);
+    return performance.now() - started;
+  };
+}
+
+/** The benchmark's nats-server, found by the port of `natsUrl`. */
+function natsProcesses(natsUrl: string): string[] {
+  const port = new URL(natsUrl).port;
+  const server = readdirSync("/proc").find((pid) => {
+    try {
+      const args = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      return args[0]?.endsWith("nats-server") && args[args.indexOf("-p") + 1] === port;
+    } catch {
+      return false;
+    }
+  });
+  if (!server) throw new Error("the benchmark's nats-server is not running");
+  return withChildren([server]);
+}
+
+/** One side of an interleaved comparison: a sample is one operation's latency in ms. */
+type Arm = {
+  sample: () => Promise<number>;
+  perRound: number;
+  /** The server processes whose CPU the samples cost, listed again at each round's end (new PostgreSQL backends count). */
+  processes: () => string[];
+};
+type ArmResult = { samples: number[]; medianMs: number; p99Ms: number; cpuUsPerSample: number };
+
+/**
+ * The method for latencies on a shared machine: `arm` and `baseline` take turns in rounds of `perRound`
+ * samples each, which goes first swapping every round, so both see the same load; each round's ratio is
+ * the arm's median over the baseline's, and `ratio` is the median of those. The first `warmUp` rounds are
+ * not kept. CPU per sample is the server processes' CPU over an arm's rounds (from /proc, so this process,
+ * the load generator, is left out) divided by its samples.
+ */
+export async function interleavedRounds(rounds: number, warmUp: number, arm: Arm, baseline: Arm) {
+  const kept = { arm: { samples: [] as number[], cpuUs: 0 }, baseline: { samples: [] as number[], cpuUs: 0 } };
+  const roundRatios: number[] = [];
+  const block = async (side: Arm) => {
+    const before = cpuReading(side.processes());
+    const samples: number[] = [];
+    for (let i = 0; i < side.perRound; i++) samples.push(await side.sample());
+    return { samples, cpuUs: cpuMicrosSince(before, side.processes()) };
+  };
+  for (let round = 0; round < warmUp + rounds; round++) {
+    const armFirst = round % 2 === 0;
+    const first = await block(armFirst ? arm : baseline);
+    const second = await block(armFirst ? baseline : arm);
+    if (round < warmUp) continue;
+    const [a, b] = armFirst ? [first, second] : [second, first];
+    kept.arm.samples.push(...a.samples);
+    kept.arm.cpuUs += a.cpuUs;
+    kept.baseline.samples.push(...b.samples);
+    kept.baseline.cpuUs += b.cpuUs;
+    roundRatios.push(median(a.samples) / median(b.samples));
+  }
+  const result = (side: typeof kept.arm): ArmResult => ({
+    samples: side.samples,
+    medianMs: median(side.samples),
+    p99Ms: p99(side.samples),
+    cpuUsPerSample: side.cpuUs / side.samples.length,
+  });
+  return {
+    arm: result(kept.arm),
+    baseline: result(kept.baseline),
+    ratio: median(roundRatios),
+    minRoundRatio: Math.min(...roundRatios),
+    maxRoundRatio: Math.max(...roundRatios),
+  };
 }

@@ -1,18 +1,14 @@
-import { Agent, createServer, request } from "node:http";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fromBinary } from "@bufbuild/protobuf";
-import { createClient } from "@connectrpc/connect";
 import { connect } from "@nats-io/transport-node";
-import { consoleTransport } from "@svc/local-mesh/console-client";
 import { notificationSubject } from "@svc/platform";
-import { AccountConsoleService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
-import { Environment } from "@svc/proto/common/v1/caller_pb.js";
-import { ConsoleService, KeyType } from "@svc/proto/console/v1/console_pb.js";
-import { GateConsoleService, GateType } from "@svc/proto/gate/v1/gate_pb.js";
+import { KeyType } from "@svc/proto/console/v1/console_pb.js";
 import { RequestChangedSchema } from "@svc/proto/gate/v1/request_watch_pb.js";
 import { ensureChromiumInstalled, launchChromium } from "../harness/chromium.ts";
 import { SoftwareAuthenticator } from "../harness/software-passkey.ts";
-import { median, startBenchMesh } from "./bench-infrastructure.ts";
+import { interleavedRounds, sleep, startBenchMesh } from "./bench-infrastructure.ts";
+import { benchPartner } from "./bench-partner.ts";
 
 /**
  * `<svc-verify>` in headless Chromium on a partner's page (its own origin, the e2e test's strict CSP),
@@ -20,22 +16,26 @@ import { median, startBenchMesh } from "./bench-infrastructure.ts";
  * silent sandbox human (it never answers by itself, and is new so that Recent Presence cannot pass it)
  * is named by a new element; once the element's `pending` event fired and its status long-poll is held,
  * this process confirms as that human through the app API, with the passkey it registered there.
- * `widget_p99_ms` is the 99th percentile from gate's RequestChanged notification of the confirmation
- * (heard by this process as the gateway hears it, right after the commit) to the `svc:gate-status`
- * `completed` event in the page (`performance.timeOrigin + performance.now()` there, in the listener).
- * Alternating with those rounds, a plain HTTP client (node:http, the same site key and Origin) holds
- * `GET /verification/status?wait_seconds=25` for a request confirmed the same way: `status_p99_ms` is
- * from the same notification to its whole answer. `ratio` = widget p99 / status p99 (goal: at most 3).
- * The page's and this process's clocks are both a fixed mapping of the machine's monotonic clock to wall
- * time; their offset is measured by the round trip of the shortest of many evaluations, before and after
- * the rounds, reported (`clock_offset_ms`, `clock_offset_uncertainty_ms`), and subtracted.
+ * A widget wake is from gate's RequestChanged notification of the confirmation (heard by this process as
+ * the gateway hears it, right after the commit) to the `svc:gate-status` `completed` event in the page
+ * (`performance.timeOrigin + performance.now()` there, in the listener). Taking turns with those in rounds
+ * ({@link interleavedRounds}), a plain HTTP client (node:http, the same site key and Origin) holds
+ * `GET /verification/status?wait_seconds=25` for a request confirmed the same way: a status wake is from
+ * the same notification to its whole answer. `ratio` = the median of the rounds' widget median over status
+ * median (goal: at most 3), `p99_ratio` = widget p99 over status p99 over all kept samples (bounded at 6).
+ * `widget_cpu_us`, `status_cpu_us`: the server processes' CPU (the mesh, PostgreSQL, NATS; not Chromium) per
+ * request, from its creation to its answer. The page's and this process's clocks are both a fixed mapping
+ * of the machine's monotonic clock to wall time; their offset is measured by the round trip of the
+ * shortest of many evaluations before the rounds and subtracted, and again after them, reported as the
+ * drift (`clock_offset_ms`, `clock_offset_drift_ms`, `clock_offset_uncertainty_ms`).
  * Run: node test/bench/widget.bench.ts
  */
 type CreationOptions = Parameters<SoftwareAuthenticator["register"]>[0];
 type RequestOptions = Parameters<SoftwareAuthenticator["assert"]>[0];
 
-const rounds = 100;
-const warmUp = 10;
+const rounds = 20;
+const warmUp = 2;
+const perRound = 5;
 /** A wait after the element's pending event (or the plain client's request) by which its long-poll is held. */
 const holdSettleMs = 50;
 
@@ -44,6 +44,7 @@ const nc = await connect({ servers: mesh.natsUrl });
 const chromiumPath = await ensureChromiumInstalled(() => {});
 const browser = await launchChromium(chromiumPath);
 const shop = createServer();
+const partner = await benchPartner(mesh, "Bench Widget Shop", wallClock);
 try {
   // The links and passkey assertions name the gateway as the page and this process reach it.
   await mesh.restart("gateway", { GATEWAY_PUBLIC_ORIGIN: mesh.gatewayUrl });
@@ -53,68 +54,15 @@ try {
   await new Promise<void>((resolve) => shop.listen(0, "127.0.0.1", resolve));
   const shopOrigin = `http://127.0.0.1:${(shop.address() as AddressInfo).port}`;
 
-  const transport = consoleTransport(mesh.consoleUrl, mesh.consoleToken);
-  const operators = createClient(ConsoleService, transport);
-  const humans = createClient(AccountConsoleService, transport);
-  const { organizationId } = await operators.createOrganization({ name: "Bench Widget Shop" });
-  const newKey = (type: KeyType, allowedOrigins: string[]) =>
-    operators.createKey({
-      organizationId,
-      environment: Environment.DEVELOPMENT,
-      type,
-      allowedOrigins,
-      allowedGates: [],
-    });
-  const site = await newKey(KeyType.SITE, [shopOrigin]);
-  const secret = await newKey(KeyType.SECRET, []);
+  const { call, operators } = partner;
   // Every round calls from one IP with one site key, far above its per-minute and per-IP limits.
-  for (const bucket of ["per_minute", "per_ip", "daily"])
-    await operators.setKeyLimits({ keyId: site.keyId, bucket, limit: 1_000_000 });
-  await createClient(GateConsoleService, transport).createGate({
-    organizationId,
-    environment: Environment.DEVELOPMENT,
-    key: "plain",
-    type: GateType.HUMAN,
-    status: "active",
-  });
-
-  const keepAlive = new Agent({ keepAlive: true });
-  const call = (
-    method: "GET" | "POST",
-    path: string,
-    input: Record<string, unknown>,
-    credential: string,
-    origin?: string,
-  ) =>
-    new Promise<{ body: Record<string, unknown>; at: number }>((resolve, reject) => {
-      const url = new URL(`/v1${path}`, mesh.gatewayUrl);
-      if (method === "GET") for (const [k, v] of Object.entries(input)) url.searchParams.set(k, String(v));
-      const body = method === "POST" ? JSON.stringify(input) : undefined;
-      const headers: Record<string, string | number> = { authorization: `Bearer ${credential}` };
-      if (origin) headers.origin = origin;
-      if (body !== undefined)
-        Object.assign(headers, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
-      const sent = request(url, { method, agent: keepAlive, headers }, (response) => {
-        const chunks: Buffer[] = [];
-        response.on("data", (c: Buffer) => chunks.push(c));
-        response.on("end", () => {
-          const at = wallClock();
-          const parsed = JSON.parse(Buffer.concat(chunks).toString());
-          if (response.statusCode !== 200 || parsed.data?.error)
-            reject(new Error(`${method} ${path}: ${response.statusCode} ${Buffer.concat(chunks)}`));
-          else resolve({ body: parsed.data?.data ?? parsed.data, at });
-        });
-      });
-      sent.on("error", reject);
-      sent.end(body);
-    });
+  const site = await partner.key(KeyType.SITE, [shopOrigin]);
+  const secret = await partner.key(KeyType.SECRET);
+  await partner.plainGate();
 
   /** A silent sandbox human, signed in to the app with a passkey registered there: it confirms when told to. */
   const silentHuman = async () => {
-    const human = await humans.createSandboxHuman({
-      environment: Environment.DEVELOPMENT,
-      behavior: SandboxBehavior.SILENT,
-    });
+    const human = await partner.sandboxHuman();
     const { sessionToken } = await operators.mintDevSession({ issuer: human.issuer, subject: human.subject });
     const authenticator = SoftwareAuthenticator.create();
     const begun = (await call("POST", "/app/passkeys/begin-registration", {}, sessionToken)).body;
@@ -144,7 +92,7 @@ try {
     return { svcUserId: human.svcUserId, confirm };
   };
   const people: Awaited<ReturnType<typeof silentHuman>>[] = [];
-  while (people.length < 2 * (rounds + warmUp))
+  while (people.length < 2 * (rounds + warmUp) * perRound)
     people.push(...(await Promise.all(Array.from({ length: 10 }, silentHuman))));
 
   const config = (await call("GET", "/sdk/partner-config", { gate: "plain" }, secret.key)).body;
@@ -212,9 +160,11 @@ try {
     if (at === undefined) throw new Error("the notification was not heard");
     return at;
   };
-  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  let nextPerson = 0;
+  let eventBeforeHeard = 0;
 
-  const widgetRound = async (person: (typeof people)[number]) => {
+  const widgetWake = async () => {
+    const person = people[nextPerson++]!;
     const pending = new Promise<string>((resolve) => pendingSeen.set(person.svcUserId, resolve));
     await page.evaluate(
       ({ siteKey, svcUserId }) => {
@@ -234,12 +184,26 @@ try {
     await person.confirm(requestId);
     await done;
     finalSeen.delete(requestId);
-    return { requestId, heard: await heard(requestId) };
+    const eventAt = await page.evaluate(
+      (id) =>
+        (window as unknown as { benchSeen: { status: string; requestId: string; at: number }[] }).benchSeen.find(
+          (e) => e.requestId === id && e.status === "completed",
+        )?.at,
+      requestId,
+    );
+    if (eventAt === undefined) throw new Error(`no completed event for ${requestId}`);
+    const wake = eventAt - offsetBefore.offset - (await heard(requestId));
+    if (wake < 0) eventBeforeHeard++;
+    return Math.max(0, wake);
   };
 
-  const statusRound = async (person: (typeof people)[number]) => {
-    const grant = (await call("POST", "/sdk/create-session", {}, site.key, shopOrigin)).body
-      .anchor_grant_token as string;
+  const statusWake = async () => {
+    const person = people[nextPerson++]!;
+    const grant = (
+      await call("POST", "/sdk/create-session", {}, site.key, {
+        origin: shopOrigin,
+      })
+    ).body.anchor_grant_token as string;
     const link = await call(
       "POST",
       "/sdk/create-verification-link",
@@ -247,7 +211,9 @@ try {
       grant,
     );
     const requestId = link.body.request_id as string;
-    const poll = call("GET", "/verification/status", { request_id: requestId, wait_seconds: 25 }, site.key, shopOrigin);
+    const poll = call("GET", "/verification/status", { request_id: requestId, wait_seconds: 25 }, site.key, {
+      origin: shopOrigin,
+    });
     await sleep(holdSettleMs);
     await person.confirm(requestId);
     const answer = await poll;
@@ -255,47 +221,35 @@ try {
     return answer.at - (await heard(requestId));
   };
 
-  const widgetRounds: { requestId: string; heard: number }[] = [];
-  const statusWakes: number[] = [];
-  for (let round = 0; round < rounds + warmUp; round++) {
-    const widgetRun = await widgetRound(people[2 * round]!);
-    const statusWake = await statusRound(people[2 * round + 1]!);
-    if (round < warmUp) continue;
-    widgetRounds.push(widgetRun);
-    statusWakes.push(statusWake);
-  }
-  const offsetAfter = await clockOffset();
-  const offset = (offsetBefore.offset + offsetAfter.offset) / 2;
-
-  const seen = await page.evaluate(
-    () => (window as unknown as { benchSeen: { status: string; requestId: string; at: number }[] }).benchSeen,
+  const measured = await interleavedRounds(
+    rounds,
+    warmUp,
+    { sample: widgetWake, perRound, processes: mesh.serverProcesses },
+    { sample: statusWake, perRound, processes: mesh.serverProcesses },
   );
-  let eventBeforeHeard = 0;
-  const widgetWakes = widgetRounds.map(({ requestId, heard: heardAt }) => {
-    const event = seen.find((e) => e.requestId === requestId && e.status === "completed");
-    if (!event) throw new Error(`no completed event for ${requestId}`);
-    const wake = event.at - offset - heardAt;
-    if (wake < 0) eventBeforeHeard++;
-    return Math.max(0, wake);
-  });
-  const p99 = (values: number[]) => [...values].sort((a, b) => a - b)[Math.ceil(values.length * 0.99) - 1]!;
+  const offsetAfter = await clockOffset();
   console.log(
     JSON.stringify({
       name: "widget-wake",
-      widget_p99_ms: p99(widgetWakes),
-      widget_median_ms: median(widgetWakes),
-      status_p99_ms: p99(statusWakes),
-      status_median_ms: median(statusWakes),
-      ratio: p99(widgetWakes) / p99(statusWakes),
-      clock_offset_ms: offset,
+      ratio: measured.ratio,
+      p99_ratio: measured.arm.p99Ms / measured.baseline.p99Ms,
+      widget_median_ms: measured.arm.medianMs,
+      status_median_ms: measured.baseline.medianMs,
+      widget_p99_ms: measured.arm.p99Ms,
+      status_p99_ms: measured.baseline.p99Ms,
+      widget_cpu_us: Math.round(measured.arm.cpuUsPerSample),
+      status_cpu_us: Math.round(measured.baseline.cpuUsPerSample),
+      min_round_ratio: measured.minRoundRatio,
+      max_round_ratio: measured.maxRoundRatio,
+      clock_offset_ms: offsetBefore.offset,
       clock_offset_drift_ms: offsetAfter.offset - offsetBefore.offset,
       clock_offset_uncertainty_ms: Math.max(offsetBefore.rtt, offsetAfter.rtt) / 2,
-      rounds: widgetWakes.length,
+      wakes_per_arm: measured.arm.samples.length,
       event_before_heard: eventBeforeHeard,
     }),
   );
-  keepAlive.destroy();
 } finally {
+  partner.close();
   await browser.close();
   shop.close();
   await nc.close();
