@@ -1,9 +1,13 @@
 import type { AuthenticatedCredential, AuthFailure, CredentialKindName } from "../http/credential.ts";
+import type { PresentedGrant } from "./grant-token.ts";
 
 /** A bearer value resolved: who is calling, or why the credential is refused. */
 export type Resolution =
   | { ok: true; credential: AuthenticatedCredential }
   | { ok: false; failure: AuthFailure; message: string };
+
+/** What a resolver answers: a resolution, or a grant token that gate authenticates as the operation runs. */
+export type Presented = Resolution | { ok: true; presented: PresentedGrant };
 
 /** What a resolver may read of the request besides the credential. */
 export interface CredentialRequest {
@@ -16,9 +20,9 @@ export interface CredentialRequest {
  * Resolves the credentials of one kind. API keys are resolved in authenticate.ts; the kinds other services own
  * (grant tokens in `gate`, agent keys in `agentlink`, user sessions) add a resolver that asks them.
  */
-export interface CredentialResolver {
+export interface CredentialResolver<Answer extends Presented = Presented> {
   kind: CredentialKindName;
   /** Whether a bearer value has this kind's form (by prefix); the first resolver that recognises it decides. */
   recognizes(credential: string): boolean;
-  resolve(credential: string, request: CredentialRequest): Promise<Resolution>;
+  resolve(credential: string, request: CredentialRequest): Promise<Answer>;
 }
