@@ -60,7 +60,9 @@ export function rateLimitStage(options: RateLimitOptions): Stage {
   };
 
   function clientIpOf(ctx: RequestContext): string {
-    return rateLimitedAddress(clientAddress(ctx.remoteAddress, ctx.headers["x-forwarded-for"], options.trustedProxyHops));
+    return rateLimitedAddress(
+      clientAddress(ctx.remoteAddress, ctx.headers["x-forwarded-for"], options.trustedProxyHops),
+    );
   }
 
   /**
