@@ -33,7 +33,10 @@ describe("a grant token authenticated by gate in the create call", () => {
 
   it("answers an unknown token 401 before a body the schema refuses, with no _rateLimit", async () => {
     const refused = await link(unknownGrant(), { gate: "checkout", mode: "neither" });
-    expect(dataError(refused)).toEqual({ statusCode: 401, message: "the grant token is invalid, expired or already used" });
+    expect(dataError(refused)).toEqual({
+      statusCode: 401,
+      message: "the grant token is invalid, expired or already used",
+    });
     expect(refused.body._rateLimit).toBeUndefined();
     const malformed = await link(await session(partner.devSecret), { gate: "checkout", mode: "neither" });
     expect(malformed.status).toBe(400);

@@ -5,7 +5,7 @@ import type { GateService } from "@svc/proto/gate/v1/gate_pb.js";
 import type { AuthenticatedCredential } from "../http/credential.ts";
 import { OperationError } from "../http/errors.ts";
 import { grantTokenScope, scopedKeyHash } from "../idempotency/idempotency-key.ts";
-import type { CredentialResolver, Resolution } from "./resolver.ts";
+import type { CredentialResolver, PresentedGrant, Resolution } from "./resolver.ts";
 
 /** The grant-token prefix (spec "Authentication"); what follows is the gate service's business. */
 const grantTokenPrefix = "svcs_";
@@ -17,9 +17,8 @@ const grantTokenPrefix = "svcs_";
  * rate limiter's refusal, a 400, one of gate's refusals, a replayed `Idempotency-Key`) asks gate who
  * the token stands for (`confirm`, which consumes nothing), so an invalid token still reads 401 first.
  */
-export class PresentedGrant {
+class PresentedGrantToken implements PresentedGrant {
   readonly token: string;
-  /** The request's scoped `Idempotency-Key` hash, or empty: gate then also accepts the token a create with it consumed. */
   readonly idempotencyToken: string;
   readonly #gate: Pick<Client<typeof GateService>, "authenticateGrant">;
   #credential: AuthenticatedCredential | undefined;
@@ -30,18 +29,16 @@ export class PresentedGrant {
     this.#gate = gate;
   }
 
-  /** Who the token stands for, once gate has said. */
   get credential(): AuthenticatedCredential | undefined {
     return this.#credential;
   }
 
-  /** Gate authenticated the token as it accepted the operation. Gate also applied the session's allowed gates. */
+  /** Gate also applied the session's allowed gates. */
   accepted(caller: Caller | undefined): void {
     if (!caller) throw new Error("gate accepted a grant token without naming its caller");
     this.#credential = { kind: "grant_token", caller, allowedGates: [] };
   }
 
-  /** Asks gate who the token stands for, when the operation's own call did not tell. */
   async confirm(): Promise<Resolution> {
     if (this.#credential) return { ok: true, credential: this.#credential };
     try {
@@ -63,7 +60,7 @@ export class PresentedGrant {
 
 /**
  * Grant tokens belong to the gate service: the gateway recognises them by prefix and leaves asking
- * gate to the operation ({@link PresentedGrant}). With an `Idempotency-Key`, gate also accepts a token
+ * gate to the operation ({@link PresentedGrantToken}). With an `Idempotency-Key`, gate also accepts a token
  * already consumed by a create with that same key (scoped to the token, as the idempotency stage names
  * it): the retry of a create whose answer was lost then reaches gate, which answers the request it created.
  */
@@ -79,7 +76,7 @@ export function grantTokenResolver(
         request.idempotencyKey === undefined
           ? ""
           : scopedKeyHash(pepper, grantTokenScope(credential), request.idempotencyKey).toString("base64url");
-      return { ok: true, presented: new PresentedGrant(credential, idempotencyToken, gate) };
+      return { ok: true, presented: new PresentedGrantToken(credential, idempotencyToken, gate) };
     },
   };
 }

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import type { Clock, Logger } from "@svc/platform";
-import type { PresentedGrant } from "../credentials/grant-token.ts";
+import type { PresentedGrant } from "../credentials/resolver.ts";
 import type { AuthenticatedCredential } from "./credential.ts";
 import {
   type EnvelopeError,

@@ -1,7 +1,7 @@
 import type { AttestationLedgerCheck } from "@svc/contracts/attestation";
 import type { Clock, Logger } from "@svc/platform";
 import type { Caller } from "@svc/proto/common/v1/caller_pb.js";
-import type { PresentedGrant } from "../credentials/grant-token.ts";
+import type { PresentedGrant } from "../credentials/resolver.ts";
 import type { AuthenticatedCredential, AuthFailure, CredentialKindName } from "./credential.ts";
 import { type EnvelopeError, type ErrorStatus, OperationError } from "./errors.ts";
 import type { Infer, ObjectSchema, Schema } from "./schema.ts";

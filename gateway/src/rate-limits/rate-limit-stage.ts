@@ -1,5 +1,5 @@
 import { environmentName, type Logger } from "@svc/platform";
-import type { PresentedGrant } from "../credentials/grant-token.ts";
+import type { PresentedGrant } from "../credentials/resolver.ts";
 import { clientAddress, rateLimitedAddress } from "../http/client-address.ts";
 import { rateLimitRefusals, unauthenticated } from "../http/edge-metrics.ts";
 import { OperationError } from "../http/errors.ts";
