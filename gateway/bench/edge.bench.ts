@@ -37,8 +37,8 @@ import { postVerifyToken } from "./verify-token-post.ts";
  * mostly measures latency (16 / latency), so its ratio is reported beside the goal
  * (`ratio_at_16_in_flight`), as is the limiter's added latency on its own (`latency_ms_p50`). What the
  * limiter and alias stage cost there is judged by CPU per request instead (`cpu_ratio_at_16_in_flight`,
- * the median of the rounds' ratios, with the CPU per request of each arm beside it), which idle cores do
- * not move.
+ * the median of the rounds' ratios, with the CPU per request of each arm beside it, and PostgreSQL's part
+ * of it), which idle cores do not move.
  */
 const levels = [16, 256];
 const roundMs = 2000;
@@ -114,7 +114,9 @@ try {
   const run = async (origin: string, inFlight: number, durationMs: number, tokens: string[]) => {
     await ask({ kind: "load", tokens });
     const pids = costedProcesses();
+    const database = postgresProcesses(mesh.databaseUrl);
     const cpuBefore = cpuMicros(pids);
+    const databaseBefore = cpuMicros(database);
     const report = await ask({ kind: "run", origin, inFlight, durationMs });
     if (report.kind !== "ran")
       throw new Error(`load generator: ${report.kind === "failed" ? report.message : report.kind}`);
@@ -122,6 +124,7 @@ try {
       ops: report.ops,
       used: report.used,
       cpuPerRequest: (cpuMicros(pids) - cpuBefore - report.cpu_us) / report.used,
+      databaseCpuPerRequest: (cpuMicros(database) - databaseBefore) / report.used,
     };
   };
 
@@ -131,8 +134,8 @@ try {
   const measured: Level[] = [];
   for (const inFlight of levels) {
     const arms = {
-      on: { ops: [] as number[], cpu: [] as number[] },
-      off: { ops: [] as number[], cpu: [] as number[] },
+      on: { ops: [] as number[], cpu: [] as number[], database: [] as number[] },
+      off: { ops: [] as number[], cpu: [] as number[], database: [] as number[] },
     };
     const lastUsed: { on?: number; off?: number } = {};
     const order = [
@@ -143,19 +146,21 @@ try {
       // Each round swaps which arm goes first, so neither always runs on the machine the other left behind.
       for (const [arm, origin] of round % 2 === 0 ? order : [...order].reverse()) {
         const tokens = await mint(lastUsed[arm] === undefined ? tokensPerRound : 3 * lastUsed[arm] + 1000);
-        const { ops, used, cpuPerRequest } = await run(origin, inFlight, roundMs, tokens);
+        const { ops, used, cpuPerRequest, databaseCpuPerRequest } = await run(origin, inFlight, roundMs, tokens);
         lastUsed[arm] = used;
         arms[arm].ops.push(ops);
         arms[arm].cpu.push(cpuPerRequest);
+        arms[arm].database.push(databaseCpuPerRequest);
       }
     }
     const perRound = (values: (round: number) => number) => median(arms.on.ops.map((_, round) => values(round)));
-    const summary = (arm: { ops: number[]; cpu: number[] }): ArmSummary => {
+    const summary = (arm: { ops: number[]; cpu: number[]; database: number[] }): ArmSummary => {
       const ops = median(arm.ops);
       const cpu = median(arm.cpu);
       return {
         ops: Math.round(ops),
         cpu_us_per_request: Math.round(cpu),
+        postgres_cpu_us_per_request: Math.round(median(arm.database)),
         cores_used: round2((ops * cpu) / 1e6),
         rounds: arm.ops.map(Math.round),
       };
@@ -217,6 +222,8 @@ try {
       cpu_ratio_at_16_in_flight: measured[0]!.cpu_ratio,
       with_edge_cpu_us: measured[0]!.with_edge.cpu_us_per_request,
       without_edge_cpu_us: measured[0]!.without_edge.cpu_us_per_request,
+      with_edge_postgres_cpu_us: measured[0]!.with_edge.postgres_cpu_us_per_request,
+      without_edge_postgres_cpu_us: measured[0]!.without_edge.postgres_cpu_us_per_request,
       levels: measured,
       route: "POST /v1/sdk/verify-token",
       latency_ms_p50: {
@@ -234,6 +241,8 @@ try {
 interface ArmSummary {
   ops: number;
   cpu_us_per_request: number;
+  /** Of that, this benchmark's PostgreSQL, where the limiter's decision runs: what the JS profile cannot show. */
+  postgres_cpu_us_per_request: number;
   /** Cores of CPU the arm kept busy (of the machine's two): below two, part of the machine waited. */
   cores_used: number;
   rounds: number[];

@@ -31,11 +31,9 @@ describe("the Idempotency-Key header", () => {
     const caller = create(CallerSchema, { organizationId: "org", credentialId: "key-1" });
     const credential = { kind: "secret_key" as const, caller, allowedGates: [] };
     const scope = (over: Partial<Parameters<typeof idempotencyScope>[0]>) =>
-      idempotencyScope({ credential: undefined, authorization: undefined, input: {}, scopeField: undefined, ...over });
+      idempotencyScope({ credential: undefined, grantToken: undefined, input: {}, scopeField: undefined, ...over });
     expect(scope({ credential })).toBe("secret_key:org:key-1");
-    expect(scope({ credential: { ...credential, kind: "grant_token" }, authorization: "Bearer svcs_abc" })).toMatch(
-      /^grant_token:[A-Za-z0-9_-]{43}$/,
-    );
+    expect(scope({ grantToken: "svcs_abc" })).toMatch(/^grant_token:[A-Za-z0-9_-]{43}$/);
     expect(scope({ input: { token: "jwt" }, scopeField: "token" })).toMatch(/^input:token:/);
     expect(scope({ input: { token: "jwt" }, scopeField: "token" })).not.toBe(
       scope({ input: { token: "other" }, scopeField: "token" }),

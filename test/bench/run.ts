@@ -75,7 +75,7 @@ const goals: Record<string, Goal[]> = {
     {
       field: "gateway_ratio",
       atLeast: 0.3,
-      says: "create-verification-link through the gateway (HTTP, two RPCs to gate) at least 30% of an INSERT at 16 clients",
+      says: "create-verification-link through the gateway (HTTP, one RPC to gate) at least 30% of an INSERT at 16 clients",
     },
     {
       field: "gateway_median_ratio",

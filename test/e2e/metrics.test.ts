@@ -120,6 +120,9 @@ describe("metrics move with the work", () => {
     const rpc = { rpc_service: "svc.gate.v1.GateService", rpc_method: "CreateVerificationLink" };
     expect(moved("gate", "rpc_server_requests_total", { ...rpc, code: "ok" })).toBe(3);
     expect(moved("gate", "rpc_server_duration_seconds_count", rpc)).toBe(3);
+    // Gate authenticated each grant token in the create call itself: the gateway asked nothing before it.
+    const asked = { rpc_service: "svc.gate.v1.GateService", rpc_method: "AuthenticateGrant", code: "ok" };
+    expect(moved("gate", "rpc_server_requests_total", asked)).toBe(0);
     expect(moved("gate", "gate_requests", { status: "completed" })).toBe(3);
     expect(sample(after.gate as Scrape, "gate_requests", { status: "pending" })).toBe(0);
   });

@@ -16,7 +16,7 @@ export interface OrganizationNames extends Directory {
  * rename today), so the inbox names partners without a query on most reads, and a told inbox change
  * (`InboxFollower`) takes the name from here synchronously: a name past its time is answered as it was
  * while one background query refreshes it, so no wake ever waits for the directory once an organization
- * has been seen (create-verification-link warms it, before gate commits the request). An id the
+ * has been seen (create-verification-link warms it as gate answers the request). An id the
  * directory does not know is not remembered: it is asked again next time.
  */
 export class OrganizationNameCache implements OrganizationNames {

@@ -11,7 +11,7 @@ import { agentKeyCause, agentKeyRefusalMessage } from "./agent-key.ts";
 import type { CredentialDirectory } from "./directory.ts";
 import type { ApiKey } from "./entities.ts";
 import { apiKeyTypeOf, type KeyType } from "./key-format.ts";
-import type { CredentialRequest, CredentialResolver, Resolution } from "./resolver.ts";
+import type { CredentialRequest, CredentialResolver, Presented, Resolution } from "./resolver.ts";
 
 const defaultStatus: Record<AuthFailure, 401 | 403> = {
   missing_bearer: 401,
@@ -70,17 +70,18 @@ export function authenticateStage(resolvers: readonly CredentialResolver[]): Sta
         if (status === 401) unauthenticated.inc({ cause: resolution.failure });
         throw new OperationError(status, resolution.message, code === undefined ? {} : { code });
       }
-      ctx.credential = resolution.credential;
+      if ("presented" in resolution) ctx.grant = resolution.presented;
+      else ctx.credential = resolution.credential;
       return next();
     },
   };
 }
 
-export async function authenticate(
-  resolvers: readonly CredentialResolver[],
+export async function authenticate<Answer extends Presented>(
+  resolvers: readonly CredentialResolver<Answer>[],
   policy: AuthPolicy,
   request: { authorization: string | undefined } & CredentialRequest,
-): Promise<Resolution> {
+): Promise<Answer | Resolution> {
   const credential = bearerCredential(request.authorization);
   if (credential === undefined)
     return {
@@ -117,8 +118,11 @@ function callerOf(key: ApiKey): Caller {
 }
 
 /** Secret keys (`svc_dev_`, `svc_production_`/`svc_prod_`) and site keys (`pk_test_`, `pk_live_`) from the directory. */
-export function apiKeyResolvers(directory: Pick<CredentialDirectory, "findKey">, clock: Clock): CredentialResolver[] {
-  const resolverFor = (type: KeyType): CredentialResolver => {
+export function apiKeyResolvers(
+  directory: Pick<CredentialDirectory, "findKey">,
+  clock: Clock,
+): CredentialResolver<Resolution>[] {
+  const resolverFor = (type: KeyType): CredentialResolver<Resolution> => {
     const kind: CredentialKindName = type === "secret" ? "secret_key" : "site_key";
     const failures =
       type === "secret"

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import type { Clock, Logger } from "@svc/platform";
+import type { PresentedGrant } from "../credentials/resolver.ts";
 import type { AuthenticatedCredential } from "./credential.ts";
 import {
   type EnvelopeError,
@@ -53,8 +54,13 @@ export interface RequestContext {
   rawInput: Record<string, unknown>;
   /** The input after `validate`: declared fields only, defaults filled in. */
   input: unknown;
-  /** Set by `authenticate` on routes that accept a credential. */
+  /**
+   * Set by `authenticate` on routes that accept a credential; for a grant token, once gate has said
+   * whom it stands for (`grant`).
+   */
   credential: AuthenticatedCredential | undefined;
+  /** Set by `authenticate` for a grant token, which gate authenticates as the operation runs. */
+  grant?: PresentedGrant;
   /** Top-level siblings of `data` (`_rateLimit`, `_deprecation`). */
   extras: Record<string, unknown>;
   responseHeaders: Record<string, string>;
@@ -129,6 +135,7 @@ export const handleStage: Stage = {
       signal: ctx.signal,
       idempotencyToken: ctx.idempotencyToken,
       recordTokenCheck: ctx.recordTokenCheck,
+      grant: ctx.grant,
     });
   },
 };

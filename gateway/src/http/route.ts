@@ -1,6 +1,7 @@
 import type { AttestationLedgerCheck } from "@svc/contracts/attestation";
 import type { Clock, Logger } from "@svc/platform";
 import type { Caller } from "@svc/proto/common/v1/caller_pb.js";
+import type { PresentedGrant } from "../credentials/resolver.ts";
 import type { AuthenticatedCredential, AuthFailure, CredentialKindName } from "./credential.ts";
 import { type EnvelopeError, type ErrorStatus, OperationError } from "./errors.ts";
 import type { Infer, ObjectSchema, Schema } from "./schema.ts";
@@ -74,6 +75,8 @@ interface HandlerContext<Services> {
    * request rejects, and the rate-limit stage answers it.
    */
   recordTokenCheck: RecordTokenCheck | undefined;
+  /** A grant token as presented (credentials/grant-token.ts): the operation hands it to gate, which authenticates it. */
+  grant: PresentedGrant | undefined;
 }
 
 export type RecordTokenCheck = (check: AttestationLedgerCheck) => Promise<boolean>;

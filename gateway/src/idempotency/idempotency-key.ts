@@ -2,7 +2,7 @@ import { createHash, type KeyObject } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
 import { canonicalJson } from "@svc/contracts/canonical-json";
 import { keyedHash } from "@svc/platform";
-import { type AuthenticatedCredential, bearerCredential } from "../http/credential.ts";
+import type { AuthenticatedCredential } from "../http/credential.ts";
 import type { ValidationIssue } from "../http/schema.ts";
 
 /** The header, as Stripe spells it. */
@@ -38,22 +38,20 @@ const digest = (value: string): string => createHash("sha256").update(value).dig
 
 /**
  * Whose key it is (decisions.md, "Idempotency-Key scope"): the credential that sent it. A grant token
- * is scoped to its own digest, since gate must find its key again once the token is consumed (the
- * gateway authenticates a consumed token with its key, see grant-token.ts); an operation without a
+ * is scoped to its own digest, since gate must find its key again once the token is consumed (gate
+ * accepts a consumed token with its key, see grant-token.ts); an operation without a
  * credential to the digest of the secret its input carries (verify-token's token, the web flow's `t`).
  * Undefined when there is nothing to scope a key to.
  */
 export function idempotencyScope(request: {
   credential: AuthenticatedCredential | undefined;
-  authorization: string | undefined;
+  /** A grant token as presented (its credential is known only once gate has authenticated it). */
+  grantToken: string | undefined;
   input: Record<string, unknown>;
   scopeField: string | undefined;
 }): string | undefined {
   const { credential } = request;
-  if (credential?.kind === "grant_token") {
-    const token = bearerCredential(request.authorization);
-    return token === undefined ? undefined : grantTokenScope(token);
-  }
+  if (request.grantToken !== undefined) return grantTokenScope(request.grantToken);
   if (credential) {
     const { organizationId, credentialId } = credential.caller;
     return `${credential.kind}:${organizationId}:${credentialId}`;

@@ -53,7 +53,7 @@ export function idempotencyStage(options: { store: IdempotencyStore; pepper: Key
       if (reading.kind === "invalid") throw new InputValidationError(ctx.rawInput, [reading.issue]);
       const scope = idempotencyScope({
         credential: ctx.credential,
-        authorization: ctx.headers.authorization,
+        grantToken: ctx.grant?.token,
         input: ctx.input as Record<string, unknown>,
         scopeField: ctx.route.idempotencyScope,
       });

@@ -101,12 +101,12 @@ export const createVerificationLinkRoute = defineRoute({
       age_threshold: { type: "integer" },
     },
   },
-  async handle(input, { caller, services, idempotencyToken }) {
-    // The person's open inboxes name this partner when gate tells them of the request: known by then, it costs that wake nothing.
-    if (input.svc_user_id !== undefined && caller) services.organizations.warm(caller.organizationId);
+  async handle(input, { services, idempotencyToken, grant }) {
+    if (!grant) throw new Error("create-verification-link ran without a grant token");
+    // Gate authenticates the grant token in this same call and answers whom it stands for.
     const link = await failingAs500("the request could not be created; retry", () =>
       services.gate.createVerificationLink({
-        caller,
+        anchorGrantToken: grant.token,
         gate: input.gate,
         returnUrl: input.return_url ?? "",
         mode: input.mode ?? "",
@@ -119,6 +119,9 @@ export const createVerificationLinkRoute = defineRoute({
         idempotencyToken: idempotencyToken ?? "",
       }),
     );
+    grant.accepted(link.caller);
+    // The person's open inboxes name this partner when gate tells them of the request: known by then, it costs that wake nothing.
+    if (input.svc_user_id !== undefined) services.organizations.warm(link.organizationId);
     return ok({
       request_id: link.requestId,
       ...requestLinks(services.publicOrigin, link.requestId, link.flowSecret),

@@ -1,10 +1,12 @@
-import type { Logger } from "@svc/platform";
+import { environmentName, type Logger } from "@svc/platform";
+import type { PresentedGrant } from "../credentials/resolver.ts";
 import { clientAddress, rateLimitedAddress } from "../http/client-address.ts";
-import { rateLimitRefusals } from "../http/edge-metrics.ts";
+import { rateLimitRefusals, unauthenticated } from "../http/edge-metrics.ts";
+import { OperationError } from "../http/errors.ts";
 import type { Outcome, RequestContext, Stage } from "../http/pipeline.ts";
 import { blockedBody, primaryBucket, rateLimitHeaders, rateLimitReport } from "./rate-limit-report.ts";
 import type { JoinedDecision, RateDecision, RateLimiter } from "./rate-limiter.ts";
-import { anonymousTier, planFor, type RatePlan } from "./rate-tiers.ts";
+import { anonymousTier, grantPlan, planFor, type RatePlan } from "./rate-tiers.ts";
 
 export interface RateLimitOptions {
   limiter: Pick<RateLimiter, "take" | "decide" | "release">;
@@ -35,10 +37,9 @@ export function rateLimitStage(options: RateLimitOptions): Stage {
   return {
     name: "rate limit",
     async run(ctx, next) {
+      if (ctx.grant) return decideGrant(ctx, ctx.grant, next);
       if (ctx.route.rateLimit === "exempt") return next();
-      const clientIp = rateLimitedAddress(
-        clientAddress(ctx.remoteAddress, ctx.headers["x-forwarded-for"], options.trustedProxyHops),
-      );
+      const clientIp = clientIpOf(ctx);
       const plan: RatePlan | undefined = ctx.credential
         ? planFor(ctx.credential, ctx.headers.authorization, clientIp)
         : anonymous && { tier: anonymous, subject: `ip:${clientIp}`, clientIp };
@@ -57,6 +58,44 @@ export function rateLimitStage(options: RateLimitOptions): Stage {
       }
     },
   };
+
+  function clientIpOf(ctx: RequestContext): string {
+    return rateLimitedAddress(
+      clientAddress(ctx.remoteAddress, ctx.headers["x-forwarded-for"], options.trustedProxyHops),
+    );
+  }
+
+  /**
+   * A grant token is counted before gate has authenticated it (gate does so in the operation's own
+   * call, credentials/grant-token.ts) and reported once gate has named its environment. An ending that
+   * did not name it (this stage's refusal, a 400, one of gate's refusals, a replayed answer) asks gate:
+   * a token gate does not know is then the 401 it always was, whatever else the request met.
+   */
+  async function decideGrant(ctx: RequestContext, grant: PresentedGrant, next: () => Promise<Outcome>) {
+    const clientIp = clientIpOf(ctx);
+    const decision =
+      ctx.route.rateLimit === "exempt"
+        ? undefined
+        : await options.limiter.take(grantPlan(grant.token, clientIp, undefined), ctx.clock.now());
+    const outcome = decision?.allowed === false ? undefined : await next();
+    if (outcome?.kind === "error" && outcome.error.statusCode === 401) {
+      unauthenticated.inc({ cause: "invalid_key" });
+      return outcome;
+    }
+    const confirmed = await grant.confirm();
+    if (!confirmed.ok) {
+      unauthenticated.inc({ cause: confirmed.failure });
+      throw new OperationError(401, confirmed.message);
+    }
+    ctx.credential = confirmed.credential;
+    if (decision) {
+      const development = environmentName(confirmed.credential.caller.environment) === "development";
+      const refusal = answerDecision(ctx, grantPlan(grant.token, clientIp, development), decision);
+      if (refusal) return refusal;
+    }
+    if (!outcome) throw new Error("an allowed grant-token request has no outcome");
+    return outcome;
+  }
 
   /** The refusal of a refused request; on an allowed one, the header fields and `_rateLimit` its answer carries. */
   function answerDecision(ctx: RequestContext, plan: RatePlan, decision: RateDecision): Outcome | undefined {

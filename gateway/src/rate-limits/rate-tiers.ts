@@ -164,14 +164,8 @@ export function planFor(
       };
     case "site_key":
       return { tier: development ? tiers.siteTest : tiers.siteLive, subject: `site_key:${id}`, clientIp, keyId: id };
-    case "grant_token": {
-      const token = bearerCredential(authorization) ?? "";
-      return {
-        tier: development ? tiers.grantTest : tiers.grantProduction,
-        subject: `grant_token:${createHash("sha256").update(token).digest("base64url")}`,
-        clientIp,
-      };
-    }
+    case "grant_token":
+      return grantPlan(bearerCredential(authorization) ?? "", clientIp, development);
     case "agent_key":
       return {
         tier: development ? tiers.agentTest : tiers.agentProduction,
@@ -181,4 +175,17 @@ export function planFor(
     case "user_session":
       return { tier: tiers.userSession, subject: `user_session:${id}`, clientIp };
   }
+}
+
+/**
+ * A grant token's plan, counted by a hash of the token itself. Its tier's name follows the token's
+ * environment, which gate tells only once it has authenticated the token: both tiers count the same
+ * buckets, so a request is counted before that (`development` unknown) and reported after.
+ */
+export function grantPlan(token: string, clientIp: string, development: boolean | undefined): RatePlan {
+  return {
+    tier: development ? tiers.grantTest : tiers.grantProduction,
+    subject: `grant_token:${createHash("sha256").update(token).digest("base64url")}`,
+    clientIp,
+  };
 }

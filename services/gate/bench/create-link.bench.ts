@@ -23,9 +23,9 @@ import { SessionStore } from "../src/sessions/session-store.ts";
  * and 16-way contention for one grant token, which must never spend it twice.
  *
  * Measured twice. `ratio`/`median_ratio` are the gate service's whole work for one call, in process
- * against the real database: checking the grant token (what the gateway's AuthenticateGrant does) and
- * creating the request. `gateway_*` are the same operation end to end over HTTP through the gateway
- * (authentication, rate limiter, two RPCs), which also pays for HTTP and the mesh on the same cores:
+ * against the real database: checking the grant token and creating the request, as CreateVerificationLink
+ * does given the token. `gateway_*` are the same operation end to end over HTTP through the gateway
+ * (rate limiter, one RPC to gate), which also pays for HTTP and the mesh on the same cores:
  * its throughput is taken in rounds that alternate with the INSERT's (which goes first swaps each round),
  * `gateway_ratio` the median of the rounds' ratios, with the server CPU per operation of each beside it
  * (`gateway_cpu_us`: gateway, gate and PostgreSQL; `insert_cpu_us`: PostgreSQL), read from /proc.

@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { environmentProto } from "@svc/platform";
-import { CallerSchema, CredentialKind } from "@svc/proto/common/v1/caller_pb.js";
+import { type Caller, CallerSchema, CredentialKind } from "@svc/proto/common/v1/caller_pb.js";
 import {
   AuthenticateGrantResponseSchema,
   ConfirmRequestResponseSchema,
@@ -27,6 +27,7 @@ import type { GateType } from "./gates/gate-store.ts";
 import { refusalsAsConnectErrors, refuse } from "./refusal.ts";
 import { requestLifetimeMs } from "./requests/lifetimes.ts";
 import type { GateServices } from "./services.ts";
+import type { SessionRow } from "./sessions/session-facts.ts";
 
 export const gateTypeProto = (type: GateType): ProtoGateType =>
   type === "age" ? ProtoGateType.AGE : ProtoGateType.HUMAN;
@@ -35,6 +36,15 @@ const access = (value: RequestAccess | undefined): Access => ({
   flowSecret: value?.flowSecret ?? "",
   svcUserId: value?.svcUserId ?? "",
 });
+
+/** The caller a grant token stands for: its session's organization and environment, the session as credential. */
+const grantCaller = (session: SessionRow): Caller =>
+  create(CallerSchema, {
+    organizationId: session.organization_id,
+    environment: environmentProto(session.environment),
+    credentialId: session.id,
+    credentialKind: CredentialKind.GRANT_TOKEN,
+  });
 
 /** Thin handlers: they translate messages and refusals; the rules live in the domain modules. */
 export function gateRoutes(services: GateServices): (router: ConnectRouter) => void {
@@ -60,19 +70,19 @@ export function gateRoutes(services: GateServices): (router: ConnectRouter) => v
         refusalsAsConnectErrors(async () => {
           const session = await sessions.authenticate(request.anchorGrantToken, request.idempotencyToken);
           return create(AuthenticateGrantResponseSchema, {
-            caller: create(CallerSchema, {
-              organizationId: session.organization_id,
-              environment: environmentProto(session.environment),
-              credentialId: session.id,
-              credentialKind: CredentialKind.GRANT_TOKEN,
-            }),
+            caller: grantCaller(session),
             allowedGates: session.allowed_gates,
           });
         }),
 
       createVerificationLink: (request) =>
         refusalsAsConnectErrors(async () => {
-          const caller = partnerCaller(request.caller, ["grant_token"]);
+          // Given the token, it is authenticated here: the gateway then makes this one call, not two.
+          const granted =
+            request.anchorGrantToken === ""
+              ? request.caller
+              : grantCaller(await sessions.authenticate(request.anchorGrantToken, request.idempotencyToken));
+          const caller = partnerCaller(granted, ["grant_token"]);
           const link = await services.createVerificationLink(caller, {
             gate: request.gate,
             returnUrl: request.returnUrl,
@@ -96,6 +106,7 @@ export function gateRoutes(services: GateServices): (router: ConnectRouter) => v
             organizationId: link.gate.organizationId,
             gateType: gateTypeProto(link.gate.type),
             ...(link.gate.ageThreshold !== null ? { ageThreshold: link.gate.ageThreshold } : {}),
+            caller: granted,
           });
         }),
 
