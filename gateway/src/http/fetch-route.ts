@@ -4,7 +4,7 @@ import type { IncomingMessage } from "node:http";
  * A path answered by a web-standard handler (`Request` → `Response`) rather than by an operation or a raw
  * reply: a protocol the gateway serves through its own library, which streams (the MCP server at `/mcp`).
  * No stage runs before it; the handler runs the stages it needs itself. Listed in `fetchRoutes`
- * (`operations/index.ts`).
+ * (`server.ts`).
  */
 export interface FetchRoute {
   path: `/${string}`;

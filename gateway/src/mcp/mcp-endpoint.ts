@@ -126,7 +126,8 @@ export function mcpRoute(options: {
       };
       const read = await readJsonBody(request, body);
       if (read.kind === "unread") return handler.fetch(request, { authInfo });
-      if (read.kind === "legacy-without-progress") return answerAsJson(serverFor(authInfo), request, read.body, authInfo);
+      if (read.kind === "legacy-without-progress")
+        return answerAsJson(serverFor(authInfo), request, read.body, authInfo);
       return handler.fetch(request, { authInfo, parsedBody: read.body });
     },
   };
