@@ -90,25 +90,26 @@ async function readRawBody(req: IncomingMessage, limit: number): Promise<string 
 
 /**
  * A body read no further than one chunk past `limit`: a longer one (even without a length) is never held whole,
- * and what was read shows that it is longer.
+ * and what was read shows that it is longer. `undefined` when the client went away before the body ended.
  */
-function readAtMost(req: IncomingMessage, limit: number): Promise<Buffer<ArrayBuffer>> {
-  return new Promise((resolve, reject) => {
+function readAtMost(req: IncomingMessage, limit: number): Promise<Buffer<ArrayBuffer> | undefined> {
+  return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    const settle = (error?: Error) => {
-      req.off("data", take).off("end", settle).off("error", settle);
-      if (error) reject(error);
-      else resolve(Buffer.concat(chunks, size));
+    const settle = (read: boolean) => {
+      req.off("data", take).off("end", ended).off("error", gone).off("close", gone);
+      resolve(read ? Buffer.concat(chunks, size) : undefined);
     };
+    const ended = () => settle(true);
+    const gone = () => settle(false);
     const take = (chunk: Buffer) => {
       chunks.push(chunk);
       size += chunk.length;
       if (size <= limit) return;
       req.pause();
-      settle();
+      ended();
     };
-    req.on("data", take).on("end", settle).on("error", settle);
+    req.on("data", take).on("end", ended).on("error", gone).on("close", gone);
   });
 }
 
@@ -126,7 +127,10 @@ async function serveFetch(req: IncomingMessage, res: ServerResponse, url: URL, r
   for (const [name, value] of Object.entries(req.headersDistinct))
     for (const one of value ?? []) headers.append(name, one);
   const method = req.method ?? "GET";
-  const body = method === "GET" || method === "HEAD" ? undefined : await readAtMost(req, route.bodyLimit);
+  const hasBody = method !== "GET" && method !== "HEAD";
+  const body = hasBody ? await readAtMost(req, route.bodyLimit) : undefined;
+  // The client went away before the end of its body: no one is left to answer.
+  if (hasBody && body === undefined) return void res.destroy();
   const request = new Request(url, { method, headers, signal: gone.signal, ...(body && { body }) });
   const response = await route.fetch(request, req, body);
   const responseHeaders: Record<string, string> = { ...baselineHeaders };
