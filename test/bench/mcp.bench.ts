@@ -12,13 +12,15 @@ import { cpuMicrosSince, cpuReading, postgresProcesses } from "./process-cpu.ts"
 /**
  * A tool call through the MCP server at /mcp against the same operation through its JSON route: `check_request`
  * against `GET /v1/agentlink/check-status`, both for a request_id the agent never used (agentlink reads and answers
- * 404, a refusal both carry). Server CPU (gateway, agentlink, PostgreSQL, read from /proc) per call, the median of
- * the rounds; `ratio` = MCP (revision 2026-07-28) / JSON, `legacy_ratio` the same in the 2025-11-25 revision
- * (goal: both at most 1.5). Calls rotate over enough agents that no agent's per-minute limit refuses one.
+ * 404, a refusal both carry). Server CPU (gateway, agentlink, PostgreSQL, read from /proc) per call. Each round
+ * runs the three arms one after another, each round in another order (so that no arm always follows the same
+ * one and pays for what it left, a collection or a vacuum); `ratio` = MCP (revision 2026-07-28) / JSON and
+ * `legacy_ratio` the same in the 2025-11-25 revision are the medians of the rounds' ratios (goal: both at most
+ * 1.5). Calls rotate over enough agents that no agent's per-minute limit refuses one.
  */
 const inFlight = 8;
-const callsPerRound = 1500;
-const rounds = 3;
+const callsPerRound = 900;
+const rounds = 5;
 const warmUpCalls = 600;
 /**
  * Enough agents that none meets the agent tier's 120 calls a minute even if the whole run took one minute
@@ -106,13 +108,14 @@ try {
 
   // Warm up (JIT, pools, prepared plans, the agent-key cache) before anything is counted.
   for (const arm of Object.values(arms)) await cpuPerCall(arm, warmUpCalls);
+  const names = Object.keys(arms) as (keyof typeof arms)[];
   const measured: Record<keyof typeof arms, number>[] = [];
-  for (let r = 0; r < rounds; r++)
-    measured.push({
-      json: await cpuPerCall(json),
-      modern: await cpuPerCall(arms.modern),
-      legacy: await cpuPerCall(arms.legacy),
-    });
+  for (let r = 0; r < rounds; r++) {
+    const round = { json: 0, modern: 0, legacy: 0 };
+    for (const name of [...names.slice(r % names.length), ...names.slice(0, r % names.length)])
+      round[name] = await cpuPerCall(arms[name]);
+    measured.push(round);
+  }
   await Promise.all([...modern, ...legacy].map((client) => client.close()));
 
   const ratios = measured.map((m) => m.modern / m.json);

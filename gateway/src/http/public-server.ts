@@ -89,8 +89,34 @@ async function readRawBody(req: IncomingMessage, limit: number): Promise<string 
 }
 
 /**
- * A fetch route's answer to a Node request: the request as a web `Request` (its body streamed, aborted when the
- * client goes), the `Response` streamed back (an MCP answer may be a stream of Server-Sent Events).
+ * A body read no further than one chunk past `limit`: a longer one (even without a length) is never held whole,
+ * and what was read shows that it is longer. `undefined` when the client went away before the body ended.
+ */
+function readAtMost(req: IncomingMessage, limit: number): Promise<Buffer<ArrayBuffer> | undefined> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const settle = (read: boolean) => {
+      req.off("data", take).off("end", ended).off("error", gone).off("close", gone);
+      resolve(read ? Buffer.concat(chunks, size) : undefined);
+    };
+    const ended = () => settle(true);
+    const gone = () => settle(false);
+    const take = (chunk: Buffer) => {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size <= limit) return;
+      req.pause();
+      ended();
+    };
+    req.on("data", take).on("end", ended).on("error", gone).on("close", gone);
+  });
+}
+
+/**
+ * A fetch route's answer to a Node request: the request as a web `Request` (its body read first, aborted when
+ * the client goes), the `Response` sent back whole, or streamed when it is an event stream (an MCP answer that
+ * reports progress).
  */
 async function serveFetch(req: IncomingMessage, res: ServerResponse, url: URL, route: FetchRoute): Promise<void> {
   const gone = new AbortController();
@@ -101,21 +127,24 @@ async function serveFetch(req: IncomingMessage, res: ServerResponse, url: URL, r
   for (const [name, value] of Object.entries(req.headersDistinct))
     for (const one of value ?? []) headers.append(name, one);
   const method = req.method ?? "GET";
-  const request = new Request(url, {
-    method,
-    headers,
-    signal: gone.signal,
-    ...(method === "GET" || method === "HEAD"
-      ? {}
-      : { body: Readable.toWeb(req) as ReadableStream<Uint8Array>, duplex: "half" as const }),
-  });
-  const response = await route.fetch(request, req);
-  const responseHeaders: Record<string, string> = {};
+  const hasBody = method !== "GET" && method !== "HEAD";
+  const body = hasBody ? await readAtMost(req, route.bodyLimit) : undefined;
+  // The client went away before the end of its body: no one is left to answer.
+  if (hasBody && body === undefined) return void res.destroy();
+  const request = new Request(url, { method, headers, signal: gone.signal, ...(body && { body }) });
+  const response = await route.fetch(request, req, body);
+  const responseHeaders: Record<string, string> = { ...baselineHeaders };
   response.headers.forEach((value, name) => {
     responseHeaders[name] = value;
   });
-  res.writeHead(response.status, { ...baselineHeaders, ...responseHeaders });
-  if (!response.body) return void res.end();
+  // The rest of a body too long to read is not worth reading: answer, then close.
+  if (!req.complete) responseHeaders.connection = "close";
+  if (!response.body) return void res.writeHead(response.status, responseHeaders).end();
+  if (!response.headers.get("content-type")?.startsWith("text/event-stream")) {
+    const whole = Buffer.from(await response.arrayBuffer());
+    return void res.writeHead(response.status, { ...responseHeaders, "content-length": whole.length }).end(whole);
+  }
+  res.writeHead(response.status, responseHeaders);
   // A client that goes away mid-stream ends the pipeline early: nothing is left to answer.
   await pipeline(Readable.fromWeb(response.body as WebReadableStream<Uint8Array>), res).catch(() => {});
 }

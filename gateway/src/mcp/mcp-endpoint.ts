@@ -3,6 +3,7 @@ import {
   type AuthInfo,
   createMcpHandler,
   isLegacyRequest,
+  PROTOCOL_VERSION_META_KEY,
   type Server,
   WebStandardStreamableHTTPServerTransport,
 } from "@modelcontextprotocol/server";
@@ -81,7 +82,8 @@ export function mcpRoute(options: {
   return {
     path: mcpPath,
     methods: ["GET", "POST", "DELETE"],
-    async fetch(request, incoming) {
+    bodyLimit: bodyLimitBytes,
+    async fetch(request, incoming, body) {
       const ctx: RequestContext = {
         route: mcpExchange,
         request: incoming,
@@ -122,60 +124,49 @@ export function mcpRoute(options: {
         scopes: [],
         extra: { request: state },
       };
-      const read = await readJsonBody(request);
-      if (read.kind === "unread") return handler.fetch(read.request, { authInfo });
+      const read = await readJsonBody(request, body);
+      if (read.kind === "unread") return handler.fetch(request, { authInfo });
       if (read.kind === "legacy-without-progress")
-        return answerAsJson(serverFor(authInfo), read.request, read.body, authInfo);
-      return handler.fetch(read.request, { authInfo, parsedBody: read.body });
+        return answerAsJson(serverFor(authInfo), request, read.body, authInfo);
+      return handler.fetch(request, { authInfo, parsedBody: read.body });
     },
   };
 }
 
-type ReadBody =
-  | { kind: "unread"; request: Request }
-  | { kind: "parsed" | "legacy-without-progress"; request: Request; body: unknown };
+type ReadBody = { kind: "unread" } | { kind: "parsed" | "legacy-without-progress"; body: unknown };
 
 /**
- * The JSON-RPC body of a POST, read once: the SDK's handler then classifies it without reading it again. A body
- * that is not JSON, too large, or not a POST goes to the handler as it came (rebuilt when read), for its own
- * refusals. A 2025-era request that asked for no progress is marked, since it can be answered as one JSON body.
+ * The JSON-RPC body of a POST, parsed once: the SDK's handler then classifies it without reading it again. A body
+ * that is not JSON, too large, or not a POST's goes to the handler unparsed, for its own refusals. A 2025-era
+ * request that asked for no progress is marked, since it can be answered as one JSON body. One that carries the
+ * 2026-07-28 envelope's revision claim is not classified here: the handler serves it as such (or refuses it) and
+ * classifies it itself.
  */
-async function readJsonBody(request: Request): Promise<ReadBody> {
-  if (request.method !== "POST" || Number(request.headers.get("content-length") ?? 0) > bodyLimitBytes)
-    return { kind: "unread", request };
-  const bytes = await readAtMost(request.body, bodyLimitBytes);
-  const rebuilt = new Request(request, { body: bytes });
-  if (bytes.length > bodyLimitBytes) return { kind: "unread", request: rebuilt };
+async function readJsonBody(request: Request, bytes: Buffer | undefined): Promise<ReadBody> {
+  if (request.method !== "POST" || bytes === undefined || bytes.length > bodyLimitBytes) return { kind: "unread" };
   let body: unknown;
   try {
-    body = JSON.parse(new TextDecoder().decode(bytes));
+    body = JSON.parse(bytes.toString("utf8"));
   } catch {
-    return { kind: "unread", request: rebuilt };
+    return { kind: "unread" };
   }
-  const legacy = await isLegacyRequest(rebuilt, body, { maxRequestBodySize: bodyLimitBytes });
-  return { kind: legacy && !asksForProgress(body) ? "legacy-without-progress" : "parsed", request: rebuilt, body };
+  const legacy =
+    !claimsModernRevision(body) && (await isLegacyRequest(request, body, { maxRequestBodySize: bodyLimitBytes }));
+  return { kind: legacy && !asksForProgress(body) ? "legacy-without-progress" : "parsed", body };
 }
 
 /**
- * A body without a length (chunked) read no further than past `limit`: what was read, longer than `limit` when
- * the body is, so that the handler refuses it (413) without this process holding all of it.
+ * A message (not `initialize`, not a batch) whose `_meta` carries the per-request envelope's revision claim: the
+ * SDK never answers it as a 2025-era request.
  */
-async function readAtMost(stream: ReadableStream<Uint8Array> | null, limit: number): Promise<Buffer<ArrayBuffer>> {
-  if (stream === null) return Buffer.alloc(0);
-  const reader = stream.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (let next = await reader.read(); !next.done; next = await reader.read()) {
-    chunks.push(next.value);
-    size += next.value.length;
-    if (size > limit) {
-      await reader.cancel();
-      break;
-    }
-  }
-  reader.releaseLock();
-  return Buffer.concat(chunks);
-}
+const claimsModernRevision = (body: unknown): boolean => {
+  const message = body as { method?: unknown; params?: { _meta?: Record<string, unknown> } } | null;
+  return (
+    typeof message?.method === "string" &&
+    message.method !== "initialize" &&
+    message.params?._meta?.[PROTOCOL_VERSION_META_KEY] !== undefined
+  );
+};
 
 const asksForProgress = (body: unknown): boolean =>
   (Array.isArray(body) ? body : [body]).some(
