@@ -4,7 +4,7 @@
  * and parsed), both against gateway-like-server.ts, a separate process that answers as the gateway does, so its
  * CPU is not counted. A third arm is the bare fetch with a timeout signal (`AbortSignal.timeout`), which the SDK
  * always sends and which Node's fetch charges about 5% of a local call for: `ratio_to_timed_fetch` shows what the
- * SDK adds beyond its timeout. One call at a time; 21 rounds of 1,000 calls, each round started by another arm,
+ * SDK adds beyond its timeout. One call at a time; 41 rounds of 1,000 calls, each round started by another arm,
  * each arm collecting its own garbage inside its figure (cpu.ts); the figures are medians of the rounds' ratios.
  * Prints one line: {"name":"sdk-call","sdk_cpu_us":…,"fetch_cpu_us":…,"timed_fetch_cpu_us":…,"ratio":…,
  * "ratio_to_timed_fetch":…}.
@@ -47,7 +47,7 @@ const bare = bareCall(false);
 const timed = bareCall(true);
 
 const perRound = Number(process.argv[2] ?? 1000);
-const rounds = 21;
+const rounds = 41;
 try {
   await viaSdk(300);
   await bare(300);

@@ -61,8 +61,8 @@ const raw = async (tokens: string[]) => {
   };
 };
 
-const perRound = Number(process.argv[2] ?? 2000);
-const rounds = 9;
+const perRound = Number(process.argv[2] ?? 4000);
+const rounds = 15;
 try {
   await ours(await freshTokens(500));
   await (await raw(await freshTokens(500)))();
