@@ -128,7 +128,7 @@ const goals: Record<string, Goal[]> = {
     {
       field: "ratio",
       atMost: 3,
-      says: "p99 from a gate request's commit to the push service holding its decrypted Web Push at most 3x a bare JetStream publish-and-ack's p99",
+      says: "p99 from a gate request's commit to the push service receiving its encrypted Web Push at most 3x a bare JetStream publish-and-ack's p99",
     },
   ],
   growth: [
