@@ -2,7 +2,7 @@ import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type 
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { type Clock, type Logger, startWakeableLoop, type WakeableLoop } from "@svc/platform";
-import webPush from "web-push";
+import { encryptPush } from "./push-encryption.ts";
 import { checkPushEndpoint, type PushEndpointPolicy } from "./push-endpoint-policy.ts";
 import type { SubscriptionSecret } from "./push-subscriptions.ts";
 import type { PushSealing } from "./subscription-sealing.ts";
@@ -48,9 +48,9 @@ export interface WebPushSenderDependencies {
 }
 
 /**
- * Delivers the pushes `enqueuePush` committed (RFC 8030, encrypted RFC 8291 aes128gcm by `web-push`'s
- * request builder, under a VAPID JWT signed once per push service, sent by our own node:http(s) request
- * over kept-alive connections, so the endpoint policy is checked on the very URL sent to). Due rows are taken `for update skip locked`, so replicas never send one push at once,
+ * Delivers the pushes `enqueuePush` committed (RFC 8030, encrypted RFC 8291 aes128gcm by `encryptPush`,
+ * under a VAPID JWT signed once per push service, sent by our own node:http(s) request over kept-alive
+ * connections, so the endpoint policy is checked on the very URL sent to). Due rows are taken `for update skip locked`, so replicas never send one push at once,
  * and kept locked until their outcome commits: a crash before that leaves them due, and they are sent
  * again under the same Topic, which replaces the first at the push service. 404/410 deletes the
  * subscription; 429, 5xx and no answer retry with backoff while the item lives; other answers drop the push.
@@ -91,21 +91,24 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WakeableLoo
     } catch (error) {
       return { kind: "refused", detail: (error as Error).message };
     }
-    const request = webPush.generateRequestDetails(
-      { endpoint: subscription.endpoint, keys: { p256dh: subscription.p256dh, auth: subscription.auth } },
-      JSON.stringify(job.payload),
-      {
-        // No vapidDetails: the library would sign a JWT for every push.
-        headers: { Authorization: authorization(url.origin) },
-        TTL: Math.max(1, Math.floor((new Date(job.expires_at).getTime() - now.getTime()) / 1000)),
-        urgency: job.urgency,
-        topic: job.topic,
-        contentEncoding: "aes128gcm",
-      },
+    const body = encryptPush(
+      Buffer.from(JSON.stringify(job.payload)),
+      Buffer.from(subscription.p256dh, "base64url"),
+      Buffer.from(subscription.auth, "base64url"),
     );
+    // RFC 8030 §5.2–5.4 and RFC 8292 §3.
+    const headers: OutgoingHttpHeaders = {
+      TTL: Math.max(1, Math.floor((new Date(job.expires_at).getTime() - now.getTime()) / 1000)),
+      Urgency: job.urgency,
+      Topic: job.topic,
+      "Content-Encoding": "aes128gcm",
+      "Content-Type": "application/octet-stream",
+      "Content-Length": body.length,
+      Authorization: authorization(url.origin),
+    };
     let response: IncomingMessage;
     try {
-      response = await post(url, request.headers as OutgoingHttpHeaders, request.body as Buffer);
+      response = await post(url, headers, body);
     } catch (error) {
       if (abort.signal.aborted) throw error;
       return { kind: "retry" };
