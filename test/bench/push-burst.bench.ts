@@ -107,7 +107,9 @@ try {
           await call("POST", "/app/push-subscriptions", { ...pushService.subscribe() }, sessionToken);
         const { link_code: linkCode } = await call("POST", "/agent/bind-session", {}, agentKey);
         await call("POST", "/app/agent-bindings/claim", { link_code: linkCode }, sessionToken);
-        opaqueIds.push((await call("GET", "/agent/check-binding", { link_code: linkCode }, agentKey)).opaque_id as string);
+        opaqueIds.push(
+          (await call("GET", "/agent/check-binding", { link_code: linkCode }, agentKey)).opaque_id as string,
+        );
       }
       return { agentKey, opaqueIds };
     }),

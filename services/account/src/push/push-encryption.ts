@@ -23,7 +23,12 @@ export function encryptPush(payload: Buffer, p256dh: Buffer, auth: Buffer): Buff
   const nonce = Buffer.from(hkdfSync("sha256", ikm, salt, info("Content-Encoding: nonce"), 12));
   const cipher = createCipheriv("aes-128-gcm", cek, nonce);
   // RFC 8188 §2: the last record's plaintext ends with the delimiter 0x02; no padding follows.
-  const sealed = Buffer.concat([cipher.update(payload), cipher.update(Buffer.of(2)), cipher.final(), cipher.getAuthTag()]);
+  const sealed = Buffer.concat([
+    cipher.update(payload),
+    cipher.update(Buffer.of(2)),
+    cipher.final(),
+    cipher.getAuthTag(),
+  ]);
   const header = Buffer.alloc(saltBytes + 5);
   salt.copy(header);
   header.writeUInt32BE(recordSize, saltBytes);

@@ -130,13 +130,11 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WakeableLoo
   let pruneDueAt = 0;
   const pruneExpired = async (now: Date): Promise<boolean> => {
     if (now.getTime() < pruneDueAt) return false;
-    const deleted = await orm.em
-      .fork()
-      .execute<{ n: number }[]>(
-        `with gone as (delete from push_job where ctid in (select ctid from push_job where expires_at <= ? limit ${expiredBatch}) returning 1)
+    const deleted = await orm.em.fork().execute<{ n: number }[]>(
+      `with gone as (delete from push_job where ctid in (select ctid from push_job where expires_at <= ? limit ${expiredBatch}) returning 1)
          select count(*)::int as n from gone`,
-        [now],
-      );
+      [now],
+    );
     const more = (deleted[0]?.n ?? 0) === expiredBatch;
     if (!more) pruneDueAt = now.getTime() + deps.pollMs;
     return more;
