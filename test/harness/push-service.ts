@@ -1,15 +1,18 @@
 import { createDecipheriv, createECDH, createHmac, randomBytes } from "node:crypto";
-import { createServer, type IncomingMessage } from "node:http";
+import { createServer, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { importJWK, type JWTPayload, jwtVerify } from "jose";
 
 /**
  * A push service (RFC 8030) on a loopback port, for tests of what the sender sends: it checks each push's
  * VAPID (RFC 8292) JWT with jose, decrypts its body with the RFC 8291 aes128gcm decryption written below on
- * node:crypto (independent of the sender's library), records it, and answers what the test queued.
+ * node:crypto (independent of the sender's library), records it, and answers what the test queued. With
+ * `checkLater` (for benchmarks) it answers every request 201 at once and keeps it for `check`.
  */
 interface PushReceipt {
   endpoint: string;
+  /** performance.now() when the request reached the service, before any check. */
+  arrivedAt: number;
   /** What the service answered. */
   status: number;
   ttl: number;
@@ -28,6 +31,15 @@ export interface BrowserSubscription {
 
 type Answer = number | "hang";
 
+/** A request as it arrived, not yet checked. */
+export interface ArrivedPush {
+  endpoint: string;
+  arrivedAt: number;
+  method: string | undefined;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+}
+
 export interface TestPushService {
   origin: string;
   /** A new browser subscription at this service, with its own key pair and auth secret. */
@@ -39,6 +51,10 @@ export interface TestPushService {
   problems: string[];
   /** Resolves with the next push to `endpoint` that arrives (or has arrived and was not yet taken). */
   next(endpoint: string): Promise<PushReceipt>;
+  /** With `checkLater`: the requests arrived since the last call, unchecked. */
+  takeArrived(): ArrivedPush[];
+  /** Checks arrived requests as pushes (into `received` or `problems`), as the service does without `checkLater`. */
+  check(arrived: readonly ArrivedPush[]): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -76,13 +92,17 @@ const readBody = async (req: IncomingMessage) => {
 };
 
 /** `publicKey`: the VAPID key the JWTs must be signed with (base64url point), as the server serves it. */
-export async function startPushService(options: { vapidPublicKey: () => Promise<string> }): Promise<TestPushService> {
+export async function startPushService(options: {
+  vapidPublicKey: () => Promise<string>;
+  checkLater?: boolean;
+}): Promise<TestPushService> {
   const receivers = new Map<string, { privateKey: Buffer; publicKey: Buffer; auth: Buffer }>();
   const answers = new Map<string, Answer[]>();
   const received: PushReceipt[] = [];
   const taken = new Set<PushReceipt>();
   const waiting: { endpoint: string; resolve: (receipt: PushReceipt) => void }[] = [];
   const problems: string[] = [];
+  let arrived: ArrivedPush[] = [];
 
   const verifyVapid = async (authorization: string, audience: string): Promise<JWTPayload> => {
     const match = /^vapid t=([^,\s]+),\s*k=([A-Za-z0-9_-]+)$/.exec(authorization);
@@ -106,25 +126,25 @@ export async function startPushService(options: { vapidPublicKey: () => Promise<
     return payload;
   };
 
-  const server = createServer(async (req, res) => {
-    const endpoint = `${origin}${req.url}`;
-    const body = await readBody(req);
+  /** Checks one request and records it; answers what the service answers (400 for a bad push). */
+  const take = async ({ endpoint, arrivedAt, method, headers, body }: ArrivedPush): Promise<Answer> => {
     const receiver = receivers.get(endpoint);
     try {
-      if (req.method !== "POST" || !receiver) throw new Error(`${req.method} to an unknown endpoint ${endpoint}`);
-      if (req.headers["content-encoding"] !== "aes128gcm")
-        throw new Error(`Content-Encoding is ${req.headers["content-encoding"]}`);
-      const ttl = Number(req.headers.ttl);
-      if (!Number.isInteger(ttl) || ttl < 0) throw new Error(`TTL is ${req.headers.ttl}`);
-      const vapid = await verifyVapid(String(req.headers.authorization), origin);
+      if (method !== "POST" || !receiver) throw new Error(`${method} to an unknown endpoint ${endpoint}`);
+      if (headers["content-encoding"] !== "aes128gcm")
+        throw new Error(`Content-Encoding is ${headers["content-encoding"]}`);
+      const ttl = Number(headers.ttl);
+      if (!Number.isInteger(ttl) || ttl < 0) throw new Error(`TTL is ${headers.ttl}`);
+      const vapid = await verifyVapid(String(headers.authorization), origin);
       const payload = JSON.parse(decryptAes128gcm(body, receiver).toString()) as unknown;
       const answer = answers.get(endpoint)?.shift() ?? 201;
       const receipt: PushReceipt = {
         endpoint,
+        arrivedAt,
         status: answer === "hang" ? 0 : answer,
         ttl,
-        urgency: (req.headers.urgency as string | undefined) ?? null,
-        topic: (req.headers.topic as string | undefined) ?? null,
+        urgency: (headers.urgency as string | undefined) ?? null,
+        topic: (headers.topic as string | undefined) ?? null,
         payload,
         vapid,
       };
@@ -134,16 +154,26 @@ export async function startPushService(options: { vapidPublicKey: () => Promise<
         taken.add(receipt);
         waiting.splice(waiter, 1)[0]?.resolve(receipt);
       }
-      if (answer === "hang") return;
-      res.writeHead(
-        answer,
-        answer === 201 ? { Location: `${endpoint}/messages/${randomBytes(4).toString("hex")}` } : {},
-      );
-      res.end();
+      return answer;
     } catch (error) {
       problems.push((error as Error).message);
-      res.writeHead(400).end();
+      return 400;
     }
+  };
+
+  const server = createServer(async (req, res) => {
+    const arrivedAt = performance.now();
+    const endpoint = `${origin}${req.url}`;
+    const request = { endpoint, arrivedAt, method: req.method, headers: req.headers, body: await readBody(req) };
+    if (options.checkLater) {
+      arrived.push(request);
+      res.writeHead(201).end();
+      return;
+    }
+    const answer = await take(request);
+    if (answer === "hang") return;
+    res.writeHead(answer, answer === 201 ? { Location: `${endpoint}/messages/${randomBytes(4).toString("hex")}` } : {});
+    res.end();
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -173,6 +203,14 @@ export async function startPushService(options: { vapidPublicKey: () => Promise<
         return Promise.resolve(ready);
       }
       return new Promise((resolve) => waiting.push({ endpoint, resolve }));
+    },
+    takeArrived() {
+      const taking = arrived;
+      arrived = [];
+      return taking;
+    },
+    async check(requests) {
+      for (const request of requests) await take(request);
     },
     async stop() {
       server.closeAllConnections();

@@ -61,12 +61,14 @@ const redeliverAfterMs = (deliveries: number) => Math.min(2000 * 2 ** Math.min(d
 /** How long account may hold a trigger before JetStream delivers it again. */
 const ackWaitMs = 30_000;
 const restartAfterMs = 2000;
+/** Triggers taken at once: a burst of cards is written by several statements in flight, not one after another. */
+const takingAtOnce = 8;
 
 /**
  * Reads every push trigger through the durable consumer `consumerName`, calling `take` with each and
  * acknowledging it only once `take` resolved (it commits what the trigger asks for): a trigger is taken
  * at least once, so `take` must be idempotent. An unreadable trigger is dropped; one `take` refused is
- * delivered again, later each time. While the stream cannot be read the consumer is listed in `bus.consumersDown` and
+ * delivered again, later each time. Up to eight are taken at once, in no promised order. While the stream cannot be read the consumer is listed in `bus.consumersDown` and
  * tried again every 2 s. Returns the function that stops it.
  */
 export function consumePushTriggers(options: {
@@ -103,6 +105,7 @@ export function consumePushTriggers(options: {
       close = () => messages.close().then(() => undefined);
       if (stopped) return void (await close());
       bus.consumersDown.delete(consumerName);
+      const taking = new Set<Promise<void>>();
       for await (const message of messages) {
         let trigger: PushTrigger;
         try {
@@ -112,14 +115,21 @@ export function consumePushTriggers(options: {
           message.term();
           continue;
         }
-        try {
-          await options.take(trigger);
-          message.ack();
-        } catch (error) {
-          logger.warn("push trigger not taken; it is delivered again", { error, seq: message.seq });
-          message.nak(redeliverAfterMs(message.info.deliveryCount));
-        }
+        const taken: Promise<void> = options
+          .take(trigger)
+          .then(
+            () => message.ack(),
+            (error: unknown) => {
+              logger.warn("push trigger not taken; it is delivered again", { error, seq: message.seq });
+              message.nak(redeliverAfterMs(message.info.deliveryCount));
+            },
+          )
+          .catch((error: unknown) => logger.warn("push trigger not acknowledged", { error, seq: message.seq }))
+          .finally(() => taking.delete(taken));
+        taking.add(taken);
+        if (taking.size >= takingAtOnce) await Promise.race(taking);
       }
+      await Promise.all(taking);
     } catch (error) {
       if (!stopped) {
         bus.consumersDown.set(consumerName, error instanceof Error ? error.message : String(error));

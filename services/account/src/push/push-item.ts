@@ -28,21 +28,20 @@ export async function pushItem(
 ): Promise<{ sent: number; failed: number; webPush: number }> {
   const title = trigger.title.slice(0, 200);
   const expiresAt = trigger.expiresAt && timestampDate(trigger.expiresAt);
+  // One statement, atomic by itself: a transaction around it would cost two more round trips.
   const webPush =
     trigger.itemId === "" || expiresAt === undefined || !isUuid(trigger.svcUserId)
       ? 0
-      : await ctx.em.transactional((tx) =>
-          enqueuePush(
-            tx,
-            trigger.svcUserId,
-            {
-              kind: trigger.kind === PushKind.AGENT_CARD ? "card" : "request",
-              id: requireText(trigger.itemId, "item_id", 128),
-              title,
-              expiresAt,
-            },
-            ctx.now,
-          ),
+      : await enqueuePush(
+          ctx.em,
+          trigger.svcUserId,
+          {
+            kind: trigger.kind === PushKind.AGENT_CARD ? "card" : "request",
+            id: requireText(trigger.itemId, "item_id", 128),
+            title,
+            expiresAt,
+          },
+          ctx.now,
         );
   if (webPush > 0) ctx.wake();
   const providers = await pushToHuman({ em: ctx.em, providers: ctx.providers, logger: ctx.logger }, trigger.svcUserId, {

@@ -21,8 +21,8 @@ const topicOf = (item: Pick<PushItem, "kind" | "id">) =>
 const urgencyOf = (kind: PushItem["kind"]) => (kind === "notice" ? "normal" : "high");
 
 /**
- * Writes, in the caller's transaction, one push of `item` for each of the person's web push
- * subscriptions, for the sender to deliver after the commit. A trigger repeated for the same item adds
+ * Writes, in one statement (in the caller's transaction, if any), one push of `item` for each of the
+ * person's web push subscriptions, for the sender to deliver after the commit. A trigger repeated for the same item adds
  * nothing (one row per subscription and topic). Answers how many subscriptions the item goes to.
  */
 export async function enqueuePush(tx: EntityManager, svcUserId: string, item: PushItem, now: Date): Promise<number> {

@@ -1,9 +1,12 @@
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders } from "node:http";
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { type Clock, type Logger, startWakeableLoop, type WakeableLoop } from "@svc/platform";
-import webPush from "web-push";
+import { encryptPush } from "./push-encryption.ts";
 import { checkPushEndpoint, type PushEndpointPolicy } from "./push-endpoint-policy.ts";
 import type { SubscriptionSecret } from "./push-subscriptions.ts";
 import type { PushSealing } from "./subscription-sealing.ts";
+import { vapidAuthorization } from "./vapid-authorization.ts";
 import type { VapidKeys } from "./vapid-keys.ts";
 
 /** Due pushes one transaction holds and sends together. */
@@ -12,6 +15,9 @@ const batchSize = 50;
 const sendTimeoutMs = 10_000;
 /** The retry after the n-th failure waits 1 s doubled n-1 times, at most this (a Retry-After may ask for more). */
 const maxRetryDelayMs = 60_000;
+
+/** Rows past their item's end that one statement deletes. */
+const expiredBatch = 1000;
 
 interface DueJob {
   subscription_id: string;
@@ -42,9 +48,9 @@ export interface WebPushSenderDependencies {
 }
 
 /**
- * Delivers the pushes `enqueuePush` committed (RFC 8030, encrypted RFC 8291 aes128gcm, signed RFC 8292
- * VAPID, through `web-push`'s request builder and our own `fetch`, so the endpoint policy is checked on the
- * very URL sent to). Due rows are taken `for update skip locked`, so replicas never send one push at once,
+ * Delivers the pushes `enqueuePush` committed (RFC 8030, encrypted RFC 8291 aes128gcm by `encryptPush`,
+ * under a VAPID JWT signed once per push service, sent by our own node:http(s) request over kept-alive
+ * connections, so the endpoint policy is checked on the very URL sent to). Due rows are taken `for update skip locked`, so replicas never send one push at once,
  * and kept locked until their outcome commits: a crash before that leaves them due, and they are sent
  * again under the same Topic, which replaces the first at the push service. 404/410 deletes the
  * subscription; 429, 5xx and no answer retry with backoff while the item lives; other answers drop the push.
@@ -52,58 +58,92 @@ export interface WebPushSenderDependencies {
 export function startWebPushSender(deps: WebPushSenderDependencies): WakeableLoop {
   const { orm, clock, logger } = deps;
   const abort = new AbortController();
+  const authorization = vapidAuthorization(deps.vapid, clock);
+  // Redirects are not followed: a push service answers the endpoint itself (RFC 8030 §5).
+  const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
+  const post = (url: URL, headers: OutgoingHttpHeaders, body: Buffer) =>
+    new Promise<IncomingMessage>((resolve, reject) => {
+      const https = url.protocol === "https:";
+      const sent = (https ? httpsRequest : httpRequest)(
+        url,
+        {
+          method: "POST",
+          headers,
+          agent: https ? agents.https : agents.http,
+          signal: AbortSignal.any([abort.signal, AbortSignal.timeout(sendTimeoutMs)]),
+        },
+        (response) => {
+          response.resume();
+          resolve(response);
+        },
+      );
+      sent.on("error", reject);
+      sent.end(body);
+    });
 
-  const send = async (job: DueJob, vapid: VapidKeys, now: Date): Promise<Outcome> => {
+  const send = async (job: DueJob, now: Date): Promise<Outcome> => {
     const subscription = JSON.parse(
       deps.sealing.open(job.subscription_id, job.sealed).toString(),
     ) as SubscriptionSecret;
+    let url: URL;
     try {
-      checkPushEndpoint(subscription.endpoint, deps.policy);
+      url = checkPushEndpoint(subscription.endpoint, deps.policy);
     } catch (error) {
       return { kind: "refused", detail: (error as Error).message };
     }
-    const request = webPush.generateRequestDetails(
-      { endpoint: subscription.endpoint, keys: { p256dh: subscription.p256dh, auth: subscription.auth } },
-      JSON.stringify(job.payload),
-      {
-        vapidDetails: vapid,
-        TTL: Math.max(1, Math.floor((new Date(job.expires_at).getTime() - now.getTime()) / 1000)),
-        urgency: job.urgency,
-        topic: job.topic,
-        contentEncoding: "aes128gcm",
-      },
+    const body = encryptPush(
+      Buffer.from(JSON.stringify(job.payload)),
+      Buffer.from(subscription.p256dh, "base64url"),
+      Buffer.from(subscription.auth, "base64url"),
     );
-    let response: Response;
+    // RFC 8030 §5.2–5.4 and RFC 8292 §3.
+    const headers: OutgoingHttpHeaders = {
+      TTL: Math.max(1, Math.floor((new Date(job.expires_at).getTime() - now.getTime()) / 1000)),
+      Urgency: job.urgency,
+      Topic: job.topic,
+      "Content-Encoding": "aes128gcm",
+      "Content-Type": "application/octet-stream",
+      "Content-Length": body.length,
+      Authorization: authorization(url.origin),
+    };
+    let response: IncomingMessage;
     try {
-      response = await fetch(request.endpoint, {
-        method: "POST",
-        headers: request.headers as Record<string, string>,
-        body: new Uint8Array(request.body as Buffer),
-        redirect: "manual",
-        signal: AbortSignal.any([abort.signal, AbortSignal.timeout(sendTimeoutMs)]),
-      });
-      await response.body?.cancel();
+      response = await post(url, headers, body);
     } catch (error) {
       if (abort.signal.aborted) throw error;
       return { kind: "retry" };
     }
-    if (response.status >= 200 && response.status < 300) return { kind: "sent" };
-    if (response.status === 404 || response.status === 410) return { kind: "gone" };
-    if (response.status === 429 || response.status >= 500) {
-      const seconds = Number(response.headers.get("retry-after"));
+    const status = response.statusCode ?? 0;
+    if (status >= 200 && status < 300) return { kind: "sent" };
+    if (status === 404 || status === 410) return { kind: "gone" };
+    if (status === 429 || status >= 500) {
+      const seconds = Number(response.headers["retry-after"]);
       return { kind: "retry", retryAfterMs: Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : undefined };
     }
-    return { kind: "refused", detail: `the push service answered ${response.status}` };
+    return { kind: "refused", detail: `the push service answered ${status}` };
+  };
+
+  /**
+   * Rows past their item's end, deleted at most once a poll interval by the clock rather than on every
+   * wake: a push woken by a commit then waits for no statement but its own claim.
+   */
+  let pruneDueAt = 0;
+  const pruneExpired = async (now: Date): Promise<boolean> => {
+    if (now.getTime() < pruneDueAt) return false;
+    const deleted = await orm.em.fork().execute<{ n: number }[]>(
+      `with gone as (delete from push_job where ctid in (select ctid from push_job where expires_at <= ? limit ${expiredBatch}) returning 1)
+         select count(*)::int as n from gone`,
+      [now],
+    );
+    const more = (deleted[0]?.n ?? 0) === expiredBatch;
+    if (!more) pruneDueAt = now.getTime() + deps.pollMs;
+    return more;
   };
 
   const work = async (): Promise<boolean> => {
     const now = clock.now();
-    const em = orm.em.fork();
-    await em.execute(
-      `delete from push_job where ctid in (select ctid from push_job where expires_at <= ? limit 1000)`,
-      [now],
-    );
-    return em.transactional(async (tx) => {
+    const prunedAll = !(await pruneExpired(now));
+    const more = await orm.em.fork().transactional(async (tx) => {
       const due = await tx.execute<DueJob[]>(
         `select j.subscription_id, j.topic, j.payload, j.urgency, j.expires_at, j.attempts, s.sealed
            from push_job j join push_subscription s on s.id = j.subscription_id
@@ -111,15 +151,17 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WakeableLoo
           order by j.next_attempt_at limit ${batchSize} for update of j skip locked`,
         [now, now],
       );
-      const outcomes = await Promise.all(due.map((job) => send(job, deps.vapid, now)));
+      const outcomes = await Promise.all(due.map((job) => send(job, now)));
+      const done: DueJob[] = [];
+      const sentTo: string[] = [];
+      const gone: string[] = [];
       for (const [i, job] of due.entries()) {
         const outcome = outcomes[i] as Outcome;
-        const key = [job.subscription_id, job.topic];
         if (outcome.kind === "sent") {
-          await tx.execute(`update push_job set sent_at = ? where subscription_id = ? and topic = ?`, [now, ...key]);
-          await tx.execute(`update push_subscription set last_pushed_at = ? where id = ?`, [now, job.subscription_id]);
+          done.push(job);
+          sentTo.push(job.subscription_id);
         } else if (outcome.kind === "gone") {
-          await tx.execute(`delete from push_subscription where id = ?`, [job.subscription_id]);
+          gone.push(job.subscription_id);
           logger.info("push subscription gone; deleted", { subscription_id: job.subscription_id });
         } else if (outcome.kind === "retry") {
           const backoff = Math.min(maxRetryDelayMs, 1000 * 2 ** job.attempts);
@@ -127,15 +169,30 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WakeableLoo
           // Past the item's life the row stays until the expiry delete above: nothing would show it anyway.
           await tx.execute(
             `update push_job set attempts = attempts + 1, next_attempt_at = ? where subscription_id = ? and topic = ?`,
-            [next, ...key],
+            [next, job.subscription_id, job.topic],
           );
         } else {
-          await tx.execute(`update push_job set sent_at = ? where subscription_id = ? and topic = ?`, [now, ...key]);
+          done.push(job);
           logger.warn("push refused; dropped", { subscription_id: job.subscription_id, detail: outcome.detail });
         }
       }
+      // One statement per outcome for the whole batch: a burst's rows are settled in a few round trips.
+      const list = (n: number, item: string) => Array.from({ length: n }, () => item).join(", ");
+      if (done.length > 0)
+        await tx.execute(
+          `update push_job set sent_at = ? where (subscription_id, topic) in (${list(done.length, "(?::uuid, ?)")})`,
+          [now, ...done.flatMap((job) => [job.subscription_id, job.topic])],
+        );
+      if (sentTo.length > 0)
+        await tx.execute(`update push_subscription set last_pushed_at = ? where id in (${list(sentTo.length, "?")})`, [
+          now,
+          ...sentTo,
+        ]);
+      if (gone.length > 0)
+        await tx.execute(`delete from push_subscription where id in (${list(gone.length, "?")})`, gone);
       return due.length === batchSize;
     });
+    return more || !prunedAll;
   };
 
   const loop = startWakeableLoop({
@@ -150,6 +207,8 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WakeableLoo
     async stop() {
       abort.abort();
       await loop.stop();
+      agents.http.destroy();
+      agents.https.destroy();
     },
   };
 }

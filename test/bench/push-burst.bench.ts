@@ -1,0 +1,215 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import { Agent, request } from "node:http";
+import { Worker } from "node:worker_threads";
+import { createClient } from "@connectrpc/connect";
+import { consoleTransport } from "@svc/local-mesh/console-client";
+import { AgentConsoleService } from "@svc/proto/agentlink/v1/agentlink_pb.js";
+import { Environment } from "@svc/proto/common/v1/caller_pb.js";
+import { ConsoleService } from "@svc/proto/console/v1/console_pb.js";
+import { type ArrivedPush, startPushService } from "../harness/push-service.ts";
+import { median, startBenchMesh } from "./bench-infrastructure.ts";
+import { cpuMicrosSince, cpuReading, postgresProcesses } from "./process-cpu.ts";
+
+/**
+ * One burst of agent cards to people holding 1,000 Web Push subscriptions, through the real gateway,
+ * agentlink, account and NATS, to the harness push service: 10 agents each ask one quorum card of their 10
+ * people at once, and each person has 10 subscriptions (the most a person keeps). The push service answers
+ * every request 201 as it arrives and checks every push afterwards (VAPID JWT, decryption, payload), so a
+ * round fails unless all 1,000 arrived correct. A push round's rate is 1,000 over the time from the first
+ * inquire's start to the last push's arrival; a bare round's is 1,000 POSTs of bodies of the pushes' size to
+ * the same service, from a worker thread (a client apart from the service, as account is) with the
+ * sender's batch of 50 in flight over kept-alive connections, over the time from its start to the last
+ * arrival. Rounds alternate; `ratio` is the median of the rounds' push rate over bare rate (goal: at least
+ * 0.5). `account_cpu_us` and `postgres_cpu_us` are their CPU per push (a push round's, from /proc).
+ * Run: node test/bench/push-burst.bench.ts [rounds, default 7]
+ */
+const rounds = Number(process.argv[2] ?? 7);
+const agentCount = 10;
+const peoplePerAgent = 10;
+const subscriptionsPerPerson = 10;
+const burst = agentCount * peoplePerAgent * subscriptionsPerPerson;
+const inFlight = 50;
+
+/** The bare client: POSTs `count` bodies to `urls` in turn, `inFlight` at a time, when told to. */
+const bareClient = `
+const { parentPort, workerData } = require("node:worker_threads");
+const { Agent, request } = require("node:http");
+const agent = new Agent({ keepAlive: true });
+const { urls, body, count, inFlight } = workerData;
+const post = (url) => new Promise((resolve, reject) => {
+  const sent = request(url, { method: "POST", agent, headers: { "content-type": "application/octet-stream", "content-length": body.length } }, (response) => {
+    response.resume();
+    response.on("end", resolve);
+  });
+  sent.on("error", reject);
+  sent.end(body);
+});
+parentPort.on("message", async () => {
+  let next = 0;
+  await Promise.all(Array.from({ length: inFlight }, async () => {
+    while (next < count) await post(urls[next++ % urls.length]);
+  }));
+  parentPort.postMessage("done");
+});
+`;
+
+const mesh = await startBenchMesh(["signing", "account", "agentlink"]);
+try {
+  const transport = consoleTransport(mesh.consoleUrl, mesh.consoleToken);
+  const operators = createClient(ConsoleService, transport);
+  const agents = createClient(AgentConsoleService, transport);
+  const { organizationId } = await operators.createOrganization({ name: "Bench Push Burst" });
+
+  const keepAlive = new Agent({ keepAlive: true });
+  const call = (method: "GET" | "POST", path: string, input: Record<string, unknown>, key: string) =>
+    new Promise<Record<string, unknown>>((resolve, reject) => {
+      const url = new URL(`/v1${path}`, mesh.gatewayUrl);
+      if (method === "GET") for (const [k, v] of Object.entries(input)) url.searchParams.set(k, String(v));
+      const body = method === "POST" ? JSON.stringify(input) : undefined;
+      const headers: Record<string, string | number> = { authorization: `Bearer ${key}` };
+      if (body !== undefined)
+        Object.assign(headers, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+      const sent = request(url, { method, agent: keepAlive, headers }, (response) => {
+        const chunks: Buffer[] = [];
+        response.on("data", (c: Buffer) => chunks.push(c));
+        response.on("end", () => {
+          const parsed = JSON.parse(Buffer.concat(chunks).toString());
+          if (response.statusCode !== 200 || parsed.data?.error)
+            reject(new Error(`${method} ${path}: ${response.statusCode} ${Buffer.concat(chunks)}`));
+          else resolve(parsed.data?.data ?? parsed.data);
+        });
+      });
+      sent.on("error", reject);
+      sent.end(body);
+    });
+
+  const first = await operators.mintDevSession({ issuer: mesh.devIdpIssuer, subject: "bench-burst-key" });
+  const vapidKey = (await call("GET", "/app/push-key", {}, first.sessionToken)).public_key as string;
+  const pushService = await startPushService({ vapidPublicKey: async () => vapidKey, checkLater: true });
+
+  /** Each agent with its people's opaque ids; every person with their subscriptions at the push service. */
+  const team = await Promise.all(
+    Array.from({ length: agentCount }, async (_, a) => {
+      const { agentKey } = await agents.registerAgent({
+        organizationId,
+        environment: Environment.DEVELOPMENT,
+        name: `Burst_${a}`,
+        categories: ["deploys"],
+      });
+      const opaqueIds: string[] = [];
+      for (let p = 0; p < peoplePerAgent; p++) {
+        const { sessionToken } = await operators.mintDevSession({
+          issuer: mesh.devIdpIssuer,
+          subject: `bench-burst-${a}-${p}`,
+        });
+        await call("GET", "/app/me", {}, sessionToken);
+        for (let s = 0; s < subscriptionsPerPerson; s++)
+          await call("POST", "/app/push-subscriptions", { ...pushService.subscribe() }, sessionToken);
+        const { link_code: linkCode } = await call("POST", "/agent/bind-session", {}, agentKey);
+        await call("POST", "/app/agent-bindings/claim", { link_code: linkCode }, sessionToken);
+        opaqueIds.push(
+          (await call("GET", "/agent/check-binding", { link_code: linkCode }, agentKey)).opaque_id as string,
+        );
+      }
+      return { agentKey, opaqueIds };
+    }),
+  );
+  const accountPid = String(mesh.pid("account"));
+  const postgres = () => postgresProcesses(mesh.databaseUrl);
+  const arrivedAll = async (count: number) => {
+    const arrived: ArrivedPush[] = [];
+    const deadline = performance.now() + 60_000;
+    while (arrived.length < count) {
+      if (performance.now() > deadline) throw new Error(`only ${arrived.length} of ${count} requests arrived in 60 s`);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      arrived.push(...pushService.takeArrived());
+    }
+    if (arrived.length > count) throw new Error(`${arrived.length} requests arrived, not ${count}`);
+    return arrived;
+  };
+
+  /** One burst of cards: the rate of its pushes, what arrived (for the bare round's bodies) and the CPU. */
+  const pushRound = async () => {
+    const received = pushService.received.length;
+    const account = cpuReading([accountPid]);
+    const database = cpuReading(postgres());
+    const started = performance.now();
+    await Promise.all(
+      team.map(({ agentKey, opaqueIds }) =>
+        call(
+          "POST",
+          "/agentlink/inquire",
+          {
+            request_id: randomUUID(),
+            action: { summary_title: "Deploy release 4.2 to production", category: "deploys" },
+            approvers: opaqueIds,
+            quorum: { approve: 1 },
+          },
+          agentKey,
+        ),
+      ),
+    );
+    const arrived = await arrivedAll(burst);
+    const last = Math.max(...arrived.map((push) => push.arrivedAt));
+    const cpu = {
+      account: cpuMicrosSince(account, [accountPid]) / burst,
+      postgres: cpuMicrosSince(database, postgres()) / burst,
+    };
+    await pushService.check(arrived);
+    if (pushService.problems.length > 0) throw new Error(`the push service refused: ${pushService.problems[0]}`);
+    const pushed = pushService.received.slice(received);
+    if (new Set(pushed.map((push) => push.endpoint)).size !== burst)
+      throw new Error("the burst did not reach every subscription once");
+    return { rate: burst / ((last - started) / 1000), arrived, cpu };
+  };
+
+  const sample = await pushRound();
+  const size = Math.round(median(sample.arrived.map((push) => push.body.length)));
+  const urls = [...new Set(sample.arrived.map((push) => push.endpoint))];
+  const worker = new Worker(bareClient, {
+    eval: true,
+    workerData: { urls, body: randomBytes(size), count: burst, inFlight },
+  });
+  const bareRound = async () => {
+    const done = new Promise((resolve) => worker.once("message", resolve));
+    const started = performance.now();
+    worker.postMessage("go");
+    await done;
+    const arrived = await arrivedAll(burst);
+    return burst / ((Math.max(...arrived.map((push) => push.arrivedAt)) - started) / 1000);
+  };
+  await bareRound();
+
+  const push: number[] = [];
+  const bare: number[] = [];
+  const ratios: number[] = [];
+  const accountCpu: number[] = [];
+  const postgresCpu: number[] = [];
+  for (let round = 0; round < rounds; round++) {
+    const pushed = await pushRound();
+    const posted = await bareRound();
+    push.push(pushed.rate);
+    bare.push(posted);
+    ratios.push(pushed.rate / posted);
+    accountCpu.push(pushed.cpu.account);
+    postgresCpu.push(pushed.cpu.postgres);
+  }
+  console.log(
+    JSON.stringify({
+      name: "push-burst",
+      push_per_s: median(push),
+      bare_post_per_s: median(bare),
+      ratio: median(ratios),
+      account_cpu_us: median(accountCpu),
+      postgres_cpu_us: median(postgresCpu),
+      body_bytes: size,
+      subscriptions: burst,
+      rounds,
+    }),
+  );
+  await worker.terminate();
+  keepAlive.destroy();
+  await pushService.stop();
+} finally {
+  await mesh.stop();
+}
