@@ -191,7 +191,10 @@ describe("agent callbacks", () => {
     // Redelivered after its pause (5 s of real time).
     await expect.poll(() => callback.requests.length, { timeout: 15_000 }).toBe(1);
     await expect.poll(() => partner.requests.length, { timeout: 10_000 }).toBe(2);
-    expect(await callbackState(agentId, card.cardId)).toEqual({ delivered: true, attempts: 1 });
+    // The delivery is recorded once the callback's answer is back, a moment after the receiver saw the request.
+    await expect
+      .poll(() => callbackState(agentId, card.cardId), { timeout: 5_000 })
+      .toEqual({ delivered: true, attempts: 1 });
   });
 });
 
