@@ -4,12 +4,18 @@ import { join } from "node:path";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { startInfrastructure } from "@svc/local-mesh/infrastructure";
-import { type ServiceName, startMesh } from "@svc/local-mesh/mesh";
+import { type Mesh, type MeshOptions, type ServiceName, startMesh } from "@svc/local-mesh/mesh";
 import pg from "pg";
 import { cpuMicrosSince, cpuReading, postgresProcesses, withChildren } from "./process-cpu.ts";
 
-/** A throwaway Postgres, NATS and (part of) the mesh for one benchmark script; everything goes at stop. */
-export async function startBenchMesh(only: ServiceName[]) {
+/**
+ * A throwaway Postgres, NATS and (part of, `only`) the mesh for one benchmark script; everything goes at stop.
+ * `startMesh` may be another checkout's (`checkoutAt`), so that an arm runs that commit's code.
+ */
+export async function startBenchMesh(
+  only?: ServiceName[],
+  options: { env?: Record<string, string>; startMesh?: (options: MeshOptions) => Promise<Mesh> } = {},
+) {
   const dir = mkdtempSync(join(tmpdir(), "svc-bench-"));
   // As root, PostgreSQL runs as the postgres user, which must be able to enter the data dir's parent.
   chmodSync(dir, 0o755);
@@ -20,13 +26,14 @@ export async function startBenchMesh(only: ServiceName[]) {
   await client.end();
   const databaseUrl = new URL(infrastructure.postgresUrl);
   databaseUrl.pathname = "/bench";
-  const mesh = await startMesh({
+  const mesh = await (options.startMesh ?? startMesh)({
     env: {
       SVC_DATABASE_URL: databaseUrl.toString(),
       SVC_NATS_URL: infrastructure.natsUrl,
       SVC_LOG_LEVEL: "warn",
       // The limiter still decides every request; a limit no benchmark reaches keeps it from refusing them.
       GATEWAY_RATE_LIMIT_ANONYMOUS_PER_MINUTE: "1000000000",
+      ...options.env,
     },
     ports: "free",
     only,
@@ -45,7 +52,9 @@ export async function startBenchMesh(only: ServiceName[]) {
     natsUrl: infrastructure.natsUrl,
     /** Every server process: the mesh's services, PostgreSQL (postmaster and backends) and the nats-server. */
     serverProcesses(): string[] {
-      const services = [...only, "gateway" as const].flatMap((name) => mesh.pid(name) ?? []).map(String);
+      const services = [...(only ?? (Object.keys(mesh.urls) as ServiceName[])), "gateway" as const]
+        .flatMap((name) => mesh.pid(name) ?? [])
+        .map(String);
       return [...services, ...postgresProcesses(databaseUrl.toString()), ...natsProcesses(infrastructure.natsUrl)];
     },
     natsProcesses: () => natsProcesses(infrastructure.natsUrl),

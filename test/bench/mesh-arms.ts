@@ -1,18 +1,15 @@
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { Agent } from "node:http";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createClient } from "@connectrpc/connect";
-import { startInfrastructure } from "@svc/local-mesh/infrastructure";
 import type { Mesh, MeshOptions, ServiceName } from "@svc/local-mesh/mesh";
 import { createInternalClient } from "@svc/platform";
 import { CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { ConsoleService, KeyType } from "@svc/proto/console/v1/console_pb.js";
 import { GateConsoleService, GateService, GateType } from "@svc/proto/gate/v1/gate_pb.js";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
-import pg from "pg";
 import { consoleTransport } from "../harness/console-transport.ts";
-import { median } from "./bench-infrastructure.ts";
+import { median, startBenchMesh } from "./bench-infrastructure.ts";
 import { mintAttestations, postgresProcesses, withChildren } from "./process-cpu.ts";
 
 /**
@@ -22,35 +19,11 @@ import { mintAttestations, postgresProcesses, withChildren } from "./process-cpu
  * through the console, so each arm can create verification links and verify attestation tokens.
  */
 async function startArmMesh(root: string, env: Record<string, string>) {
-  const dir = mkdtempSync(join(tmpdir(), "svc-bench-"));
-  // As root, PostgreSQL runs as the postgres user, which must be able to enter the data dir's parent.
-  chmodSync(dir, 0o755);
-  const infrastructure = await startInfrastructure({ dir, durable: false });
-  const admin = new pg.Client({ connectionString: infrastructure.postgresUrl });
-  await admin.connect();
-  await admin.query("create database bench");
-  await admin.end();
-  const databaseUrl = new URL(infrastructure.postgresUrl);
-  databaseUrl.pathname = "/bench";
   const { startMesh } = (await import(join(root, "deploy/local/src/mesh.ts"))) as {
     startMesh(options: MeshOptions): Promise<Mesh>;
   };
-  const mesh = await startMesh({
-    env: {
-      SVC_DATABASE_URL: databaseUrl.toString(),
-      SVC_NATS_URL: infrastructure.natsUrl,
-      SVC_LOG_LEVEL: "warn",
-      GATEWAY_RATE_LIMIT_ANONYMOUS_PER_MINUTE: "1000000000",
-      ...env,
-    },
-    ports: "free",
-    log: () => {},
-  });
-  const stop = async () => {
-    await mesh.stop();
-    await infrastructure.stop();
-    rmSync(dir, { recursive: true, force: true });
-  };
+  const mesh = await startBenchMesh(undefined, { env, startMesh });
+  const stop = () => mesh.stop();
   try {
     const transport = consoleTransport(mesh.consoleUrl, mesh.consoleToken);
     const console_ = createClient(ConsoleService, transport);
@@ -79,7 +52,7 @@ async function startArmMesh(root: string, env: Record<string, string>) {
     };
     return {
       gatewayUrl: mesh.gatewayUrl,
-      databaseUrl: databaseUrl.toString(),
+      databaseUrl: mesh.databaseUrl,
       /** Grant tokens straight from gate, as the gateway's create-session gets them, 200 at a time. */
       async grants(count: number): Promise<string[]> {
         const out: string[] = [];
@@ -102,7 +75,7 @@ async function startArmMesh(root: string, env: Record<string, string>) {
             return pid === undefined ? [] : [String(pid)];
           }),
         ),
-        ...postgresProcesses(databaseUrl.toString()),
+        ...postgresProcesses(mesh.databaseUrl),
       ],
       stop,
     };
