@@ -11,6 +11,11 @@ import type { VapidKeys } from "./vapid-keys.ts";
 
 /** Due pushes one transaction holds and sends together. */
 const batchSize = 50;
+/**
+ * Batches in flight at once, each its own transaction over rows the others skip: a burst is not held to one
+ * batch's round trips (claim, sends, outcomes, commit) after another.
+ */
+const concurrentBatches = 4;
 /** A push service that answers nothing in this time is retried like a 5xx. */
 const sendTimeoutMs = 10_000;
 /** The retry after the n-th failure waits 1 s doubled n-1 times, at most this (a Retry-After may ask for more). */
@@ -195,18 +200,22 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WakeableLoo
     return more || !prunedAll;
   };
 
-  const loop = startWakeableLoop({
-    pollMs: deps.pollMs,
-    work,
-    onError: (error) => {
-      if (!abort.signal.aborted) logger.error("web push sender failed; will retry", { error });
-    },
-  });
+  const loops = Array.from({ length: concurrentBatches }, () =>
+    startWakeableLoop({
+      pollMs: deps.pollMs,
+      work,
+      onError: (error) => {
+        if (!abort.signal.aborted) logger.error("web push sender failed; will retry", { error });
+      },
+    }),
+  );
   return {
-    wake: () => loop.wake(),
+    wake: () => {
+      for (const loop of loops) loop.wake();
+    },
     async stop() {
       abort.abort();
-      await loop.stop();
+      await Promise.all(loops.map((loop) => loop.stop()));
       agents.http.destroy();
       agents.https.destroy();
     },
