@@ -8,6 +8,27 @@ import { type Mesh, type MeshOptions, type ServiceName, startMesh } from "@svc/l
 import pg from "pg";
 import { cpuMicrosSince, cpuReading, postgresProcesses, withChildren } from "./process-cpu.ts";
 
+/** What a SIGTERM must stop: run.ts sends one when a script outlives its time, and Node's default would leave them. */
+const running = new Set<() => Promise<void>>();
+// `on`, not `once`: signal-exit (a dependency's) re-raises a signal it finds no other listener for.
+process.on("SIGTERM", () => {
+  setTimeout(() => process.exit(143), 30_000).unref();
+  void Promise.allSettled([...running].map((stop) => stop())).then((stopped) => {
+    for (const outcome of stopped) if (outcome.status === "rejected") console.error("stopping:", outcome.reason);
+    process.exit(143);
+  });
+});
+
+/** Runs `stop` if the script is terminated before it calls the returned function itself. */
+export function stopOnTerminate(stop: () => Promise<void>): () => Promise<void> {
+  const once = async () => {
+    running.delete(once);
+    await stop();
+  };
+  running.add(once);
+  return once;
+}
+
 /**
  * A throwaway Postgres, NATS and (part of, `only`) the mesh for one benchmark script; everything goes at stop.
  * `startMesh` may be another checkout's (`checkoutAt`), so that an arm runs that commit's code.
@@ -46,6 +67,11 @@ export async function startBenchMesh(
     rmSync(dir, { recursive: true, force: true });
     throw error;
   });
+  const stop = stopOnTerminate(async () => {
+    await mesh.stop();
+    await infrastructure.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
   return {
     ...mesh,
     databaseUrl: databaseUrl.toString(),
@@ -58,11 +84,7 @@ export async function startBenchMesh(
       return [...services, ...postgresProcesses(databaseUrl.toString()), ...natsProcesses(infrastructure.natsUrl)];
     },
     natsProcesses: () => natsProcesses(infrastructure.natsUrl),
-    async stop() {
-      await mesh.stop();
-      await infrastructure.stop();
-      rmSync(dir, { recursive: true, force: true });
-    },
+    stop,
   };
 }
 

@@ -32,7 +32,7 @@ import { WebhookConsoleService } from "@svc/proto/webhook/v1/webhook_pb.js";
 import pg from "pg";
 import { startInfrastructure } from "../../../deploy/local/src/infrastructure.ts";
 import { freePort } from "../../../deploy/local/src/process-tools.ts";
-import { median } from "../../../test/bench/bench-infrastructure.ts";
+import { median, stopOnTerminate } from "../../../test/bench/bench-infrastructure.ts";
 import { cpuMicrosSince, cpuReading, postgresProcesses } from "../../../test/bench/process-cpu.ts";
 import { gateEvent, publish } from "../test/support/events.ts";
 
@@ -296,6 +296,11 @@ async function main(): Promise<void> {
   await chmod(dir, 0o755);
   const infrastructure = await startInfrastructure({ dir, durable: false, log });
   const receiver = await startReceiverProcess();
+  const stop = stopOnTerminate(async () => {
+    receiver.child.kill();
+    await infrastructure.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
   try {
     const measured = await measureRounds(infrastructure, receiver);
     const ratios = measured.map((r) => r.deliveriesPerS / r.perS);
@@ -318,9 +323,7 @@ async function main(): Promise<void> {
       })}\n`,
     );
   } finally {
-    receiver.child.kill();
-    await infrastructure.stop();
-    await rm(dir, { recursive: true, force: true });
+    await stop();
   }
 }
 

@@ -29,7 +29,7 @@ import { WebhookConsoleService } from "@svc/proto/webhook/v1/webhook_pb.js";
 import pg from "pg";
 import { startInfrastructure } from "../../../deploy/local/src/infrastructure.ts";
 import { freePort } from "../../../deploy/local/src/process-tools.ts";
-import { median } from "../../../test/bench/bench-infrastructure.ts";
+import { median, stopOnTerminate } from "../../../test/bench/bench-infrastructure.ts";
 import { cpuMicrosSince, cpuReading, postgresProcesses } from "../../../test/bench/process-cpu.ts";
 import { gateEvent, publish } from "../test/support/events.ts";
 
@@ -207,6 +207,10 @@ async function main(): Promise<void> {
   // PostgreSQL runs as the postgres user when we are root and must get into the directory.
   await chmod(dir, 0o755);
   const infrastructure = await startInfrastructure({ dir, durable: false, log });
+  const stop = stopOnTerminate(async () => {
+    await infrastructure.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
   try {
     const result: Record<string, unknown> = { name: "webhook-restart-recovery", rounds };
     for (const n of sizes) {
@@ -221,8 +225,7 @@ async function main(): Promise<void> {
     }
     process.stdout.write(`${JSON.stringify(result)}\n`);
   } finally {
-    await infrastructure.stop();
-    await rm(dir, { recursive: true, force: true });
+    await stop();
   }
 }
 
