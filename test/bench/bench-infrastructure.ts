@@ -203,3 +203,21 @@ export async function interleavedRounds(rounds: number, warmUp: number, arm: Arm
     maxRoundRatio: Math.max(...roundRatios),
   };
 }
+
+/** The result fields of a wake judged against a bare JetStream publish-and-ack (inbox and long-poll wakes). */
+export function wakeAgainstPublish(wakes: Awaited<ReturnType<typeof interleavedRounds>>) {
+  return {
+    ratio: wakes.ratio,
+    p99_ratio: wakes.arm.p99Ms / wakes.baseline.p99Ms,
+    wake_median_ms: wakes.arm.medianMs,
+    wake_p99_ms: wakes.arm.p99Ms,
+    jetstream_ack_median_ms: wakes.baseline.medianMs,
+    jetstream_ack_p99_ms: wakes.baseline.p99Ms,
+    wake_cpu_us: Math.round(wakes.arm.cpuUsPerSample),
+    publish_cpu_us: Math.round(wakes.baseline.cpuUsPerSample),
+    min_round_ratio: wakes.minRoundRatio,
+    max_round_ratio: wakes.maxRoundRatio,
+    wakes: wakes.arm.samples.length,
+    publishes: wakes.baseline.samples.length,
+  };
+}

@@ -3,7 +3,14 @@ import { connect } from "@nats-io/transport-node";
 import { inboxChangedSubject } from "@svc/platform";
 import { InboxChangedSchema } from "@svc/proto/common/v1/inbox_watch_pb.js";
 import { KeyType } from "@svc/proto/console/v1/console_pb.js";
-import { interleavedRounds, jetStreamPublishAndAck, p99, sleep, startBenchMesh } from "./bench-infrastructure.ts";
+import {
+  interleavedRounds,
+  jetStreamPublishAndAck,
+  p99,
+  sleep,
+  startBenchMesh,
+  wakeAgainstPublish,
+} from "./bench-infrastructure.ts";
 import { benchPartner } from "./bench-partner.ts";
 
 /**
@@ -92,19 +99,8 @@ try {
   console.log(
     JSON.stringify({
       name: "inbox-wake",
-      ratio: wakes.ratio,
-      p99_ratio: wakes.arm.p99Ms / wakes.baseline.p99Ms,
-      wake_median_ms: wakes.arm.medianMs,
-      wake_p99_ms: wakes.arm.p99Ms,
-      jetstream_ack_median_ms: wakes.baseline.medianMs,
-      jetstream_ack_p99_ms: wakes.baseline.p99Ms,
-      wake_cpu_us: Math.round(wakes.arm.cpuUsPerSample),
-      publish_cpu_us: Math.round(wakes.baseline.cpuUsPerSample),
-      min_round_ratio: wakes.minRoundRatio,
-      max_round_ratio: wakes.maxRoundRatio,
+      ...wakeAgainstPublish(wakes),
       from_create_p99_ms: p99(fromCreate.slice(-kept)),
-      wakes: kept,
-      publishes: wakes.baseline.samples.length,
       answered_before_heard: answeredFirst.slice(-kept).filter(Boolean).length,
     }),
   );

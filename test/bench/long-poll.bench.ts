@@ -11,6 +11,7 @@ import {
   p99,
   sleep,
   startBenchMesh,
+  wakeAgainstPublish,
 } from "./bench-infrastructure.ts";
 import { benchPartner } from "./bench-partner.ts";
 import { cpuMicrosSince, cpuReading, mintAttestations } from "./process-cpu.ts";
@@ -102,19 +103,8 @@ try {
   console.log(
     JSON.stringify({
       name: "long-poll-wake",
-      ratio: wakes.ratio,
-      p99_ratio: wakes.arm.p99Ms / wakes.baseline.p99Ms,
-      wake_median_ms: wakes.arm.medianMs,
-      wake_p99_ms: wakes.arm.p99Ms,
-      jetstream_ack_median_ms: wakes.baseline.medianMs,
-      jetstream_ack_p99_ms: wakes.baseline.p99Ms,
-      wake_cpu_us: Math.round(wakes.arm.cpuUsPerSample),
-      publish_cpu_us: Math.round(wakes.baseline.cpuUsPerSample),
-      min_round_ratio: wakes.minRoundRatio,
-      max_round_ratio: wakes.maxRoundRatio,
+      ...wakeAgainstPublish(wakes),
       from_cancel_p99_ms: p99(fromCancel.slice(-wakes.arm.samples.length)),
-      wakes: wakes.arm.samples.length,
-      publishes: wakes.baseline.samples.length,
     }),
   );
 
