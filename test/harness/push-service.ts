@@ -91,10 +91,14 @@ const readBody = async (req: IncomingMessage) => {
   return Buffer.concat(chunks);
 };
 
-/** `publicKey`: the VAPID key the JWTs must be signed with (base64url point), as the server serves it. */
+/**
+ * `vapidPublicKey`: the VAPID key the JWTs must be signed with (base64url point), as the server serves it.
+ * `now`: the sender's clock, which the JWT's expiry follows (the real time unless given).
+ */
 export async function startPushService(options: {
   vapidPublicKey: () => Promise<string>;
   checkLater?: boolean;
+  now?: () => Date;
 }): Promise<TestPushService> {
   const receivers = new Map<string, { privateKey: Buffer; publicKey: Buffer; auth: Buffer }>();
   const answers = new Map<string, Answer[]>();
@@ -117,8 +121,13 @@ export async function startPushService(options: {
       x: point.subarray(1, 33).toString("base64url"),
       y: point.subarray(33, 65).toString("base64url"),
     };
-    const { payload } = await jwtVerify(token, await importJWK(jwk, "ES256"), { audience, algorithms: ["ES256"] });
-    const now = Math.floor(Date.now() / 1000);
+    const currentDate = options.now?.() ?? new Date();
+    const { payload } = await jwtVerify(token, await importJWK(jwk, "ES256"), {
+      audience,
+      algorithms: ["ES256"],
+      currentDate,
+    });
+    const now = Math.floor(currentDate.getTime() / 1000);
     if (typeof payload.exp !== "number" || payload.exp > now + 24 * 3600)
       throw new Error(`exp must be within 24 hours (RFC 8292 §2): ${payload.exp}`);
     if (typeof payload.sub !== "string" || !/^(mailto:|https:)/.test(payload.sub))

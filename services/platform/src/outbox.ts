@@ -12,7 +12,14 @@ import { startWakeableLoop } from "./wakeable-loop.ts";
  * Transactional outbox: an event row commits in the same transaction as the state change that caused
  * it, and the relay publishes it to JetStream afterwards. A crash between the two only delays the event;
  * a crash after publishing but before marking re-publishes it under the same message id, which JetStream
- * and the webhook dispatcher both deduplicate.
+ * and the webhook dispatcher both deduplicate (the stream's duplicate window is an hour; a row is retried
+ * every poll).
+ *
+ * Rows are not promised to reach the stream in id order: a batch is published at once, and a row whose
+ * publish fails is retried after later rows landed. No consumer needs that order: webhook-dispatch stores
+ * each event as its own message with its own retried deliveries (so receivers never saw order anyway), the
+ * push triggers are taken eight at a time in no order and each names its own item, and a credential change
+ * only makes gateways forget a cached credential (it is also published directly, ahead of the relay).
  */
 export const OutboxEvent = defineEntity({
   name: "OutboxEvent",
@@ -145,22 +152,30 @@ export function startOutboxRelay(options: {
         `select id, subject, message_id, payload, trace_context from outbox where published_at is null order by id limit ? for update skip locked`,
         [batchSize],
       );
-      // All at once: they leave in row order on the one connection, and a burst (a card asking ten people
-      // writes ten push triggers) waits for one round of acknowledgements instead of one per row.
-      await Promise.all(
+      // All at once: a burst (a card asking ten people writes ten push triggers) waits for one round of
+      // acknowledgements instead of one per row. A row whose publish fails stays for the next poll while the
+      // rest are marked, even those after it (no consumer needs order across rows: see above).
+      const outcomes = await Promise.allSettled(
         rows.map((row) =>
           publishTraced(row.subject, row.trace_context, (headers) =>
             bus.js.publish(row.subject, row.payload, { msgID: row.message_id, headers }),
           ),
         ),
       );
-      if (rows.length > 0) {
-        await em.execute(`update outbox set published_at = ? where id in (${rows.map(() => "?").join(",")})`, [
+      const published = rows.filter((_, i) => outcomes[i]?.status === "fulfilled");
+      if (published.length > 0) {
+        await em.execute(`update outbox set published_at = ? where id in (${published.map(() => "?").join(",")})`, [
           clock.now(),
-          ...rows.map((r) => r.id),
+          ...published.map((r) => r.id),
         ]);
       }
-      return rows.length;
+      const failed = outcomes.find((outcome) => outcome.status === "rejected");
+      if (failed !== undefined)
+        logger.warn("outbox relay could not publish; will retry", {
+          error: failed.reason,
+          unpublished: rows.length - published.length,
+        });
+      return published.length;
     });
 
   /**

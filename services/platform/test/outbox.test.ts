@@ -94,6 +94,42 @@ describe("transactional outbox", () => {
     expect(await streamMessages()).toBe(before);
   });
 
+  it("a row whose publish fails stays for the next poll; the rows around it are published and marked", async () => {
+    const late = `${stream.toLowerCase()}_late`;
+    const insert = (subject: string, messageId: string) =>
+      orm.em
+        .fork()
+        .execute("insert into outbox (subject, message_id, payload, created_at) values (?, ?, ?, ?)", [
+          subject,
+          messageId,
+          Buffer.from([5]),
+          clock.now(),
+        ]);
+    await insert(bus.subject("test.around"), "around-1");
+    await insert(`${late}.one`, "late-1");
+    await insert(bus.subject("test.around"), "around-2");
+    const unpublished = async () =>
+      (
+        await orm.em
+          .fork()
+          .execute<{ message_id: string }[]>("select message_id from outbox where published_at is null order by id")
+      ).map((r) => r.message_id);
+    const before = await streamMessages();
+    const relay = startOutboxRelay({ orm, bus, logger, clock, pollMs: 50 });
+    await expect.poll(unpublished, { timeout: 5000 }).toEqual(["late-1"]);
+    expect(await streamMessages()).toBe(before + 2);
+
+    // Once a stream takes its subject, the next poll publishes it.
+    const jsm = await jetstreamManager(bus.nc);
+    await jsm.streams.add({ name: late.toUpperCase(), subjects: [`${late}.>`] });
+    relay.wake();
+    await expect.poll(unpublished, { timeout: 5000 }).toEqual([]);
+    await relay.stop();
+    expect((await jsm.streams.info(late.toUpperCase())).state.messages).toBe(1);
+    expect(await streamMessages()).toBe(before + 2);
+    await jsm.streams.delete(late.toUpperCase());
+  });
+
   it("deletes published rows past their retention, a small batch at a time, and never an unpublished one", async () => {
     const hour = 3600_000;
     const enqueue = (messageId: string) =>
