@@ -42,6 +42,8 @@ describe("web push triggers", () => {
     const session = (await svcctlJson(mesh)(["human", "session", "--human", bound.person])).session_token as string;
     pushService = await startPushService({
       vapidPublicKey: async () => result(await api.get("/app/push-key", {}, session)).public_key,
+      // The mesh's clock stands at `start`, and the JWT's expiry follows it.
+      now: () => start,
     });
     const subscription = pushService.subscribe();
     const added = await api.post("/app/push-subscriptions", { ...subscription }, session);

@@ -30,6 +30,8 @@ describe("web push", () => {
     const anyone = await person();
     pushService = await startPushService({
       vapidPublicKey: async () => result(await api.get("/app/push-key", {}, anyone.sessionToken)).public_key,
+      // The mesh's clock stands at `start`, and the JWT's expiry follows it.
+      now: () => start,
     });
   });
   afterAll(async () => {

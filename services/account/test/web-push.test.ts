@@ -26,6 +26,7 @@ let pushService: TestPushService;
 beforeAll(async () => {
   pushService = await startPushService({
     vapidPublicKey: async () => (await account.client.getPushKey({})).publicKey,
+    now: () => clock.now(),
   });
   account = await startTestAccount("account_web_push", { clock, env: { ACCOUNT_PUSH_POLL_EVERY: "20ms" } });
 });
@@ -199,6 +200,8 @@ describe("sending", () => {
       expect(receipt.urgency).toBe("high");
       expect(receipt.topic).toMatch(/^[A-Za-z0-9_-]{32}$/);
       expect(receipt.vapid.aud).toBe(pushService.origin);
+      // Twelve hours by the injected clock, not the real time.
+      expect(receipt.vapid.exp).toBe(clock.now().getTime() / 1000 + 12 * 3600);
     }
     expect(onPhone.topic).toBe(onLaptop.topic);
     // The same card pushed again is the same push: nothing new is written or sent.
@@ -246,6 +249,25 @@ describe("sending", () => {
     expect(retried.topic).toBe(refused.topic);
     expect(retried.ttl).toBe(119);
     expect(retried.payload).toEqual(refused.payload);
+  });
+
+  it("the VAPID JWT is reused for six hours of the injected clock and then signed again, ending twelve hours on", async () => {
+    const svcUserId = await newHuman();
+    const phone = await subscribed(svcUserId);
+    // Past the six hours of whatever token earlier pushes signed.
+    clock.advance(6 * 3600_000);
+    await account.client.pushToHuman(card(svcUserId));
+    const first = await pushService.next(phone.endpoint);
+    expect(first.vapid.exp).toBe(clock.now().getTime() / 1000 + 12 * 3600);
+    clock.advance(6 * 3600_000 - 1000);
+    await account.client.pushToHuman(card(svcUserId));
+    const reused = await pushService.next(phone.endpoint);
+    expect(reused.vapid).toEqual(first.vapid);
+    clock.advance(1000);
+    await account.client.pushToHuman(card(svcUserId));
+    const resigned = await pushService.next(phone.endpoint);
+    expect(resigned.vapid.exp).toBe(clock.now().getTime() / 1000 + 12 * 3600);
+    expect(pushService.problems).toEqual([]);
   });
 
   it("an item whose life ends while the push service refuses is never sent", async () => {
