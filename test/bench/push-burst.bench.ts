@@ -1,13 +1,8 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import { Agent, request } from "node:http";
 import { Worker } from "node:worker_threads";
-import { createClient } from "@connectrpc/connect";
-import { consoleTransport } from "@svc/local-mesh/console-client";
-import { AgentConsoleService } from "@svc/proto/agentlink/v1/agentlink_pb.js";
-import { Environment } from "@svc/proto/common/v1/caller_pb.js";
-import { ConsoleService } from "@svc/proto/console/v1/console_pb.js";
 import { type ArrivedPush, startPushService } from "../harness/push-service.ts";
 import { median, startBenchMesh } from "./bench-infrastructure.ts";
+import { benchPartner } from "./bench-partner.ts";
 import { cpuMicrosSince, cpuReading, postgresProcesses } from "./process-cpu.ts";
 
 /**
@@ -55,47 +50,19 @@ parentPort.on("message", async () => {
 
 const mesh = await startBenchMesh(["signing", "account", "agentlink"]);
 try {
-  const transport = consoleTransport(mesh.consoleUrl, mesh.consoleToken);
-  const operators = createClient(ConsoleService, transport);
-  const agents = createClient(AgentConsoleService, transport);
-  const { organizationId } = await operators.createOrganization({ name: "Bench Push Burst" });
-
-  const keepAlive = new Agent({ keepAlive: true });
-  const call = (method: "GET" | "POST", path: string, input: Record<string, unknown>, key: string) =>
-    new Promise<Record<string, unknown>>((resolve, reject) => {
-      const url = new URL(`/v1${path}`, mesh.gatewayUrl);
-      if (method === "GET") for (const [k, v] of Object.entries(input)) url.searchParams.set(k, String(v));
-      const body = method === "POST" ? JSON.stringify(input) : undefined;
-      const headers: Record<string, string | number> = { authorization: `Bearer ${key}` };
-      if (body !== undefined)
-        Object.assign(headers, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
-      const sent = request(url, { method, agent: keepAlive, headers }, (response) => {
-        const chunks: Buffer[] = [];
-        response.on("data", (c: Buffer) => chunks.push(c));
-        response.on("end", () => {
-          const parsed = JSON.parse(Buffer.concat(chunks).toString());
-          if (response.statusCode !== 200 || parsed.data?.error)
-            reject(new Error(`${method} ${path}: ${response.statusCode} ${Buffer.concat(chunks)}`));
-          else resolve(parsed.data?.data ?? parsed.data);
-        });
-      });
-      sent.on("error", reject);
-      sent.end(body);
-    });
+  const partner = await benchPartner(mesh, "Bench Push Burst");
+  const { operators } = partner;
+  const call = async (method: "GET" | "POST", path: string, input: Record<string, unknown>, key: string) =>
+    (await partner.call(method, path, input, key)).body;
 
   const first = await operators.mintDevSession({ issuer: mesh.devIdpIssuer, subject: "bench-burst-key" });
   const vapidKey = (await call("GET", "/app/push-key", {}, first.sessionToken)).public_key as string;
   const pushService = await startPushService({ vapidPublicKey: async () => vapidKey, checkLater: true });
 
   /** Each agent with its people's opaque ids; every person with their subscriptions at the push service. */
+  const agentKeys = await partner.registerAgents(agentCount, "Burst", ["deploys"]);
   const team = await Promise.all(
-    Array.from({ length: agentCount }, async (_, a) => {
-      const { agentKey } = await agents.registerAgent({
-        organizationId,
-        environment: Environment.DEVELOPMENT,
-        name: `Burst_${a}`,
-        categories: ["deploys"],
-      });
+    agentKeys.map(async (agentKey, a) => {
       const opaqueIds: string[] = [];
       for (let p = 0; p < peoplePerAgent; p++) {
         const { sessionToken } = await operators.mintDevSession({
@@ -208,7 +175,7 @@ try {
     }),
   );
   await worker.terminate();
-  keepAlive.destroy();
+  partner.close();
   await pushService.stop();
 } finally {
   await mesh.stop();

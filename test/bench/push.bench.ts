@@ -1,13 +1,9 @@
-import { Agent, request } from "node:http";
-import { createClient } from "@connectrpc/connect";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
-import { consoleTransport } from "@svc/local-mesh/console-client";
-import { Environment } from "@svc/proto/common/v1/caller_pb.js";
-import { ConsoleService, KeyType } from "@svc/proto/console/v1/console_pb.js";
-import { GateConsoleService, GateType } from "@svc/proto/gate/v1/gate_pb.js";
+import { KeyType } from "@svc/proto/console/v1/console_pb.js";
 import { startPushService } from "../harness/push-service.ts";
 import { median, startBenchMesh } from "./bench-infrastructure.ts";
+import { benchPartner } from "./bench-partner.ts";
 
 /**
  * Web Push through the real gateway, gate, account and NATS, to the harness push service (which checks the
@@ -26,48 +22,10 @@ const people = 40;
 const mesh = await startBenchMesh(["signing", "account", "agentlink", "gate"]);
 const nc = await connect({ servers: mesh.natsUrl });
 try {
-  const transport = consoleTransport(mesh.consoleUrl, mesh.consoleToken);
-  const operators = createClient(ConsoleService, transport);
-  const { organizationId } = await operators.createOrganization({ name: "Bench Push" });
-  const { key: secret, keyId } = await operators.createKey({
-    organizationId,
-    environment: Environment.DEVELOPMENT,
-    type: KeyType.SECRET,
-    allowedOrigins: [],
-    allowedGates: [],
-  });
-  for (const bucket of ["per_minute", "hourly", "daily", "per_ip"])
-    await operators.setKeyLimits({ keyId, bucket, limit: 1_000_000 }).catch(() => undefined);
-  await createClient(GateConsoleService, transport).createGate({
-    organizationId,
-    environment: Environment.DEVELOPMENT,
-    key: "plain",
-    type: GateType.HUMAN,
-    status: "active",
-  });
-
-  const keepAlive = new Agent({ keepAlive: true });
-  const call = (method: "GET" | "POST", path: string, input: Record<string, unknown>, key: string) =>
-    new Promise<{ body: Record<string, unknown>; at: number }>((resolve, reject) => {
-      const url = new URL(`/v1${path}`, mesh.gatewayUrl);
-      const body = method === "POST" ? JSON.stringify(input) : undefined;
-      const headers: Record<string, string | number> = { authorization: `Bearer ${key}` };
-      if (body !== undefined)
-        Object.assign(headers, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
-      const sent = request(url, { method, agent: keepAlive, headers }, (response) => {
-        const chunks: Buffer[] = [];
-        response.on("data", (c: Buffer) => chunks.push(c));
-        response.on("end", () => {
-          const at = performance.now();
-          const parsed = JSON.parse(Buffer.concat(chunks).toString());
-          if (response.statusCode !== 200 || parsed.data?.error)
-            reject(new Error(`${method} ${path}: ${response.statusCode} ${Buffer.concat(chunks)}`));
-          else resolve({ body: parsed.data?.data ?? parsed.data, at });
-        });
-      });
-      sent.on("error", reject);
-      sent.end(body);
-    });
+  const partner = await benchPartner(mesh, "Bench Push");
+  const { operators, call } = partner;
+  const { key: secret } = await partner.key(KeyType.SECRET);
+  await partner.plainGate();
 
   // Read once: the push service checks every push's VAPID JWT against it, and the app's own limit is 60 a minute.
   const first = await operators.mintDevSession({ issuer: mesh.devIdpIssuer, subject: "bench-push-key" });
@@ -144,7 +102,7 @@ try {
       rounds: pushes.length,
     }),
   );
-  keepAlive.destroy();
+  partner.close();
   await pushService.stop();
 } finally {
   await nc.close();
