@@ -21,17 +21,15 @@ export function startWakeableLoop(options: {
   const loop = async () => {
     while (running) {
       let more = false;
+      // A wake that ended the wait is this run's; only one during the run asks for another.
+      woken = false;
       try {
         more = await options.work();
       } catch (error) {
         options.onError(error);
       }
       if (!running) break;
-      if (more) continue;
-      if (woken) {
-        woken = false;
-        continue;
-      }
+      if (more || woken) continue;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, options.pollMs);
         wakeUp = () => {

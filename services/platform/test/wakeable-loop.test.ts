@@ -43,6 +43,24 @@ describe("wakeable loop", () => {
     await loop.stop();
   });
 
+  it("a wake while it waits runs the work once, not once more after", async () => {
+    let runs = 0;
+    const loop = startWakeableLoop({
+      pollMs: 60_000,
+      work: async () => {
+        runs++;
+        return false;
+      },
+      onError: () => {},
+    });
+    await expect.poll(() => runs).toBe(1);
+    loop.wake();
+    await expect.poll(() => runs).toBe(2);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(runs).toBe(2);
+    await loop.stop();
+  });
+
   it("reports a failing run and keeps going", async () => {
     const errors: unknown[] = [];
     let runs = 0;
