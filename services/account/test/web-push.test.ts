@@ -276,6 +276,14 @@ describe("sending", () => {
     pushService.answerNext(phone.endpoint, 503);
     await account.client.pushToHuman(card(svcUserId, 1));
     expect((await pushService.next(phone.endpoint)).status).toBe(503);
+    // The refusal's retry committed first: a delete meeting its row still locked would skip it, and the
+    // next delete waits for the clock to move again.
+    await expect
+      .poll(
+        async () =>
+          (await account.sql(`select 1 from push_job where subscription_id = $1 and attempts = 1`, [phone.id])).length,
+      )
+      .toBe(1);
     clock.advance(1000);
     await expect
       .poll(async () => account.sql(`select * from push_job where subscription_id = $1`, [phone.id]))

@@ -200,19 +200,34 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WakeableLoo
     return more || !prunedAll;
   };
 
-  const loops = Array.from({ length: concurrentBatches }, () =>
+  // A commit wakes one idle batch, not all: the others would only claim nothing, each a transaction on the
+  // pool the pushes wait for. A full batch wakes another, so a burst still spreads over all of them.
+  const busy = Array.from({ length: concurrentBatches }, () => false);
+  let rotation = 0;
+  const wakeOne = () => {
+    const idle = busy.indexOf(false);
+    loops[idle === -1 ? rotation++ % loops.length : idle]?.wake();
+  };
+  const loops: WakeableLoop[] = busy.map((_, i) =>
     startWakeableLoop({
       pollMs: deps.pollMs,
-      work,
+      work: async () => {
+        busy[i] = true;
+        try {
+          const more = await work();
+          if (more) wakeOne();
+          return more;
+        } finally {
+          busy[i] = false;
+        }
+      },
       onError: (error) => {
         if (!abort.signal.aborted) logger.error("web push sender failed; will retry", { error });
       },
     }),
   );
   return {
-    wake: () => {
-      for (const loop of loops) loop.wake();
-    },
+    wake: wakeOne,
     async stop() {
       abort.abort();
       await Promise.all(loops.map((loop) => loop.stop()));
