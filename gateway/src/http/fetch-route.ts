@@ -16,7 +16,8 @@ export interface FetchRoute {
   bodyLimit: number;
   /**
    * `incoming` is the Node request the `Request` was made from (its socket, its headers as Node read them);
-   * `body` the bytes of its body, read already (the `Request` carries the same), `undefined` for a GET.
+   * `body` the bytes of its body, read already, `undefined` for a GET. The `Request` carries no body: copying
+   * it there costs every request, and a handler that wants a library to read it attaches it itself.
    */
   fetch(request: Request, incoming: IncomingMessage, body: Buffer | undefined): Promise<Response>;
 }

@@ -114,9 +114,9 @@ function readAtMost(req: IncomingMessage, limit: number): Promise<Buffer<ArrayBu
 }
 
 /**
- * A fetch route's answer to a Node request: the request as a web `Request` (its body read first, aborted when
- * the client goes), the `Response` sent back whole, or streamed when it is an event stream (an MCP answer that
- * reports progress).
+ * A fetch route's answer to a Node request: the request as a web `Request` (aborted when the client goes; its
+ * body read first and handed over as bytes, not copied into the `Request`), the `Response` sent back whole, or
+ * streamed when it is an event stream (an MCP answer that reports progress).
  */
 async function serveFetch(req: IncomingMessage, res: ServerResponse, url: URL, route: FetchRoute): Promise<void> {
   const gone = new AbortController();
@@ -131,7 +131,7 @@ async function serveFetch(req: IncomingMessage, res: ServerResponse, url: URL, r
   const body = hasBody ? await readAtMost(req, route.bodyLimit) : undefined;
   // The client went away before the end of its body: no one is left to answer.
   if (hasBody && body === undefined) return void res.destroy();
-  const request = new Request(url, { method, headers, signal: gone.signal, ...(body && { body }) });
+  const request = new Request(url, { method, headers, signal: gone.signal });
   const response = await route.fetch(request, req, body);
   const responseHeaders: Record<string, string> = { ...baselineHeaders };
   response.headers.forEach((value, name) => {

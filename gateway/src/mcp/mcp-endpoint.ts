@@ -125,13 +125,17 @@ export function mcpRoute(options: {
         extra: { request: state },
       };
       const read = await readJsonBody(request, body);
-      if (read.kind === "unread") return handler.fetch(request, { authInfo });
+      if (read.kind === "unread") return handler.fetch(withBody(request, body), { authInfo });
       if (read.kind === "legacy-without-progress")
         return answerAsJson(serverFor(authInfo), request, read.body, authInfo);
       return handler.fetch(request, { authInfo, parsedBody: read.body });
     },
   };
 }
+
+/** A body the endpoint did not parse, for the SDK's own refusals (not JSON, too large), which read it. */
+const withBody = (request: Request, body: Buffer | undefined) =>
+  body === undefined ? request : new Request(request, { body: new Uint8Array(body) });
 
 type ReadBody = { kind: "unread" } | { kind: "parsed" | "legacy-without-progress"; body: unknown };
 
