@@ -1,8 +1,8 @@
 import type { AttestationLedgerCheck } from "@svc/contracts/attestation";
 import { NaturalBatcher, sqlDefinition, uuid } from "@svc/platform";
 import type pg from "pg";
-import type { BucketName, RatePlan } from "./rate-tiers.ts";
 import { type CountRow, countStatement, keyedCountStatement, overflowedCode } from "./count-statement.ts";
+import type { BucketName, RatePlan } from "./rate-tiers.ts";
 import { firstChecks, ledgerArrays, ledgerRetentionMarginMs, recordChecksStatement } from "./token-checks.ts";
 
 /** One bucket after a decision, as `_rateLimit.buckets` reports it. */
