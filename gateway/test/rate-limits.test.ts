@@ -631,7 +631,7 @@ describe("grant tokens, requests without a credential, and refusals before count
 });
 
 describe("the decision's stored function", () => {
-  test("decide_rate_limits is the text of decide-rate-limits.sql; the superseded take_rate_limits is gone", async () => {
+  test("decide_rate_limits and rate_counters_overflowed are the text of decide-rate-limits.sql; the superseded take_rate_limits is gone", async () => {
     const { rows } = await pool.query<{ name: string; sha256: string }>(
       "select name, sha256 from stored_definitions order by name",
     );
@@ -641,6 +641,6 @@ describe("the decision's stored function", () => {
     const functions = await pool.query<{ proname: string }>(
       "select proname from pg_proc where pronamespace = 'gateway'::regnamespace order by proname",
     );
-    expect(functions.rows.map((row) => row.proname)).toEqual(["decide_rate_limits"]);
+    expect(functions.rows.map((row) => row.proname)).toEqual(["decide_rate_limits", "rate_counters_overflowed"]);
   });
 });

@@ -1,4 +1,6 @@
+import { spawn } from "node:child_process";
 import { webcrypto } from "node:crypto";
+import { once } from "node:events";
 import { loadavg } from "node:os";
 import { createInternalClient } from "@svc/platform";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
@@ -14,6 +16,12 @@ import { cpuMicrosSince, cpuReading, mintAttestations, postgresProcesses } from 
  * requests answered in it. The load generator runs on a thread of this process, which is not counted.
  * The raw verify's CPU is this process's own (process.cpuUsage) while it verifies and nothing else runs here.
  * Each round measures both, and the ratio is the median of the rounds' ratios.
+ *
+ * The floor (`floor_cpu_us`, `floor_ratio`): the same load against a bare node:http server in a process of
+ * its own that only parses the request, verifies the signature with node:crypto and answers
+ * (gateway/bench/verify-token-floor-server.ts), measured the same way in each round. It is what one HTTP
+ * request and one verify cost this machine's server side, so `floor_ratio` says how near the goal can be
+ * reached, and `over_floor` what the gateway, signing and PostgreSQL add over it.
  */
 const inFlight = 16;
 const roundMs = 2000;
@@ -21,6 +29,8 @@ const rounds = 5;
 /** Fresh tokens for one round: more than a round can use at the best rate seen here (about 3,000/s). */
 const tokensPerRound = 8_000;
 const rawVerifies = 20_000;
+/** Requests the floor is given for a round: more than it can answer in one (about 5,000/s on a quiet machine). */
+const floorTokens = 40_000;
 type Part = "gateway" | "signing" | "postgres";
 const parts: Part[] = ["gateway", "signing", "postgres"];
 
@@ -30,6 +40,15 @@ try {
   const mint = (count: number) => mintAttestations(signing, count);
 
   const { keys } = await (await fetch(`${mesh.gatewayUrl}/.well-known/jwks.json`)).json();
+  const floor = spawn(
+    process.execPath,
+    [new URL("../../gateway/bench/verify-token-floor-server.ts", import.meta.url).pathname, JSON.stringify(keys[0])],
+    {
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
+  const [port] = (await once(floor.stdout!, "data")) as [Buffer];
+  const floorOrigin = `http://127.0.0.1:${port.toString().trim()}`;
   const publicKey = await webcrypto.subtle.importKey("jwk", keys[0], { name: "ECDSA", namedCurve: "P-256" }, false, [
     "verify",
   ]);
@@ -67,6 +86,15 @@ try {
 
   const load = startVerifyTokenLoad();
   const ask = load.ask;
+  // The floor keeps no ledger: its load repeats the tokens it is given, as many times as it can use.
+  const floorRound = async (durationMs: number, tokens: string[]) => {
+    await ask({ kind: "load", tokens: Array.from({ length: floorTokens }, (_, i) => tokens[i % tokens.length]!) });
+    const before = cpuReading([String(floor.pid)]);
+    const report = await ask({ kind: "run", origin: floorOrigin, inFlight, durationMs });
+    if (report.kind !== "ran")
+      throw new Error(`load generator: ${report.kind === "failed" ? report.message : report.kind}`);
+    return cpuMicrosSince(before, [String(floor.pid)]) / report.used;
+  };
   const round = async (durationMs: number, tokens: string[]) => {
     await ask({ kind: "load", tokens });
     const started = serverProcesses();
@@ -86,16 +114,21 @@ try {
 
   // Warm up (JIT, connection pools, prepared plans) before anything is counted.
   await round(1000, await mint(6000));
+  await floorRound(1000, await mint(2000));
   await rawCpuPerVerify(await mint(2000));
-  const measured: { ops: number; perRequest: Record<Part, number>; raw: number }[] = [];
+  const measured: { ops: number; perRequest: Record<Part, number>; raw: number; floor: number }[] = [];
   for (let i = 0; i < rounds; i++) {
-    // Each round swaps which of the two goes first, so neither always runs on the machine the other left behind.
+    // Each round swaps which goes first, so none always runs on the machine another left behind. The
+    // floor keeps no ledger, so it takes the round's tokens before the gateway does.
     const rawFirst = i % 2 === 1;
     const rawBefore = rawFirst ? await rawCpuPerVerify(await mint(2000)) : undefined;
-    const { ops, perRequest } = await round(roundMs, await mint(tokensPerRound));
-    measured.push({ ops, perRequest, raw: rawBefore ?? (await rawCpuPerVerify(await mint(2000))) });
+    const tokens = await mint(tokensPerRound);
+    const floorCpu = await floorRound(roundMs, tokens);
+    const { ops, perRequest } = await round(roundMs, tokens);
+    measured.push({ ops, perRequest, raw: rawBefore ?? (await rawCpuPerVerify(await mint(2000))), floor: floorCpu });
   }
   await load.stop();
+  floor.kill("SIGTERM");
 
   const serverCpu = measured.map((m) => parts.reduce((sum, part) => sum + m.perRequest[part], 0));
   const server = median(serverCpu);
@@ -110,12 +143,16 @@ try {
       signing_cpu_us: partCpu("signing"),
       postgres_cpu_us: partCpu("postgres"),
       raw_verify_cpu_us: Math.round(raw),
+      floor_cpu_us: Math.round(median(measured.map((m) => m.floor))),
+      floor_ratio: round2(median(measured.map((m) => m.floor / m.raw))),
+      over_floor: round2(median(serverCpu.map((cpu, i) => cpu / measured[i]!.floor))),
       ops: Math.round(median(measured.map((m) => m.ops))),
       in_flight: inFlight,
       rounds: measured.map((m, i) => ({
         ops: Math.round(m.ops),
         server_cpu_us: Math.round(serverCpu[i]!),
         raw_cpu_us: Math.round(m.raw),
+        floor_cpu_us: Math.round(m.floor),
       })),
       load_average: loadavg().map(round2),
     }),

@@ -8,6 +8,7 @@ import { CreateIdempotencyKeys } from "./0007-idempotency-keys.ts";
 import { IndexRateLimitExpiry } from "./0008-rate-limit-sweep.ts";
 import { DropDevIdentityProviderTables } from "./0009-drop-dev-idp.ts";
 import { CreateTokenChecks } from "./0010-token-checks.ts";
+import { AddRateCounterLimits } from "./0011-rate-counter-limits.ts";
 
 /** Applied in order at start; a migration, once released, is never edited (add a new one). */
 export const migrations = [
@@ -21,4 +22,5 @@ export const migrations = [
   { name: "0008_rate_limit_sweep", class: IndexRateLimitExpiry },
   { name: "0009_drop_dev_idp", class: DropDevIdentityProviderTables },
   { name: "0010_token_checks", class: CreateTokenChecks },
+  { name: "0011_rate_counter_limits", class: AddRateCounterLimits },
 ];

@@ -134,3 +134,11 @@ begin
   end if;
 end
 $fn$;
+
+-- Raised by the statement that counts a batch without `decide_rate_limits` (count-statement.ts) when a
+-- counter went over its limit, so that the statement rolls back and the batch is decided here instead.
+create or replace function "rate_counters_overflowed"() returns bytea[] language plpgsql volatile as $fn$
+begin
+  raise exception 'a rate counter of the batch went over its limit' using errcode = 'SVRL1';
+end
+$fn$;

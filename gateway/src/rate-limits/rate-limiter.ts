@@ -1,6 +1,7 @@
 import type { AttestationLedgerCheck } from "@svc/contracts/attestation";
 import { NaturalBatcher, sqlDefinition, uuid } from "@svc/platform";
 import type pg from "pg";
+import { type CountRow, countStatement, keyedCountStatement, overflowedCode } from "./count-statement.ts";
 import type { BucketName, RatePlan } from "./rate-tiers.ts";
 import { firstChecks, ledgerArrays, ledgerRetentionMarginMs, recordChecksStatement } from "./token-checks.ts";
 
@@ -52,6 +53,21 @@ interface Asked {
   now: Date;
   leaseId: string | undefined;
   check: AttestationLedgerCheck | undefined;
+}
+
+/** A batch's outcome: which requests were allowed (null: all of them), and the hashes of checks that were first. */
+interface Decided {
+  allowed: boolean[] | null;
+  inserted: Buffer[];
+}
+
+type LedgerArrays = ReturnType<typeof ledgerArrays>;
+
+/** A request of a batch with the counters it counts in and its lease subject, if it asks for a lease. */
+interface Planned {
+  asked: Asked;
+  own: Counter[];
+  lease: LeaseSubject | undefined;
 }
 
 /** One counter row a batch takes: a bucket of one subject in one window. */
@@ -125,6 +141,12 @@ const decideStatement = {
 /** Requests decided by one statement at most; larger bursts wait for the next one. */
 const maxBatch = 64;
 
+/**
+ * Full counters remembered at most: past it they are forgotten at once, and a batch counting in one
+ * pays a count statement that rolls back before it is decided in order.
+ */
+const maxKnownFull = 10_000;
+
 /** Rows one sweep statement deletes at most: short enough that it never holds many locks for long. */
 const sweepBatchSize = 1000;
 
@@ -151,6 +173,8 @@ export class RateLimiter {
   readonly #leaseTtlMs: number;
   readonly #decisions: NaturalBatcher<Asked, JoinedDecision>;
   readonly #releases: NaturalBatcher<string, void>;
+  /** Counter key to the end (ms) of the window in which this replica saw it full. */
+  readonly #fullUntil = new Map<string, number>();
 
   constructor(options: { pool: Pick<pg.Pool, "query">; leaseTtlMs: number }) {
     this.#pool = options.pool;
@@ -184,7 +208,7 @@ export class RateLimiter {
     const now = Math.max(...batch.map((w) => w.now.getTime()));
     const counters = new Map<string, Counter>();
     const leaseSubjects = new Map<string, LeaseSubject>();
-    const planned = batch.map((asked) => {
+    const planned = batch.map((asked): Planned => {
       const { plan } = asked;
       if (!plan) return { asked, own: [], lease: undefined };
       const own = plan.tier.buckets.map((bucket) => {
@@ -245,53 +269,18 @@ export class RateLimiter {
       );
       return firsts.map((first) => ({ decision: undefined, first }));
     }
-    let end = 0;
-    const {
-      rows: [answer],
-    } = await this.#pool.query<DecisionRow>({
-      ...decideStatement,
-      values: [
-        ordered.map((c) => c.subject),
-        ordered.map((c) => c.bucket),
-        ordered.map((c) => c.start),
-        ordered.map((c) => c.end),
-        ordered.map((c) => c.demand),
-        ordered.map((c) => c.limit),
-        ordered.some((c) => c.keyId !== null) ? ordered.map((c) => c.keyId) : null,
-        planned.map(({ own }) => (end += own.length)),
-        planned.flatMap(({ own }) => own.map((c) => c.position + 1)),
-        leases.map((l) => l.subject),
-        leases.map((l) => l.cap),
-        leases.map((l) => l.keyId),
-        // Per request: its lease subject's place in `leases` (from 1), or 0 when it asks for no lease.
-        leases.length > 0 ? planned.map(({ lease }) => lease?.position ?? 0) : null,
-        leases.length > 0 ? batch.map(({ leaseId }) => leaseId ?? null) : null,
-        now + this.#leaseTtlMs,
-        now,
-        checks.hashes,
-        checks.expiries,
-        checks.requests,
-      ],
-    });
-    if (!answer) throw new Error("decide_rate_limits answered no row");
-    for (const counter of ordered) {
-      counter.count = answered(answer.counts_before, counter.position, "counts_before");
-      counter.decidedLimit = answered(answer.limits, counter.position, "limits");
-    }
-    for (const lease of leases) {
-      if (!answer.leases_before || !answer.lease_limits) throw new Error("decide_rate_limits answered no leases");
-      lease.count = answered(answer.leases_before, lease.position - 1, "leases_before");
-      lease.decidedLimit = answered(answer.lease_limits, lease.position - 1, "lease_limits");
-    }
-    const allowedAt = (r: number) => answer.allowed?.[r] ?? true;
+    const { allowed, inserted } =
+      (leases.length === 0 && !this.#knownFull(ordered, now) && (await this.#count(ordered, now, checks))) ||
+      (await this.#decideInOrder(planned, ordered, leases, now, checks));
+    const allowedAt = (r: number) => allowed?.[r] ?? true;
     const firsts = firstChecks(
       batch.map((asked) => asked.check),
-      answer.first_checks,
+      inserted,
       allowedAt,
     );
     // Each request's view: the counts after the requests before it in the batch, and after its own
     // where it was allowed.
-    return planned.map(({ asked, own, lease }, r): JoinedDecision => {
+    const answers = planned.map(({ asked, own, lease }, r): JoinedDecision => {
       const allowed = allowedAt(r);
       if (!asked.plan) return { decision: undefined, first: firsts[r] };
       if (allowed) {
@@ -324,6 +313,117 @@ export class RateLimiter {
       };
       return { decision, first: firsts[r] };
     });
+    this.#rememberFull(ordered);
+    return answers;
+  }
+
+  /**
+   * The common batch in one plain statement (count-statement.ts): every request allowed, each counter's
+   * count before the batch and its limit set. False when a counter would go over its limit: the
+   * statement then rolled back, and the batch must be decided in order.
+   */
+  async #count(ordered: Counter[], now: number, checks: LedgerArrays): Promise<Decided | false> {
+    const keyed = ordered.some((c) => c.keyId !== null);
+    const values: unknown[] = [
+      ordered.map((c) => c.subject),
+      ordered.map((c) => c.bucket),
+      ordered.map((c) => c.start),
+      ordered.map((c) => c.end),
+      ordered.map((c) => c.demand),
+      ordered.map((c) => c.limit),
+      now,
+      checks.hashes,
+      checks.expiries,
+    ];
+    if (keyed) values.push(ordered.map((c) => c.keyId));
+    let answer: CountRow | undefined;
+    try {
+      ({
+        rows: [answer],
+      } = await this.#pool.query<CountRow>({ ...(keyed ? keyedCountStatement : countStatement), values }));
+    } catch (error) {
+      if ((error as { code?: unknown }).code === overflowedCode) return false;
+      throw error;
+    }
+    if (!answer) throw new Error("the count statement answered no row");
+    const written = new Map(answer.subjects.map((subject, i) => [`${subject}\u0000${answer.buckets[i]}`, i]));
+    for (const counter of ordered) {
+      const i = written.get(counter.key);
+      if (i === undefined) throw new Error(`the count statement answered no counter ${counter.key}`);
+      counter.count = answered(answer.counts, i, "counts") - counter.demand;
+      counter.decidedLimit = answered(answer.limits, i, "limits");
+    }
+    return { allowed: null, inserted: answer.first_checks };
+  }
+
+  /** Whether a counter of the batch was found full in its current window: the count statement would only roll back. */
+  #knownFull(ordered: Counter[], now: number): boolean {
+    return ordered.some((counter) => {
+      const until = this.#fullUntil.get(counter.key);
+      if (until === undefined) return false;
+      if (until > now) return true;
+      this.#fullUntil.delete(counter.key);
+      return false;
+    });
+  }
+
+  /**
+   * Counters the batch left full (their counts after it, at or over their limits): until their windows
+   * end, batches that count in them skip the count statement, which would only roll back.
+   */
+  #rememberFull(ordered: Counter[]): void {
+    if (this.#fullUntil.size >= maxKnownFull) this.#fullUntil.clear();
+    for (const counter of ordered)
+      if (counter.count >= counter.decidedLimit) this.#fullUntil.set(counter.key, counter.end);
+  }
+
+  /** `decide_rate_limits`: the batch walked in order, each request all or nothing, with leases. */
+  async #decideInOrder(
+    planned: Planned[],
+    ordered: Counter[],
+    leases: LeaseSubject[],
+    now: number,
+    checks: LedgerArrays,
+  ): Promise<Decided> {
+    let end = 0;
+    const {
+      rows: [answer],
+    } = await this.#pool.query<DecisionRow>({
+      ...decideStatement,
+      values: [
+        ordered.map((c) => c.subject),
+        ordered.map((c) => c.bucket),
+        ordered.map((c) => c.start),
+        ordered.map((c) => c.end),
+        ordered.map((c) => c.demand),
+        ordered.map((c) => c.limit),
+        ordered.some((c) => c.keyId !== null) ? ordered.map((c) => c.keyId) : null,
+        planned.map(({ own }) => (end += own.length)),
+        planned.flatMap(({ own }) => own.map((c) => c.position + 1)),
+        leases.map((l) => l.subject),
+        leases.map((l) => l.cap),
+        leases.map((l) => l.keyId),
+        // Per request: its lease subject's place in `leases` (from 1), or 0 when it asks for no lease.
+        leases.length > 0 ? planned.map(({ lease }) => lease?.position ?? 0) : null,
+        leases.length > 0 ? planned.map(({ asked }) => asked.leaseId ?? null) : null,
+        now + this.#leaseTtlMs,
+        now,
+        checks.hashes,
+        checks.expiries,
+        checks.requests,
+      ],
+    });
+    if (!answer) throw new Error("decide_rate_limits answered no row");
+    for (const counter of ordered) {
+      counter.count = answered(answer.counts_before, counter.position, "counts_before");
+      counter.decidedLimit = answered(answer.limits, counter.position, "limits");
+    }
+    for (const lease of leases) {
+      if (!answer.leases_before || !answer.lease_limits) throw new Error("decide_rate_limits answered no leases");
+      lease.count = answered(answer.leases_before, lease.position - 1, "leases_before");
+      lease.decidedLimit = answered(answer.lease_limits, lease.position - 1, "lease_limits");
+    }
+    return { allowed: answer.allowed, inserted: answer.first_checks };
   }
 
   /** Ends an in_flight lease: when the request finished, however it finished. */
