@@ -169,14 +169,20 @@ export async function interleaved<Arm extends string>(
   return figures;
 }
 
-/** The median of the per-round ratios of `over` to `under`, and each arm's median CPU per operation. */
+/**
+ * The median of the per-round ratios of `over` to `under` with their interquartile range (how far a verdict
+ * near the goal can be trusted), and each arm's median CPU per operation.
+ */
 export function cpuRatio(
   over: { cpuUsPerOp: number }[],
   under: { cpuUsPerOp: number }[],
-): { ratio: number; over_cpu_us: number; under_cpu_us: number; round_ratios: number[] } {
+): { ratio: number; ratio_iqr: [number, number]; over_cpu_us: number; under_cpu_us: number; round_ratios: number[] } {
   const ratios = over.map((o, index) => o.cpuUsPerOp / under[index]!.cpuUsPerOp);
+  const sorted = [...ratios].sort((a, b) => a - b);
+  const quartile = (q: number) => round3(sorted[Math.round((sorted.length - 1) * q)]!);
   return {
     ratio: round3(median(ratios)),
+    ratio_iqr: [quartile(0.25), quartile(0.75)],
     over_cpu_us: Math.round(median(over.map((o) => o.cpuUsPerOp))),
     under_cpu_us: Math.round(median(under.map((u) => u.cpuUsPerOp))),
     round_ratios: ratios.map(round3),

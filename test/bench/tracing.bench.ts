@@ -13,8 +13,10 @@ import { type ArmMesh, costedRound, cpuRatio, interleaved, startArmMeshes } from
  * `ratio` is the median of the rounds' ratios, traced to untraced. `spans_per_op` and `exported` say the traced
  * arm paid for every span: the gateway's operation spans received, per create-link it answered.
  */
-const rounds = 7;
-const perRound = 400;
+// Rounds a few seconds long, many of them: the shared machine's load moves on the scale of a round, so a pair
+// measured close together agrees better, and the median of 15 ratios moves less than that of 7.
+const rounds = 15;
+const perRound = 300;
 const inFlight = 16;
 const settleMs = 1000;
 
@@ -44,11 +46,12 @@ try {
   const figures = await interleaved(["traced", "untraced"] as const, rounds, (name) => round(name, perRound));
   const sent = rounds * perRound;
 
-  const { ratio, over_cpu_us, under_cpu_us, round_ratios } = cpuRatio(figures.traced, figures.untraced);
+  const { ratio, ratio_iqr, over_cpu_us, under_cpu_us, round_ratios } = cpuRatio(figures.traced, figures.untraced);
   console.log(
     JSON.stringify({
       name: "tracing-on",
       ratio,
+      ratio_iqr,
       traced_cpu_us: over_cpu_us,
       untraced_cpu_us: under_cpu_us,
       round_ratios,
