@@ -127,9 +127,7 @@ const cpuSince = (before: Map<string, number>, pids: string[]): number =>
  * with nothing sent, so that the work a call leaves behind (an outbox relayed, spans exported on their
  * schedule) is counted in its own round. The idle part costs both arms alike. Each round opens its own
  * connections: a kept-alive one left idle while the next round's inputs are made may be closed by the server
- * just as it is reused. With `idleMs`, the mesh's CPU while idle for that long just before (its pollers, timers,
- * PostgreSQL's background work) is measured too, and `idleCpuUsPerOp` is that rate over the round's length per
- * operation: the part of the round's CPU that depends on how long the round took, not on what it did.
+ * just as it is reused.
  */
 export async function costedRound(
   arm: ArmMesh,
@@ -137,12 +135,7 @@ export async function costedRound(
   inFlight: number,
   settleMs: number,
   call: (input: string, agent: Agent) => Promise<void>,
-  idleMs = 0,
-): Promise<RoundFigures> {
-  const idleBefore = threadCpu(arm.processes());
-  const idleStarted = performance.now();
-  await new Promise((resolve) => setTimeout(resolve, idleMs));
-  const idleUsPerMs = idleMs === 0 ? 0 : cpuSince(idleBefore, arm.processes()) / (performance.now() - idleStarted);
+): Promise<{ cpuUsPerOp: number; opsPerSecond: number }> {
   const agent = new Agent({ keepAlive: true, maxSockets: inFlight });
   const before = threadCpu(arm.processes());
   let next = 0;
@@ -154,26 +147,19 @@ export async function costedRound(
   ).finally(() => agent.destroy());
   const opsPerSecond = inputs.length / ((performance.now() - started) / 1000);
   await new Promise((resolve) => setTimeout(resolve, settleMs));
-  return {
-    cpuUsPerOp: cpuSince(before, arm.processes()) / inputs.length,
-    idleCpuUsPerOp: (idleUsPerMs * (performance.now() - started)) / inputs.length,
-    opsPerSecond,
-  };
-}
-
-export interface RoundFigures {
-  cpuUsPerOp: number;
-  idleCpuUsPerOp: number;
-  opsPerSecond: number;
+  return { cpuUsPerOp: cpuSince(before, arm.processes()) / inputs.length, opsPerSecond };
 }
 
 /** Arms measured in alternation, which goes first swapping every round; each arm's figures, in round order. */
 export async function interleaved<Arm extends string>(
   arms: readonly Arm[],
   rounds: number,
-  round: (arm: Arm) => Promise<RoundFigures>,
-): Promise<Record<Arm, RoundFigures[]>> {
-  const figures = Object.fromEntries(arms.map((arm) => [arm, []])) as unknown as Record<Arm, RoundFigures[]>;
+  round: (arm: Arm) => Promise<{ cpuUsPerOp: number; opsPerSecond: number }>,
+): Promise<Record<Arm, { cpuUsPerOp: number; opsPerSecond: number }[]>> {
+  const figures = Object.fromEntries(arms.map((arm) => [arm, []])) as unknown as Record<
+    Arm,
+    { cpuUsPerOp: number; opsPerSecond: number }[]
+  >;
   for (let index = 0; index < rounds; index++) {
     for (const arm of index % 2 === 0 ? arms : [...arms].reverse()) figures[arm].push(await round(arm));
     process.stderr.write(

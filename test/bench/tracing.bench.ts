@@ -1,8 +1,7 @@
 import { fileURLToPath } from "node:url";
 import { startOtlpReceiver } from "../harness/otlp-receiver.ts";
 import { postCreateLink } from "./gateway-calls.ts";
-import { median } from "./bench-infrastructure.ts";
-import { type ArmMesh, costedRound, cpuRatio, interleaved, type RoundFigures, startArmMeshes } from "./mesh-arms.ts";
+import { type ArmMesh, costedRound, cpuRatio, interleaved, startArmMeshes } from "./mesh-arms.ts";
 
 /**
  * What tracing at 100% sampling costs the servers: two meshes of this checkout, one exporting every span over
@@ -11,10 +10,7 @@ import { type ArmMesh, costedRound, cpuRatio, interleaved, type RoundFigures, st
  * each gateway (16 in flight), which goes first swapping every round, and then waits out the exporters'
  * 500 ms schedule, so a round's spans are exported within it. Server CPU per create-link is that of every mesh
  * process and its PostgreSQL, from /proc; this process (the load and the receiver) is not counted.
- * Each round also measures its mesh idle for a second just before, and `ratio` is the median of the rounds'
- * ratios, traced to untraced, of CPU per create-link net of that idle rate over the round's length: on a loaded
- * machine a round's length swings, and with it the idle part, which both arms pay alike and which would pull the
- * ratio towards 1 by a varying amount. `gross_ratio` keeps it in. `spans_per_op` and `exported` say the traced
+ * `ratio` is the median of the rounds' ratios, traced to untraced. `spans_per_op` and `exported` say the traced
  * arm paid for every span: the gateway's operation spans received, per create-link it answered.
  */
 // Rounds a few seconds long, many of them: the shared machine's load moves on the scale of a round, so a pair
@@ -40,14 +36,7 @@ try {
     const grants = await arm.grants(count);
     // The grants' own spans leave on the exporters' schedule before the round starts counting.
     await new Promise((resolve) => setTimeout(resolve, settleMs));
-    return costedRound(
-      arm,
-      grants,
-      inFlight,
-      settleMs,
-      (grant, agent) => postCreateLink(arm.gatewayUrl, grant, agent),
-      settleMs,
-    );
+    return costedRound(arm, grants, inFlight, settleMs, (grant, agent) => postCreateLink(arm.gatewayUrl, grant, agent));
   };
   // Warm both (JIT, pools, plans) with rounds that are not counted.
   await round("traced", 200);
@@ -57,12 +46,7 @@ try {
   const figures = await interleaved(["traced", "untraced"] as const, rounds, (name) => round(name, perRound));
   const sent = rounds * perRound;
 
-  const net = (round: RoundFigures) => ({ cpuUsPerOp: round.cpuUsPerOp - round.idleCpuUsPerOp });
-  const { ratio, ratio_iqr, over_cpu_us, under_cpu_us, round_ratios } = cpuRatio(
-    figures.traced.map(net),
-    figures.untraced.map(net),
-  );
-  const gross = cpuRatio(figures.traced, figures.untraced);
+  const { ratio, ratio_iqr, over_cpu_us, under_cpu_us, round_ratios } = cpuRatio(figures.traced, figures.untraced);
   console.log(
     JSON.stringify({
       name: "tracing-on",
@@ -71,12 +55,6 @@ try {
       traced_cpu_us: over_cpu_us,
       untraced_cpu_us: under_cpu_us,
       round_ratios,
-      gross_ratio: gross.ratio,
-      gross_ratio_iqr: gross.ratio_iqr,
-      idle_cpu_us: {
-        traced: median(figures.traced.map((f) => f.idleCpuUsPerOp)),
-        untraced: median(figures.untraced.map((f) => f.idleCpuUsPerOp)),
-      },
       spans_per_op: Math.round(((receiver.spans.length - spansBefore) / sent) * 10) / 10,
       exported: (operationSpans() - operationSpansBefore) / sent,
       ops_per_second: {
