@@ -170,6 +170,30 @@ export async function interleaved<Arm extends string>(
 }
 
 /**
+ * Arms measured at the same time, each round's calls to every arm sent together: the machine's load, which on a
+ * shared machine moves within seconds, weighs on both figures of a round alike, where alternating rounds give
+ * each arm a different moment. Each arm's figures, in round order.
+ */
+export async function simultaneous<Arm extends string>(
+  arms: readonly Arm[],
+  rounds: number,
+  round: (arm: Arm) => Promise<{ cpuUsPerOp: number; opsPerSecond: number }>,
+): Promise<Record<Arm, { cpuUsPerOp: number; opsPerSecond: number }[]>> {
+  const figures = Object.fromEntries(arms.map((arm) => [arm, []])) as unknown as Record<
+    Arm,
+    { cpuUsPerOp: number; opsPerSecond: number }[]
+  >;
+  for (let index = 0; index < rounds; index++) {
+    const measured = await Promise.all(arms.map((arm) => round(arm)));
+    for (const [at, arm] of arms.entries()) figures[arm].push(measured[at]!);
+    process.stderr.write(
+      `round ${index + 1} of ${rounds}: ${arms.map((arm, at) => `${arm} ${Math.round(measured[at]!.cpuUsPerOp)} µs/op`).join(", ")}\n`,
+    );
+  }
+  return figures;
+}
+
+/**
  * The median of the per-round ratios of `over` to `under` with their interquartile range (how far a verdict
  * near the goal can be trusted), and each arm's median CPU per operation.
  */
