@@ -169,14 +169,44 @@ export async function interleaved<Arm extends string>(
   return figures;
 }
 
-/** The median of the per-round ratios of `over` to `under`, and each arm's median CPU per operation. */
+/**
+ * Arms measured at the same time, each round's calls to every arm sent together: the machine's load, which on a
+ * shared machine moves within seconds, weighs on both figures of a round alike, where alternating rounds give
+ * each arm a different moment. Each arm's figures, in round order.
+ */
+export async function simultaneous<Arm extends string>(
+  arms: readonly Arm[],
+  rounds: number,
+  round: (arm: Arm) => Promise<{ cpuUsPerOp: number; opsPerSecond: number }>,
+): Promise<Record<Arm, { cpuUsPerOp: number; opsPerSecond: number }[]>> {
+  const figures = Object.fromEntries(arms.map((arm) => [arm, []])) as unknown as Record<
+    Arm,
+    { cpuUsPerOp: number; opsPerSecond: number }[]
+  >;
+  for (let index = 0; index < rounds; index++) {
+    const measured = await Promise.all(arms.map((arm) => round(arm)));
+    for (const [at, arm] of arms.entries()) figures[arm].push(measured[at]!);
+    process.stderr.write(
+      `round ${index + 1} of ${rounds}: ${arms.map((arm, at) => `${arm} ${Math.round(measured[at]!.cpuUsPerOp)} µs/op`).join(", ")}\n`,
+    );
+  }
+  return figures;
+}
+
+/**
+ * The median of the per-round ratios of `over` to `under` with their interquartile range (how far a verdict
+ * near the goal can be trusted), and each arm's median CPU per operation.
+ */
 export function cpuRatio(
   over: { cpuUsPerOp: number }[],
   under: { cpuUsPerOp: number }[],
-): { ratio: number; over_cpu_us: number; under_cpu_us: number; round_ratios: number[] } {
+): { ratio: number; ratio_iqr: [number, number]; over_cpu_us: number; under_cpu_us: number; round_ratios: number[] } {
   const ratios = over.map((o, index) => o.cpuUsPerOp / under[index]!.cpuUsPerOp);
+  const sorted = [...ratios].sort((a, b) => a - b);
+  const quartile = (q: number) => round3(sorted[Math.round((sorted.length - 1) * q)]!);
   return {
     ratio: round3(median(ratios)),
+    ratio_iqr: [quartile(0.25), quartile(0.75)],
     over_cpu_us: Math.round(median(over.map((o) => o.cpuUsPerOp))),
     under_cpu_us: Math.round(median(under.map((u) => u.cpuUsPerOp))),
     round_ratios: ratios.map(round3),

@@ -38,7 +38,16 @@ export function startTelemetry(serviceName: string, env: NodeJS.ProcessEnv = pro
     resource: resourceFromAttributes({ "service.name": serviceName }).merge(
       detectResources({ detectors: [envDetector] }),
     ),
-    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter(), scheduledDelayMillis: 500 })],
+    spanProcessors: [
+      new BatchSpanProcessor({
+        exporter: new OTLPTraceExporter(),
+        scheduledDelayMillis: 500,
+        // One export per schedule even at a few thousand spans a second (the default of 512 sends several),
+        // and a queue that holds a burst rather than dropping its spans.
+        maxExportBatchSize: 4096,
+        maxQueueSize: 16_384,
+      }),
+    ],
   });
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
@@ -56,7 +65,8 @@ export function startTelemetry(serviceName: string, env: NodeJS.ProcessEnv = pro
  * Query spans for `pg`, however it is loaded. The services import pg as ESM, which the instrumentation's
  * require hook never sees; requiring it here once goes through the hook and patches the prototypes that
  * the ESM imports share. The statement text is replaced by its first keyword and parameters are never
- * recorded: MikroORM may inline values, and a value may be a partner's reference or an e-mail address.
+ * recorded: MikroORM may inline values, and a value may be a partner's reference or an e-mail address. The
+ * instrumentation writes the stable conventions' names (`db.query.text`), so the old `db.statement` is not added.
  */
 function instrumentPostgres(tracerProvider: TracerProvider): void {
   const instrumentation = new PgInstrumentation({
@@ -71,9 +81,7 @@ function instrumentPostgres(tracerProvider: TracerProvider): void {
 }
 
 function redactStatement(span: Span, text: string): void {
-  const operation = /^\s*(\w+)/.exec(text)?.[1]?.toLowerCase() ?? "";
-  span.setAttribute("db.statement", operation);
-  span.setAttribute("db.query.text", operation);
+  span.setAttribute("db.query.text", /^\s*(\w+)/.exec(text)?.[1]?.toLowerCase() ?? "");
 }
 
 /** OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG as the specification names them; parent-based always-on by default. */
