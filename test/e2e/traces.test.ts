@@ -323,20 +323,7 @@ describe("one trace from a partner's call to the webhook", () => {
         ...["--category", "payments", "--callback-url", `${hooksUrl}/later-callback`],
       ])
     ).agent_key as string;
-    // A person with the app: a development-IdP session and a software passkey.
-    const { sessionToken } = await mesh.console.mintDevSession({
-      issuer: mesh.devIdpIssuer,
-      subject: `person-${randomUUID()}`,
-    });
-    const authenticator = SoftwareAuthenticator.create();
-    const begun = result(await api.post("/app/passkeys/begin-registration", {}, sessionToken));
-    result(
-      await api.post(
-        "/app/passkeys/finish-registration",
-        { ceremony_id: begun.ceremony_id, response: authenticator.register(begun.options, issuer) },
-        sessionToken,
-      ),
-    );
+    const { sessionToken, authenticator } = await personWithPasskey();
     const code = result(await api.post("/agent/bind-session", {}, agentKey)).link_code;
     result(await api.post("/app/agent-bindings/claim", { link_code: code }, sessionToken));
     const opaqueId = result(await api.get("/agent/check-binding", { link_code: code }, agentKey)).opaque_id;
