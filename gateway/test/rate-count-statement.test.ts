@@ -1,13 +1,10 @@
 import { createHash } from "node:crypto";
-import { ManualClock, openDatabase, openStatementPool } from "@svc/platform";
+import { ManualClock } from "@svc/platform";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createTestDatabase, type TestDatabase } from "../../test/harness/index.ts";
-import { entities } from "../src/credentials/entities.ts";
-import { migrations } from "../src/migrations/index.ts";
-import { decideRateLimits, RateLimiter } from "../src/rate-limits/rate-limiter.ts";
+import { RateLimiter } from "../src/rate-limits/rate-limiter.ts";
 import { anonymousTier } from "../src/rate-limits/rate-tiers.ts";
-import { memoryLogger } from "./memory-logger.ts";
+import { openLimiterDatabase } from "./limiter-database.ts";
 
 /**
  * The count statement (rate-limits/count-statement.ts) on the real PostgreSQL: a batch in which every
@@ -20,9 +17,8 @@ import { memoryLogger } from "./memory-logger.ts";
 // 12:00:03 UTC: the minute window ends in 57 s.
 const clock = new ManualClock("2026-10-20T12:00:03Z");
 
-let database: TestDatabase;
-let orm: Awaited<ReturnType<typeof openDatabase>>;
-const pools: pg.Pool[] = [];
+let limiterDatabase: Awaited<ReturnType<typeof openLimiterDatabase>>;
+let pools: pg.Pool[];
 
 /** A real pool whose statements' names are noted, in order. */
 function notingPool(pool: pg.Pool): { pool: Pick<pg.Pool, "query">; names: string[] } {
@@ -58,22 +54,11 @@ const count = "count_rate_limits_and_record_checks";
 const inOrder = "decide_rate_limits_and_record_checks";
 
 beforeAll(async () => {
-  database = await createTestDatabase("rate_count");
-  orm = await openDatabase({
-    url: database.url,
-    schema: "gateway",
-    entities,
-    migrations,
-    storedDefinitions: [decideRateLimits],
-    logger: memoryLogger(),
-  });
-  for (let i = 0; i < 2; i++)
-    pools.push(openStatementPool({ url: database.url, schema: "gateway", max: 4, logger: memoryLogger() }));
+  limiterDatabase = await openLimiterDatabase("rate_count", 2);
+  pools = limiterDatabase.pools;
 });
 afterAll(async () => {
-  for (const pool of pools) await pool.end();
-  await orm?.close();
-  await database?.drop();
+  await limiterDatabase?.close();
 });
 
 describe("the count statement", () => {

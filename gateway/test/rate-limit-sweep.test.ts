@@ -1,12 +1,9 @@
-import { ManualClock, openDatabase, openStatementPool } from "@svc/platform";
+import { ManualClock } from "@svc/platform";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createTestDatabase, type TestDatabase } from "../../test/harness/index.ts";
-import { entities } from "../src/credentials/entities.ts";
-import { migrations } from "../src/migrations/index.ts";
-import { decideRateLimits, RateLimiter } from "../src/rate-limits/rate-limiter.ts";
+import { RateLimiter } from "../src/rate-limits/rate-limiter.ts";
 import { tiers } from "../src/rate-limits/rate-tiers.ts";
-import { memoryLogger } from "./memory-logger.ts";
+import { openLimiterDatabase } from "./limiter-database.ts";
 
 /**
  * The rate-limit sweep on the real PostgreSQL: what it deletes on each side of the clock's instant,
@@ -17,8 +14,7 @@ import { memoryLogger } from "./memory-logger.ts";
 // 12:00:03 UTC, inside one minute, hour and day window.
 const clock = new ManualClock("2026-10-20T12:00:03Z");
 
-let database: TestDatabase;
-let orm: Awaited<ReturnType<typeof openDatabase>>;
+let limiterDatabase: Awaited<ReturnType<typeof openLimiterDatabase>>;
 let pool: pg.Pool;
 
 const plan = (subject: string) => ({ tier: tiers.secretProduction, subject, clientIp: "198.51.100.7" });
@@ -42,21 +38,11 @@ const left = async (table: string, prefix: string) =>
   Number((await pool.query(`select count(*) as n from ${table} where subject like $1`, [`${prefix}%`])).rows[0].n);
 
 beforeAll(async () => {
-  database = await createTestDatabase("rate_sweep");
-  orm = await openDatabase({
-    url: database.url,
-    schema: "gateway",
-    entities,
-    migrations,
-    storedDefinitions: [decideRateLimits],
-    logger: memoryLogger(),
-  });
-  pool = openStatementPool({ url: database.url, schema: "gateway", max: 4, logger: memoryLogger() });
+  limiterDatabase = await openLimiterDatabase("rate_sweep");
+  [pool] = limiterDatabase.pools as [pg.Pool];
 });
 afterAll(async () => {
-  await pool?.end();
-  await orm?.close();
-  await database?.drop();
+  await limiterDatabase?.close();
 });
 
 describe("the rate-limit sweep", () => {
@@ -121,7 +107,7 @@ describe("the rate-limit sweep", () => {
 
 describe("the expiry index and the take", () => {
   test("a take inside its window is a HOT update; the first take of a new window is not", async () => {
-    const client = new pg.Client({ connectionString: database.url, options: "-c search_path=gateway" });
+    const client = new pg.Client({ connectionString: limiterDatabase.url, options: "-c search_path=gateway" });
     await client.connect();
     try {
       await client.query("begin");

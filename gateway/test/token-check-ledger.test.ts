@@ -1,15 +1,12 @@
 import { createHash } from "node:crypto";
 import type { AttestationLedgerCheck } from "@svc/contracts/attestation";
-import { ManualClock, openDatabase, openStatementPool } from "@svc/platform";
+import { ManualClock } from "@svc/platform";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createTestDatabase, type TestDatabase } from "../../test/harness/index.ts";
-import { entities } from "../src/credentials/entities.ts";
-import { migrations } from "../src/migrations/index.ts";
-import { decideRateLimits, RateLimiter } from "../src/rate-limits/rate-limiter.ts";
+import { RateLimiter } from "../src/rate-limits/rate-limiter.ts";
 import { anonymousTier } from "../src/rate-limits/rate-tiers.ts";
 import { ledgerRetentionMarginMs } from "../src/rate-limits/token-checks.ts";
-import { memoryLogger } from "./memory-logger.ts";
+import { openLimiterDatabase } from "./limiter-database.ts";
 
 /**
  * The ledger of first token checks in the gateway's schema, on the real PostgreSQL: a check is recorded
@@ -21,9 +18,8 @@ import { memoryLogger } from "./memory-logger.ts";
 // 12:00:03 UTC, inside one minute window.
 const clock = new ManualClock("2026-10-20T12:00:03Z");
 
-let database: TestDatabase;
-let orm: Awaited<ReturnType<typeof openDatabase>>;
-const pools: pg.Pool[] = [];
+let limiterDatabase: Awaited<ReturnType<typeof openLimiterDatabase>>;
+let pools: pg.Pool[];
 
 let sequence = 0;
 /** A token's check, as attestation.ts makes it: the payload's SHA-256 and the token's expiry. */
@@ -42,22 +38,11 @@ const rows = async (pool: pg.Pool, check: AttestationLedgerCheck) =>
   );
 
 beforeAll(async () => {
-  database = await createTestDatabase("token_checks");
-  orm = await openDatabase({
-    url: database.url,
-    schema: "gateway",
-    entities,
-    migrations,
-    storedDefinitions: [decideRateLimits],
-    logger: memoryLogger(),
-  });
-  for (let i = 0; i < 2; i++)
-    pools.push(openStatementPool({ url: database.url, schema: "gateway", max: 4, logger: memoryLogger() }));
+  limiterDatabase = await openLimiterDatabase("token_checks", 2);
+  pools = limiterDatabase.pools;
 });
 afterAll(async () => {
-  for (const pool of pools) await pool.end();
-  await orm?.close();
-  await database?.drop();
+  await limiterDatabase?.close();
 });
 
 describe("the token-check ledger in the rate decision", () => {
