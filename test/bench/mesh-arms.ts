@@ -150,23 +150,36 @@ export async function costedRound(
   return { cpuUsPerOp: cpuSince(before, arm.processes()) / inputs.length, opsPerSecond };
 }
 
-/** Arms measured in alternation, which goes first swapping every round; each arm's figures, in round order. */
-export async function interleaved<Arm extends string>(
+type Figures = { cpuUsPerOp: number; opsPerSecond: number };
+
+/** Each arm's figures, in round order, from `measure`, which gives one round's figures in the order of `arms`. */
+async function inRounds<Arm extends string>(
   arms: readonly Arm[],
   rounds: number,
-  round: (arm: Arm) => Promise<{ cpuUsPerOp: number; opsPerSecond: number }>,
-): Promise<Record<Arm, { cpuUsPerOp: number; opsPerSecond: number }[]>> {
-  const figures = Object.fromEntries(arms.map((arm) => [arm, []])) as unknown as Record<
-    Arm,
-    { cpuUsPerOp: number; opsPerSecond: number }[]
-  >;
+  measure: (index: number) => Promise<Figures[]>,
+): Promise<Record<Arm, Figures[]>> {
+  const figures = Object.fromEntries(arms.map((arm) => [arm, []])) as unknown as Record<Arm, Figures[]>;
   for (let index = 0; index < rounds; index++) {
-    for (const arm of index % 2 === 0 ? arms : [...arms].reverse()) figures[arm].push(await round(arm));
+    const measured = await measure(index);
+    for (const [at, arm] of arms.entries()) figures[arm].push(measured[at]!);
     process.stderr.write(
-      `round ${index + 1} of ${rounds}: ${arms.map((arm) => `${arm} ${Math.round(figures[arm][index]!.cpuUsPerOp)} µs/op`).join(", ")}\n`,
+      `round ${index + 1} of ${rounds}: ${arms.map((arm, at) => `${arm} ${Math.round(measured[at]!.cpuUsPerOp)} µs/op`).join(", ")}\n`,
     );
   }
   return figures;
+}
+
+/** Arms measured in alternation, which goes first swapping every round; each arm's figures, in round order. */
+export function interleaved<Arm extends string>(
+  arms: readonly Arm[],
+  rounds: number,
+  round: (arm: Arm) => Promise<Figures>,
+): Promise<Record<Arm, Figures[]>> {
+  return inRounds(arms, rounds, async (index) => {
+    const measured = new Map<Arm, Figures>();
+    for (const arm of index % 2 === 0 ? arms : [...arms].reverse()) measured.set(arm, await round(arm));
+    return arms.map((arm) => measured.get(arm)!);
+  });
 }
 
 /**
@@ -174,23 +187,12 @@ export async function interleaved<Arm extends string>(
  * shared machine moves within seconds, weighs on both figures of a round alike, where alternating rounds give
  * each arm a different moment. Each arm's figures, in round order.
  */
-export async function simultaneous<Arm extends string>(
+export function simultaneous<Arm extends string>(
   arms: readonly Arm[],
   rounds: number,
-  round: (arm: Arm) => Promise<{ cpuUsPerOp: number; opsPerSecond: number }>,
-): Promise<Record<Arm, { cpuUsPerOp: number; opsPerSecond: number }[]>> {
-  const figures = Object.fromEntries(arms.map((arm) => [arm, []])) as unknown as Record<
-    Arm,
-    { cpuUsPerOp: number; opsPerSecond: number }[]
-  >;
-  for (let index = 0; index < rounds; index++) {
-    const measured = await Promise.all(arms.map((arm) => round(arm)));
-    for (const [at, arm] of arms.entries()) figures[arm].push(measured[at]!);
-    process.stderr.write(
-      `round ${index + 1} of ${rounds}: ${arms.map((arm, at) => `${arm} ${Math.round(measured[at]!.cpuUsPerOp)} µs/op`).join(", ")}\n`,
-    );
-  }
-  return figures;
+  round: (arm: Arm) => Promise<Figures>,
+): Promise<Record<Arm, Figures[]>> {
+  return inRounds(arms, rounds, () => Promise.all(arms.map((arm) => round(arm))));
 }
 
 /**

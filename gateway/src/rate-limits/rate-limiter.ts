@@ -89,6 +89,16 @@ interface Counter {
   count: number;
 }
 
+/** The counters as both statements take them ($1-$6): subjects, buckets, window starts and ends, demands, limits. */
+const counterArrays = (ordered: Counter[]) => [
+  ordered.map((c) => c.subject),
+  ordered.map((c) => c.bucket),
+  ordered.map((c) => c.start),
+  ordered.map((c) => c.end),
+  ordered.map((c) => c.demand),
+  ordered.map((c) => c.limit),
+];
+
 /** One in_flight lease subject a batch takes. */
 interface LeaseSubject {
   subject: string;
@@ -324,17 +334,7 @@ export class RateLimiter {
    */
   async #count(ordered: Counter[], now: number, checks: LedgerArrays): Promise<Decided | false> {
     const keyed = ordered.some((c) => c.keyId !== null);
-    const values: unknown[] = [
-      ordered.map((c) => c.subject),
-      ordered.map((c) => c.bucket),
-      ordered.map((c) => c.start),
-      ordered.map((c) => c.end),
-      ordered.map((c) => c.demand),
-      ordered.map((c) => c.limit),
-      now,
-      checks.hashes,
-      checks.expiries,
-    ];
+    const values: unknown[] = [...counterArrays(ordered), now, checks.hashes, checks.expiries];
     if (keyed) values.push(ordered.map((c) => c.keyId));
     let answer: CountRow | undefined;
     try {
@@ -391,12 +391,7 @@ export class RateLimiter {
     } = await this.#pool.query<DecisionRow>({
       ...decideStatement,
       values: [
-        ordered.map((c) => c.subject),
-        ordered.map((c) => c.bucket),
-        ordered.map((c) => c.start),
-        ordered.map((c) => c.end),
-        ordered.map((c) => c.demand),
-        ordered.map((c) => c.limit),
+        ...counterArrays(ordered),
         ordered.some((c) => c.keyId !== null) ? ordered.map((c) => c.keyId) : null,
         planned.map(({ own }) => (end += own.length)),
         planned.flatMap(({ own }) => own.map((c) => c.position + 1)),
