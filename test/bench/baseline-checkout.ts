@@ -1,4 +1,5 @@
 import { execFileSync, execSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
@@ -8,7 +9,8 @@ import { fileURLToPath } from "node:url";
  * The repository at another commit, runnable beside this checkout without a second `npm ci`: its files from
  * `git archive` in a temporary directory, a node_modules whose packages are links to this checkout's (only
  * when every package the commit locks is here at the same version) and whose workspace links point at the
- * commit's own workspaces, and the commit's own generated code and builds. Made once per commit and reused.
+ * commit's own workspaces, and the commit's own generated code and builds. Made once per commit and reused while
+ * it links to this same install (after another checkout's, or an `npm ci` that changed the lock, links point nowhere).
  */
 const root = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -20,7 +22,11 @@ export function checkoutAt(ref: string): { root: string; commit: string } {
   const commit = git("rev-parse", "--verify", `${ref}^{commit}`);
   const dir = join(tmpdir(), `svc-checkout-${commit.slice(0, 12)}`);
   const ready = join(dir, ".svc-checkout-ready");
-  if (existsSync(ready)) return { root: dir, commit };
+  const lockHash = createHash("sha256")
+    .update(readFileSync(join(root, "package-lock.json")))
+    .digest("hex");
+  const stamp = `${commit}\n${root}\n${lockHash}\n`;
+  if (existsSync(ready) && readFileSync(ready, "utf8") === stamp) return { root: dir, commit };
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   execSync(`git archive ${commit} | tar -x -C ${JSON.stringify(dir)}`, { cwd: root });
@@ -60,7 +66,7 @@ export function checkoutAt(ref: string): { root: string; commit: string } {
         stdio: ["ignore", "ignore", "inherit"],
         env: { ...process.env, PATH: `${join(root, "node_modules/.bin")}:${process.env.PATH}` },
       });
-  writeFileSync(ready, `${commit}\n`);
+  writeFileSync(ready, stamp);
   return { root: dir, commit };
 }
 
