@@ -132,12 +132,20 @@ export async function migrateSchema(
  * per-query work would cost as much as the statement itself: each such statement is one prepared
  * call that decides everything at once.
  */
-export function openStatementPool(options: { url: string; schema: string; max: number; logger: Logger }): pg.Pool {
+export function openStatementPool(options: {
+  url: string;
+  schema: string;
+  max: number;
+  logger: Logger;
+  /** How long a connection may sit idle before it is closed (pg's default, 10 s, if not given; 0 keeps it). */
+  idleTimeoutMs?: number;
+}): pg.Pool {
   // Generic plans: these statements take arrays whose size a custom plan would see, so PostgreSQL kept
   // judging a fresh plan cheaper and planned them again on every call.
   const pool = new pg.Pool({
     connectionString: options.url,
     max: options.max,
+    ...(options.idleTimeoutMs !== undefined && { idleTimeoutMillis: options.idleTimeoutMs }),
     options: `-c search_path=${options.schema} -c plan_cache_mode=force_generic_plan`,
   });
   // An idle connection the server dropped is replaced on next use; without a listener it would crash the process.
