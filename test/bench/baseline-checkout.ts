@@ -6,11 +6,13 @@ import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
 /**
- * The repository at another commit, runnable beside this checkout without a second `npm ci`: its files from
- * `git archive` in a temporary directory, a node_modules whose packages are links to this checkout's (only
- * when every package the commit locks is here at the same version) and whose workspace links point at the
- * commit's own workspaces, and the commit's own generated code and builds. Made once per commit and reused while
- * it links to this same install (after another checkout's, or an `npm ci` that changed the lock, links point nowhere).
+ * The repository at another commit, runnable beside this checkout: its files from `git archive` in a temporary
+ * directory, with a node_modules whose packages are links to this checkout's and whose workspace links point at the
+ * commit's own workspaces, and the commit's own generated code and builds. Made once per commit and reused while it
+ * links to this same install (after another checkout's, or an `npm ci` that changed the lock, links point nowhere).
+ * A commit that locks a package this checkout lacks, or has at another version (one from before a dependency was
+ * dropped or upgraded), gets an install of its own instead: `npm ci` in the checkout, about a minute, kept while
+ * the commit is.
  */
 const root = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -25,24 +27,28 @@ export function checkoutAt(ref: string): { root: string; commit: string } {
   const lockHash = createHash("sha256")
     .update(readFileSync(join(root, "package-lock.json")))
     .digest("hex");
-  const stamp = `${commit}\n${root}\n${lockHash}\n`;
-  if (existsSync(ready) && readFileSync(ready, "utf8") === stamp) return { root: dir, commit };
+  const linkedStamp = `${commit}\n${root}\n${lockHash}\n`;
+  const ownInstallStamp = `${commit}\nits own install\n`;
+  if (existsSync(ready) && [linkedStamp, ownInstallStamp].includes(readFileSync(ready, "utf8")))
+    return { root: dir, commit };
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   execSync(`git archive ${commit} | tar -x -C ${JSON.stringify(dir)}`, { cwd: root });
+  // The commit's scripts run on this checkout's Node (24), which its own node_modules/.bin may not have yet.
+  const env = { ...process.env, PATH: `${join(root, "node_modules/.bin")}:${process.env.PATH}` };
 
   const theirs = JSON.parse(readFileSync(join(dir, "package-lock.json"), "utf8")) as Lock;
   const ours = JSON.parse(readFileSync(join(root, "package-lock.json"), "utf8")) as Lock;
-  const missing = Object.entries(theirs.packages).filter(
+  const differs = Object.entries(theirs.packages).some(
     ([path, entry]) => path.includes("node_modules/") && !entry.link && ours.packages[path]?.version !== entry.version,
   );
-  if (missing.length > 0)
-    throw new Error(
-      `${ref} locks packages this checkout does not have at the same version (${missing
-        .slice(0, 5)
-        .map(([path, entry]) => `${path}@${entry.version}`)
-        .join(", ")}${missing.length > 5 ? ", ..." : ""}): run npm ci in a git worktree of it instead`,
-    );
+  if (differs) {
+    process.stderr.write(`${ref} locks packages this checkout has not: npm ci in ${dir}\n`);
+    // Its postinstall makes its generated code and builds, as on a fresh clone.
+    execSync("npm ci --no-audit --no-fund", { cwd: dir, stdio: ["ignore", "ignore", "inherit"], env });
+    writeFileSync(ready, ownInstallStamp);
+    return { root: dir, commit };
+  }
   for (const entry of readdirSync(join(root, "node_modules"))) {
     if (entry === "@svc" || entry.startsWith(".package-lock")) continue;
     linkInto(join(dir, "node_modules", entry), join(root, "node_modules", entry));
@@ -61,12 +67,8 @@ export function checkoutAt(ref: string): { root: string; commit: string } {
     .scripts;
   for (const step of (scripts.postinstall ?? "").split("&&").map((s) => s.trim()))
     if (step !== "" && !step.includes("kubectl"))
-      execSync(step, {
-        cwd: dir,
-        stdio: ["ignore", "ignore", "inherit"],
-        env: { ...process.env, PATH: `${join(root, "node_modules/.bin")}:${process.env.PATH}` },
-      });
-  writeFileSync(ready, stamp);
+      execSync(step, { cwd: dir, stdio: ["ignore", "ignore", "inherit"], env });
+  writeFileSync(ready, linkedStamp);
   return { root: dir, commit };
 }
 
