@@ -38,7 +38,7 @@ export function postgresProcesses(databaseUrl: string): string[] {
 }
 
 /** User and system CPU of `pids` so far, in µs (a process gone since counts nothing). */
-export const cpuMicros = (pids: string[]): number =>
+const cpuMicros = (pids: string[]): number =>
   pids.reduce((sum, pid) => {
     const fields = statFields(pid);
     return fields ? sum + (Number(fields[11]) + Number(fields[12])) * 10_000 : sum;

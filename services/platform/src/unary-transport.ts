@@ -1,0 +1,172 @@
+import { type ClientHttp2Session, connect, constants, type IncomingHttpHeaders } from "node:http2";
+import { type DescMessage, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError, createContextValues, type Interceptor, type Transport } from "@connectrpc/connect";
+import { runUnaryCall } from "@connectrpc/connect/protocol";
+import {
+  errorFromJsonBytes,
+  requestHeader,
+  trailerDemux,
+  validateResponse,
+} from "@connectrpc/connect/protocol-connect";
+
+/**
+ * Unary calls of the Connect protocol (binary, uncompressed) over one h2c session per service, written on
+ * node:http2 directly. Connect's own Node client spent about 500 µs of CPU per call on its stream plumbing
+ * (async iterables for one message each way, a session manager's bookkeeping) against under 200 for the same
+ * request on a bare http2 stream; every hop of the mesh paid it. The protocol's rules stay Connect's own: its
+ * helpers build the request headers, run the interceptors, the deadline and the cancellation
+ * (`runUnaryCall`), validate the answer and read an error's JSON. Streaming calls go to `streams`, Connect's
+ * transport.
+ */
+export function unaryTransport(options: {
+  baseUrl: string;
+  defaultTimeoutMs: number | undefined;
+  interceptors: Interceptor[];
+  streams: Transport;
+}): Transport {
+  const sessions = new SessionHolder(options.baseUrl);
+  const base = options.baseUrl.replace(/\/$/, "");
+  return {
+    stream: (...args) => options.streams.stream(...args),
+    unary(method, signal, timeoutMs, header, message, contextValues) {
+      const timeout = timeoutMs === undefined ? options.defaultTimeoutMs : timeoutMs <= 0 ? undefined : timeoutMs;
+      return runUnaryCall({
+        interceptors: options.interceptors,
+        signal,
+        timeoutMs: timeout,
+        req: {
+          stream: false,
+          service: method.parent,
+          method,
+          requestMethod: "POST",
+          url: `${base}/${method.parent.typeName}/${method.name}`,
+          header: requestHeader(method.methodKind, true, timeout, header, false),
+          contextValues: contextValues ?? createContextValues(),
+          message,
+        },
+        next: async (req) => {
+          const answer = await sessions.post(
+            new URL(req.url).pathname,
+            req.header,
+            toBinary(method.input as DescMessage, req.message),
+            req.signal,
+          );
+          const headers = new Headers();
+          for (const [name, value] of Object.entries(answer.headers))
+            if (!name.startsWith(":") && value !== undefined)
+              for (const each of Array.isArray(value) ? value : [value]) headers.append(name, each);
+          const { isUnaryError, unaryError } = validateResponse(method.methodKind, true, answer.status, headers);
+          const [responseHeader, trailer] = trailerDemux(headers);
+          if (isUnaryError) {
+            const metadata = new Headers(responseHeader);
+            trailer.forEach((value, name) => {
+              metadata.append(name, value);
+            });
+            throw errorFromJsonBytes(answer.body, metadata, unaryError as ConnectError);
+          }
+          return {
+            stream: false,
+            service: method.parent,
+            method,
+            header: responseHeader,
+            message: fromBinary(method.output, answer.body),
+            trailer,
+          };
+        },
+      });
+    },
+  };
+}
+
+interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: Uint8Array;
+}
+
+/**
+ * One h2c session, opened on first use and again after it closes (the server stopped, a GOAWAY, a network
+ * error). It keeps the process alive only while a call is open on it, as a pooled keep-alive socket would.
+ */
+class SessionHolder {
+  private readonly baseUrl: string;
+  private session: ClientHttp2Session | undefined;
+  private open = 0;
+
+  constructor(baseUrl: string) {
+    this.baseUrl = baseUrl;
+  }
+
+  private current(): ClientHttp2Session {
+    const live = this.session;
+    if (live && !live.closed && !live.destroyed) return live;
+    const session = connect(this.baseUrl);
+    const forget = () => {
+      if (this.session === session) this.session = undefined;
+    };
+    // A session's failure reaches each call on it as its stream's error; here it only stops the session's reuse.
+    session.on("error", forget);
+    session.on("goaway", forget);
+    session.on("close", forget);
+    session.unref();
+    this.session = session;
+    return session;
+  }
+
+  /**
+   * One request and its whole answer. A call aborted (cancelled, or past its deadline) resets its stream and
+   * rejects with the signal's reason, which `runUnaryCall` turns into the call's error.
+   */
+  post(path: string, header: Headers, body: Uint8Array, signal: AbortSignal): Promise<Answer> {
+    if (signal.aborted) return Promise.reject(signal.reason);
+    const session = this.current();
+    const outgoing: Record<string, string> = { ":method": "POST", ":path": path };
+    header.forEach((value, name) => {
+      outgoing[name] = value;
+    });
+    if (this.open++ === 0) session.ref();
+    return new Promise<Answer>((resolve, reject) => {
+      const stream = session.request(outgoing);
+      const chunks: Buffer[] = [];
+      let status = 0;
+      let headers: IncomingHttpHeaders = {};
+      let settled = false;
+      const settle = (outcome: () => void) => {
+        if (settled) return;
+        settled = true;
+        signal.removeEventListener("abort", onAbort);
+        if (--this.open === 0 && !session.destroyed) session.unref();
+        outcome();
+      };
+      const failed = (why: string, cause?: unknown) =>
+        settle(() =>
+          reject(
+            signal.aborted
+              ? signal.reason
+              : new ConnectError(
+                  `the service could not be reached: ${why}`,
+                  Code.Unavailable,
+                  undefined,
+                  undefined,
+                  cause,
+                ),
+          ),
+        );
+      const onAbort = () => {
+        stream.close(constants.NGHTTP2_CANCEL);
+        failed("cancelled");
+      };
+      signal.addEventListener("abort", onAbort);
+      stream.on("response", (received) => {
+        headers = received;
+        status = Number(received[":status"]);
+      });
+      stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+      stream.on("end", () => settle(() => resolve({ status, headers, body: Buffer.concat(chunks) })));
+      stream.on("error", (error) => failed(error.message, error));
+      // A stream reset before its answer ended (the server stopped, a refused stream after a GOAWAY).
+      stream.on("close", () => failed(`the http/2 stream closed with code ${stream.rstCode}`));
+      stream.end(body);
+    });
+  }
+}
