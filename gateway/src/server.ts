@@ -102,7 +102,7 @@ export async function startGateway(
 ): Promise<RunningGateway> {
   const env = options.env ?? process.env;
   // First: the Postgres instrumentation and the RPC interceptors are set up only once tracing is on.
-  const telemetry = startTelemetry("gateway", env);
+  const telemetry = await startTelemetry("gateway", env);
   const logger = options.logger ?? createLogger("gateway");
   const config = loadGatewayConfig(env, logger);
   const clock = options.clock ?? clockFromEnvironment(env);

@@ -169,22 +169,9 @@ async function inRounds<Arm extends string>(
   return figures;
 }
 
-/** Arms measured in alternation, which goes first swapping every round; each arm's figures, in round order. */
-export function interleaved<Arm extends string>(
-  arms: readonly Arm[],
-  rounds: number,
-  round: (arm: Arm) => Promise<Figures>,
-): Promise<Record<Arm, Figures[]>> {
-  return inRounds(arms, rounds, async (index) => {
-    const measured = new Map<Arm, Figures>();
-    for (const arm of index % 2 === 0 ? arms : [...arms].reverse()) measured.set(arm, await round(arm));
-    return arms.map((arm) => measured.get(arm)!);
-  });
-}
-
 /**
  * Arms measured at the same time, each round's calls to every arm sent together: the machine's load, which on a
- * shared machine moves within seconds, weighs on both figures of a round alike, where alternating rounds give
+ * shared machine moves within seconds, weighs on both figures of a round alike, where alternating rounds would give
  * each arm a different moment. Each arm's figures, in round order.
  */
 export function simultaneous<Arm extends string>(

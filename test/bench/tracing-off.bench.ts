@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import { postVerifyToken } from "../../gateway/bench/verify-token-post.ts";
 import { checkoutAt } from "./baseline-checkout.ts";
 import { postCreateLink } from "./gateway-calls.ts";
-import { type ArmMesh, costedRound, cpuRatio, interleaved, startArmMeshes } from "./mesh-arms.ts";
+import { type ArmMesh, costedRound, cpuRatio, simultaneous, startArmMeshes } from "./mesh-arms.ts";
 
 /**
  * What the tracing code costs while tracing is off, against the code before it: a mesh of this checkout and one
@@ -13,12 +13,14 @@ import { type ArmMesh, costedRound, cpuRatio, interleaved, startArmMeshes } from
  * tracing and everything merged since: a ratio within the goal bounds what tracing-off costs; one outside it
  * says only that something since costs more.
  *
- * Each round sends POST /v1/sdk/verify-token (the edge benchmark's route) through each full gateway, 16 in
- * flight, which goes first swapping every round, then create-verification-link the same way. Server CPU per
+ * Each round sends POST /v1/sdk/verify-token (the edge benchmark's route) through both gateways at the same time,
+ * 16 in flight each, then create-verification-link the same way: both arms' figures of a round share the machine's
+ * load of that moment (alternating rounds, 7 of them, spread their ratios from 0.75 to 1.6). Server CPU per
  * request is that of every mesh process and its PostgreSQL, from /proc. `ratio` is the median of the rounds'
- * ratios for verify-token, this checkout to the baseline; `create_link_ratio` the same for create-link.
+ * ratios for verify-token, this checkout to the baseline, with their interquartile range (`ratio_iqr`);
+ * `create_link_ratio` the same for create-link.
  */
-const rounds = 7;
+const rounds = 15;
 const tokensPerRound = 500;
 const linksPerRound = 200;
 const inFlight = 16;
@@ -48,15 +50,17 @@ try {
     costedRound(arm, await arm.grants(count), inFlight, settleMs, (grant, agent) =>
       postCreateLink(arm.gatewayUrl, grant, agent),
     );
-  for (const arm of [arms.here!, arms.baseline!]) {
-    await verifyRound(arm, 400);
-    await linkRound(arm, 200);
-  }
+  await Promise.all(
+    [arms.here!, arms.baseline!].map(async (arm) => {
+      await verifyRound(arm, 400);
+      await linkRound(arm, 200);
+    }),
+  );
   const links: Record<"here" | "baseline", { cpuUsPerOp: number; opsPerSecond: number }[]> = {
     here: [],
     baseline: [],
   };
-  const tokens = await interleaved(["here", "baseline"] as const, rounds, async (name) => {
+  const tokens = await simultaneous(["here", "baseline"] as const, rounds, async (name) => {
     const measured = await verifyRound(arms[name]!, tokensPerRound);
     links[name].push(await linkRound(arms[name]!, linksPerRound));
     return measured;
@@ -68,10 +72,12 @@ try {
     JSON.stringify({
       name: "tracing-off",
       ratio: verify.ratio,
+      ratio_iqr: verify.ratio_iqr,
       here_cpu_us: verify.over_cpu_us,
       baseline_cpu_us: verify.under_cpu_us,
       round_ratios: verify.round_ratios,
       create_link_ratio: link.ratio,
+      create_link_ratio_iqr: link.ratio_iqr,
       create_link_here_cpu_us: link.over_cpu_us,
       create_link_baseline_cpu_us: link.under_cpu_us,
       create_link_round_ratios: link.round_ratios,

@@ -2,12 +2,15 @@ import { type MsgHdrs, headers as natsHeaders } from "@nats-io/transport-node";
 import {
   type Attributes,
   context,
+  isSpanContextValid,
   type Link,
   propagation,
   ROOT_CONTEXT,
   type Span,
+  type SpanContext,
   SpanKind,
   SpanStatusCode,
+  TraceFlags,
   trace,
 } from "@opentelemetry/api";
 import { tracer, tracingOn } from "./telemetry.ts";
@@ -19,12 +22,14 @@ import { tracer, tracingOn } from "./telemetry.ts";
  */
 export type StoredTraceContext = string | null;
 
-export function currentTraceContext(): StoredTraceContext {
-  if (!tracingOn()) return null;
-  const carrier: Record<string, string> = {};
-  propagation.inject(context.active(), carrier);
-  return carrier.traceparent ?? null;
-}
+/** The W3C `traceparent` of a span, written directly: the propagator's carrier object is not needed to store it. */
+const traceparentOf = (span: SpanContext | undefined): StoredTraceContext =>
+  span !== undefined && isSpanContextValid(span)
+    ? `00-${span.traceId}-${span.spanId}-0${(span.traceFlags & TraceFlags.SAMPLED).toString(16)}`
+    : null;
+
+export const currentTraceContext = (): StoredTraceContext =>
+  tracingOn() ? traceparentOf(trace.getActiveSpan()?.spanContext()) : null;
 
 const storedParent = (stored: StoredTraceContext) =>
   propagation.extract(ROOT_CONTEXT, stored === null ? {} : { traceparent: stored });
@@ -104,7 +109,5 @@ export function startConsumerSpan(
     { kind: SpanKind.CONSUMER, attributes: messagingAttributes(subject, "process") },
     parent,
   );
-  const carrier: Record<string, string> = {};
-  propagation.inject(trace.setSpan(parent, span), carrier);
-  return { span, traceContext: carrier.traceparent ?? null };
+  return { span, traceContext: traceparentOf(span.spanContext()) };
 }

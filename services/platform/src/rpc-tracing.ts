@@ -1,6 +1,15 @@
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { context, propagation, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import {
+  context,
+  propagation,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  type SpanOptions,
+  SpanStatusCode,
+  trace,
+} from "@opentelemetry/api";
 import { tracer, tracingOn } from "./telemetry.ts";
 
 const headerGetter = {
@@ -19,14 +28,31 @@ const headerSetter = { set: (carrier: Headers, key: string, value: string) => ca
 export const connectCodeName = (code: Code): string =>
   Code[code].replace(/[A-Z]/g, (c, at: number) => (at > 0 ? "_" : "") + c.toLowerCase());
 
-const spanOptions = (req: { service: DescService; method: DescMethod }, kind: SpanKind) => ({
-  kind,
-  attributes: {
-    "rpc.system.name": "connectrpc",
-    "rpc.service": req.service.typeName,
-    "rpc.method": req.method.name,
-  },
-});
+interface MethodSpans {
+  name: string;
+  client: SpanOptions;
+  server: SpanOptions;
+}
+const methodSpans = new WeakMap<DescMethod, MethodSpans>();
+
+/** A method's span name and options, made at its first call rather than at every call. */
+function spansOf(req: { service: DescService; method: DescMethod }): MethodSpans {
+  let spans = methodSpans.get(req.method);
+  if (spans === undefined) {
+    const attributes = {
+      "rpc.system.name": "connectrpc",
+      "rpc.service": req.service.typeName,
+      "rpc.method": req.method.name,
+    };
+    spans = {
+      name: `${req.service.typeName}/${req.method.name}`,
+      client: { kind: SpanKind.CLIENT, attributes },
+      server: { kind: SpanKind.SERVER, attributes },
+    };
+    methodSpans.set(req.method, spans);
+  }
+  return spans;
+}
 
 /** Ends `span` with the call's Connect status: "ok", or the code of the error it threw. */
 async function traced<T>(span: Span, call: () => Promise<T>): Promise<T> {
@@ -46,7 +72,8 @@ async function traced<T>(span: Span, call: () => Promise<T>): Promise<T> {
 
 /** A client span per call; its context travels in the request's `traceparent` header to the server's span. */
 const clientTracing: Interceptor = (next) => (req) => {
-  const span = tracer().startSpan(`${req.service.typeName}/${req.method.name}`, spanOptions(req, SpanKind.CLIENT));
+  const { name, client } = spansOf(req);
+  const span = tracer().startSpan(name, client);
   const withSpan = trace.setSpan(context.active(), span);
   propagation.inject(withSpan, req.header, headerSetter);
   return traced(span, () => context.with(withSpan, () => next(req)));
@@ -55,11 +82,8 @@ const clientTracing: Interceptor = (next) => (req) => {
 /** A server span per call, the child of the caller's span when the request carries one. */
 const serverTracing: Interceptor = (next) => (req) => {
   const parent = propagation.extract(ROOT_CONTEXT, req.header, headerGetter);
-  const span = tracer().startSpan(
-    `${req.service.typeName}/${req.method.name}`,
-    spanOptions(req, SpanKind.SERVER),
-    parent,
-  );
+  const { name, server } = spansOf(req);
+  const span = tracer().startSpan(name, server, parent);
   return traced(span, () => context.with(trace.setSpan(parent, span), () => next(req)));
 };
 

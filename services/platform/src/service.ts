@@ -95,7 +95,7 @@ export async function startService<S extends Settings, B>(
 ): Promise<RunningService> {
   const env = options.env ?? process.env;
   // First: the Postgres instrumentation and the RPC interceptors are set up only once tracing is on.
-  const telemetry = startTelemetry(definition.name, env);
+  const telemetry = await startTelemetry(definition.name, env);
   const settings = {
     ...baseSettings,
     port: { parse: parse.port, default: definition.defaultPort, description: "port to listen on" },

@@ -40,7 +40,7 @@ export async function startSigning(
 ): Promise<RunningSigning> {
   const env = options.env ?? process.env;
   // First: the Postgres instrumentation and the RPC interceptors are set up only once tracing is on.
-  const telemetry = startTelemetry("signing", env);
+  const telemetry = await startTelemetry("signing", env);
   const logger = options.logger ?? createLogger("signing");
   const config = loadSigningConfig(env, logger);
   const clock = options.clock ?? clockFromEnvironment(env);
