@@ -222,6 +222,58 @@ describe("the MCP server", () => {
     expect(JSON.parse(answer.body)).toMatchObject({ jsonrpc: "2.0", error: { code: -32000 } });
   });
 
+  it("answers a 2025-era POST as Streamable HTTP says: refusals, 202 for a notification", async () => {
+    const document = await (await fetch(`${mesh.gatewayUrl}/v1/openapi.json`)).json();
+    const post = async (body: unknown, headers: Record<string, string> = {}) => {
+      const answer = await fetch(`${mesh.gatewayUrl}/mcp`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${agentKey}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-protocol-version": "2025-11-25",
+          ...headers,
+        },
+        body: JSON.stringify(body),
+      });
+      const text = await answer.text();
+      const parsed = text === "" ? undefined : JSON.parse(text);
+      expectDocumented(document, "POST", "/mcp", { status: answer.status, body: parsed, headers: answer.headers });
+      return { status: answer.status, type: answer.headers.get("content-type"), body: parsed };
+    };
+    const ping = (id: number) => ({ jsonrpc: "2.0", id, method: "ping" });
+    const refused = (code: number, message: string) => ({ jsonrpc: "2.0", error: { code, message }, id: null });
+
+    expect(await post(ping(1))).toEqual({
+      status: 200,
+      type: "application/json",
+      body: { jsonrpc: "2.0", id: 1, result: {} },
+    });
+    expect(await post({ jsonrpc: "2.0", method: "notifications/initialized" })).toEqual({
+      status: 202,
+      type: null,
+      body: undefined,
+    });
+    expect(await post(ping(1), { accept: "application/json" })).toEqual({
+      status: 406,
+      type: "application/json",
+      body: refused(-32000, "Not Acceptable: Client must accept both application/json and text/event-stream"),
+    });
+    expect(await post(ping(1), { "content-type": "text/plain" })).toEqual({
+      status: 415,
+      type: "application/json",
+      body: refused(-32000, "Unsupported Media Type: Content-Type must be application/json"),
+    });
+    const unsupported = await post(ping(1), { "mcp-protocol-version": "2024-01-01" });
+    expect(unsupported).toMatchObject({ status: 400, type: "application/json", body: { error: { code: -32000 } } });
+    expect(unsupported.body.error.message).toMatch(/^Bad Request: Unsupported protocol version: 2024-01-01/);
+    expect(await post({ jsonrpc: "2.0", id: 2, method: 7 })).toMatchObject({
+      status: 400,
+      type: "application/json",
+      body: { jsonrpc: "2.0", error: { code: -32600 }, id: null },
+    });
+  });
+
   it("links a sandbox human, who approves: the proof verifies with jose, over the card as proposed", async () => {
     const client = await connect(agentKey, "2026-07-28");
     const opaqueId = await link(client, await sandboxHuman("confirm"));
