@@ -90,27 +90,26 @@ interface Answer {
  */
 class SessionHolder {
   private readonly baseUrl: string;
-  private session: ClientHttp2Session | undefined;
-  private open = 0;
+  private live: { session: ClientHttp2Session; open: number } | undefined;
 
   constructor(baseUrl: string) {
     this.baseUrl = baseUrl;
   }
 
-  private current(): ClientHttp2Session {
-    const live = this.session;
-    if (live && !live.closed && !live.destroyed) return live;
-    const session = connect(this.baseUrl);
+  private current(): { session: ClientHttp2Session; open: number } {
+    const live = this.live;
+    if (live && !live.session.closed && !live.session.destroyed) return live;
+    const opened = { session: connect(this.baseUrl), open: 0 };
     const forget = () => {
-      if (this.session === session) this.session = undefined;
+      if (this.live === opened) this.live = undefined;
     };
     // A session's failure reaches each call on it as its stream's error; here it only stops the session's reuse.
-    session.on("error", forget);
-    session.on("goaway", forget);
-    session.on("close", forget);
-    session.unref();
-    this.session = session;
-    return session;
+    opened.session.on("error", forget);
+    opened.session.on("goaway", forget);
+    opened.session.on("close", forget);
+    opened.session.unref();
+    this.live = opened;
+    return opened;
   }
 
   /**
@@ -119,12 +118,13 @@ class SessionHolder {
    */
   post(path: string, header: Headers, body: Uint8Array, signal: AbortSignal): Promise<Answer> {
     if (signal.aborted) return Promise.reject(signal.reason);
-    const session = this.current();
+    const live = this.current();
+    const { session } = live;
     const outgoing: Record<string, string> = { ":method": "POST", ":path": path };
     header.forEach((value, name) => {
       outgoing[name] = value;
     });
-    if (this.open++ === 0) session.ref();
+    if (live.open++ === 0) session.ref();
     return new Promise<Answer>((resolve, reject) => {
       const stream = session.request(outgoing);
       const chunks: Buffer[] = [];
@@ -135,7 +135,7 @@ class SessionHolder {
         if (settled) return;
         settled = true;
         signal.removeEventListener("abort", onAbort);
-        if (--this.open === 0 && !session.destroyed) session.unref();
+        if (--live.open === 0 && !session.destroyed) session.unref();
         outcome();
       };
       const failed = (why: string, cause?: unknown) =>
