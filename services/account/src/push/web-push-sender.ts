@@ -2,9 +2,9 @@ import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type 
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { type Clock, type Logger, startWakeableLoop, type WakeableLoop } from "@svc/platform";
+import { openedSubscriptions } from "./opened-subscriptions.ts";
 import { encryptPush } from "./push-encryption.ts";
-import { checkPushEndpoint, type PushEndpointPolicy } from "./push-endpoint-policy.ts";
-import type { SubscriptionSecret } from "./push-subscriptions.ts";
+import type { PushEndpointPolicy } from "./push-endpoint-policy.ts";
 import type { PushSealing } from "./subscription-sealing.ts";
 import { vapidAuthorization } from "./vapid-authorization.ts";
 import type { VapidKeys } from "./vapid-keys.ts";
@@ -64,6 +64,7 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WakeableLoo
   const { orm, clock, logger } = deps;
   const abort = new AbortController();
   const authorization = vapidAuthorization(deps.vapid, clock);
+  const open = openedSubscriptions(deps.sealing, deps.policy);
   // Redirects are not followed: a push service answers the endpoint itself (RFC 8030 §5).
   const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
   const post = (url: URL, headers: OutgoingHttpHeaders, body: Buffer) =>
@@ -87,20 +88,10 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WakeableLoo
     });
 
   const send = async (job: DueJob, now: Date): Promise<Outcome> => {
-    const subscription = JSON.parse(
-      deps.sealing.open(job.subscription_id, job.sealed).toString(),
-    ) as SubscriptionSecret;
-    let url: URL;
-    try {
-      url = checkPushEndpoint(subscription.endpoint, deps.policy);
-    } catch (error) {
-      return { kind: "refused", detail: (error as Error).message };
-    }
-    const body = encryptPush(
-      Buffer.from(JSON.stringify(job.payload)),
-      Buffer.from(subscription.p256dh, "base64url"),
-      Buffer.from(subscription.auth, "base64url"),
-    );
+    const subscription = open(job.subscription_id, job.sealed);
+    if ("refused" in subscription) return { kind: "refused", detail: subscription.refused };
+    const { url } = subscription;
+    const body = encryptPush(Buffer.from(JSON.stringify(job.payload)), subscription.p256dh, subscription.auth);
     // RFC 8030 §5.2–5.4 and RFC 8292 §3.
     const headers: OutgoingHttpHeaders = {
       TTL: Math.max(1, Math.floor((new Date(job.expires_at).getTime() - now.getTime()) / 1000)),
