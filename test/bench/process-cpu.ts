@@ -49,21 +49,29 @@ export const cpuMicros = (pids: string[]): number =>
       : sum;
   }, 0);
 
+/** The parent of each process of a reading, to find where an exited one's CPU went. */
+const parents = new WeakMap<Map<string, number>, Map<string, string | undefined>>();
+
 /** Each process's CPU so far, in µs, to compare with a later reading ({@link cpuMicrosSince}). */
-export const cpuReading = (pids: string[]): Map<string, number> => new Map(pids.map((pid) => [pid, cpuMicros([pid])]));
+export const cpuReading = (pids: string[]): Map<string, number> => {
+  const reading = new Map(pids.map((pid) => [pid, cpuMicros([pid])]));
+  parents.set(reading, new Map(pids.map((pid) => [pid, statFields(pid)?.[1]])));
+  return reading;
+};
 
 /**
  * CPU used by `pids` since `before`, in µs. A process that started since (a PostgreSQL backend that a
  * pool opened again after its idle timeout, an autovacuum worker) counts all of its CPU: leaving it out
  * undercounts the database whenever a pool reconnects during a round. A process of `before` that exited
- * since counts through its parent, whose reading includes the children it reaped: its own reading is
- * taken back, so only what it used since `before` remains.
+ * since, whose parent is among `pids`, counts through that parent's reading, which includes the children
+ * it reaped: its own earlier reading is taken back, so only what it used since `before` remains.
  */
 export const cpuMicrosSince = (before: Map<string, number>, pids: string[]): number => {
-  const gone = [...before].filter(([pid]) => !pids.includes(pid));
+  const parentOf = parents.get(before);
+  const reaped = [...before].filter(([pid]) => !pids.includes(pid) && pids.includes(parentOf?.get(pid) ?? ""));
   return (
     pids.reduce((sum, pid) => sum + cpuMicros([pid]) - (before.get(pid) ?? 0), 0) -
-    gone.reduce((sum, [, micros]) => sum + micros, 0)
+    reaped.reduce((sum, [, micros]) => sum + micros, 0)
   );
 };
 
