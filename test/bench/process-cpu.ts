@@ -66,7 +66,9 @@ export const cpuReading = (pids: string[]): Map<string, number> => {
  * since, whose parent is among `pids`, counts through that parent's reading, which includes the children
  * it reaped: its own earlier reading is taken back, so only what it used since `before` remains.
  */
-export const cpuMicrosSince = (before: Map<string, number>, pids: string[]): number => {
+export const cpuMicrosSince = (before: Map<string, number>, listed: string[]): number => {
+  // A process listed twice (the benchmark's PostgreSQL is also its child) counts once.
+  const pids = [...new Set(listed)];
   const parentOf = parents.get(before);
   const reaped = [...before].filter(([pid]) => !pids.includes(pid) && pids.includes(parentOf?.get(pid) ?? ""));
   return (
