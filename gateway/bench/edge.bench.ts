@@ -54,12 +54,11 @@ const roundMs = 2000;
  */
 const roundsAt: Record<number, number> = { 16: 11, 256: 5 };
 /**
- * Fresh tokens for an arm's first round at a level: twice what the faster arm has carried there (about 8,000/s
- * at 256 in flight, under 2,000/s at 16); later rounds get three times what the arm used in its last round
- * there, since minting them all costs more time than the rounds themselves on a loaded machine. A token
- * lives two minutes: on a loaded machine 32,000 took longer than that to mint, so 16 in flight gets fewer.
+ * Fresh tokens for an arm's first round at a level: twice what the faster arm has carried (about 8,000/s at
+ * 256 in flight); later rounds get three times what the arm used in its last round there, since minting them
+ * all costs more time than the rounds themselves on a loaded machine.
  */
-const firstRoundTokens: Record<number, number> = { 16: 8_000, 256: 32_000 };
+const tokensPerRound = 32_000;
 
 const mesh = await startBenchMesh(["signing"]);
 const logger = createLogger("bench", {}, "warn");
@@ -158,7 +157,7 @@ try {
     for (let round = 0; round < roundsAt[inFlight]!; round++) {
       // Each round swaps which arm goes first, so neither always runs on the machine the other left behind.
       for (const [arm, origin] of round % 2 === 0 ? order : [...order].reverse()) {
-        const tokens = await mint(lastUsed[arm] === undefined ? firstRoundTokens[inFlight]! : 3 * lastUsed[arm] + 1000);
+        const tokens = await mint(lastUsed[arm] === undefined ? tokensPerRound : 3 * lastUsed[arm] + 1000);
         const { ops, used, cpuPerRequest, databaseCpuPerRequest } = await run(origin, inFlight, roundMs, tokens);
         lastUsed[arm] = used;
         arms[arm].ops.push(ops);
