@@ -37,23 +37,45 @@ export function postgresProcesses(databaseUrl: string): string[] {
   return withChildren([postmaster]);
 }
 
-/** User and system CPU of `pids` so far, in µs (a process gone since counts nothing). */
-const cpuMicros = (pids: string[]): number =>
+/**
+ * User and system CPU of `pids` so far, in µs, with that of their children that exited and were reaped
+ * (a process gone since counts nothing).
+ */
+export const cpuMicros = (pids: string[]): number =>
   pids.reduce((sum, pid) => {
     const fields = statFields(pid);
-    return fields ? sum + (Number(fields[11]) + Number(fields[12])) * 10_000 : sum;
+    return fields
+      ? sum + (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * 10_000
+      : sum;
   }, 0);
 
+/** The parent of each process of a reading, to find where an exited one's CPU went. */
+const parents = new WeakMap<Map<string, number>, Map<string, string | undefined>>();
+
 /** Each process's CPU so far, in µs, to compare with a later reading ({@link cpuMicrosSince}). */
-export const cpuReading = (pids: string[]): Map<string, number> => new Map(pids.map((pid) => [pid, cpuMicros([pid])]));
+export const cpuReading = (pids: string[]): Map<string, number> => {
+  const reading = new Map(pids.map((pid) => [pid, cpuMicros([pid])]));
+  parents.set(reading, new Map(pids.map((pid) => [pid, statFields(pid)?.[1]])));
+  return reading;
+};
 
 /**
  * CPU used by `pids` since `before`, in µs. A process that started since (a PostgreSQL backend that a
  * pool opened again after its idle timeout, an autovacuum worker) counts all of its CPU: leaving it out
- * undercounts the database whenever a pool reconnects during a round.
+ * undercounts the database whenever a pool reconnects during a round. A process of `before` that exited
+ * since, whose parent is among `pids`, counts through that parent's reading, which includes the children
+ * it reaped: its own earlier reading is taken back, so only what it used since `before` remains.
  */
-export const cpuMicrosSince = (before: Map<string, number>, pids: string[]): number =>
-  pids.reduce((sum, pid) => sum + cpuMicros([pid]) - (before.get(pid) ?? 0), 0);
+export const cpuMicrosSince = (before: Map<string, number>, listed: string[]): number => {
+  // A process listed twice (the benchmark's PostgreSQL is also its child) counts once.
+  const pids = [...new Set(listed)];
+  const parentOf = parents.get(before);
+  const reaped = [...before].filter(([pid]) => !pids.includes(pid) && pids.includes(parentOf?.get(pid) ?? ""));
+  return (
+    pids.reduce((sum, pid) => sum + cpuMicros([pid]) - (before.get(pid) ?? 0), 0) -
+    reaped.reduce((sum, [, micros]) => sum + micros, 0)
+  );
+};
 
 let sequence = 0;
 /** `count` fresh attestation tokens from signing, 200 at a time, each for its own request id. */

@@ -24,7 +24,7 @@ export function openedSubscriptions(
   const opened = new Map<string, { sealed: Buffer; subscription: OpenedSubscription }>();
   return (id, sealed) => {
     const kept = opened.get(id);
-    if (kept !== undefined && kept.sealed.equals(sealed)) return kept.subscription;
+    if (kept?.sealed.equals(sealed)) return kept.subscription;
     const secret = JSON.parse(sealing.open(id, sealed).toString()) as SubscriptionSecret;
     let url: URL;
     try {
