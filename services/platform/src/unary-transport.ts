@@ -11,9 +11,10 @@ import {
 
 /**
  * Unary calls of the Connect protocol (binary, uncompressed) over one h2c session per service, written on
- * node:http2 directly. Connect's own Node client spent about 500 µs of CPU per call on its stream plumbing
- * (async iterables for one message each way, a session manager's bookkeeping) against under 200 for the same
- * request on a bare http2 stream; every hop of the mesh paid it. The protocol's rules stay Connect's own: its
+ * node:http2 directly. Connect's own Node client spent about 500 µs of CPU per call more than a bare http2
+ * request of the same bytes, on its stream plumbing (async iterables for one message each way, a session
+ * manager's bookkeeping); this one spends about 220 more (services/platform/bench/unary-call.bench.ts), and
+ * every hop of the mesh paid the difference. The protocol's rules stay Connect's own: its
  * helpers build the request headers, run the interceptors, the deadline and the cancellation
  * (`runUnaryCall`), validate the answer and read an error's JSON. Streaming calls go to `streams`, Connect's
  * transport.
