@@ -115,7 +115,7 @@ try {
   };
 
   const db = new pg.Pool({ connectionString: mesh.databaseUrl, max: clients });
-  // An idle connection the server dropped is replaced on next use; unheard, its error ended the run (16:33, 28 Nov).
+  // An idle connection the server dropped is replaced on next use; unheard, its error ended the whole run.
   db.on("error", (error) => process.stderr.write(`bench pool: ${error.message}\n`));
   await db.query(
     "create table bench_insert (id bigserial primary key, request_id text not null, created_at timestamptz not null)",
