@@ -17,7 +17,8 @@ const maxBatchSize = 100;
  * The SDK's Streamable HTTP transport reduced to what a stateless 2025-era POST answered as one JSON body needs:
  * the same checks and refusals (status, JSON-RPC error, `application/json`), the messages handed to the connected
  * server, its answers collected by request id into one body. It skips what that transport spends on sessions,
- * streams and re-validating each message's shape at every step (a third of an MCP call's gateway CPU).
+ * streams and re-validating each message's shape at every step; no gain was measurable yet (the MCP bench's
+ * rounds swing 2x), see gateway/README.md.
  */
 export class JsonAnswerTransport implements Transport {
   onclose?: () => void;
