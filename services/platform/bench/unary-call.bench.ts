@@ -4,7 +4,9 @@
  * (`createConnectTransport`: h2c, no compression, the same deadline), and a bare node:http2 request that sends
  * and reads the same bytes (the floor: what HTTP/2 itself costs). The server is the platform's (`serveConnect`)
  * in a process of its own, answering SigningService.GetKeySet at once; its CPU per call is read from /proc and
- * printed beside, the same server for every arm. One call at a time, 15 rounds of 2,000 calls, each round
+ * printed beside, the same server for every arm. A fourth arm sends the bare request without
+ * `connect-protocol-version`, which the server leaves to Connect's adapter: its server CPU against the bare arm's
+ * is what the server's own unary handler (unary-handler.ts) saves. One call at a time, 15 rounds of 2,000 calls, each round
  * started by another arm, each arm collecting its own garbage inside its figure; figures are medians of the
  * rounds, ratios medians of the rounds' ratios. Reported, not judged: it says what the mesh's own client buys.
  * Prints one line: {"name":"unary-call","ours_cpu_us":…,"connect_cpu_us":…,"bare_h2_cpu_us":…,…}.
@@ -51,15 +53,15 @@ const connects = createClient(
 );
 const session = connect(url);
 const body = toBinary(GetKeySetRequestSchema, { $typeName: "svc.signing.v1.GetKeySetRequest" } as never);
-const bare = () =>
+const request = {
+  ":method": "POST",
+  ":path": `/${SigningService.typeName}/GetKeySet`,
+  "content-type": "application/proto",
+  "connect-timeout-ms": String(timeoutMs),
+};
+const send = (headers: Record<string, string>) => () =>
   new Promise<void>((resolve, reject) => {
-    const stream = session.request({
-      ":method": "POST",
-      ":path": `/${SigningService.typeName}/GetKeySet`,
-      "content-type": "application/proto",
-      "connect-protocol-version": "1",
-      "connect-timeout-ms": String(timeoutMs),
-    });
+    const stream = session.request(headers);
     stream.on("data", () => {});
     stream.on("end", resolve);
     stream.on("error", reject);
@@ -69,7 +71,8 @@ const bare = () =>
 const arms = {
   ours: () => ours.getKeySet({}).then(() => undefined),
   connect: () => connects.getKeySet({}).then(() => undefined),
-  bare,
+  bare: send({ ...request, "connect-protocol-version": "1" }),
+  bare_to_adapter: send(request),
 };
 type Arm = keyof typeof arms;
 const perRound = Number(process.argv[2] ?? 2000);
@@ -89,8 +92,8 @@ async function round(arm: Arm): Promise<{ client: number; server: number }> {
 
 try {
   for (const arm of Object.keys(arms) as Arm[]) for (let i = 0; i < 500; i++) await arms[arm]();
-  const spent = { ours: [] as number[], connect: [] as number[], bare: [] as number[] };
-  const server = { ours: [] as number[], connect: [] as number[], bare: [] as number[] };
+  const spent: Record<Arm, number[]> = { ours: [], connect: [], bare: [], bare_to_adapter: [] };
+  const server: Record<Arm, number[]> = { ours: [], connect: [], bare: [], bare_to_adapter: [] };
   const order = Object.keys(arms) as Arm[];
   for (let r = 0; r < rounds; r++)
     for (let k = 0; k < order.length; k++) {
@@ -112,7 +115,9 @@ try {
         ours: Math.round(median(server.ours)),
         connect: Math.round(median(server.connect)),
         bare: Math.round(median(server.bare)),
+        bare_to_adapter: Math.round(median(server.bare_to_adapter)),
       },
+      server_handler_ratio: ratio(server.bare, server.bare_to_adapter),
     }),
   );
 } finally {

@@ -10,6 +10,7 @@ import type { NodeServerRequest, NodeServerResponse } from "./node-handler.ts";
 import { malformedRequestsAreInvalid, sendRpcError } from "./rpc-errors.ts";
 import { rpcServerMetrics } from "./rpc-metrics.ts";
 import { rpcServerTracing } from "./rpc-tracing.ts";
+import { UnaryCalls } from "./unary-handler.ts";
 
 export interface ServiceOptions {
   name: string;
@@ -53,14 +54,16 @@ const http2Preface = Buffer.from("PRI * HTTP/2.0");
 export async function serveConnect(options: ServiceOptions): Promise<RunningService> {
   const { logger } = options;
   const stopped = new AbortController();
+  const interceptors = [...rpcServerTracing(), rpcServerMetrics, ...malformedRequestsAreInvalid.interceptors];
+  const unaryCalls = new UnaryCalls(interceptors);
   const handler = connectNodeAdapter({
     routes: (router) => {
-      options.routes(router);
+      options.routes(unaryCalls.recording(router));
       const served = new Set(router.handlers.map((h) => h.service.typeName));
       healthRoutes({ served, ready: options.ready, stopping: stopped.signal })(router);
     },
     ...malformedRequestsAreInvalid,
-    interceptors: [...rpcServerTracing(), rpcServerMetrics, ...malformedRequestsAreInvalid.interceptors],
+    interceptors,
     fallback: (req, res) => {
       const path = (req.url ?? "").split("?")[0];
       if (path === "/healthz") return sendJson(res, 200, { status: "ok", service: options.name });
@@ -97,7 +100,7 @@ export async function serveConnect(options: ServiceOptions): Promise<RunningServ
     const probe = path === "/healthz" || path === "/readyz" || path === "/metrics" || path.startsWith(healthPathPrefix);
     if (options.authenticate && !probe && !options.authenticate.check(req))
       return sendRpcError(req, res, new ConnectError(options.authenticate.refusal, Code.Unauthenticated));
-    handler(req, res);
+    if (!unaryCalls.answers(req, res)) handler(req, res);
   };
   const h2 = createHttp2Server({}, counted);
   const h2Sessions = new Set<Http2Session>();
