@@ -1,7 +1,14 @@
 import { type ClientHttp2Session, connect, constants, type IncomingHttpHeaders } from "node:http2";
-import { type DescMessage, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { Code, ConnectError, createContextValues, type Interceptor, type Transport } from "@connectrpc/connect";
-import { runUnaryCall } from "@connectrpc/connect/protocol";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import {
+  Code,
+  ConnectError,
+  createContextValues,
+  type Interceptor,
+  type Transport,
+  type UnaryRequest,
+  type UnaryResponse,
+} from "@connectrpc/connect";
 import {
   errorFromJsonBytes,
   requestHeader,
@@ -15,10 +22,12 @@ import {
  * request of the same bytes, on its stream plumbing (async iterables for one message each way, a session
  * manager's bookkeeping); this one spends about 220 more (services/platform/bench/unary-call.bench.ts), and
  * every hop of the mesh paid the difference. The protocol's rules stay Connect's own: its
- * helpers build the request headers, run the interceptors, the deadline and the cancellation
- * (`runUnaryCall`), validate the answer and read an error's JSON. Streaming calls go to `streams`, Connect's
+ * helpers build the request headers, validate the answer and read an error's JSON, and the interceptors, the
+ * deadline and the cancellation run as its `runUnaryCall` runs them. Streaming calls go to `streams`, Connect's
  * transport.
  */
+
+type AnyFn = Parameters<Interceptor>[0];
 export function unaryTransport(options: {
   baseUrl: string;
   defaultTimeoutMs: number | undefined;
@@ -27,15 +36,45 @@ export function unaryTransport(options: {
 }): Transport {
   const sessions = new SessionHolder(options.baseUrl);
   const base = options.baseUrl.replace(/\/$/, "");
+  const send: AnyFn = async (call) => {
+    const req = call as UnaryRequest;
+    const { method } = req;
+    const answer = await sessions.post(
+      new URL(req.url).pathname,
+      req.header,
+      toBinary(method.input, req.message),
+      req.signal,
+    );
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(answer.headers))
+      if (!name.startsWith(":") && value !== undefined)
+        for (const each of Array.isArray(value) ? value : [value]) headers.append(name, each);
+    const { isUnaryError, unaryError } = validateResponse(method.methodKind, true, answer.status, headers);
+    const [responseHeader, trailer] = trailerDemux(headers);
+    if (isUnaryError) {
+      const metadata = new Headers(responseHeader);
+      trailer.forEach((value, name) => {
+        metadata.append(name, value);
+      });
+      throw errorFromJsonBytes(answer.body, metadata, unaryError as ConnectError);
+    }
+    return {
+      stream: false,
+      service: method.parent,
+      method,
+      header: responseHeader,
+      message: fromBinary(method.output, answer.body),
+      trailer,
+    } satisfies UnaryResponse;
+  };
+  const next = options.interceptors.reduceRight<AnyFn>((inner, interceptor) => interceptor(inner), send);
   return {
     stream: (...args) => options.streams.stream(...args),
-    unary(method, signal, timeoutMs, header, message, contextValues) {
+    async unary(method, signal, timeoutMs, header, message, contextValues) {
       const timeout = timeoutMs === undefined ? options.defaultTimeoutMs : timeoutMs <= 0 ? undefined : timeoutMs;
-      return runUnaryCall({
-        interceptors: options.interceptors,
-        signal,
-        timeoutMs: timeout,
-        req: {
+      const call = callSignal(signal, timeout);
+      try {
+        return (await next({
           stream: false,
           service: method.parent,
           method,
@@ -43,38 +82,48 @@ export function unaryTransport(options: {
           url: `${base}/${method.parent.typeName}/${method.name}`,
           header: requestHeader(method.methodKind, true, timeout, header, false),
           contextValues: contextValues ?? createContextValues(),
-          message,
-        },
-        next: async (req) => {
-          const answer = await sessions.post(
-            new URL(req.url).pathname,
-            req.header,
-            toBinary(method.input as DescMessage, req.message),
-            req.signal,
-          );
-          const headers = new Headers();
-          for (const [name, value] of Object.entries(answer.headers))
-            if (!name.startsWith(":") && value !== undefined)
-              for (const each of Array.isArray(value) ? value : [value]) headers.append(name, each);
-          const { isUnaryError, unaryError } = validateResponse(method.methodKind, true, answer.status, headers);
-          const [responseHeader, trailer] = trailerDemux(headers);
-          if (isUnaryError) {
-            const metadata = new Headers(responseHeader);
-            trailer.forEach((value, name) => {
-              metadata.append(name, value);
-            });
-            throw errorFromJsonBytes(answer.body, metadata, unaryError as ConnectError);
-          }
-          return {
-            stream: false,
-            service: method.parent,
-            method,
-            header: responseHeader,
-            message: fromBinary(method.output, answer.body),
-            trailer,
-          };
-        },
-      });
+          message: create(method.input, message),
+          signal: call.signal,
+        } satisfies UnaryRequest)) as UnaryResponse<typeof method.input, typeof method.output>;
+      } catch (thrown) {
+        throw call.failed(thrown);
+      } finally {
+        call.ended();
+      }
+    },
+  };
+}
+
+/**
+ * The signal a call's interceptors and request carry: aborted by the caller's signal or at the deadline, as
+ * Connect's `runUnaryCall` does, but never aborted without a reason once the call ended. That abort made a
+ * DOMException, with its stack, at the end of every call: about 45 µs of a call's CPU.
+ */
+function callSignal(caller: AbortSignal | undefined, timeoutMs: number | undefined) {
+  const controller = new AbortController();
+  const cancel = () => controller.abort(caller?.reason);
+  const deadline =
+    timeoutMs === undefined
+      ? undefined
+      : setTimeout(
+          () => controller.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded)),
+          timeoutMs,
+        );
+  if (caller?.aborted) cancel();
+  else caller?.addEventListener("abort", cancel);
+  return {
+    signal: controller.signal,
+    /** The call's error: the abort's reason once the call was aborted, else what it threw. */
+    failed(thrown: unknown): ConnectError {
+      const error = controller.signal.aborted
+        ? ConnectError.from(controller.signal.reason, Code.Canceled)
+        : ConnectError.from(thrown);
+      controller.abort(error);
+      return error;
+    },
+    ended() {
+      clearTimeout(deadline);
+      caller?.removeEventListener("abort", cancel);
     },
   };
 }
