@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { Agent } from "node:http";
+import { loadavg } from "node:os";
 import { createInternalClient, createLogger, openStatementPool } from "@svc/platform";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { median, startBenchMesh, stopOnTerminate } from "../../test/bench/bench-infrastructure.ts";
@@ -237,6 +238,8 @@ try {
         added: round2(onLatency - offLatency),
       },
       limiter_take_ms_p50: round2(median(takes)),
+      load_average: loadavg().map(round2),
+      seconds: Math.round(performance.now() / 1000),
     }),
   );
 } finally {
