@@ -1,206 +1,201 @@
+import { spawn } from "node:child_process";
 import { Agent } from "node:http";
-import { createInternalClient, createLogger, openDatabase, openStatementPool, systemClock } from "@svc/platform";
+import { loadavg } from "node:os";
+import { createInternalClient, createLogger, openStatementPool } from "@svc/platform";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
-import { median, startBenchMesh } from "../../test/bench/bench-infrastructure.ts";
-import {
-  cpuMicrosSince,
-  cpuReading,
-  mintAttestations,
-  postgresProcesses,
-  withChildren,
-} from "../../test/bench/process-cpu.ts";
-import { entities } from "../src/credentials/entities.ts";
-import { parseStage } from "../src/http/parse.ts";
-import { handleStage, type Stage, validateStage } from "../src/http/pipeline.ts";
-import { startPublicServer } from "../src/http/public-server.ts";
-import { migrations } from "../src/migrations/index.ts";
-import { KeySetCache } from "../src/operations/jwks.ts";
-import { LedgerHandover } from "../src/operations/ledger-handover.ts";
-import { verifyTokenRoute } from "../src/operations/verify-token.ts";
-import { TokenCheckBatcher } from "../src/operations/verify-token-batcher.ts";
-import { VerifyingKeys } from "../src/operations/verifying-keys.ts";
-import { rateLimitStage } from "../src/rate-limits/rate-limit-stage.ts";
-import { decideRateLimits, RateLimiter } from "../src/rate-limits/rate-limiter.ts";
-import { aliasStage } from "../src/rename-window/alias-stage.ts";
-import { aliasTable, sunset } from "../src/rename-window/aliases.ts";
-import type { GatewayServices } from "../src/services.ts";
+import { median, startBenchMesh, stopOnTerminate } from "../../test/bench/bench-infrastructure.ts";
+import { cpuMicrosSince, cpuReading, mintAttestations, postgresProcesses } from "../../test/bench/process-cpu.ts";
+import { RateLimiter } from "../src/rate-limits/rate-limiter.ts";
 import { startVerifyTokenLoad } from "./verify-token-load-thread.ts";
 import { postVerifyToken } from "./verify-token-post.ts";
 
 /**
- * What the rate limiter and the alias stage cost the gateway's throughput: POST /v1/sdk/verify-token
- * through the gateway pipeline with them and without them, against the same signing service. The
- * limiter counts each request per client IP (the anonymous tier) with a limit nothing reaches, so every
- * request pays the full decision: one atomic statement in PostgreSQL, shared by the requests decided
- * together, which also records the token's check in the ledger. Without them, the rate-limit stage
- * counts nothing (anonymous requests uncounted) and records the check alone, so the two arms differ by
- * the limiter's decision and the alias stage only. Rounds alternate between the two so that drift hits both.
+ * What the rate limiter and the alias stage cost the gateway: POST /v1/sdk/verify-token through the gateway
+ * pipeline with them and without them (edge-arm-server.ts). The limiter counts each request per client IP (the
+ * anonymous tier) with a limit nothing reaches, so every request pays the full decision: one atomic statement in
+ * PostgreSQL, shared by the requests decided together, which also records the token's check in the ledger.
+ * Without them, the rate-limit stage counts nothing and records the check alone, so the two arms differ by the
+ * limiter's decision and the alias stage only.
  *
- * Throughput is what the gateway carries when the offered load keeps it busy. The client (on a thread
- * of its own, verify-token-load.ts) keeps 16 and then 256 requests in flight, and each arm's
- * throughput is its best level; on this two-core machine 512 in flight carried no more than 256 in a
- * trial. At 16 in flight both arms leave part of the machine idle (`levels[].cores_used`): that level
- * mostly measures latency (16 / latency), so its ratio is reported beside the goal
- * (`ratio_at_16_in_flight`), as is the limiter's added latency on its own (`latency_ms_p50`). What the
- * limiter and alias stage cost there is judged by CPU per request instead (`cpu_ratio_at_16_in_flight`,
- * the median of the rounds' ratios, with the CPU per request of each arm beside it, and PostgreSQL's part
- * of it), which idle cores do not move.
+ * Each arm is a process of its own with its own PostgreSQL and signing service (`startBenchMesh`), and its own
+ * load thread in this process (verify-token-load.ts). An arm's CPU per request is that of its process and its
+ * PostgreSQL (the postmaster and every backend, listed again at the round's end), read from /proc; this process,
+ * which holds the load, is not counted, nor is signing, which a round does not call (the key set is cached).
+ * When the two arms shared one process, each arm's figures carried the other's garbage and scheduling.
+ *
+ * Each round runs both arms at once, with the same offered load: both figures of a round share the machine's
+ * load of that moment, which on a shared machine moves within seconds (alternating rounds gave one arm a different
+ * moment than the other, and its throughput at 256 in flight swung from 2,632 to 3,652 req/s within one run).
+ * Each verdict is the median of the rounds' ratios, with their interquartile range beside it:
+ * - `ratio`, throughput with the stage over without, at the level where the two arms together carried most (of 16
+ *   and 256 in flight; on this two-core machine 512 carried no more than 256 in a trial);
+ * - `cpu_ratio_at_16_in_flight`, CPU per request with the stage over without, at 16 in flight, where both arms
+ *   leave part of the machine idle (`levels[].cores_used`): their throughput there mostly measures latency
+ *   (`ratio_at_16_in_flight`, beside the goal, as is the limiter's added latency on its own, `latency_ms_p50`),
+ *   and what the stage costs is judged by CPU instead, which idle cores do not move. PostgreSQL's part of it is
+ *   beside each arm's.
  */
 const levels = [16, 256];
 const roundMs = 2000;
 /**
- * Rounds a level. The goal at 16 in flight is a ratio of CPU per request, whose rounds swing by about a tenth
- * each way on this machine: five rounds let one run's median land either side of the line, so it takes 11.
+ * Rounds at each level, after one warm-up round there that is not kept. The goal at 16 in flight sits near its
+ * line (last session's three runs read 1.12, 1.09 and 1.17), so its median takes more rounds.
  */
-const roundsAt: Record<number, number> = { 16: 11, 256: 5 };
-/**
- * Fresh tokens for an arm's first round at a level: twice what the faster arm has carried (about 8,000/s at
- * 256 in flight); later rounds get three times what the arm used in its last round there, since minting them
- * all costs more time than the rounds themselves on a loaded machine.
- */
-const tokensPerRound = 32_000;
-
-const mesh = await startBenchMesh(["signing"]);
+const roundsAt: Record<number, number> = { 16: 21, 256: 15 };
+const warmUpMs = 1000;
+/** Fresh tokens for an arm's warm-up round at a level: more than one arm carries in a second on two cores. */
+const warmUpTokens = 12_000;
 const logger = createLogger("bench", {}, "warn");
-try {
-  const signing = createInternalClient(SigningService, mesh.urls.signing!, { timeoutMs: 30_000 });
-  const orm = await openDatabase({
-    url: mesh.databaseUrl,
-    schema: "gateway",
-    entities,
-    migrations,
-    storedDefinitions: [decideRateLimits],
-    logger,
+
+type ArmName = "with" | "without";
+const armNames: ArmName[] = ["with", "without"];
+
+/** One arm: its mesh (PostgreSQL, NATS, signing), its gateway process and its load thread. */
+async function startArm(arm: ArmName) {
+  const mesh = await startBenchMesh(["signing"]);
+  const server = spawn(
+    process.execPath,
+    [new URL("./edge-arm-server.ts", import.meta.url).pathname, arm, mesh.databaseUrl, mesh.urls.signing!],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
+  const exited = new Promise((resolve) => server.once("exit", resolve));
+  const stopServer = stopOnTerminate(async () => {
+    server.kill("SIGTERM");
+    await exited;
   });
-  // Connections stay open between rounds, as under steady traffic: minting the next round's tokens takes
-  // longer than pg's idle timeout, and a round that opened them again paid for it in one arm and not the other.
-  const pool = openStatementPool({ url: mesh.databaseUrl, schema: "gateway", max: 4, logger, idleTimeoutMs: 0 });
-  const limiter = new RateLimiter({ pool, leaseTtlMs: 60_000 });
-  const services = {
-    signing,
-    keySet: new KeySetCache({ signing, logger }),
-    verifyingKeys: new VerifyingKeys({ signing, clock: systemClock, logger }),
-    ledgerHandover: new LedgerHandover({ signing: new TokenCheckBatcher(signing), until: null, clock: systemClock }),
-    clock: systemClock,
-  } as unknown as GatewayServices;
-  const limitStage = (anonymousPerMinute: number) =>
-    rateLimitStage({
-      limiter,
-      upgradeUrl: "http://127.0.0.1/upgrade",
-      anonymousPerMinute,
-      trustedProxyHops: 0,
-      logger,
-    });
-  const edge: Stage[] = [
-    limitStage(1_000_000_000),
-    aliasStage({ table: aliasTable, sunset, link: "http://127.0.0.1/v1/openapi.json" }),
-  ];
-  const start = (stages: Stage[]) =>
-    startPublicServer({
-      host: "127.0.0.1",
-      port: 0,
-      routes: [verifyTokenRoute],
-      stages,
-      services,
-      clock: systemClock,
-      logger,
-      ready: async () => {},
-    });
-  const without = await start([parseStage, limitStage(0), validateStage, handleStage]);
-  const withEdge = await start([parseStage, ...edge, validateStage, handleStage]);
-
-  const mint = (count: number) => mintAttestations(signing, count);
-
-  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-
-  // CPU of everything a request costs: this process (the gateway under test) less the load's thread, the
-  // mesh's processes (signing) and this benchmark's PostgreSQL, so the cost per request can be
-  // compared even when other work on the machine skews the throughput.
-  const costedProcesses = (): string[] => [
-    ...withChildren([String(process.pid)]),
-    ...postgresProcesses(mesh.databaseUrl),
-  ];
-
   const load = startVerifyTokenLoad();
-  const ask = load.ask;
-  const run = async (origin: string, inFlight: number, durationMs: number, tokens: string[]) => {
-    await ask({ kind: "load", tokens });
-    // Read the processes again at the end: a backend that a pool opened during the round (after its idle
-    // timeout while tokens were minted) counts all of its CPU, which a list taken at the start left out.
-    const cpuBefore = cpuReading(costedProcesses());
-    const databaseBefore = cpuReading(postgresProcesses(mesh.databaseUrl));
-    const report = await ask({ kind: "run", origin, inFlight, durationMs });
-    if (report.kind !== "ran")
-      throw new Error(`load generator: ${report.kind === "failed" ? report.message : report.kind}`);
+  const stop = async () => {
+    await load.stop();
+    await stopServer();
+    await mesh.stop();
+  };
+  try {
+    const url = await new Promise<string>((resolve, reject) => {
+      server.stdout!.once("data", (line: Buffer) => resolve(line.toString().trim()));
+      server.once("exit", (code) => reject(new Error(`the ${arm} arm's gateway exited with ${code} before listening`)));
+    });
+    const signing = createInternalClient(SigningService, mesh.urls.signing!, { timeoutMs: 30_000 });
+    const pid = String(server.pid);
     return {
-      ops: report.ops,
-      used: report.used,
-      cpuPerRequest: (cpuMicrosSince(cpuBefore, costedProcesses()) - report.cpu_us) / report.used,
-      databaseCpuPerRequest: cpuMicrosSince(databaseBefore, postgresProcesses(mesh.databaseUrl)) / report.used,
+      url,
+      databaseUrl: mesh.databaseUrl,
+      mint: (count: number) => mintAttestations(signing, count),
+      ask: load.ask,
+      /** The arm's gateway process, and its PostgreSQL as it is now. */
+      processes: () => ({ gateway: [pid], postgres: postgresProcesses(mesh.databaseUrl) }),
+      stop,
     };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+type Arm = Awaited<ReturnType<typeof startArm>>;
+type Figures = { ops: number; cpuPerRequest: number; databaseCpuPerRequest: number };
+
+const starting = await Promise.allSettled(armNames.map(startArm));
+const arms = Object.fromEntries(
+  starting.flatMap((result, at) => (result.status === "fulfilled" ? [[armNames[at]!, result.value]] : [])),
+) as Record<ArmName, Arm>;
+try {
+  for (const result of starting) if (result.status === "rejected") throw result.reason;
+
+  /**
+   * Fresh tokens left over from each arm's last round (the load thread uses them in order), and the most each
+   * arm carried per second at a level, from which a round's tokens are minted with room to spare.
+   */
+  const unused: Record<ArmName, string[]> = { with: [], without: [] };
+  const bestRate: Record<ArmName, Map<number, number>> = { with: new Map(), without: new Map() };
+  const tokensFor = async (arm: ArmName, inFlight: number, durationMs: number) => {
+    const rate = bestRate[arm].get(inFlight);
+    const wanted = rate === undefined ? warmUpTokens : Math.ceil((2 * rate * durationMs) / 1000) + 1000;
+    const tokens = [...unused[arm], ...(await arms[arm].mint(Math.max(0, wanted - unused[arm].length)))];
+    unused[arm] = [];
+    return tokens;
   };
 
-  // Warm both (JIT, connection pools, the plpgsql plan), then alternate, level by level.
-  await run(without.url, levels[0]!, 1000, await mint(6000));
-  await run(withEdge.url, levels[0]!, 1000, await mint(6000));
+  /** Both arms at once, the same offered load, each costed over the same window. */
+  const round = async (inFlight: number, durationMs: number): Promise<Record<ArmName, Figures>> => {
+    const tokens = Object.fromEntries(
+      await Promise.all(armNames.map(async (arm) => [arm, await tokensFor(arm, inFlight, durationMs)] as const)),
+    ) as Record<ArmName, string[]>;
+    await Promise.all(armNames.map((arm) => arms[arm].ask({ kind: "load", tokens: tokens[arm] })));
+    const before = armNames.map((arm) => {
+      const { gateway, postgres } = arms[arm].processes();
+      return { gateway: cpuReading(gateway), postgres: cpuReading(postgres) };
+    });
+    const reports = await Promise.all(
+      armNames.map((arm) => arms[arm].ask({ kind: "run", origin: arms[arm].url, inFlight, durationMs })),
+    );
+    const figures = armNames.map((arm, at): [ArmName, Figures] => {
+      const report = reports[at]!;
+      if (report.kind !== "ran")
+        throw new Error(`${arm} arm's load: ${report.kind === "failed" ? report.message : report.kind}`);
+      const { gateway, postgres } = arms[arm].processes();
+      const database = cpuMicrosSince(before[at]!.postgres, postgres);
+      unused[arm] = tokens[arm].slice(report.used);
+      bestRate[arm].set(inFlight, Math.max(bestRate[arm].get(inFlight) ?? 0, report.used / (durationMs / 1000)));
+      return [
+        arm,
+        {
+          ops: report.ops,
+          cpuPerRequest: (cpuMicrosSince(before[at]!.gateway, gateway) + database) / report.used,
+          databaseCpuPerRequest: database / report.used,
+        },
+      ];
+    });
+    return Object.fromEntries(figures) as Record<ArmName, Figures>;
+  };
+
   const measured: Level[] = [];
   for (const inFlight of levels) {
-    const arms = {
-      on: { ops: [] as number[], cpu: [] as number[], database: [] as number[] },
-      off: { ops: [] as number[], cpu: [] as number[], database: [] as number[] },
-    };
-    const lastUsed: { on?: number; off?: number } = {};
-    const order = [
-      ["off", without.url],
-      ["on", withEdge.url],
-    ] as const;
-    for (let round = 0; round < roundsAt[inFlight]!; round++) {
-      // Each round swaps which arm goes first, so neither always runs on the machine the other left behind.
-      for (const [arm, origin] of round % 2 === 0 ? order : [...order].reverse()) {
-        const tokens = await mint(lastUsed[arm] === undefined ? tokensPerRound : 3 * lastUsed[arm] + 1000);
-        const { ops, used, cpuPerRequest, databaseCpuPerRequest } = await run(origin, inFlight, roundMs, tokens);
-        lastUsed[arm] = used;
-        arms[arm].ops.push(ops);
-        arms[arm].cpu.push(cpuPerRequest);
-        arms[arm].database.push(databaseCpuPerRequest);
-      }
+    // Warm both (JIT, connection pools, the plpgsql plan, the batches this level makes) before anything is kept.
+    await round(inFlight, warmUpMs);
+    const kept: Record<ArmName, Figures>[] = [];
+    const rounds = roundsAt[inFlight]!;
+    for (let index = 0; index < rounds; index++) {
+      const figures = await round(inFlight, roundMs);
+      kept.push(figures);
+      process.stderr.write(
+        `${inFlight} in flight, round ${index + 1} of ${rounds}: ${armNames
+          .map((arm) => `${arm} ${Math.round(figures[arm].ops)}/s ${Math.round(figures[arm].cpuPerRequest)} µs`)
+          .join(", ")}\n`,
+      );
     }
-    const perRound = (values: (round: number) => number) => median(arms.on.ops.map((_, round) => values(round)));
-    const summary = (arm: { ops: number[]; cpu: number[]; database: number[] }): ArmSummary => {
-      const ops = median(arm.ops);
-      const cpu = median(arm.cpu);
-      return {
-        ops: Math.round(ops),
-        cpu_us_per_request: Math.round(cpu),
-        postgres_cpu_us_per_request: Math.round(median(arm.database)),
-        cores_used: round2((ops * cpu) / 1e6),
-        rounds: arm.ops.map(Math.round),
-      };
-    };
+    const of = (arm: ArmName, figure: keyof Figures) => kept.map((figures) => figures[arm][figure]);
     measured.push({
       in_flight: inFlight,
-      ratio: round2(perRound((round) => arms.on.ops[round]! / arms.off.ops[round]!)),
-      cpu_ratio: round2(perRound((round) => arms.on.cpu[round]! / arms.off.cpu[round]!)),
-      with_edge: summary(arms.on),
-      without_edge: summary(arms.off),
+      ratio: paired(of("with", "ops"), of("without", "ops")),
+      cpu_ratio: paired(of("with", "cpuPerRequest"), of("without", "cpuPerRequest")),
+      with_edge: summary(of("with", "ops"), of("with", "cpuPerRequest"), of("with", "databaseCpuPerRequest")),
+      without_edge: summary(
+        of("without", "ops"),
+        of("without", "cpuPerRequest"),
+        of("without", "databaseCpuPerRequest"),
+      ),
     });
   }
-  await load.stop();
-  const peakOf = (arm: "with_edge" | "without_edge") => measured.reduce((a, b) => (b[arm].ops > a[arm].ops ? b : a));
+  const atPeak = measured.reduce((a, b) =>
+    b.with_edge.ops + b.without_edge.ops > a.with_edge.ops + a.without_edge.ops ? b : a,
+  );
+  const at16 = measured.find((level) => level.in_flight === 16)!;
 
-  // Latency one request at a time, and the limiter's own decision.
-  const latency = async (origin: string, tokens: string[]) => {
+  // Latency one request at a time, and the limiter's own decision, once the rounds are over.
+  const latency = async (arm: ArmName) => {
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     const samples: number[] = [];
-    for (const token of tokens) {
+    for (const token of await arms[arm].mint(400)) {
       const started = performance.now();
-      await postVerifyToken(origin, token, agent);
+      await postVerifyToken(arms[arm].url, token, agent);
       samples.push(performance.now() - started);
     }
+    agent.destroy();
     return median(samples);
   };
-  const offLatency = await latency(without.url, await mint(400));
-  const onLatency = await latency(withEdge.url, await mint(400));
-  const takes: number[] = [];
+  const offLatency = await latency("without");
+  const onLatency = await latency("with");
+  const pool = openStatementPool({ url: arms.with.databaseUrl, schema: "gateway", max: 1, logger });
+  const limiter = new RateLimiter({ pool, leaseTtlMs: 60_000 });
   const plan = {
     tier: {
       scope: "ip",
@@ -211,60 +206,90 @@ try {
     subject: "ip:bench",
     clientIp: "bench",
   };
+  const takes: number[] = [];
   for (let i = 0; i < 400; i++) {
     const started = performance.now();
     await limiter.take(plan, new Date());
     takes.push(performance.now() - started);
   }
-
-  agent.destroy();
-  await Promise.all([without.stop(), withEdge.stop()]);
   await pool.end();
-  await orm.close();
-  const peakOn = peakOf("with_edge");
-  const peakOff = peakOf("without_edge");
+
   console.log(
     JSON.stringify({
       name: "gateway-edge",
-      ratio: peakOn.with_edge.ops / peakOff.without_edge.ops,
-      with_edge_ops: peakOn.with_edge.ops,
-      without_edge_ops: peakOff.without_edge.ops,
-      peak_in_flight: { with_edge: peakOn.in_flight, without_edge: peakOff.in_flight },
-      ratio_at_16_in_flight: measured[0]!.ratio,
-      cpu_ratio_at_16_in_flight: measured[0]!.cpu_ratio,
-      with_edge_cpu_us: measured[0]!.with_edge.cpu_us_per_request,
-      without_edge_cpu_us: measured[0]!.without_edge.cpu_us_per_request,
-      with_edge_postgres_cpu_us: measured[0]!.with_edge.postgres_cpu_us_per_request,
-      without_edge_postgres_cpu_us: measured[0]!.without_edge.postgres_cpu_us_per_request,
+      ratio: atPeak.ratio.median,
+      ratio_iqr: atPeak.ratio.iqr,
+      ratio_in_flight: atPeak.in_flight,
+      with_edge_ops: atPeak.with_edge.ops,
+      without_edge_ops: atPeak.without_edge.ops,
+      ratio_at_16_in_flight: at16.ratio.median,
+      cpu_ratio_at_16_in_flight: at16.cpu_ratio.median,
+      cpu_ratio_at_16_in_flight_iqr: at16.cpu_ratio.iqr,
+      with_edge_cpu_us: at16.with_edge.cpu_us_per_request,
+      without_edge_cpu_us: at16.without_edge.cpu_us_per_request,
+      with_edge_postgres_cpu_us: at16.with_edge.postgres_cpu_us_per_request,
+      without_edge_postgres_cpu_us: at16.without_edge.postgres_cpu_us_per_request,
       levels: measured,
       route: "POST /v1/sdk/verify-token",
+      method: `both arms at once, each in its own process; rounds of ${roundMs} ms: ${levels.map((level) => `${roundsAt[level]} at ${level} in flight`).join(", ")}`,
       latency_ms_p50: {
         with_edge: round2(onLatency),
         without_edge: round2(offLatency),
         added: round2(onLatency - offLatency),
       },
       limiter_take_ms_p50: round2(median(takes)),
+      load_average: loadavg().map(round2),
+      seconds: Math.round(performance.now() / 1000),
     }),
   );
 } finally {
-  await mesh.stop();
+  await Promise.all(Object.values(arms).map((arm) => arm.stop()));
+}
+
+/** The median of the rounds' ratios of `over` to `under` (each round measures both), their interquartile range and each. */
+function paired(over: number[], under: number[]): Paired {
+  const ratios = over.map((value, index) => value / under[index]!);
+  const sorted = [...ratios].sort((a, b) => a - b);
+  const quartile = (q: number) => round2(sorted[Math.round((sorted.length - 1) * q)]!);
+  return { median: round2(median(ratios)), iqr: [quartile(0.25), quartile(0.75)], rounds: ratios.map(round2) };
+}
+
+function summary(ops: number[], cpu: number[], database: number[]): ArmSummary {
+  const medianOps = median(ops);
+  const medianCpu = median(cpu);
+  return {
+    ops: Math.round(medianOps),
+    cpu_us_per_request: Math.round(medianCpu),
+    postgres_cpu_us_per_request: Math.round(median(database)),
+    cores_used: round2((medianOps * medianCpu) / 1e6),
+    rounds: ops.map(Math.round),
+  };
 }
 
 interface ArmSummary {
+  /** Requests a second, the median of the rounds. */
   ops: number;
+  /** The arm's gateway process and its PostgreSQL, the median of the rounds. */
   cpu_us_per_request: number;
-  /** Of that, this benchmark's PostgreSQL, where the limiter's decision runs: what the JS profile cannot show. */
+  /** Of that, its PostgreSQL, where the limiter's decision runs: what the JS profile cannot show. */
   postgres_cpu_us_per_request: number;
-  /** Cores of CPU the arm kept busy (of the machine's two): below two, part of the machine waited. */
+  /** Cores of CPU the arm kept busy, of the machine's two, which the arms share. */
   cores_used: number;
+  rounds: number[];
+}
+
+interface Paired {
+  median: number;
+  iqr: [number, number];
   rounds: number[];
 }
 
 interface Level {
   in_flight: number;
-  /** The median of the rounds' ratios, with edge to without (each round runs both arms). */
-  ratio: number;
-  cpu_ratio: number;
+  /** Throughput with the stage over without. */
+  ratio: Paired;
+  /** CPU per request with the stage over without. */
+  cpu_ratio: Paired;
   with_edge: ArmSummary;
   without_edge: ArmSummary;
 }
