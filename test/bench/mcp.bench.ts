@@ -21,9 +21,10 @@ import { postgresProcesses, withChildren } from "./process-cpu.ts";
  * short run), with this process, the load generator, left out.
  *
  * The machine's load moves within seconds and drags the CPU a call costs with it (one arm's rounds read from
- * 1,867 to 3,900 µs in one run), so each arm must be measured at the same moments as the JSON route: each round
- * runs the three arms in a mirrored order (A B C C B A, rotated each round), so that every arm's two runs are
- * centred on the same instant and a load that rises or falls through the round weighs on all three alike.
+ * 1,867 to 3,900 µs in one run, and runs of 150 calls one after another from 1,100 to 4,900 µs), so each arm is
+ * measured at the same moments as the JSON route: a round is five cycles of slices of 30 calls in a mirrored
+ * order (A B C C B A, rotated each round), each arm's CPU summed over its ten slices, so that every arm's share of
+ * the round is spread over the same instants and a burst of load weighs on all three alike.
  * `ratio` = MCP (revision 2026-07-28) / JSON and `legacy_ratio` the same in the 2025-11-25 revision are the
  * medians of the rounds' ratios (goal: both at most 1.5), with their interquartile ranges. Calls rotate over
  * enough agents that no agent's per-minute limit refuses one.
@@ -32,14 +33,16 @@ import { postgresProcesses, withChildren } from "./process-cpu.ts";
  * change between the two costs.
  */
 const inFlight = 8;
-const callsPerRun = 150;
+const callsPerSlice = 30;
+const cyclesPerRound = 5;
+const callsPerArmPerRound = 2 * callsPerSlice * cyclesPerRound;
 const rounds = 15;
 const warmUpCalls = 600;
 /**
  * Enough agents that none meets the agent tier's 120 calls a minute even if the whole run took one minute
  * (on a quiet machine it takes about two): 100 agents were refused in one of three quiet runs.
  */
-const agentsCount = Math.ceil((3 * (3 * warmUpCalls + rounds * 6 * callsPerRun)) / 100);
+const agentsCount = Math.ceil((3 * (3 * warmUpCalls + rounds * 3 * callsPerArmPerRound)) / 100);
 
 const baselineRef = process.env.SVC_BENCH_BASELINE;
 const baseline = baselineRef === undefined ? undefined : checkoutAt(baselineRef);
@@ -118,13 +121,15 @@ try {
     ),
     ...postgresProcesses(mesh.databaseUrl),
   ];
+  /** Every call's number, so that calls rotate over all agents however short a slice is. */
+  let turn = 0;
   /** Server CPU in µs of `calls` calls of `call`, `inFlight` at once. */
   const cpuOf = async (call: (i: number) => Promise<void>, calls: number) => {
     const before = threadCpu(serverProcesses());
     let next = 0;
     await Promise.all(
       Array.from({ length: inFlight }, async () => {
-        while (next < calls) await call(next++);
+        while (next++ < calls) await call(turn++);
       }),
     );
     return cpuSince(before, serverProcesses());
@@ -139,15 +144,16 @@ try {
   for (let r = 0; r < rounds; r++) {
     const round = { json: 0, modern: 0, legacy: 0 };
     const order = [...names.slice(r % names.length), ...names.slice(0, r % names.length)];
-    for (const name of [...order, ...[...order].reverse()]) round[name] += (await cpuOf(arms[name], callsPerRun)) / 2;
+    for (let cycle = 0; cycle < cyclesPerRound; cycle++)
+      for (const name of [...order, ...[...order].reverse()]) round[name] += await cpuOf(arms[name], callsPerSlice);
     measured.push(round);
     process.stderr.write(
-      `round ${r + 1} of ${rounds}: ${names.map((name) => `${name} ${Math.round(round[name] / callsPerRun)} µs/call`).join(", ")}\n`,
+      `round ${r + 1} of ${rounds}: ${names.map((name) => `${name} ${Math.round(round[name] / callsPerArmPerRound)} µs/call`).join(", ")}\n`,
     );
   }
   await Promise.all([...modern, ...legacy].map((client) => client.close()));
 
-  const perCall = (arm: keyof typeof arms) => measured.map((m) => ({ cpuUsPerOp: m[arm] / callsPerRun }));
+  const perCall = (arm: keyof typeof arms) => measured.map((m) => ({ cpuUsPerOp: m[arm] / callsPerArmPerRound }));
   const modernRatio = cpuRatio(perCall("modern"), perCall("json"));
   const legacyRatio = cpuRatio(perCall("legacy"), perCall("json"));
   console.log(
@@ -164,7 +170,8 @@ try {
       legacy_round_ratios: legacyRatio.round_ratios,
       ...(baseline === undefined ? {} : { mesh_of: `${baselineRef} (${baseline.commit.slice(0, 12)})` }),
       in_flight: inFlight,
-      calls_per_arm_per_round: 2 * callsPerRun,
+      calls_per_arm_per_round: callsPerArmPerRound,
+      calls_per_slice: callsPerSlice,
       rounds,
     }),
   );
