@@ -101,8 +101,15 @@ try {
     );
     return client;
   };
-  const modern = await Promise.all(keys.map((key) => connect(key, "2026-07-28")));
-  const legacy = await Promise.all(keys.map((key) => connect(key, "2025-11-25")));
+  /** Clients of every agent, 16 connecting at a time: hundreds at once met a 503 on a loaded machine. */
+  const connectAll = async (era: "2026-07-28" | "2025-11-25") => {
+    const clients: Client[] = [];
+    for (let at = 0; at < keys.length; at += 16)
+      clients.push(...(await Promise.all(keys.slice(at, at + 16).map((key) => connect(key, era)))));
+    return clients;
+  };
+  const modern = await connectAll("2026-07-28");
+  const legacy = await connectAll("2025-11-25");
   const checkRequest = (clients: Client[]) => async (i: number) => {
     const answer = await (clients[i % clients.length] as Client).callTool({
       name: "check_request",
