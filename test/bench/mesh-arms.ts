@@ -103,7 +103,7 @@ export async function startArmMeshes(arms: { root: string; env: Record<string, s
  * several percent; a thread that ends within a round takes its time with it, which a Node process or a
  * PostgreSQL backend does not do while it serves.
  */
-function threadCpu(pids: string[]): Map<string, number> {
+export function threadCpu(pids: string[]): Map<string, number> {
   const reading = new Map<string, number>();
   for (const pid of pids) {
     try {
@@ -119,7 +119,7 @@ function threadCpu(pids: string[]): Map<string, number> {
 }
 
 /** CPU of `pids` since `before`; a process that started since (a PostgreSQL backend a pool opened) counts all of its own. */
-const cpuSince = (before: Map<string, number>, pids: string[]): number =>
+export const cpuSince = (before: Map<string, number>, pids: string[]): number =>
   [...threadCpu(pids)].reduce((sum, [pid, micros]) => sum + micros - (before.get(pid) ?? 0), 0);
 
 /**
