@@ -15,9 +15,9 @@ import {
 import { mergeNonProtocolHeaders } from "@connectrpc/connect/protocol";
 import { codeToHttpStatus, errorToJsonBytes, parseTimeout } from "@connectrpc/connect/protocol-connect";
 import type { NodeServerRequest, NodeServerResponse } from "./node-handler.ts";
+import { type AnyFn, abortAtDeadline, behindInterceptors } from "./unary-call-parts.ts";
 
 type UnarySpec = Extract<MethodImplSpec, { kind: "unary" }>;
-type AnyFn = Parameters<Interceptor>[0];
 
 /** The reason a call's signal carries once its answer is written: made once, as no caller ever reads it. */
 const callEnded = new ConnectError("the call has ended", Code.Canceled);
@@ -91,13 +91,7 @@ export class UnaryCalls {
     const { method } = spec;
     const controller = new AbortController();
     const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
-    const timer =
-      timeoutMs === undefined
-        ? undefined
-        : setTimeout(
-            () => controller.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded)),
-            timeoutMs,
-          );
+    const timer = abortAtDeadline(controller, timeoutMs);
     // Heard only until the answer is written, so a close heard is the caller gone (an HTTP/2 reset, a socket cut).
     const onClose = () => controller.abort(new ConnectError("the caller cancelled the call", Code.Canceled));
     res.once("close", onClose);
@@ -177,7 +171,7 @@ export class UnaryCalls {
         message: create(method.output, output),
       } satisfies UnaryResponse;
     };
-    const next = this.interceptors.reduceRight<AnyFn>((inner, interceptor) => interceptor(inner), implementation);
+    const next = behindInterceptors(this.interceptors, implementation);
     const response = (await next({
       stream: false,
       service: method.parent,

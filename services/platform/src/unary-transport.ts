@@ -15,6 +15,7 @@ import {
   trailerDemux,
   validateResponse,
 } from "@connectrpc/connect/protocol-connect";
+import { type AnyFn, abortAtDeadline, behindInterceptors } from "./unary-call-parts.ts";
 
 /**
  * Unary calls of the Connect protocol (binary, uncompressed) over one h2c session per service, written on
@@ -26,8 +27,6 @@ import {
  * deadline and the cancellation run as its `runUnaryCall` runs them. Streaming calls go to `streams`, Connect's
  * transport.
  */
-
-type AnyFn = Parameters<Interceptor>[0];
 export function unaryTransport(options: {
   baseUrl: string;
   defaultTimeoutMs: number | undefined;
@@ -67,7 +66,7 @@ export function unaryTransport(options: {
       trailer,
     } satisfies UnaryResponse;
   };
-  const next = options.interceptors.reduceRight<AnyFn>((inner, interceptor) => interceptor(inner), send);
+  const next = behindInterceptors(options.interceptors, send);
   return {
     stream: (...args) => options.streams.stream(...args),
     async unary(method, signal, timeoutMs, header, message, contextValues) {
@@ -102,13 +101,7 @@ export function unaryTransport(options: {
 function callSignal(caller: AbortSignal | undefined, timeoutMs: number | undefined) {
   const controller = new AbortController();
   const cancel = () => controller.abort(caller?.reason);
-  const deadline =
-    timeoutMs === undefined
-      ? undefined
-      : setTimeout(
-          () => controller.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded)),
-          timeoutMs,
-        );
+  const deadline = abortAtDeadline(controller, timeoutMs);
   if (caller?.aborted) cancel();
   else caller?.addEventListener("abort", cancel);
   return {
