@@ -277,7 +277,8 @@ async function measureRounds(
       const second = burstFirst ? await baseline() : await burst();
       const result = { ...first, ...second } as Round;
       log(
-        `round ${round}: baseline ${result.perS.toFixed(0)}/s, delivered ${events} events at ${result.deliveriesPerS.toFixed(0)}/s`,
+        `round ${round}: baseline ${result.perS.toFixed(0)}/s, delivered ${events} events at ${result.deliveriesPerS.toFixed(0)}/s` +
+          ` (CPU per delivery: dispatcher ${result.dispatcherCpuUs.toFixed(0)} µs, PostgreSQL ${result.postgresCpuUs.toFixed(0)} µs)`,
       );
       measured.push(result);
     }
