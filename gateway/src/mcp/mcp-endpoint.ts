@@ -5,6 +5,7 @@ import {
   isLegacyRequest,
   PROTOCOL_VERSION_META_KEY,
   type Server,
+  WebStandardStreamableHTTPServerTransport,
 } from "@modelcontextprotocol/server";
 import { agentToolServer } from "@svc/mcp-tools";
 import type { Clock, Logger } from "@svc/platform";
@@ -14,7 +15,6 @@ import { type RequestContext, runPipeline, type Stage } from "../http/pipeline.t
 import type { Route } from "../http/route.ts";
 import type { GatewayServices } from "../services.ts";
 import { type InProcessSetting, inProcessOperations } from "./in-process-operations.ts";
-import { JsonAnswerTransport } from "./json-answer-transport.ts";
 import { protectedResourcePath } from "./protected-resource.ts";
 
 const mcpPath = "/mcp";
@@ -182,18 +182,23 @@ const asksForProgress = (body: unknown): boolean =>
 /**
  * A 2025-era request (stateless, no session) answered as one JSON body rather than the SDK fallback's event
  * stream: Streamable HTTP lets a server answer a POST either way, and without a progress token nothing would
- * go on the stream before the result. Its transport is our lean one (see gateway/README.md for what each step
- * saved). A client that leaves closes the exchange.
+ * go on the stream before the result. The SDK's own transport answers it (`enableJsonResponse`), with its checks
+ * and refusals. A client that leaves closes the exchange.
  */
 async function answerAsJson(server: Server, request: Request, body: unknown, authInfo: AuthInfo): Promise<Response> {
-  const transport = new JsonAnswerTransport();
+  const transport = new WebStandardStreamableHTTPServerTransport({
+    sessionIdGenerator: undefined,
+    enableJsonResponse: true,
+    maxRequestBodySize: bodyLimitBytes,
+  });
   await server.connect(transport);
   const close = () => {
+    transport.close().catch(() => {});
     server.close().catch(() => {});
   };
   request.signal.addEventListener("abort", close, { once: true });
   try {
-    return await transport.answer(request.headers, body, authInfo);
+    return await transport.handleRequest(request, { authInfo, parsedBody: body });
   } finally {
     request.signal.removeEventListener("abort", close);
     close();
