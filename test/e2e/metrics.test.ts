@@ -73,8 +73,13 @@ describe("metrics move with the work", () => {
       ...["webhook", "add", "--org", partner.organizationId],
       ...["--url", `http://127.0.0.1:${(hooks.address() as AddressInfo).port}/hooks`],
     ]);
-    const human = (await svcctl(["human", "create", "--env", "development", "--behavior", "confirm"]))
-      .svc_user_id as string;
+    // One sandbox human a link: one person's second link, created after the first was confirmed (at once, by the
+    // creating process), would be a Recent Presence pass, with no ceremony and no webhook of its own.
+    const humans: string[] = [];
+    for (let i = 0; i < 3; i++)
+      humans.push(
+        (await svcctl(["human", "create", "--env", "development", "--behavior", "confirm"])).svc_user_id as string,
+      );
     // A grant is good for one link.
     const grants: string[] = [];
     for (let i = 0; i < 3; i++)
@@ -84,8 +89,8 @@ describe("metrics move with the work", () => {
       );
 
     before = await scrapeAll();
-    for (const grant of grants)
-      result(await api.post("/sdk/create-verification-link", { gate: "login", svc_user_id: human }, grant));
+    for (const [i, grant] of grants.entries())
+      result(await api.post("/sdk/create-verification-link", { gate: "login", svc_user_id: humans[i] }, grant));
     for (let i = 0; i < 2; i++)
       expect(dataError(await api.post("/sdk/create-session", { partner_user_id: "nobody" })).statusCode).toBe(401);
     await vi.waitFor(
