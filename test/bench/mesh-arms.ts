@@ -150,7 +150,7 @@ export async function costedRound(
   return { cpuUsPerOp: cpuSince(before, arm.processes()) / inputs.length, opsPerSecond };
 }
 
-type Figures = { cpuUsPerOp: number; opsPerSecond: number };
+export type Figures = { cpuUsPerOp: number; opsPerSecond: number };
 
 /** Each arm's figures, in round order, from `measure`, which gives one round's figures in the order of `arms`. */
 async function inRounds<Arm extends string>(

@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import { postVerifyToken } from "../../gateway/bench/verify-token-post.ts";
 import { checkoutAt } from "./baseline-checkout.ts";
 import { postCreateLink } from "./gateway-calls.ts";
-import { type ArmMesh, costedRound, cpuRatio, startArmMeshes } from "./mesh-arms.ts";
+import { type ArmMesh, costedRound, cpuRatio, type Figures, startArmMeshes } from "./mesh-arms.ts";
 
 /**
  * What the tracing code costs while tracing is off, against the code before it: a mesh of this checkout and one
@@ -18,8 +18,8 @@ import { type ArmMesh, costedRound, cpuRatio, startArmMeshes } from "./mesh-arms
  * round share the machine's load of that moment (alternating rounds, 7 of them, spread their ratios from 0.75 to
  * 1.6). The phases wait for each other, so that one arm's links never meet the other's verifies. The goal (3%)
  * is still finer than a run can judge here: the rounds' ratios spread by about ±10%, so the median of 15 moves by
- * about 4% between runs (quiet, one commit: 1.024, 1.046, 0.990; rounds of 2,000 verifies spread as widely). Server CPU per
- * request is that of every mesh process and its PostgreSQL, from /proc. `ratio` is the median of the rounds'
+ * about 4% between runs (quiet, one commit: 1.024, 1.046, 0.990; rounds of 2,000 verifies spread as widely).
+ * Server CPU per request is that of every mesh process and its PostgreSQL, from /proc. `ratio` is the median of the rounds'
  * ratios for verify-token, this checkout to the baseline, with their interquartile range (`ratio_iqr`);
  * `create_link_ratio` the same for create-link.
  */
@@ -59,7 +59,6 @@ try {
       await linkRound(arm, 200);
     }),
   );
-  type Figures = { cpuUsPerOp: number; opsPerSecond: number };
   const names = ["here", "baseline"] as const;
   const tokens: Record<(typeof names)[number], Figures[]> = { here: [], baseline: [] };
   const links: Record<(typeof names)[number], Figures[]> = { here: [], baseline: [] };
