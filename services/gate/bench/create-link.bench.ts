@@ -182,7 +182,7 @@ try {
     return tokens;
   };
   const serviceLink = async (token: string) => {
-    const session = await sessions.authenticate(token);
+    const session = await sessions.forCreate(token, "");
     const input = {
       gate: "bench",
       returnUrl: "",

@@ -81,7 +81,7 @@ export function gateRoutes(services: GateServices): (router: ConnectRouter) => v
           const granted =
             request.anchorGrantToken === ""
               ? request.caller
-              : grantCaller(await sessions.authenticate(request.anchorGrantToken, request.idempotencyToken));
+              : grantCaller(await sessions.forCreate(request.anchorGrantToken, request.idempotencyToken));
           const caller = partnerCaller(granted, ["grant_token"]);
           const link = await services.createVerificationLink(caller, {
             gate: request.gate,

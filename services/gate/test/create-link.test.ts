@@ -208,6 +208,34 @@ describe("create-verification-link, one statement per batch of calls", () => {
     await expect(other.link(id, input("bar"))).rejects.toMatchObject({ kind: "unauthenticated" });
   });
 
+  it("takes a token this replica issued from memory, and still refuses it once used, revoked or expired", async () => {
+    const node = replica();
+    const issue = () => node.sessions.create(keyCaller, { partnerUserId: "", metadata: undefined, allowedGates: [] });
+    const consumedAt = (id: string) =>
+      statements.query(`select consumed_at from sessions where id = $1`, [id]).then((r) => r.rows[0].consumed_at);
+
+    const used = await issue();
+    const { id: usedId } = await node.sessions.forCreate(used.token, "");
+    await node.link(usedId, input("checkout"));
+    expect((await node.sessions.forCreate(used.token, "")).id).toBe(usedId);
+    await expect(node.link(usedId, input("checkout"))).rejects.toMatchObject({ kind: "unauthenticated" });
+
+    const revoked = await issue();
+    expect(await node.sessions.revoke(keyCaller, revoked.token)).toBe(true);
+    const { id: revokedId } = await node.sessions.forCreate(revoked.token, "");
+    await expect(node.link(revokedId, input("checkout"))).rejects.toMatchObject({ kind: "unauthenticated" });
+    expect(await consumedAt(revokedId)).toBeNull();
+
+    const expiring = await issue();
+    const { id: expiringId } = await node.sessions.forCreate(expiring.token, "");
+    clock.advance(expiring.expiresAt.getTime() - clock.now().getTime());
+    await expect(node.link(expiringId, input("checkout"))).rejects.toMatchObject({ kind: "unauthenticated" });
+    expect(await consumedAt(expiringId)).toBeNull();
+
+    // A token this replica never issued nor saw is authenticated by a statement, and refused there.
+    await expect(replica().sessions.forCreate(used.token, "")).rejects.toMatchObject({ kind: "unauthenticated" });
+  });
+
   it("reads the gate's status from the database, not from a remembered gate", async () => {
     const node = replica();
     const first = await node.sessions.create(keyCaller, { partnerUserId: "", metadata: undefined, allowedGates: [] });

@@ -79,10 +79,6 @@ export async function createLink(
   const session = await deps.sessions.of(caller.credentialId);
   if (!session || session.organization_id !== caller.organizationId || session.environment !== caller.environment)
     throw refusals.unauthenticated();
-  if (input.idempotencyToken !== "") {
-    const created = await deps.idempotent.createdWith(session.id, input.idempotencyToken);
-    if (created) return created;
-  }
   const organizationId = session.organization_id;
   const gate = await deps.gates.of(organizationId, session.environment, input.gate);
 
@@ -151,6 +147,11 @@ export async function createLink(
             input.svcUserId,
           ),
   });
+  if (outcome === "unauthenticated" && input.idempotencyToken !== "") {
+    // A retry of a create that did consume the token: it answers that create's request again.
+    const created = await deps.idempotent.createdWith(session.id, input.idempotencyToken);
+    if (created) return created;
+  }
   if (outcome === "unauthenticated" || outcome === "conflict") throw refusals[outcome]();
   if (outcome === "no_active_gate" || !gate) throw refusals.no_active_gate(input.gate, session.environment);
   if (outcome === "gate_not_allowed") throw refusals.gate_not_allowed(gate.key);

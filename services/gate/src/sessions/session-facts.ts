@@ -18,19 +18,27 @@ export interface SessionRow {
 
 /**
  * What a session was created with (owner, environment, credential kind, partner-user hash, metadata,
- * allowed gates), which never changes. create-session and the gateway's grant check remember it, so
- * the create-verification-link that follows usually finds it here; another replica reads it once.
+ * allowed gates), which never changes. create-session and the gateway's grant check remember it, by
+ * id and by its grant token's hash, so the create-verification-link that follows usually finds it
+ * here; another replica reads it once.
  */
 export class SessionFactsLookup {
   readonly #db: pg.Pool;
   readonly #recent = new RecentFacts<SessionRow>(20_000);
+  readonly #byToken = new RecentFacts<SessionRow>(20_000);
 
   constructor(db: pg.Pool) {
     this.#db = db;
   }
 
-  remember(row: SessionRow): void {
+  remember(row: SessionRow, tokenHash?: Buffer): void {
     this.#recent.remember(row.id, row);
+    if (tokenHash) this.#byToken.remember(tokenHash.toString("hex"), row);
+  }
+
+  /** The facts of the session whose grant token has this hash, when this replica has seen it; nothing about its use. */
+  knownByToken(tokenHash: Buffer): SessionRow | undefined {
+    return this.#byToken.get(tokenHash.toString("hex"));
   }
 
   /** The session's facts whether or not its token is still usable; undefined for an unknown id. */

@@ -41,6 +41,7 @@ export class SessionStore {
     if (caller.kind === "grant_token")
       throw refuse("unauthenticated", "a session is created with an API key or a site key");
     const token = newGrantToken();
+    const tokenHash = secretHash(token);
     const now = this.#clock.now();
     const row: SessionRow = {
       id: uuid(),
@@ -60,7 +61,7 @@ export class SessionStore {
              values ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::text[], $10, $11)`,
       values: [
         row.id,
-        secretHash(token),
+        tokenHash,
         row.organization_id,
         row.environment,
         row.credential_id,
@@ -72,7 +73,7 @@ export class SessionStore {
         row.expires_at,
       ],
     });
-    this.#facts.remember(row);
+    this.#facts.remember(row, tokenHash);
     return { token, organizationId: caller.organizationId, expiresAt: row.expires_at };
   }
 
@@ -84,12 +85,24 @@ export class SessionStore {
   async authenticate(token: string, idempotencyToken = ""): Promise<SessionRow> {
     const refused = () => refuse("unauthenticated", "the grant token is invalid, expired or already used");
     if (!grantTokenForm.test(token)) throw refused();
+    const tokenHash = secretHash(token);
     const row =
-      (await this.#unusedSessions.submit({ tokenHash: secretHash(token), now: this.#clock.now() })) ??
-      (idempotencyToken === "" ? undefined : await this.#consumedWith(secretHash(token), idempotencyToken));
+      (await this.#unusedSessions.submit({ tokenHash, now: this.#clock.now() })) ??
+      (idempotencyToken === "" ? undefined : await this.#consumedWith(tokenHash, idempotencyToken));
     if (!row) throw refused();
-    this.#facts.remember(row);
+    this.#facts.remember(row, tokenHash);
     return row;
+  }
+
+  /**
+   * The session a grant token names, for the create that consumes it: from what this replica remembers
+   * of the token when it can, unchecked, since that create's own statement checks the session is unused,
+   * unrevoked and unexpired before it writes anything (create-verification-requests.sql) and answers
+   * 401 otherwise. A token this replica has not seen is authenticated as above.
+   */
+  async forCreate(token: string, idempotencyToken: string): Promise<SessionRow> {
+    const known = grantTokenForm.test(token) ? this.#facts.knownByToken(secretHash(token)) : undefined;
+    return known ?? this.authenticate(token, idempotencyToken);
   }
 
   async #consumedWith(tokenHash: Buffer, idempotencyToken: string): Promise<SessionRow | undefined> {
