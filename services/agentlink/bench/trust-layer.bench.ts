@@ -147,9 +147,15 @@ function latencies(input: unknown, samples: number): { ran: number[]; wall: numb
 const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0;
 
-/** Parses and screenings per round: each arm's round is a few hundred ms of CPU, its collection a small part. */
+/**
+ * Operations per round, the same for both arms. Each round begins with a full collection, which frees the
+ * maps of the objects the last round's screenings built and with them the optimized code that relied on them:
+ * the next 50 or so screenings run at up to twice their cost while V8 optimizes again. At 300 a round that
+ * re-warming was a fifth of the figure (a collection every 0.1 s of screening, where a running service meets one
+ * every few seconds); at 1,500 it is a small part, and the figure matches the screenings' mean wall time.
+ */
 const parsesPerRound = 1500;
-const screeningsPerRound = 300;
+const screeningsPerRound = 1500;
 const latencySamples = 3000;
 
 /** CPU per operation of screening and of JSON.parse in interleaved rounds, and one screening's latency. */
