@@ -28,7 +28,7 @@ async function run(origin: string, inFlight: number, durationMs: number): Promis
   try {
     const ops = await measureThroughput(inFlight, durationMs, async () => {
       const token = tokens[used++];
-      if (!token) throw new Error("ran out of fresh tokens");
+      if (!token) throw new Error(`ran out of fresh tokens after ${used - 1} of ${tokens.length}`);
       await postVerifyToken(origin, token, agent);
     });
     const cpu = process.threadCpuUsage(cpuBefore);
