@@ -53,6 +53,8 @@ try {
       stdio: ["ignore", "pipe", "inherit"],
     },
   );
+  // Also when a round fails: the floor server outlived every failed run, each still holding its port and heap.
+  process.once("exit", () => floor.kill("SIGTERM"));
   const [port] = (await once(floor.stdout!, "data")) as [Buffer];
   const floorOrigin = `http://127.0.0.1:${port.toString().trim()}`;
   const publicKey = await webcrypto.subtle.importKey("jwk", keys[0], { name: "ECDSA", namedCurve: "P-256" }, false, [
