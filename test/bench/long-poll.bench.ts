@@ -34,10 +34,10 @@ import { mintAttestations } from "./process-cpu.ts";
  * - `long-poll-hold`: one gateway holding `held` long-polls at once (agents' in_flight and per-minute limits
  *   respected); `rss_kib_per_held` = the gateway's RSS growth over its idle RSS, per held poll, the largest of
  *   the holds (goal: at most 32): a later hold reuses memory an earlier one grew, so a median moved with the
- *   number of holds (6 KiB over five, 14 to 16 over three). Verify-token runs idle, held, idle, held, ..., idle, 16 in flight, a fixed count each: every
- *   held measurement is a round, its ratio the mean server CPU per verify (gateway, signing, account,
- *   agentlink, PostgreSQL, NATS: holding costs them all) of the idle ones either side over its own, so a
- *   drift of the machine's load moves both alike; `ratio` = the median of the rounds' ratios (goal: at least
+ *   number of holds (6 KiB over five, 14 to 16 over three). Verify-token runs idle, held, idle, held, ..., idle,
+ *   16 in flight, a fixed count each, once the mesh idles: every held measurement is a round, its ratio the
+ *   mean server CPU per verify (gateway, signing, account, agentlink, PostgreSQL, NATS: holding costs them all)
+ *   of the idle ones either side over its own, so a drift of the machine's load moves both alike; `ratio` = the median of the rounds' ratios (goal: at least
  *   0.9). Throughput is reported beside it. `failed` counts held long-polls not answered `queued` at their end (or
  *   not at all within a minute); `answered_before_measured`, those answered before their hold's measurement
  *   ended (above 0, the measurement outlasted the hold: a machine too loaded for this benchmark).

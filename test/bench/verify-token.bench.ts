@@ -138,6 +138,7 @@ try {
     measured.push({ ops, perRequest, raw: rawBefore ?? (await rawCpuPerVerify(await mint(2000))), floor: floorCpu });
   }
   await load.stop();
+  // Before the mesh stops: a running child keeps this process alive, so "exit" would never come.
   floor.kill("SIGTERM");
 
   const serverCpu = measured.map((m) => parts.reduce((sum, part) => sum + m.perRequest[part], 0));
