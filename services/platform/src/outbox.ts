@@ -56,10 +56,28 @@ export class AddOutboxTraceContext extends Migration {
   }
 }
 
+/**
+ * The relay's claim of the oldest unpublished rows. The planner's statistics were taken while few rows waited,
+ * so with a backlog it expects a few dozen and, once the table's rows lie in no order of id (new rows fill the
+ * space of pruned ones), picks a bitmap scan of the partial index and a sort of every waiting row: 8 to 42 ms a
+ * batch of 100 with 5,000 to 7,000 waiting (under the inquire benchmark's load), slower the longer the backlog,
+ * just when the relay has to catch up. Walking the index in id order reads the batch and no more. A function,
+ * so that the setting that keeps the bitmap scan out costs the relay no round trip of its own.
+ */
+export class CreateOutboxClaim extends Migration {
+  override up(): void {
+    this.addSql(`create function "claim_unpublished_events"("p_batch" integer) returns setof "outbox"
+      language sql set enable_bitmapscan = off as $$
+        select * from outbox where published_at is null order by id limit p_batch for update skip locked
+      $$`);
+  }
+}
+
 /** Every service's outbox, before its own migrations (startService). */
 export const outboxMigrations = [
   { name: "0000_outbox", class: CreateOutboxTable },
   { name: "0000_outbox_trace_context", class: AddOutboxTraceContext },
+  { name: "0000_outbox_claim", class: CreateOutboxClaim },
 ];
 
 /** An event as the outbox row that carries it; the relay publishes it to `subject` under `messageId`. */
@@ -118,19 +136,6 @@ const oldestUnrelayed = gauge(
   "Age of the oldest event in the outbox not yet published to the event stream (0 when none waits)",
 );
 
-/**
- * The relay's claim of the oldest unpublished rows, in one transaction: `plan`, then `rows` with the batch size.
- * The planner's statistics were taken while few rows waited, so with a backlog it expects a few dozen and, once
- * the table's rows lie in no order of id (new rows fill the space of pruned ones), picks a bitmap scan of the
- * partial index and a sort of every waiting row: 8 to 42 ms a batch of 100 with 5,000 to 7,000 waiting (under
- * the inquire benchmark's load), slower the longer the backlog, just when the relay has to catch up. Walking the
- * index in id order reads the batch and no more.
- */
-export const claimUnpublished = {
-  plan: "set local enable_bitmapscan = off",
-  rows: "select id, subject, message_id, payload, trace_context from outbox where published_at is null order by id limit ? for update skip locked",
-};
-
 /** How often, in clock time, the relay looks for published rows past their retention. */
 const pruneEveryMs = 60_000;
 
@@ -159,10 +164,9 @@ export function startOutboxRelay(options: {
 
   const publishBatch = async (): Promise<number> =>
     orm.em.fork().transactional(async (em) => {
-      await em.execute(claimUnpublished.plan);
       const rows = await em.execute<
         { id: string; subject: string; message_id: string; payload: Buffer; trace_context: StoredTraceContext }[]
-      >(claimUnpublished.rows, [batchSize]);
+      >("select id, subject, message_id, payload, trace_context from claim_unpublished_events(?)", [batchSize]);
       // All at once: a burst (a card asking ten people writes ten push triggers) waits for one round of
       // acknowledgements instead of one per row. A row whose publish fails stays for the next poll while the
       // rest are marked, even those after it (no consumer needs order across rows: see above).

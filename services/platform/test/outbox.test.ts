@@ -1,7 +1,6 @@
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { jetstreamManager } from "@nats-io/jetstream";
 import {
-  claimUnpublished,
   connectEventBus,
   createLogger,
   type EventBus,
@@ -185,10 +184,17 @@ describe("transactional outbox", () => {
     await rows(20_000, 1_000_000, "(g * 7919) % 20011", "g % 500 <> 0");
     await em.execute("analyze outbox");
     await rows(5000, 2_000_000, "g", "false");
+    // The claim's own query planned under the function's own settings, as PostgreSQL runs it.
     const plan = await em.transactional(async (tx) => {
-      await tx.execute(claimUnpublished.plan);
+      const [claim] = await tx.execute<{ body: string; settings: string[] }[]>(
+        "select prosrc as body, proconfig as settings from pg_proc where proname = 'claim_unpublished_events'",
+      );
+      for (const setting of claim?.settings ?? []) {
+        const [name, value] = setting.split("=");
+        await tx.execute(`select set_config(?, ?, true)`, [name, value]);
+      }
       const [row] = await tx.execute<{ "QUERY PLAN": unknown }[]>(
-        `explain (format json) ${claimUnpublished.rows.replace("?", "100")}`,
+        `explain (format json) ${claim?.body.replace("p_batch", "100")}`,
       );
       return JSON.stringify(row?.["QUERY PLAN"]);
     });
@@ -209,7 +215,7 @@ describe("transactional outbox", () => {
     const applied = await again.em
       .fork()
       .execute<{ name: string }[]>("select name from outbox_test.mikro_orm_migrations");
-    expect(applied.map((r) => r.name)).toEqual(["0000_outbox", "0000_outbox_trace_context"]);
+    expect(applied.map((r) => r.name)).toEqual(["0000_outbox", "0000_outbox_trace_context", "0000_outbox_claim"]);
     await again.close();
   });
 });
