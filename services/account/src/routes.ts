@@ -11,6 +11,7 @@ import {
   type Logger,
   type OutboxRelay,
   publishInboxChanged,
+  type Queryable,
   refusalTranslator,
 } from "@svc/platform";
 import {
@@ -83,6 +84,8 @@ import {
 export interface RouteDependencies {
   wallet: WalletDependencies;
   orm: MikroORM;
+  /** Prepared statements on hot paths, outside the ORM (see `openStatementPool`). */
+  statements: Queryable;
   clock: Clock;
   bus: Pick<EventBus, "subject" | "nc" | "subjectPrefix">;
   outbox: Pick<OutboxRelay, "wake">;
@@ -207,6 +210,7 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
           pushItem(
             {
               em: em(),
+              statements: deps.statements,
               now: clock.now(),
               providers: deps.pushProviders,
               wake: deps.webPush.wake,

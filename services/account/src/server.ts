@@ -39,7 +39,7 @@ const account = defineService({
   schema: "account",
   entities: [Human, SignInIdentity, Passkey, PasskeyCeremony, SandboxPasskey, Device, AgeEvidence, AccountLink],
   migrations,
-  build: async ({ orm, clock, bus, outbox, config, logger }): Promise<RouteDependencies> => {
+  build: async ({ orm, statements, clock, bus, outbox, config, logger }): Promise<RouteDependencies> => {
     if (config.deployment === "production" && config.devWalletIssuerKey !== null)
       throw new ConfigError(
         'ACCOUNT_DEV_WALLET_ISSUER_KEY must be "off" in production: the development issuer signs anything',
@@ -47,6 +47,7 @@ const account = defineService({
     const sealing = pushSealing(config.pushKey);
     return {
       orm,
+      statements,
       clock,
       bus,
       outbox,
@@ -66,9 +67,9 @@ const account = defineService({
   },
   routes: accountRoutes,
   // In every replica; batches skip the rows another replica's batch holds.
-  background: async ({ orm, clock, webPush, pushProviders }, { bus, config, logger }) => {
+  background: async ({ orm, clock, webPush, pushProviders }, { statements, bus, config, logger }) => {
     const sender = startWebPushSender({
-      orm,
+      statements,
       clock,
       sealing: webPush.sealing,
       vapid: webPush.vapid,
@@ -83,7 +84,7 @@ const account = defineService({
       consumerName: "account-push",
       take: (trigger) =>
         pushItem(
-          { em: orm.em.fork(), now: clock.now(), providers: pushProviders, wake: webPush.wake, logger },
+          { em: orm.em.fork(), statements, now: clock.now(), providers: pushProviders, wake: webPush.wake, logger },
           trigger,
         ).then(() => undefined),
       logger,

@@ -1,6 +1,6 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { isUuid, type Logger } from "@svc/platform";
+import { isUuid, type Logger, type Queryable } from "@svc/platform";
 import { PushKind } from "@svc/proto/account/v1/account_pb.js";
 import type { PushTrigger } from "@svc/proto/account/v1/push_trigger_pb.js";
 import { requireText } from "../input.ts";
@@ -10,6 +10,8 @@ import { pushToHuman } from "./push-to-human.ts";
 
 export interface PushItemContext {
   em: EntityManager;
+  /** The statement pool, for the web push jobs on the way to the person's screen. */
+  statements: Queryable;
   now: Date;
   providers: PushProviders;
   /** Tells the web push sender that jobs committed. */
@@ -33,7 +35,7 @@ export async function pushItem(
     trigger.itemId === "" || expiresAt === undefined || !isUuid(trigger.svcUserId)
       ? 0
       : await enqueuePush(
-          ctx.em,
+          ctx.statements,
           trigger.svcUserId,
           {
             kind: trigger.kind === PushKind.AGENT_CARD ? "card" : "request",

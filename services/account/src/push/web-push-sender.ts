@@ -1,7 +1,7 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import type { MikroORM } from "@mikro-orm/postgresql";
-import { type Clock, type Logger, startWakeableLoop, type WakeableLoop } from "@svc/platform";
+import { type Clock, inTransaction, type Logger, startWakeableLoop, type WakeableLoop } from "@svc/platform";
+import type pg from "pg";
 import { openedSubscriptions } from "./opened-subscriptions.ts";
 import { encryptPush } from "./push-encryption.ts";
 import type { PushEndpointPolicy } from "./push-endpoint-policy.ts";
@@ -43,7 +43,8 @@ type Outcome =
   | { kind: "refused"; detail: string };
 
 export interface WebPushSenderDependencies {
-  orm: MikroORM;
+  /** The statement pool: a push's claim is on the way to the person's screen (see `openStatementPool`). */
+  statements: pg.Pool;
   clock: Clock;
   sealing: PushSealing;
   vapid: VapidKeys;
@@ -61,7 +62,7 @@ export interface WebPushSenderDependencies {
  * subscription; 429, 5xx and no answer retry with backoff while the item lives; other answers drop the push.
  */
 export function startWebPushSender(deps: WebPushSenderDependencies): WakeableLoop {
-  const { orm, clock, logger } = deps;
+  const { statements, clock, logger } = deps;
   const abort = new AbortController();
   const authorization = vapidAuthorization(deps.vapid, clock);
   const open = openedSubscriptions(deps.sealing, deps.policy);
@@ -126,11 +127,12 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WakeableLoo
   let pruneDueAt = 0;
   const pruneExpired = async (now: Date): Promise<boolean> => {
     if (now.getTime() < pruneDueAt) return false;
-    const deleted = await orm.em.fork().execute<{ n: number }[]>(
-      `with gone as (delete from push_job where ctid in (select ctid from push_job where expires_at <= ? limit ${expiredBatch}) returning 1)
+    const { rows: deleted } = await statements.query<{ n: number }>({
+      name: "delete_expired_push_jobs",
+      text: `with gone as (delete from push_job where ctid in (select ctid from push_job where expires_at <= $1 limit ${expiredBatch}) returning 1)
          select count(*)::int as n from gone`,
-      [now],
-    );
+      values: [now],
+    });
     const more = (deleted[0]?.n ?? 0) === expiredBatch;
     if (!more) pruneDueAt = now.getTime() + deps.pollMs;
     return more;
@@ -139,14 +141,15 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WakeableLoo
   const work = async (): Promise<boolean> => {
     const now = clock.now();
     const prunedAll = !(await pruneExpired(now));
-    const more = await orm.em.fork().transactional(async (tx) => {
-      const due = await tx.execute<DueJob[]>(
-        `select j.subscription_id, j.topic, j.payload, j.urgency, j.expires_at, j.attempts, s.sealed
+    const more = await inTransaction(statements, async (tx) => {
+      const { rows: due } = await tx.query<DueJob>({
+        name: "claim_push_jobs",
+        text: `select j.subscription_id, j.topic, j.payload, j.urgency, j.expires_at, j.attempts, s.sealed
            from push_job j join push_subscription s on s.id = j.subscription_id
-          where j.sent_at is null and j.next_attempt_at <= ? and j.expires_at > ?
+          where j.sent_at is null and j.next_attempt_at <= $1 and j.expires_at > $1
           order by j.next_attempt_at limit ${batchSize} for update of j skip locked`,
-        [now, now],
-      );
+        values: [now],
+      });
       const outcomes = await Promise.all(due.map((job) => send(job, now)));
       const done: DueJob[] = [];
       const sentTo: string[] = [];
@@ -163,29 +166,36 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WakeableLoo
           const backoff = Math.min(maxRetryDelayMs, 1000 * 2 ** job.attempts);
           const next = new Date(now.getTime() + Math.max(backoff, outcome.retryAfterMs ?? 0));
           // Past the item's life the row stays until the expiry delete above: nothing would show it anyway.
-          await tx.execute(
-            `update push_job set attempts = attempts + 1, next_attempt_at = ? where subscription_id = ? and topic = ?`,
-            [next, job.subscription_id, job.topic],
-          );
+          await tx.query({
+            name: "retry_push_job",
+            text: "update push_job set attempts = attempts + 1, next_attempt_at = $1 where subscription_id = $2 and topic = $3",
+            values: [next, job.subscription_id, job.topic],
+          });
         } else {
           done.push(job);
           logger.warn("push refused; dropped", { subscription_id: job.subscription_id, detail: outcome.detail });
         }
       }
       // One statement per outcome for the whole batch: a burst's rows are settled in a few round trips.
-      const list = (n: number, item: string) => Array.from({ length: n }, () => item).join(", ");
       if (done.length > 0)
-        await tx.execute(
-          `update push_job set sent_at = ? where (subscription_id, topic) in (${list(done.length, "(?::uuid, ?)")})`,
-          [now, ...done.flatMap((job) => [job.subscription_id, job.topic])],
-        );
+        await tx.query({
+          name: "mark_push_jobs_sent",
+          text: `update push_job set sent_at = $1
+                  where (subscription_id, topic) in (select * from unnest($2::uuid[], $3::text[]))`,
+          values: [now, done.map((job) => job.subscription_id), done.map((job) => job.topic)],
+        });
       if (sentTo.length > 0)
-        await tx.execute(`update push_subscription set last_pushed_at = ? where id in (${list(sentTo.length, "?")})`, [
-          now,
-          ...sentTo,
-        ]);
+        await tx.query({
+          name: "mark_push_subscriptions_pushed",
+          text: "update push_subscription set last_pushed_at = $1 where id = any($2::uuid[])",
+          values: [now, sentTo],
+        });
       if (gone.length > 0)
-        await tx.execute(`delete from push_subscription where id in (${list(gone.length, "?")})`, gone);
+        await tx.query({
+          name: "delete_gone_push_subscriptions",
+          text: "delete from push_subscription where id = any($1::uuid[])",
+          values: [gone],
+        });
       return due.length === batchSize;
     });
     return more || !prunedAll;
