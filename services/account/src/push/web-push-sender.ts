@@ -122,7 +122,8 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WakeableLoo
 
   /**
    * Rows past their item's end, deleted at most once a poll interval by the clock rather than on every
-   * wake: a push woken by a commit then waits for no statement but its own claim.
+   * wake, and after the batch is sent: a push woken by a commit then waits for no statement but its own
+   * claim (before the batch, the first push woken after each poll interval waited for the delete too).
    */
   let pruneDueAt = 0;
   const pruneExpired = async (now: Date): Promise<boolean> => {
@@ -140,7 +141,6 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WakeableLoo
 
   const work = async (): Promise<boolean> => {
     const now = clock.now();
-    const prunedAll = !(await pruneExpired(now));
     const more = await inTransaction(statements, async (tx) => {
       const { rows: due } = await tx.query<DueJob>({
         name: "claim_push_jobs",
@@ -198,6 +198,7 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WakeableLoo
         });
       return due.length === batchSize;
     });
+    const prunedAll = !(await pruneExpired(now));
     return more || !prunedAll;
   };
 
