@@ -165,7 +165,7 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WakeableLoo
         } else if (outcome.kind === "retry") {
           const backoff = Math.min(maxRetryDelayMs, 1000 * 2 ** job.attempts);
           const next = new Date(now.getTime() + Math.max(backoff, outcome.retryAfterMs ?? 0));
-          // Past the item's life the row stays until the expiry delete above: nothing would show it anyway.
+          // Past the item's life the row stays until the expiry delete after the batch: nothing would show it anyway.
           await tx.query({
             name: "retry_push_job",
             text: "update push_job set attempts = attempts + 1, next_attempt_at = $1 where subscription_id = $2 and topic = $3",
