@@ -169,7 +169,7 @@ describe("transactional outbox", () => {
     await orm.em.fork().execute("delete from outbox where message_id = 'stuck-1'");
   });
 
-  it("claims a backlog's oldest rows by walking the unpublished index, though the statistics saw none waiting", async () => {
+  it("claims a backlog's oldest rows by walking the unpublished index, though the statistics saw only a few waiting", async () => {
     const em = orm.em.fork();
     // As after a day of service: rows of a few hundred bytes in no physical order of id (new rows fill the
     // space pruned ones left), and a few in flight whenever the statistics were taken.
