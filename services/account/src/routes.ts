@@ -73,6 +73,7 @@ import {
 } from "./push/push-subscriptions.ts";
 import type { PushSealing } from "./push/subscription-sealing.ts";
 import type { VapidKeys } from "./push/vapid-keys.ts";
+import type { WebPushHandOver } from "./push/web-push-sender.ts";
 import { type AccountRefusalKind, invalidArgument } from "./refusal.ts";
 import {
   createSandboxHuman,
@@ -94,8 +95,11 @@ export interface RouteDependencies {
   rpName: string;
   /** The configured push providers by device platform; none in development and tests. */
   pushProviders: PushProviders;
-  /** Web Push: the sender (started with the background work) is woken after each commit that wrote pushes. */
-  webPush: { sealing: PushSealing; vapid: VapidKeys; policy: PushEndpointPolicy; wake: () => void };
+  /**
+   * Web Push: the sender, started with the background work (until then, pushes are written due for a
+   * replica's sender to take), is handed a trigger's pushes or woken after each commit that wrote some.
+   */
+  webPush: { sealing: PushSealing; vapid: VapidKeys; policy: PushEndpointPolicy; sender: WebPushHandOver };
   logger: Logger;
 }
 
@@ -109,7 +113,7 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
   // A commit that changed the person's links or notices may also have written their web pushes.
   const inboxes = {
     changed: (svcUserIds: Iterable<string | null>) => {
-      deps.webPush.wake();
+      deps.webPush.sender.wake();
       return publishInboxChanged(deps.bus, svcUserIds);
     },
   };
@@ -213,7 +217,7 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
               statements: deps.statements,
               now: clock.now(),
               providers: deps.pushProviders,
-              wake: deps.webPush.wake,
+              sender: deps.webPush.sender,
               logger: deps.logger,
             },
             req,

@@ -59,7 +59,7 @@ const account = defineService({
         sealing,
         vapid: await loadVapidKeys(orm, sealing, clock, config),
         policy: { deployment: config.deployment, hosts: config.pushServiceHosts },
-        wake: () => {},
+        sender: { dueAt: (now) => now, send: () => {}, wake: () => {} },
       },
       logger,
       wallet: walletDependencies({ ...config, clock }),
@@ -77,14 +77,14 @@ const account = defineService({
       logger,
       pollMs: config.pushPollEvery,
     });
-    webPush.wake = () => sender.wake();
+    webPush.sender = sender;
     // gate's and agentlink's triggers, committed with their items: each replica takes its share.
     const stopTriggers = consumePushTriggers({
       bus,
       consumerName: "account-push",
       take: (trigger) =>
         pushItem(
-          { em: orm.em.fork(), statements, now: clock.now(), providers: pushProviders, wake: webPush.wake, logger },
+          { em: orm.em.fork(), statements, now: clock.now(), providers: pushProviders, sender, logger },
           trigger,
         ).then(() => undefined),
       logger,

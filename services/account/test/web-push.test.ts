@@ -251,6 +251,33 @@ describe("sending", () => {
     expect(retried.payload).toEqual(refused.payload);
   });
 
+  it("a push is leased to the sender that sends it, and given back, due at once, when that sender stops", async () => {
+    const svcUserId = await newHuman();
+    const phone = await subscribed(svcUserId);
+    pushService.answerNext(phone.endpoint, "hang");
+    // A second replica on the same database takes the push and stops while the push service keeps it waiting.
+    const second = await startAccount({ env: account.env, clock, logger: createLogger("account", {}, "error") });
+    let unanswered: Awaited<ReturnType<TestPushService["next"]>>;
+    try {
+      const pushed = card(svcUserId);
+      await createInternalClient(AccountService, second.url).pushToHuman(pushed);
+      unanswered = await pushService.next(phone.endpoint);
+      expect(unanswered.status).toBe(0);
+      const [job] = await account.sql<{ next_attempt_at: Date }>(
+        `select next_attempt_at from push_job where subscription_id = $1`,
+        [phone.id],
+      );
+      expect(job?.next_attempt_at).toEqual(new Date(clock.now().getTime() + 30_000));
+    } finally {
+      await second.stop();
+    }
+    // The first replica's sender takes it without the clock moving.
+    const delivered = await pushService.next(phone.endpoint);
+    expect(delivered.status).toBe(201);
+    expect(delivered.topic).toBe(unanswered.topic);
+    expect(delivered.payload).toEqual(unanswered.payload);
+  });
+
   it("the VAPID JWT is reused for six hours of the injected clock and then signed again, ending twelve hours on", async () => {
     const svcUserId = await newHuman();
     const phone = await subscribed(svcUserId);

@@ -11,6 +11,18 @@ export interface PushItem {
   expiresAt: Date;
 }
 
+/** One push of one item to one subscription, as the sender sends it: its row and the subscription's sealed secret. */
+export interface PushJob {
+  subscription_id: string;
+  topic: string;
+  payload: unknown;
+  urgency: "normal" | "high";
+  /** As the driver gives it for a raw statement. */
+  expires_at: string | Date;
+  attempts: number;
+  sealed: Buffer;
+}
+
 /**
  * RFC 8030 §5.4 Topic (at most 32 base64url characters): one per item, so a push sent again replaces the
  * one still waiting at the push service and the device shows it once.
@@ -21,34 +33,51 @@ const topicOf = (item: Pick<PushItem, "kind" | "id">) =>
 /** Cards and requests wait for the person, who has minutes to answer (RFC 8030 §5.3). */
 const urgencyOf = (kind: PushItem["kind"]) => (kind === "notice" ? "normal" : "high");
 
-const enqueueStatement = {
-  name: "enqueue_push",
-  text: `with subscriptions as (select id from push_subscription where svc_user_id = $1),
-          added as (insert into push_job (subscription_id, topic, payload, urgency, expires_at, next_attempt_at)
-                    select id, $2, $3::jsonb, $4, $5, $6 from subscriptions on conflict do nothing)
-     select count(*)::int as n from subscriptions`,
-};
+/** One row per subscription of the person and item; a trigger repeated for the same item adds none. */
+const insertJobs = `with subscriptions as (select id, sealed from push_subscription where svc_user_id = $1),
+  added as (insert into push_job (subscription_id, topic, payload, urgency, expires_at, next_attempt_at)
+            select id, $2, $3::jsonb, $4, $5, $6 from subscriptions on conflict do nothing
+            returning subscription_id, topic, payload, urgency, expires_at, attempts)`;
+
+const parameters = (svcUserId: string, item: PushItem, dueAt: Date) => [
+  svcUserId,
+  topicOf(item),
+  JSON.stringify({ kind: item.kind, id: item.id, title: item.title }),
+  urgencyOf(item.kind),
+  item.expiresAt,
+  dueAt,
+];
 
 /**
- * Writes, in one statement, one push of `item` for each of the person's web push subscriptions, for the
- * sender to deliver after the commit: on the statement pool (a trigger's push, on the way to the person's
- * screen, where the ORM's per-query work was a third of the time from trigger to push), or in the caller's
- * ORM transaction (a notice written with it). A trigger repeated for the same item adds nothing (one row per
- * subscription and topic). Answers how many subscriptions the item goes to.
+ * A trigger's pushes, one statement on the statement pool (on the way to the person's screen): one row per
+ * subscription of the person, due at `dueAt`. Answers how many subscriptions the item goes to and the rows
+ * this call wrote, with what the sender needs to send them: a caller that writes them leased to its own
+ * sender (`dueAt` at the lease's end) hands them over at once, and no other sender takes them meanwhile.
  */
-export async function enqueuePush(
-  db: Queryable | EntityManager,
+export async function writePushJobs(
+  statements: Queryable,
   svcUserId: string,
   item: PushItem,
   now: Date,
-): Promise<number> {
-  if (item.expiresAt <= now) return 0;
-  const payload = JSON.stringify({ kind: item.kind, id: item.id, title: item.title });
-  const values = [svcUserId, topicOf(item), payload, urgencyOf(item.kind), item.expiresAt, now];
-  const rows =
-    "query" in db
-      ? (await db.query<{ n: number }>({ ...enqueueStatement, values })).rows
-      : // The ORM binds by `?`; each numbered parameter appears once, in order.
-        await db.execute<{ n: number }[]>(enqueueStatement.text.replace(/\$\d/g, "?"), values);
-  return rows[0]?.n ?? 0;
+  dueAt: Date,
+): Promise<{ subscriptions: number; written: PushJob[] }> {
+  if (item.expiresAt <= now) return { subscriptions: 0, written: [] };
+  const { rows } = await statements.query<PushJob | { sealed: Buffer; topic: null }>({
+    name: "write_push_jobs",
+    text: `${insertJobs}
+      select a.subscription_id, a.topic, a.payload, a.urgency, a.expires_at, a.attempts, s.sealed
+        from subscriptions s left join added a on a.subscription_id = s.id`,
+    values: parameters(svcUserId, item, dueAt),
+  });
+  return { subscriptions: rows.length, written: rows.filter((row): row is PushJob => row.topic !== null) };
+}
+
+/**
+ * The pushes of an item written with it, in the caller's ORM transaction (a notice): due at once, for the
+ * sender to take after the commit.
+ */
+export async function enqueuePush(tx: EntityManager, svcUserId: string, item: PushItem, now: Date): Promise<void> {
+  if (item.expiresAt <= now) return;
+  // The ORM binds by `?`; each numbered parameter appears once, in order.
+  await tx.execute(`${insertJobs} select 1`.replace(/\$\d/g, "?"), parameters(svcUserId, item, now));
 }

@@ -1,46 +1,45 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import { type Clock, inTransaction, type Logger, startWakeableLoop, type WakeableLoop } from "@svc/platform";
+import { type Clock, type Logger, startWakeableLoop, type WakeableLoop } from "@svc/platform";
 import type pg from "pg";
 import { openedSubscriptions } from "./opened-subscriptions.ts";
 import { encryptPush } from "./push-encryption.ts";
 import type { PushEndpointPolicy } from "./push-endpoint-policy.ts";
+import type { PushJob } from "./push-jobs.ts";
 import type { PushSealing } from "./subscription-sealing.ts";
 import { vapidAuthorization } from "./vapid-authorization.ts";
 import type { VapidKeys } from "./vapid-keys.ts";
 
-/** Due pushes one transaction holds and sends together. */
+/** Due pushes one claim leases and sends together. */
 const batchSize = 50;
 /**
- * Batches in flight at once, each its own transaction over rows the others skip: a burst is not held to one
- * batch's round trips (claim, sends, outcomes, commit) after another.
+ * Batches in flight at once, each over rows the others skip: a burst is not held to one batch's round trips
+ * (claim, sends, outcomes) after another.
  */
 const concurrentBatches = 4;
 /** A push service that answers nothing in this time is retried like a 5xx. */
 const sendTimeoutMs = 10_000;
+/**
+ * How long a claimed or handed-over push is the sender's alone: longer than a send may take and its outcome
+ * be written, so no other sender takes it meanwhile, and a push whose sender crashed is due again after it.
+ */
+const leaseMs = 30_000;
+/** Pushes handed over and not yet settled, at most: past it, triggers write their pushes due, for the batches. */
+const handOverLimit = concurrentBatches * batchSize;
 /** The retry after the n-th failure waits 1 s doubled n-1 times, at most this (a Retry-After may ask for more). */
 const maxRetryDelayMs = 60_000;
 
 /** Rows past their item's end that one statement deletes. */
 const expiredBatch = 1000;
 
-interface DueJob {
-  subscription_id: string;
-  topic: string;
-  payload: unknown;
-  urgency: "normal" | "high";
-  /** As the driver gives it for a raw statement. */
-  expires_at: string | Date;
-  attempts: number;
-  sealed: Buffer;
-}
-
 type Outcome =
   | { kind: "sent" }
   /** RFC 8030 §7.3: the subscription is gone for good. */
   | { kind: "gone" }
   | { kind: "retry"; retryAfterMs?: number }
-  | { kind: "refused"; detail: string };
+  | { kind: "refused"; detail: string }
+  /** The sender is stopping: the push is given back, due at once for another replica or the next start. */
+  | { kind: "released" };
 
 export interface WebPushSenderDependencies {
   /** The statement pool: a push's claim is on the way to the person's screen (see `openStatementPool`). */
@@ -53,15 +52,30 @@ export interface WebPushSenderDependencies {
   pollMs: number;
 }
 
+/** The sender as those who write pushes see it. */
+export interface WebPushHandOver {
+  /**
+   * When pushes written now should be due: at the end of a lease to this sender, to be handed to `send`
+   * after their commit, or (its hands full) `now`, for its batches to take once woken.
+   */
+  dueAt(now: Date): Date;
+  /** Sends pushes written leased to this sender by `dueAt`, and settles them. */
+  send(jobs: PushJob[], now: Date): void;
+  /** Pushes were committed due: a batch takes them. */
+  wake(): void;
+}
+
 /**
- * Delivers the pushes `enqueuePush` committed (RFC 8030, encrypted RFC 8291 aes128gcm by `encryptPush`,
- * under a VAPID JWT signed once per push service, sent by our own node:http(s) request over kept-alive
- * connections, so the endpoint policy is checked on the very URL sent to). Due rows are taken `for update skip locked`, so replicas never send one push at once,
- * and kept locked until their outcome commits: a crash before that leaves them due, and they are sent
+ * Delivers the pushes `writePushJobs` and `enqueuePush` committed (RFC 8030, encrypted RFC 8291 aes128gcm by
+ * `encryptPush`, under a VAPID JWT signed once per push service, sent by our own node:http(s) request over
+ * kept-alive connections, so the endpoint policy is checked on the very URL sent to). A push is the
+ * sender's for a lease of 30 s, the one statement that claims due rows (`for update skip locked`, so
+ * replicas never take one push at once) or the trigger's own that wrote them for it: its outcome, written
+ * after the send, ends the lease, and a crash before that leaves the push due when the lease ends, sent
  * again under the same Topic, which replaces the first at the push service. 404/410 deletes the
  * subscription; 429, 5xx and no answer retry with backoff while the item lives; other answers drop the push.
  */
-export function startWebPushSender(deps: WebPushSenderDependencies): WakeableLoop {
+export function startWebPushSender(deps: WebPushSenderDependencies): WebPushHandOver & { stop(): Promise<void> } {
   const { statements, clock, logger } = deps;
   const abort = new AbortController();
   const authorization = vapidAuthorization(deps.vapid, clock);
@@ -88,7 +102,7 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WakeableLoo
       sent.end(body);
     });
 
-  const send = async (job: DueJob, now: Date): Promise<Outcome> => {
+  const send = async (job: PushJob, now: Date): Promise<Outcome> => {
     const subscription = open(job.subscription_id, job.sealed);
     if ("refused" in subscription) return { kind: "refused", detail: subscription.refused };
     const { url } = subscription;
@@ -106,9 +120,8 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WakeableLoo
     let response: IncomingMessage;
     try {
       response = await post(url, headers, body);
-    } catch (error) {
-      if (abort.signal.aborted) throw error;
-      return { kind: "retry" };
+    } catch {
+      return abort.signal.aborted ? { kind: "released" } : { kind: "retry" };
     }
     const status = response.statusCode ?? 0;
     if (status >= 200 && status < 300) return { kind: "sent" };
@@ -120,10 +133,70 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WakeableLoo
     return { kind: "refused", detail: `the push service answered ${status}` };
   };
 
+  /** Sends leased pushes and writes their outcomes, each statement atomic by itself: any not written stays leased. */
+  const settle = async (jobs: PushJob[], now: Date): Promise<void> => {
+    const outcomes = await Promise.all(jobs.map((job) => send(job, now)));
+    const done: PushJob[] = [];
+    const sentTo: string[] = [];
+    const gone: string[] = [];
+    const released: PushJob[] = [];
+    for (const [i, job] of jobs.entries()) {
+      const outcome = outcomes[i] as Outcome;
+      if (outcome.kind === "sent") {
+        done.push(job);
+        sentTo.push(job.subscription_id);
+      } else if (outcome.kind === "gone") {
+        gone.push(job.subscription_id);
+        logger.info("push subscription gone; deleted", { subscription_id: job.subscription_id });
+      } else if (outcome.kind === "retry") {
+        const backoff = Math.min(maxRetryDelayMs, 1000 * 2 ** job.attempts);
+        const next = new Date(now.getTime() + Math.max(backoff, outcome.retryAfterMs ?? 0));
+        // Past the item's life the row stays until the expiry delete: nothing would show it anyway.
+        await statements.query({
+          name: "retry_push_job",
+          text: "update push_job set attempts = attempts + 1, next_attempt_at = $1 where subscription_id = $2 and topic = $3",
+          values: [next, job.subscription_id, job.topic],
+        });
+      } else if (outcome.kind === "released") {
+        released.push(job);
+      } else {
+        done.push(job);
+        logger.warn("push refused; dropped", { subscription_id: job.subscription_id, detail: outcome.detail });
+      }
+    }
+    // One statement per outcome for the whole batch: a burst's rows are settled in a few round trips.
+    if (done.length > 0)
+      await statements.query({
+        name: "mark_push_jobs_sent",
+        text: `update push_job set sent_at = $1
+                where (subscription_id, topic) in (select * from unnest($2::uuid[], $3::text[]))`,
+        values: [now, done.map((job) => job.subscription_id), done.map((job) => job.topic)],
+      });
+    if (sentTo.length > 0)
+      await statements.query({
+        name: "mark_push_subscriptions_pushed",
+        text: "update push_subscription set last_pushed_at = $1 where id = any($2::uuid[])",
+        values: [now, sentTo],
+      });
+    if (gone.length > 0)
+      await statements.query({
+        name: "delete_gone_push_subscriptions",
+        text: "delete from push_subscription where id = any($1::uuid[])",
+        values: [gone],
+      });
+    if (released.length > 0)
+      await statements.query({
+        name: "release_push_jobs",
+        text: `update push_job set next_attempt_at = $1
+                where (subscription_id, topic) in (select * from unnest($2::uuid[], $3::text[]))`,
+        values: [now, released.map((job) => job.subscription_id), released.map((job) => job.topic)],
+      });
+  };
+
   /**
    * Rows past their item's end, deleted at most once a poll interval by the clock rather than on every
    * wake, and after the batch is sent: a push woken by a commit then waits for no statement but its own
-   * claim (before the batch, the first push woken after each poll interval waited for the delete too).
+   * claim.
    */
   let pruneDueAt = 0;
   const pruneExpired = async (now: Date): Promise<boolean> => {
@@ -139,70 +212,29 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WakeableLoo
     return more;
   };
 
+  const leaseEnd = (now: Date) => new Date(now.getTime() + leaseMs);
+
   const work = async (): Promise<boolean> => {
     const now = clock.now();
-    const more = await inTransaction(statements, async (tx) => {
-      const { rows: due } = await tx.query<DueJob>({
-        name: "claim_push_jobs",
-        text: `select j.subscription_id, j.topic, j.payload, j.urgency, j.expires_at, j.attempts, s.sealed
-           from push_job j join push_subscription s on s.id = j.subscription_id
-          where j.sent_at is null and j.next_attempt_at <= $1 and j.expires_at > $1
-          order by j.next_attempt_at limit ${batchSize} for update of j skip locked`,
-        values: [now],
-      });
-      const outcomes = await Promise.all(due.map((job) => send(job, now)));
-      const done: DueJob[] = [];
-      const sentTo: string[] = [];
-      const gone: string[] = [];
-      for (const [i, job] of due.entries()) {
-        const outcome = outcomes[i] as Outcome;
-        if (outcome.kind === "sent") {
-          done.push(job);
-          sentTo.push(job.subscription_id);
-        } else if (outcome.kind === "gone") {
-          gone.push(job.subscription_id);
-          logger.info("push subscription gone; deleted", { subscription_id: job.subscription_id });
-        } else if (outcome.kind === "retry") {
-          const backoff = Math.min(maxRetryDelayMs, 1000 * 2 ** job.attempts);
-          const next = new Date(now.getTime() + Math.max(backoff, outcome.retryAfterMs ?? 0));
-          // Past the item's life the row stays until the expiry delete after the batch: nothing would show it anyway.
-          await tx.query({
-            name: "retry_push_job",
-            text: "update push_job set attempts = attempts + 1, next_attempt_at = $1 where subscription_id = $2 and topic = $3",
-            values: [next, job.subscription_id, job.topic],
-          });
-        } else {
-          done.push(job);
-          logger.warn("push refused; dropped", { subscription_id: job.subscription_id, detail: outcome.detail });
-        }
-      }
-      // One statement per outcome for the whole batch: a burst's rows are settled in a few round trips.
-      if (done.length > 0)
-        await tx.query({
-          name: "mark_push_jobs_sent",
-          text: `update push_job set sent_at = $1
-                  where (subscription_id, topic) in (select * from unnest($2::uuid[], $3::text[]))`,
-          values: [now, done.map((job) => job.subscription_id), done.map((job) => job.topic)],
-        });
-      if (sentTo.length > 0)
-        await tx.query({
-          name: "mark_push_subscriptions_pushed",
-          text: "update push_subscription set last_pushed_at = $1 where id = any($2::uuid[])",
-          values: [now, sentTo],
-        });
-      if (gone.length > 0)
-        await tx.query({
-          name: "delete_gone_push_subscriptions",
-          text: "delete from push_subscription where id = any($1::uuid[])",
-          values: [gone],
-        });
-      return due.length === batchSize;
+    // One autocommitted statement: no transaction is held open through the sends.
+    const { rows: due } = await statements.query<PushJob>({
+      name: "claim_push_jobs",
+      text: `with due as materialized (
+               select subscription_id, topic from push_job
+                where sent_at is null and next_attempt_at <= $1 and expires_at > $1
+                order by next_attempt_at limit ${batchSize} for update skip locked)
+         update push_job j set next_attempt_at = $2
+           from due, push_subscription s
+          where j.subscription_id = due.subscription_id and j.topic = due.topic and s.id = j.subscription_id
+         returning j.subscription_id, j.topic, j.payload, j.urgency, j.expires_at, j.attempts, s.sealed`,
+      values: [now, leaseEnd(now)],
     });
+    await settle(due, now);
     const prunedAll = !(await pruneExpired(now));
-    return more || !prunedAll;
+    return due.length === batchSize || !prunedAll;
   };
 
-  // A commit wakes one idle batch, not all: the others would only claim nothing, each a transaction on the
+  // A commit wakes one idle batch, not all: the others would only claim nothing, each a statement on the
   // pool the pushes wait for. A full batch wakes another, so a burst still spreads over all of them.
   const busy = Array.from({ length: concurrentBatches }, () => false);
   let rotation = 0;
@@ -228,11 +260,29 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WakeableLoo
       },
     }),
   );
+
+  // Pushes handed over by the trigger that wrote them, skipping the wake and the claim's round trip.
+  const handedOver = new Set<Promise<void>>();
+  let handedOverJobs = 0;
   return {
+    dueAt: (now) => (handedOverJobs < handOverLimit && !abort.signal.aborted ? leaseEnd(now) : now),
+    send(jobs, now) {
+      if (jobs.length === 0) return;
+      handedOverJobs += jobs.length;
+      const settled = settle(jobs, now)
+        .catch((error: unknown) => {
+          logger.error("web push outcome not written; the push is due again after its lease", { error });
+        })
+        .finally(() => {
+          handedOverJobs -= jobs.length;
+          handedOver.delete(settled);
+        });
+      handedOver.add(settled);
+    },
     wake: wakeOne,
     async stop() {
       abort.abort();
-      await Promise.all(loops.map((loop) => loop.stop()));
+      await Promise.all([...loops.map((loop) => loop.stop()), ...handedOver]);
       agents.http.destroy();
       agents.https.destroy();
     },
