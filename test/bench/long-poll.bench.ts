@@ -32,10 +32,10 @@ import { mintAttestations } from "./process-cpu.ts";
  *   PostgreSQL, NATS) per round trip of a card (inquire, long-poll, cancel); `publish_cpu_us`: nats-server's
  *   per publish. `from_cancel_p99_ms` also counts the cancel itself (agentlink's transaction).
  * - `long-poll-hold`: one gateway holding `held` long-polls at once (agents' in_flight and per-minute limits
- *   respected); `rss_kib_per_held` = the gateway's RSS growth over its idle RSS, per held poll, the largest of
- *   the holds (goal: at most 32): a later hold reuses memory an earlier one grew, so a median moved with the
- *   number of holds (6 KiB over five, 14 to 16 over three). Verify-token runs idle, held, idle, held, ..., idle,
- *   16 in flight, a fixed count each, once the mesh idles: every held measurement is a round, its ratio the
+ *   respected); `rss_kib_per_held` = the gateway's RSS growth over its idle RSS, per held poll, in a first
+ *   hold before any other (goal: at most 32): a later hold reuses memory an earlier one grew, so a median
+ *   moved with the number of holds (6 KiB over five, 14 to 16 over three). Then verify-token runs idle, held,
+ *   idle, held, ..., idle, 16 in flight, 3,000 each, once the mesh idles: every held measurement is a round, its ratio the
  *   mean server CPU per verify (gateway, signing, account, agentlink, PostgreSQL, NATS: holding costs them all)
  *   of the idle ones either side over its own, so a drift of the machine's load moves both alike; `ratio` = the median of the rounds' ratios (goal: at least
  *   0.9). Throughput is reported beside it. `failed` counts held long-polls not answered `queued` at their end (or
@@ -51,16 +51,16 @@ const wakesPerRound = 50;
 const publishesPerRound = 50;
 /** 2,000 cards of two gateway calls each stay far under 60 agents' 120 calls a minute. */
 const wakeAgents = 60;
-const holdRounds = 5;
+const holdRounds = 7;
 const verifyInFlight = 16;
 /**
- * Kept small, as the gateway's RSS per held poll is read over the verifies before each hold: at 4,000 their
- * heap growth left room that the holds then filled, and the figure fell from 14–16 KiB to 0.9. The CPU comes
- * from the threads' schedstat (ns): read from /proc/<pid>/stat's 10 ms ticks in six processes, a tick either way
- * in each moved a round's ratio (about 350 ms of server CPU) by up to a sixth, and the median of three rounds read
- * 1.07, 0.71 and 0.94 in three runs of one commit.
+ * A second of server CPU a measurement: at 1,000 (a third of a second) rounds of one run read 0.71 to 1.34
+ * and whole runs of one commit 0.84 to 1.03, the idle mesh's own work (26 ms a second here) and a collection
+ * falling in one window or the next deciding a round. The CPU comes from the threads' schedstat (ns): read
+ * from /proc/<pid>/stat's 10 ms ticks in six processes, a tick either way in each moved a round's ratio by up
+ * to a sixth.
  */
-const verifiesPerMeasurement = 1000;
+const verifiesPerMeasurement = 3000;
 const pollsPerCard = 40;
 /** A held long-poll not answered by then (25 s of wait and a loaded machine's slack) counts as failed. */
 const heldPollDeadlineMs = 60_000;
@@ -177,18 +177,8 @@ try {
       }),
     );
 
-  await verify(await fresh()); // warm-up
-  const gatewayPid = mesh.pid("gateway")!;
-  const idle = [await verify(await fresh())];
-  const heldRuns: Awaited<ReturnType<typeof verify>>[] = [];
-  const rssGrowthKib: number[] = [];
-  let failed = 0;
-  let firstFailure: string | undefined;
-  let answeredBeforeMeasured = 0;
-  for (let round = 0; round < holdRounds; round++) {
-    const heldTokens = await fresh();
-    const idleRss = rssKib(gatewayPid);
-    let answered = 0;
+  /** Holds `held` long-polls; resolves once all are sent, with the promise of their answers. */
+  const hold = async () => {
     const polls: Promise<unknown>[] = [];
     for (let i = 0; i < held; i++) {
       const card = cards[Math.floor(i / pollsPerCard)]!;
@@ -200,10 +190,10 @@ try {
             timeoutMs: heldPollDeadlineMs,
           });
           if (body.status !== "queued") throw new Error(`a held long-poll answered ${body.status}`);
-          answered++;
+          holding.answered++;
         } catch (error) {
-          failed++;
-          firstFailure ??= (error as Error).message;
+          holding.failed++;
+          holding.firstFailure ??= (error as Error).message;
         }
       };
       polls.push(poll());
@@ -213,10 +203,29 @@ try {
       if (i % 50 === 49) await Promise.all([sleep(50), fetch(`${mesh.gatewayUrl}/healthz`)]);
     }
     await quiet(); // the last first reads
-    rssGrowthKib.push(rssKib(gatewayPid) - idleRss);
+    return Promise.all(polls);
+  };
+  const holding = { answered: 0, failed: 0, firstFailure: undefined as string | undefined };
+
+  // Memory first, before any verify-token: a verify run's garbage left the gateway's heap room that a hold
+  // then filled without growing RSS, and the figure fell from 14–16 KiB a poll to 0.9.
+  const gatewayPid = mesh.pid("gateway")!;
+  const idleRss = rssKib(gatewayPid);
+  const memoryHold = await hold();
+  const rssGrowthKib = rssKib(gatewayPid) - idleRss;
+  await memoryHold;
+
+  await verify(await fresh()); // warm-up
+  const idle = [await verify(await fresh())];
+  const heldRuns: Awaited<ReturnType<typeof verify>>[] = [];
+  let answeredBeforeMeasured = 0;
+  for (let round = 0; round < holdRounds; round++) {
+    const heldTokens = await fresh();
+    const answeredBefore = holding.answered;
+    const answers = await hold();
     heldRuns.push(await verify(heldTokens));
-    answeredBeforeMeasured += answered;
-    await Promise.all(polls);
+    answeredBeforeMeasured += holding.answered - answeredBefore;
+    await answers;
     idle.push(await verify(await fresh()));
   }
   const roundRatios = heldRuns.map(
@@ -229,9 +238,9 @@ try {
       held,
       rounds: holdRounds,
       answered_before_measured: answeredBeforeMeasured,
-      failed,
-      ...(firstFailure && { first_failure: firstFailure }),
-      rss_kib_per_held: Math.max(...rssGrowthKib) / held,
+      failed: holding.failed,
+      ...(holding.firstFailure && { first_failure: holding.firstFailure }),
+      rss_kib_per_held: rssGrowthKib / held,
       ratio: median(roundRatios),
       min_round_ratio: Math.min(...roundRatios),
       max_round_ratio: Math.max(...roundRatios),
