@@ -177,7 +177,10 @@ try {
       }),
     );
 
-  /** Holds `held` long-polls; resolves once all are sent, with the promise of their answers. */
+  /**
+   * Holds `held` long-polls: once all are sent and read, resolves to the promise of their answers, inside an
+   * object (returned bare, it would be awaited with them).
+   */
   const hold = async () => {
     const polls: Promise<unknown>[] = [];
     for (let i = 0; i < held; i++) {
@@ -203,7 +206,7 @@ try {
       if (i % 50 === 49) await Promise.all([sleep(50), fetch(`${mesh.gatewayUrl}/healthz`)]);
     }
     await quiet(); // the last first reads
-    return Promise.all(polls);
+    return { answers: Promise.all(polls) };
   };
   const holding = { answered: 0, failed: 0, firstFailure: undefined as string | undefined };
 
@@ -213,7 +216,7 @@ try {
   const idleRss = rssKib(gatewayPid);
   const memoryHold = await hold();
   const rssGrowthKib = rssKib(gatewayPid) - idleRss;
-  await memoryHold;
+  await memoryHold.answers;
 
   await verify(await fresh()); // warm-up
   const idle = [await verify(await fresh())];
@@ -222,7 +225,7 @@ try {
   for (let round = 0; round < holdRounds; round++) {
     const heldTokens = await fresh();
     const answeredBefore = holding.answered;
-    const answers = await hold();
+    const { answers } = await hold();
     heldRuns.push(await verify(heldTokens));
     answeredBeforeMeasured += holding.answered - answeredBefore;
     await answers;
