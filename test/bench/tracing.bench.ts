@@ -15,10 +15,12 @@ import { type ArmMesh, costedRound, cpuRatio, simultaneous, startArmMeshes } fro
  * `ratio` is the median of the rounds' ratios, traced to untraced. `spans_per_op` and `exported` say the traced
  * arm paid for every span: the gateway's operation spans received, per create-link it answered.
  */
-// The median of 15 ratios moves less than that of 7. Rounds of 500 rather than 250, each averaging over more of the
-// load's swings, read an interquartile range of 1.00-1.14 against 1.07-1.20 at load 1-4, but 1.08-1.21 at load 9.
+// The median of 15 ratios moves less than that of 7. A round's CPU counts the settle after it, when an idle mesh
+// spends 0 to 23 ms in any 0.7 s (pollers and sweeps), a twentieth of a round of 500 create-links: at 500, rounds
+// of one run read 0.78 to 1.41 and three runs 1.18, 1.12 and 1.12 (tracing-off's rounds of verify-token, the same
+// method with this checkout in both arms, read 0.77 to 1.24 at 500 and 0.98 to 1.06 at 2,000).
 const rounds = 15;
-const perRound = 500;
+const perRound = 2000;
 const inFlight = 16;
 const settleMs = 1000;
 
