@@ -43,6 +43,8 @@ let organizationId: string;
 const runs = new Map<string, number>();
 /** Requests of /test/hold wait here until the test lets them finish. */
 let holds: (() => void)[] = [];
+/** The stage's releases of in_flight slots wait for this while a test holds them back. */
+let releasesHeld: Promise<void> | undefined;
 
 const counted = (operationId: string) => runs.set(operationId, (runs.get(operationId) ?? 0) + 1);
 
@@ -148,7 +150,20 @@ beforeAll(async () => {
     stages: [
       parseStage,
       authenticateStage([...apiKeyResolvers(directory, clock), grantTokens]),
-      rateLimitStage({ limiter, upgradeUrl, anonymousPerMinute: 5, trustedProxyHops: 1, logger }),
+      rateLimitStage({
+        limiter: {
+          take: (plan, now) => limiter.take(plan, now),
+          decide: (plan, now, check) => limiter.decide(plan, now, check),
+          release: async (leaseId) => {
+            await releasesHeld;
+            return limiter.release(leaseId);
+          },
+        },
+        upgradeUrl,
+        anonymousPerMinute: 5,
+        trustedProxyHops: 1,
+        logger,
+      }),
       validateStage,
       handleStage,
     ],
@@ -353,6 +368,26 @@ describe("development secret key (bs_test)", () => {
     await expect.poll(() => holds.length).toBe(10);
     for (const finish of holds.splice(0)) finish();
     expect((await Promise.all([...held, admitted])).map((a) => a.status)).toEqual(Array(11).fill(200));
+  });
+
+  test("an answer does not wait for its slot's release; the key's next request here waits for it, and is admitted", async () => {
+    const { key, id } = await newKey("secret", "development");
+    await new KeyLimits({ orm, clock }).set(id, "in_flight", 1);
+    let letGo = () => {};
+    releasesHeld = new Promise((resolve) => {
+      letGo = resolve;
+    });
+    try {
+      // Answered while its release is still held back (before, the answer waited for it).
+      expect((await call("/test/keyed", { key })).status).toBe(200);
+      const next = call("/test/keyed", { key });
+      letGo();
+      // Taken after the release: the one slot is free, not "concurrent".
+      expect((await next).status).toBe(200);
+    } finally {
+      releasesHeld = undefined;
+      letGo();
+    }
   });
 
   test("in_flight slots are given back after failures, invalid input and clients that went away", async () => {
