@@ -133,6 +133,15 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WebPushHand
     return { kind: "refused", detail: `the push service answered ${status}` };
   };
 
+  /** One statement setting `column` to `at` on every row of `jobs`. */
+  const stampJobs = (name: string, column: "sent_at" | "next_attempt_at", jobs: PushJob[], at: Date) =>
+    statements.query({
+      name,
+      text: `update push_job set ${column} = $1
+              where (subscription_id, topic) in (select * from unnest($2::uuid[], $3::text[]))`,
+      values: [at, jobs.map((job) => job.subscription_id), jobs.map((job) => job.topic)],
+    });
+
   /** Sends leased pushes and writes their outcomes, each statement atomic by itself: any not written stays leased. */
   const settle = async (jobs: PushJob[], now: Date): Promise<void> => {
     const outcomes = await Promise.all(jobs.map((job) => send(job, now)));
@@ -165,13 +174,7 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WebPushHand
       }
     }
     // One statement per outcome for the whole batch: a burst's rows are settled in a few round trips.
-    if (done.length > 0)
-      await statements.query({
-        name: "mark_push_jobs_sent",
-        text: `update push_job set sent_at = $1
-                where (subscription_id, topic) in (select * from unnest($2::uuid[], $3::text[]))`,
-        values: [now, done.map((job) => job.subscription_id), done.map((job) => job.topic)],
-      });
+    if (done.length > 0) await stampJobs("mark_push_jobs_sent", "sent_at", done, now);
     if (sentTo.length > 0)
       await statements.query({
         name: "mark_push_subscriptions_pushed",
@@ -184,13 +187,7 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WebPushHand
         text: "delete from push_subscription where id = any($1::uuid[])",
         values: [gone],
       });
-    if (released.length > 0)
-      await statements.query({
-        name: "release_push_jobs",
-        text: `update push_job set next_attempt_at = $1
-                where (subscription_id, topic) in (select * from unnest($2::uuid[], $3::text[]))`,
-        values: [now, released.map((job) => job.subscription_id), released.map((job) => job.topic)],
-      });
+    if (released.length > 0) await stampJobs("release_push_jobs", "next_attempt_at", released, now);
   };
 
   /**
