@@ -177,6 +177,8 @@ try {
       }),
     );
 
+  /** What the held long-polls answered, over every hold. */
+  const holding = { answered: 0, failed: 0, firstFailure: undefined as string | undefined };
   /**
    * Holds `held` long-polls: once all are sent and read, resolves to the promise of their answers, inside an
    * object (returned bare, it would be awaited with them).
@@ -208,8 +210,6 @@ try {
     await quiet(); // the last first reads
     return { answers: Promise.all(polls) };
   };
-  const holding = { answered: 0, failed: 0, firstFailure: undefined as string | undefined };
-
   // Memory first, before any verify-token: a verify run's garbage left the gateway's heap room that a hold
   // then filled without growing RSS, and the figure fell from 14–16 KiB a poll to 0.9.
   const gatewayPid = mesh.pid("gateway")!;

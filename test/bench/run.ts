@@ -127,7 +127,7 @@ const goals: Record<string, Goal[]> = {
     {
       field: "rss_kib_per_held",
       atMost: 32,
-      says: "one gateway's RSS per held long-poll at most 32 KiB (the largest growth of the holds)",
+      says: "one gateway's RSS per held long-poll at most 32 KiB (its growth over a first hold, before any verify run)",
     },
     {
       field: "ratio",
