@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createClient } from "@connectrpc/connect";
@@ -9,6 +9,7 @@ import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import { ConsoleService, KeyType } from "@svc/proto/console/v1/console_pb.js";
 import { startSigning } from "@svc/signing";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { writeClockFile } from "../harness/clock-file.ts";
 import { type GatewayReplica, startGatewayReplica } from "../harness/gateway-replica.ts";
 import { createTestDatabase, type TestDatabase } from "../harness/index.ts";
 
@@ -32,7 +33,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "edge-replicas-"));
   const clockFile = join(dir, "clock");
   // 10:00:03: the minute windows stay open for the whole file.
-  writeFileSync(clockFile, "2026-12-01T10:00:03.000Z");
+  writeClockFile(clockFile, "2026-12-01T10:00:03.000Z");
   signing = await startSigning({
     env: {
       SVC_DATABASE_URL: database.url,

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
@@ -8,6 +8,7 @@ import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import { startSigning } from "@svc/signing";
 import { decodeProtectedHeader } from "jose";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { writeClockFile } from "../harness/clock-file.ts";
 import { type GatewayReplica, startGatewayReplica } from "../harness/gateway-replica.ts";
 import { createTestDatabase, type TestDatabase } from "../harness/index.ts";
 
@@ -30,7 +31,7 @@ const replicas: GatewayReplica[] = [];
 let now = new Date("2026-12-01T10:00:00Z");
 const moveClock = (to: Date) => {
   now = to;
-  writeFileSync(clockFile, to.toISOString());
+  writeClockFile(clockFile, to);
 };
 
 beforeAll(async () => {

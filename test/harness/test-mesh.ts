@@ -1,10 +1,11 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import { consoleTransport } from "@svc/local-mesh/console-client";
 import { type Mesh, type ServiceName, startMesh } from "@svc/local-mesh/mesh";
 import { ConsoleService } from "@svc/proto/console/v1/console_pb.js";
+import { writeClockFile } from "./clock-file.ts";
 import { type DocumentedFetch, documentedFetch } from "./documented-fetch.ts";
 import { createTestDatabase, natsUrl, uniqueName } from "./index.ts";
 
@@ -43,8 +44,7 @@ export async function startTestMesh(
   const database = await createTestDatabase(label);
   const dir = mkdtempSync(join(tmpdir(), `mesh-${label}-`));
   const clockFile = join(dir, "clock");
-  const setClock = (at: Date | string | null) =>
-    writeFileSync(clockFile, at === null ? "" : new Date(at).toISOString());
+  const setClock = (at: Date | string | null) => writeClockFile(clockFile, at);
   setClock(options.clockAt ?? null);
   const stream = uniqueName(label).toUpperCase();
   const lines: string[] = [];
