@@ -7,9 +7,11 @@ import {
   OutboxEvent,
   type OutboxRelay,
   openDatabase,
+  openStatementPool,
   outboxMigrations,
   startOutboxRelay,
 } from "@svc/platform";
+import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, natsUrl, type TestDatabase, uniqueName } from "../../../test/harness/index.ts";
 import { migrations } from "../src/migrations/index.ts";
@@ -31,6 +33,7 @@ const clock = new ManualClock(created);
 
 let database: TestDatabase;
 let orm: MikroORM;
+let statements: pg.Pool;
 let bus: EventBus;
 let outbox: OutboxRelay;
 let lifecycle: RequestLifecycle;
@@ -45,15 +48,17 @@ beforeAll(async () => {
     migrations: [...outboxMigrations, ...migrations],
     logger,
   });
+  statements = openStatementPool({ url: database.url, schema: "gate", max: 2, logger });
   const stream = uniqueName("gatehold").toUpperCase();
   bus = await connectEventBus({ url: natsUrl(), name: "gate-hold-test", stream, subjectPrefix: stream.toLowerCase() });
-  outbox = startOutboxRelay({ orm, bus, logger, clock });
+  outbox = startOutboxRelay({ statements, bus, logger, clock });
   lifecycle = new RequestLifecycle({ orm, clock, bus, outbox });
 });
 
 afterAll(async () => {
   await outbox?.stop();
   await bus?.nc.drain();
+  await statements?.end();
   await orm?.close();
   await database?.drop();
 });

@@ -10,11 +10,13 @@ import {
   OutboxEvent,
   type OutboxRelay,
   openDatabase,
+  openStatementPool,
   outboxMigrations,
   startOutboxRelay,
 } from "@svc/platform";
 import { AccountService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
+import type pg from "pg";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createTestDatabase, natsUrl, type TestDatabase, uniqueName } from "../../../test/harness/index.ts";
 import { Ceremony } from "../src/ceremony/ceremony.ts";
@@ -78,6 +80,7 @@ const signing = createClient(
 
 let database: TestDatabase;
 let orm: MikroORM;
+let statements: pg.Pool;
 let bus: EventBus;
 let outbox: OutboxRelay;
 let lifecycle: RequestLifecycle;
@@ -103,6 +106,7 @@ beforeAll(async () => {
     migrations: [...outboxMigrations, ...migrations],
     logger,
   });
+  statements = openStatementPool({ url: database.url, schema: "gate", max: 2, logger });
   const stream = uniqueName("gatesandbox").toUpperCase();
   bus = await connectEventBus({
     url: natsUrl(),
@@ -110,13 +114,14 @@ beforeAll(async () => {
     stream,
     subjectPrefix: stream.toLowerCase(),
   });
-  outbox = startOutboxRelay({ orm, bus, logger, clock });
+  outbox = startOutboxRelay({ statements, bus, logger, clock });
   lifecycle = new RequestLifecycle({ orm, clock, bus, outbox });
 });
 
 afterAll(async () => {
   await outbox?.stop();
   await bus?.nc.drain();
+  await statements?.end();
   await orm?.close();
   await database?.drop();
 });

@@ -145,7 +145,7 @@ export async function startService<S extends Settings, B>(
       subjectPrefix: config.eventSubjectPrefix,
       maxAgeMs: mesh.eventStreamMaxAge,
     });
-    outbox = startOutboxRelay({ orm, bus, logger, clock, retentionMs: mesh.outboxRetention });
+    outbox = startOutboxRelay({ statements, bus, logger, clock, retentionMs: mesh.outboxRetention });
     const context: ServiceContext<S> = { config, env, orm, statements, bus, outbox, clock, logger };
     const bundle = await definition.build(context);
     if (definition.background) stopBackground = await definition.background(bundle, context);

@@ -8,9 +8,11 @@ import {
   ManualClock,
   OutboxEvent,
   openDatabase,
+  openStatementPool,
   outboxMigrations,
   startOutboxRelay,
 } from "@svc/platform";
+import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, natsUrl, type TestDatabase, uniqueName } from "../../../test/harness/index.ts";
 
@@ -20,6 +22,7 @@ const clock = new ManualClock("2026-11-22T10:00:00Z");
 describe("transactional outbox", () => {
   let db: TestDatabase;
   let orm: MikroORM;
+  let statements: pg.Pool;
   let bus: EventBus;
   let stream: string;
 
@@ -32,11 +35,13 @@ describe("transactional outbox", () => {
       migrations: outboxMigrations,
       logger,
     });
+    statements = openStatementPool({ url: db.url, schema: "outbox_test", max: 2, logger });
     stream = uniqueName("outbox").toUpperCase();
     bus = await connectEventBus({ url: natsUrl(), name: "outbox-test", stream, subjectPrefix: stream.toLowerCase() });
   });
   afterAll(async () => {
     await bus.nc.drain();
+    await statements.end();
     await orm.close();
     await db.drop();
   });
@@ -66,7 +71,7 @@ describe("transactional outbox", () => {
       })
       .catch(() => undefined);
 
-    const relay = startOutboxRelay({ orm, bus, logger, clock, pollMs: 50 });
+    const relay = startOutboxRelay({ statements, bus, logger, clock, pollMs: 50 });
     await expect.poll(streamMessages, { timeout: 5000 }).toBe(1);
     await relay.stop();
 
@@ -84,7 +89,7 @@ describe("transactional outbox", () => {
     });
     await bus.js.publish(bus.subject("test.retry"), new Uint8Array([2]), { msgID: "retry-1" });
     const before = await streamMessages();
-    const relay = startOutboxRelay({ orm, bus, logger, clock, pollMs: 50 });
+    const relay = startOutboxRelay({ statements, bus, logger, clock, pollMs: 50 });
     await expect
       .poll(async () => (await orm.em.fork().execute("select 1 from outbox where published_at is null")).length, {
         timeout: 5000,
@@ -115,7 +120,7 @@ describe("transactional outbox", () => {
           .execute<{ message_id: string }[]>("select message_id from outbox where published_at is null order by id")
       ).map((r) => r.message_id);
     const before = await streamMessages();
-    const relay = startOutboxRelay({ orm, bus, logger, clock, pollMs: 50 });
+    const relay = startOutboxRelay({ statements, bus, logger, clock, pollMs: 50 });
     await expect.poll(unpublished, { timeout: 5000 }).toEqual(["late-1"]);
     expect(await streamMessages()).toBe(before + 2);
 
@@ -145,7 +150,15 @@ describe("transactional outbox", () => {
         (r) => r.message_id,
       );
     for (let i = 0; i < 5; i += 1) await enqueue(`old-${i}`);
-    const relay = startOutboxRelay({ orm, bus, logger, clock, pollMs: 50, retentionMs: 24 * hour, pruneBatchSize: 2 });
+    const relay = startOutboxRelay({
+      statements,
+      bus,
+      logger,
+      clock,
+      pollMs: 50,
+      retentionMs: 24 * hour,
+      pruneBatchSize: 2,
+    });
     await expect.poll(unpublished, { timeout: 5000 }).toBe(0);
 
     clock.advance(12 * hour);
