@@ -110,7 +110,7 @@ export function gateServices(deps: GateDependencies): GateServices {
         // A new pending request, or a ceremony that superseded the person's pending pre-check: their inbox changed.
         publishRequestCreated(deps.bus, input.svcUserId, link, input.parentRequestId);
         // The push trigger committed with the request: the relay publishes it for account.
-        if (link.status === "pending") deps.outbox.wake();
+        if (link.pushEvent !== null) deps.outbox.publishCommitted([link.pushEvent]);
       }
       if (link.status === "pending" && input.parentRequestId !== "")
         await publishSupersededParent(deps.bus, db, input.parentRequestId);

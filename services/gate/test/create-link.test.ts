@@ -151,6 +151,30 @@ describe("create-verification-link with an idempotency token (the gateway's scop
   });
 });
 
+describe("create-verification-link naming a person", () => {
+  it("returns the push trigger it committed with its outbox id, for the relay to publish at once; a retry's answer returns none", async () => {
+    const node = replica();
+    const session = await node.sessions.create(keyCaller, { partnerUserId: "", metadata: undefined, allowedGates: [] });
+    const { id } = await node.sessions.authenticate(session.token);
+    const svcUserId = randomUUID();
+    const created = await node.link(id, input("checkout", { svcUserId, idempotencyToken: "token-p" }), { devices: 1 });
+    const { rows } = await statements.query(
+      `select id::text, subject, message_id, payload, trace_context from outbox where message_id = $1`,
+      [`push:${created.requestId}:${svcUserId}`],
+    );
+    expect(rows).toHaveLength(1);
+    expect(created.pushEvent).toEqual({
+      id: rows[0].id,
+      subject: rows[0].subject,
+      messageId: rows[0].message_id,
+      payload: rows[0].payload,
+      traceContext: rows[0].trace_context,
+    });
+    const again = await node.link(id, input("checkout", { svcUserId, idempotencyToken: "token-p" }), { devices: 1 });
+    expect(again).toEqual({ ...created, pushEvent: null });
+  });
+});
+
 describe("create-verification-link for a sandbox human", () => {
   it("records with the request how the sandbox human answers and when the sandbox sweep may answer; anyone else's records neither", async () => {
     const node = replica();
@@ -449,8 +473,8 @@ describe("create-verification-link, one statement per batch of calls", () => {
       node.writer.write(request(sessions[2]!.id, first)),
     ]);
     expect(outcomes.slice(0, 2)).toEqual([
-      { status: "fulfilled", value: "pending" },
-      { status: "fulfilled", value: "pending" },
+      { status: "fulfilled", value: { outcome: "pending", pushEvent: null } },
+      { status: "fulfilled", value: { outcome: "pending", pushEvent: null } },
     ]);
     expect(outcomes[2]).toMatchObject({ status: "rejected", reason: { code: "23505" } });
     const consumed = await statements.query(

@@ -135,6 +135,49 @@ describe("transactional outbox", () => {
     await jsm.streams.delete(late.toUpperCase());
   });
 
+  it("publishes events handed over by their writer at once, unclaimed, and marks them; a refused one stays for a run", async () => {
+    const late = `${stream.toLowerCase()}_handed`;
+    const unpublished = async () =>
+      (
+        await orm.em
+          .fork()
+          .execute<{ message_id: string }[]>("select message_id from outbox where published_at is null order by id")
+      ).map((r) => r.message_id);
+    // Its runs come a minute apart, and its first, at start, finds nothing: only a hand-over publishes.
+    const relay = startOutboxRelay({ statements, bus, logger, clock, pollMs: 60_000 });
+    const write = async (subject: string, messageId: string) => {
+      const [row] = await orm.em
+        .fork()
+        .execute<{ id: string }[]>(
+          "insert into outbox (subject, message_id, payload, created_at) values (?, ?, ?, ?) returning id",
+          [subject, messageId, Buffer.from([7]), clock.now()],
+        );
+      return { id: String(row?.id), subject, messageId, payload: new Uint8Array([7]), traceContext: null };
+    };
+    const before = await streamMessages();
+
+    // Handed over twice (a writer's hand-over and a run's claim may both publish one row): one message.
+    const handed = await write(bus.subject("test.handed"), "handed-1");
+    relay.publishCommitted([handed, handed]);
+    await expect.poll(unpublished, { timeout: 5000 }).toEqual([]);
+    expect(await streamMessages()).toBe(before + 1);
+
+    // No stream takes this subject yet: the publish is refused and the row is left unmarked.
+    const refused = await write(`${late}.one`, "handed-late-1");
+    relay.publishCommitted([refused]);
+    // Refused after the relay's own publish, which went first on the same connection.
+    await expect(bus.js.publish(`${late}.probe`, new Uint8Array([0]))).rejects.toThrow();
+    expect(await unpublished()).toEqual(["handed-late-1"]);
+    const jsm = await jetstreamManager(bus.nc);
+    await jsm.streams.add({ name: late.toUpperCase(), subjects: [`${late}.>`] });
+    relay.wake();
+    await expect.poll(unpublished, { timeout: 5000 }).toEqual([]);
+    await relay.stop();
+    expect((await jsm.streams.info(late.toUpperCase())).state.messages).toBe(1);
+    expect(await streamMessages()).toBe(before + 1);
+    await jsm.streams.delete(late.toUpperCase());
+  });
+
   it("deletes published rows past their retention, a small batch at a time, and never an unpublished one", async () => {
     const hour = 3600_000;
     const enqueue = (messageId: string) =>

@@ -1,5 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import { type Clock, currentTraceContext, type EventBus, pushTriggerRow } from "@svc/platform";
+import { type Clock, type CommittedEvent, currentTraceContext, type EventBus, pushTriggerRow } from "@svc/platform";
 import { PushKind } from "@svc/proto/account/v1/account_pb.js";
 import type { PartnerCaller } from "../caller.ts";
 import { type SandboxVerdict, sandboxFastPathMs } from "../ceremony/sandbox.ts";
@@ -74,7 +74,7 @@ export async function createLink(
   caller: PartnerCaller,
   input: LinkInput,
   human: HumanFacts,
-): Promise<CreatedLink> {
+): Promise<CreatedLink & { pushEvent: CommittedEvent | null }> {
   const { clock, refs } = deps;
   const session = await deps.sessions.of(caller.credentialId);
   if (!session || session.organization_id !== caller.organizationId || session.environment !== caller.environment)
@@ -106,7 +106,7 @@ export async function createLink(
   const flowSecret = newFlowSecret();
   const authMode = modeFor(input.mode, input.svcUserId);
   const expiresAt = new Date(now.getTime() + requestLifetimeMs);
-  const outcome = await deps.writer.write({
+  const { outcome, pushEvent } = await deps.writer.write({
     sessionId: session.id,
     organizationId,
     environment: session.environment,
@@ -150,7 +150,7 @@ export async function createLink(
   if (outcome === "unauthenticated" && input.idempotencyToken !== "") {
     // A retry of a create that did consume the token: it answers that create's request again.
     const created = await deps.idempotent.createdWith(session.id, input.idempotencyToken);
-    if (created) return created;
+    if (created) return { ...created, pushEvent: null };
   }
   if (outcome === "unauthenticated" || outcome === "conflict") throw refusals[outcome]();
   if (outcome === "no_active_gate" || !gate) throw refusals.no_active_gate(input.gate, session.environment);
@@ -169,5 +169,7 @@ export async function createLink(
     gate,
     organizationId,
     notarizeOffered,
+    /** The person's push trigger, committed with the request, for the relay to publish at once. */
+    pushEvent,
   };
 }

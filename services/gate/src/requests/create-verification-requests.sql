@@ -17,8 +17,12 @@
 --   finds it unused (the others' updates re-check the row after the winner commits);
 -- - the 409 check runs under an advisory lock per user and gate, taken (in one global order) by a
 --   statement of its own, so the check's snapshot sees every request committed by an earlier holder.
-create or replace function create_verification_requests(p_items jsonb, p_lock_keys bigint[], p_children text[], p_parents text[])
-returns table (ordinal integer, outcome text)
+--
+-- Each item's push trigger comes back with the id of its outbox row, so that gate's relay can publish it at
+-- once (outbox.ts, publishCommitted). The result's columns changed with that, which "create or replace" cannot do.
+drop function if exists create_verification_requests(jsonb, bigint[], text[], text[]);
+create function create_verification_requests(p_items jsonb, p_lock_keys bigint[], p_children text[], p_parents text[])
+returns table (ordinal integer, outcome text, push_event_id bigint)
 language plpgsql as $$
 begin
   if cardinality(p_lock_keys) > 0 then
@@ -105,13 +109,15 @@ begin
     select a.push_subject, a.push_message_id, a.push_payload, a.now, a.push_trace_context
     from checked a
     where a.session_id in (select id from consumed) and not a.passed and a.push_payload is not null
+    returning id, message_id
   )
   -- Accepted but not consumed: another call spent the token after this statement's snapshot.
   select c.ordinal,
     case when c.verdict <> 'accepted' then c.verdict
          when c.session_id not in (select id from consumed) then 'unauthenticated'
-         when c.passed then 'pass' else 'pending' end
-  from checked c;
+         when c.passed then 'pass' else 'pending' end,
+    t.id
+  from checked c left join triggered t on t.message_id = c.push_message_id;
 
   -- A presence ceremony replaces its pre-check, so one user never has two pending requests. Only
   -- for the rare batch that names a parent, by a statement of its own after the children are written.

@@ -1,6 +1,12 @@
 import { createHash } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { NaturalBatcher, type OutboxRow, type StoredTraceContext, sqlDefinition } from "@svc/platform";
+import {
+  type CommittedEvent,
+  NaturalBatcher,
+  type OutboxRow,
+  type StoredTraceContext,
+  sqlDefinition,
+} from "@svc/platform";
 import type pg from "pg";
 
 /**
@@ -54,12 +60,18 @@ export interface NewRequest {
 
 export type WriteOutcome = "pending" | "pass" | "unauthenticated" | "no_active_gate" | "gate_not_allowed" | "conflict";
 
+/** A request's outcome, with its push trigger's outbox row when the write made one. */
+export interface Written {
+  outcome: WriteOutcome;
+  pushEvent: CommittedEvent | null;
+}
+
 /** Requests written by one statement at most; a larger burst waits for the next one. */
 const maxBatch = 64;
 
 const statement = {
   name: "create_verification_requests",
-  text: `select ordinal, outcome from create_verification_requests($1::jsonb, $2::bigint[], $3::text[], $4::text[])`,
+  text: `select ordinal, outcome, push_event_id from create_verification_requests($1::jsonb, $2::bigint[], $3::text[], $4::text[])`,
 };
 
 const failure = (message: string): never => {
@@ -89,7 +101,7 @@ interface Queued {
  * so one request's failure is never another's.
  */
 export class RequestWriter {
-  readonly #batcher: NaturalBatcher<Queued, WriteOutcome>;
+  readonly #batcher: NaturalBatcher<Queued, Written>;
 
   constructor(db: Pick<pg.Pool, "query">) {
     this.#batcher = new NaturalBatcher({
@@ -105,7 +117,7 @@ export class RequestWriter {
         const locks = batch.flatMap(({ lockKey }) => (lockKey === null ? [] : [lockKey]));
         const items = batch.map(({ request }, ordinal) => asItem(request, ordinal));
         const families = batch.flatMap(({ request }) => (request.parentRequestId === null ? [] : [request]));
-        const { rows } = await db.query<{ ordinal: number; outcome: WriteOutcome }>({
+        const { rows } = await db.query<{ ordinal: number; outcome: WriteOutcome; push_event_id: string | null }>({
           ...statement,
           values: [
             JSON.stringify(items),
@@ -114,17 +126,31 @@ export class RequestWriter {
             families.map((r) => r.parentRequestId),
           ],
         });
-        const outcomes = new Map(rows.map((row) => [row.ordinal, row.outcome]));
-        return batch.map(
-          (_, ordinal) =>
-            outcomes.get(ordinal) ?? failure(`the statement gave no outcome for request ${ordinal} of ${batch.length}`),
-        );
+        const outcomes = new Map(rows.map((row) => [row.ordinal, row]));
+        return batch.map(({ request }, ordinal) => {
+          const row =
+            outcomes.get(ordinal) ?? failure(`the statement gave no outcome for request ${ordinal} of ${batch.length}`);
+          const trigger = request.pushTrigger;
+          return {
+            outcome: row.outcome,
+            pushEvent:
+              row.push_event_id === null || trigger === null
+                ? null
+                : {
+                    id: row.push_event_id,
+                    subject: trigger.subject,
+                    messageId: trigger.messageId,
+                    payload: trigger.payload,
+                    traceContext: trigger.traceContext,
+                  },
+          };
+        });
       },
     });
   }
 
   /** Decides and writes one request: `pending` or `pass` when written, else the refusal; nothing is written for a refusal. */
-  write(request: NewRequest): Promise<WriteOutcome> {
+  write(request: NewRequest): Promise<Written> {
     return this.#batcher.submit({ request, lockKey: blockingLockKey(request) });
   }
 }
