@@ -85,7 +85,7 @@ try {
     },
     classifier: undefined,
     bus: { subject: (type) => `events.${type}`, nc, subjectPrefix: "events" },
-    outbox: { wake: () => undefined },
+    outbox: { publishCommitted: () => undefined },
     // Its people are no sandbox humans: its cards stay out of the mesh's sandbox sweep.
     deployment: "production",
   });

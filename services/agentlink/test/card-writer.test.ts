@@ -1,5 +1,5 @@
 import { createSecretKey } from "node:crypto";
-import { outboxRow, personlessPushTriggerRow, systemClock, uuid } from "@svc/platform";
+import { type CommittedEvent, outboxRow, personlessPushTriggerRow, systemClock, uuid } from "@svc/platform";
 import { PushKind } from "@svc/proto/account/v1/account_pb.js";
 import { Environment } from "@svc/proto/common/v1/caller_pb.js";
 import pg from "pg";
@@ -96,6 +96,7 @@ describe("propose_cards", () => {
     const agent = await boundAgent();
     const requestId = uuid();
     const first = proposal(agent, requestId);
+    let written: CommittedEvent[] = [];
     const client = await pool.connect();
     try {
       await client.query("begin");
@@ -107,6 +108,9 @@ describe("propose_cards", () => {
       await client.query("commit");
       const answer = await second;
       expect([answer.written, answer.card?.id]).toEqual([false, first.newCard!.card.id]);
+      // The replay hands the relay nothing; the card's writer hands it the card's event and its push trigger.
+      expect(answer.events).toEqual([]);
+      written = winner.events;
     } finally {
       client.release();
     }
@@ -118,6 +122,23 @@ describe("propose_cards", () => {
         `%${first.newCard!.card.id}`,
       ]),
     ).toHaveLength(1);
+    const rows = await agentlink.sql<{ id: string; subject: string; message_id: string; payload: Buffer }>(
+      "select id::text, subject, message_id, payload from outbox where message_id like $1 order by message_id",
+      [`%${first.newCard!.card.id}%`],
+    );
+    expect(rows.map((row) => row.message_id)).toEqual([
+      `agents_ask.card.proposed:${first.newCard!.card.id}`,
+      `push:${first.newCard!.card.id}:${agent.person}`,
+    ]);
+    expect([...written].sort((a, b) => a.messageId.localeCompare(b.messageId))).toEqual(
+      rows.map((row) => ({
+        id: row.id,
+        subject: row.subject,
+        messageId: row.message_id,
+        payload: row.payload,
+        traceContext: null,
+      })),
+    );
   });
 
   it("writes the rest of a batch when one card of it fails", async () => {

@@ -1,4 +1,4 @@
-import { NaturalBatcher, type OutboxRow, type Queryable, sqlDefinition } from "@svc/platform";
+import { type CommittedEvent, NaturalBatcher, type OutboxRow, type Queryable, sqlDefinition } from "@svc/platform";
 import type { Card, CardAudit } from "./card.entity.ts";
 
 /**
@@ -73,6 +73,8 @@ export interface ProposalFacts {
   card: ProposedCard | undefined;
   /** Whether `card` is the new card of this call. */
   written: boolean;
+  /** The new card's outbox rows (its event and its push triggers), for the relay to publish at once; none when not written. */
+  events: CommittedEvent[];
 }
 
 /** Calls per statement at most; a larger burst waits for the next one. */
@@ -81,7 +83,7 @@ const maxBatch = 64;
 const statement = {
   name: "propose_cards",
   text: `select ordinal, agent_active, category_allowed, person, missing_approver, approvers, card_id, card_status,
-      card_svc_user_id, card_ttl_at, written
+      card_svc_user_id, card_ttl_at, written, events
     from propose_cards($1::jsonb)`,
 };
 
@@ -97,6 +99,7 @@ interface Row {
   card_svc_user_id: string | null;
   card_ttl_at: Date | null;
   written: boolean;
+  events: { id: string; subject: string; message_id: string; payload: string; trace_context: string | null }[] | null;
 }
 
 const failure = (message: string): never => {
@@ -114,6 +117,13 @@ const factsOf = (row: Row): ProposalFacts => ({
       ? undefined
       : { id: row.card_id, status: row.card_status, svcUserId: row.card_svc_user_id, ttlAt: row.card_ttl_at },
   written: row.written,
+  events: (row.events ?? []).map((event) => ({
+    id: event.id,
+    subject: event.subject,
+    messageId: event.message_id,
+    payload: Buffer.from(event.payload, "base64"),
+    traceContext: event.trace_context,
+  })),
 });
 
 /**

@@ -36,7 +36,7 @@ export interface ProposalContext {
   account: Pick<Client<typeof AccountService>, "getHuman" | "findHumanByEmail">;
   classifier: ClassifierClient | undefined;
   bus: Pick<EventBus, "subject" | "nc" | "subjectPrefix">;
-  outbox: Pick<OutboxRelay, "wake">;
+  outbox: Pick<OutboxRelay, "publishCommitted">;
   /** A development deployment honours sandbox humans: its development cards record when the sandbox sweep may answer them. */
   deployment: "development" | "production";
 }
@@ -203,7 +203,7 @@ export async function inquire(
   taken(screened);
   if (!facts.written || !facts.card)
     throw new Error(`every check passed, yet card ${newCard?.card.id} was not written`);
-  ctx.outbox.wake();
+  ctx.outbox.publishCommitted(facts.events);
   const asked = facts.approvers ?? [facts.card.svcUserId];
   publishInboxChanged(ctx.bus, asked);
   return { card: facts.card, replay: false, asked };

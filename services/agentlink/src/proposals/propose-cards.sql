@@ -7,6 +7,9 @@
 --   every approver's binding, the card's person then being the first), and the agent's request_id has
 --   no card yet (idempotency on (agent, request_id)). A quorum card's approvers get their rows with it.
 --
+-- A new card's outbox rows come back with it (ids and all), so that agentlink's relay can publish them at once
+-- (outbox.ts, publishCommitted).
+--
 -- The facts are returned as this first statement saw them, so they are the ones the write obeyed. The
 -- card is looked up by a second statement with a fresh snapshot: a card a concurrent first call
 -- committed after the first statement began (its insert waited for that call and skipped) is found
@@ -16,7 +19,7 @@ drop function if exists propose_cards(jsonb);
 create function propose_cards(p_items jsonb)
 returns table (ordinal integer, agent_active boolean, category_allowed boolean, person uuid,
   missing_approver integer, approvers uuid[],
-  card_id uuid, card_status text, card_svc_user_id uuid, card_ttl_at timestamptz, written boolean)
+  card_id uuid, card_status text, card_svc_user_id uuid, card_ttl_at timestamptz, written boolean, events jsonb)
 language plpgsql as $$
 #variable_conflict use_column
 declare
@@ -82,6 +85,7 @@ begin
     insert into outbox (subject, message_id, payload, created_at, trace_context)
     select f.event_subject, f.event_message_id, f.event_payload, f.event_created_at, f.event_trace_context
     from facts f join inserted on inserted.id = f.id order by f.ordinal
+    returning id, subject, message_id, payload, trace_context
   ),
   -- One push trigger per person asked (push_trigger.proto): the payload written once without the person,
   -- who is appended as field 1 (tag 0x0a, length 36, the uuid's text).
@@ -92,18 +96,24 @@ begin
       f.event_trace_context
     from facts f join inserted on inserted.id = f.id
     cross join unnest(coalesce(f.approvers, array[f.person])) as asked(svc_user_id)
-  )
+    returning id, subject, message_id, payload, trace_context
+  ),
+  written_events as (select * from announced union all select * from triggered)
   select jsonb_agg(jsonb_build_object('ordinal', f.ordinal, 'agent_id', f.agent_id, 'request_id', f.request_id,
       'id', f.id, 'agent_active', f.agent_active, 'category_allowed', f.category_allowed, 'person', f.person,
-      'missing_approver', f.missing, 'approvers', f.approvers))
+      'missing_approver', f.missing, 'approvers', f.approvers,
+      'events', (select jsonb_agg(jsonb_build_object('id', e.id::text, 'subject', e.subject, 'message_id', e.message_id,
+                   'payload', encode(e.payload, 'base64'), 'trace_context', e.trace_context))
+                 from written_events e
+                 where e.message_id = f.event_message_id or starts_with(e.message_id, f.push_message_id))))
     into v_facts
     from facts f;
 
   return query
   select f.ordinal, f.agent_active, f.category_allowed, f.person, f.missing_approver, f.approvers, c.id, c.status,
-    c.svc_user_id, c.ttl_at, coalesce(c.id = f.id, false)
+    c.svc_user_id, c.ttl_at, coalesce(c.id = f.id, false), f.events
   from jsonb_to_recordset(v_facts) as f(ordinal integer, agent_id uuid, request_id uuid, id uuid,
-    agent_active boolean, category_allowed boolean, person uuid, missing_approver integer, approvers uuid[])
+    agent_active boolean, category_allowed boolean, person uuid, missing_approver integer, approvers uuid[], events jsonb)
   left join lateral (
     select id, status, svc_user_id, ttl_at from card where agent_id = f.agent_id and request_id = f.request_id limit 1) c on true;
 end $$;
