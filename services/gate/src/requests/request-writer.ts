@@ -58,7 +58,7 @@ export interface NewRequest {
   pushTrigger: OutboxRow | null;
 }
 
-export type WriteOutcome = "pending" | "pass" | "unauthenticated" | "no_active_gate" | "gate_not_allowed" | "conflict";
+type WriteOutcome = "pending" | "pass" | "unauthenticated" | "no_active_gate" | "gate_not_allowed" | "conflict";
 
 /** A request's outcome, with its push trigger's outbox row when the write made one. */
 export interface Written {
