@@ -65,12 +65,7 @@ import { beginRegistration, finishRegistration, type PasskeyContext } from "./pa
 import type { PushProviders } from "./push/configured-providers.ts";
 import type { PushEndpointPolicy } from "./push/push-endpoint-policy.ts";
 import { pushItem } from "./push/push-item.ts";
-import {
-  addPushSubscription,
-  countPushSubscriptions,
-  listPushSubscriptions,
-  removePushSubscription,
-} from "./push/push-subscriptions.ts";
+import { addPushSubscription, listPushSubscriptions, removePushSubscription } from "./push/push-subscriptions.ts";
 import type { PushSealing } from "./push/subscription-sealing.ts";
 import type { VapidKeys } from "./push/vapid-keys.ts";
 import type { WebPushHandOver } from "./push/web-push-sender.ts";
@@ -171,7 +166,7 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
 
       getHuman: (req) =>
         wireErrors(async () => {
-          const human = await describeHuman(em(), req.svcUserId);
+          const human = await describeHuman(deps.statements, req.svcUserId);
           return {
             svcUserId: human.svcUserId,
             passkeyCount: human.passkeyCount,
@@ -255,16 +250,19 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
       registerDevice: (req) => wireErrors(async () => ({ deviceId: await registerDevice(em(), clock, req) })),
 
       listDevices: (req) =>
-        wireErrors(async () => ({
-          devices: (await listDevices(em(), req.svcUserId)).map((device) =>
-            create(DeviceSchema, {
-              deviceId: device.id,
-              platform: device.platform,
-              registeredAt: timestampFromDate(device.registeredAt),
-            }),
-          ),
-          webPushSubscriptions: await countPushSubscriptions(em(), req.svcUserId),
-        })),
+        wireErrors(async () => {
+          const { devices, webPushSubscriptions } = await listDevices(deps.statements, req.svcUserId);
+          return {
+            devices: devices.map((device) =>
+              create(DeviceSchema, {
+                deviceId: device.id,
+                platform: device.platform,
+                registeredAt: timestampFromDate(device.registeredAt),
+              }),
+            ),
+            webPushSubscriptions,
+          };
+        }),
 
       evaluateAge: (req) =>
         wireErrors(async () => {

@@ -1,8 +1,8 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { type Clock, uuid } from "@svc/platform";
+import { type Clock, type Queryable, uuid } from "@svc/platform";
 import { requireHuman } from "../humans/humans.ts";
-import { requireText } from "../input.ts";
-import { invalidArgument } from "../refusal.ts";
+import { requireText, requireUuid } from "../input.ts";
+import { invalidArgument, refuse } from "../refusal.ts";
 import { Device } from "./device.entity.ts";
 
 const platforms = ["ios", "android", "web"] as const;
@@ -37,7 +37,38 @@ export function addSandboxDevice(em: EntityManager, svcUserId: string, registere
   em.create(Device, { id: uuid(), svcUserId, platform: "sandbox", pushToken: null, registeredAt });
 }
 
-export async function listDevices(em: EntityManager, svcUserId: string): Promise<Device[]> {
-  const human = await requireHuman(em, svcUserId);
-  return em.find(Device, { svcUserId: human.id }, { orderBy: [{ registeredAt: "asc" }, { id: "asc" }] });
+/** What ListDevices answers: a human's devices, oldest first, and how many web push subscriptions it has. */
+export interface HumanDevices {
+  devices: Pick<Device, "id" | "platform" | "registeredAt">[];
+  webPushSubscriptions: number;
+}
+
+/**
+ * A human's devices and web push subscriptions, or NotFound, in one prepared statement: gate asks with every
+ * request that names a person (`pushed_to_devices`), and through the ORM its three queries took 3.7 ms.
+ */
+export async function listDevices(db: Queryable, svcUserId: string): Promise<HumanDevices> {
+  const id = requireUuid(svcUserId, "svc_user_id");
+  const { rows } = await db.query<{
+    devices: { id: string; platform: HumanDevices["devices"][number]["platform"]; registered_at: string }[];
+    subscriptions: number;
+  }>({
+    name: "list_devices",
+    text: `select
+        coalesce((select json_agg(json_build_object('id', d.id, 'platform', d.platform, 'registered_at', d.registered_at)
+                   order by d.registered_at, d.id) from device d where d.svc_user_id = h.id), '[]') as devices,
+        (select count(*)::int from push_subscription where svc_user_id = h.id) as subscriptions
+      from human h where h.id = $1`,
+    values: [id],
+  });
+  const human = rows[0];
+  if (human === undefined) throw refuse("not_found", `no human with svc_user_id ${id}`);
+  return {
+    devices: human.devices.map((device) => ({
+      id: device.id,
+      platform: device.platform,
+      registeredAt: new Date(device.registered_at),
+    })),
+    webPushSubscriptions: human.subscriptions,
+  };
 }

@@ -1,5 +1,5 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { type Clock, constantTimeEqual, uuid } from "@svc/platform";
+import { type Clock, constantTimeEqual, type Queryable, uuid } from "@svc/platform";
 import { requireText, requireUuid } from "../input.ts";
 import { refuse } from "../refusal.ts";
 import { Human, SignInIdentity } from "./human.entity.ts";
@@ -21,19 +21,35 @@ export async function requireHuman(em: EntityManager, svcUserId: string, field =
   return human;
 }
 
-export async function describeHuman(em: EntityManager, svcUserId: string): Promise<HumanSummary> {
-  const human = await requireHuman(em, svcUserId);
-  const [counts] = await em.execute<{ passkeys: string; devices: string }[]>(
-    `select (select count(*) from passkey where svc_user_id = ?) as passkeys, (select count(*) from device where svc_user_id = ?) as devices`,
-    [human.id, human.id],
-  );
+/**
+ * A human and its counts in one prepared statement (gate asks for it with every request that names a person in
+ * development: through the ORM its three queries took 2.5 ms of a create-verification-link's time).
+ */
+export async function describeHuman(db: Queryable, svcUserId: string): Promise<HumanSummary> {
+  const id = requireUuid(svcUserId, "svc_user_id");
+  const { rows } = await db.query<{
+    created_at: Date;
+    sandbox_behavior: HumanSummary["sandboxBehavior"];
+    sandbox_environment: HumanSummary["sandboxEnvironment"];
+    passkeys: number;
+    devices: number;
+  }>({
+    name: "describe_human",
+    text: `select h.created_at, h.sandbox_behavior, h.sandbox_environment,
+        (select count(*)::int from passkey where svc_user_id = h.id) as passkeys,
+        (select count(*)::int from device where svc_user_id = h.id) as devices
+      from human h where h.id = $1`,
+    values: [id],
+  });
+  const human = rows[0];
+  if (human === undefined) throw refuse("not_found", `no human with svc_user_id ${id}`);
   return {
-    svcUserId: human.id,
-    passkeyCount: Number(counts?.passkeys ?? 0),
-    deviceCount: Number(counts?.devices ?? 0),
-    sandboxBehavior: human.sandboxBehavior ?? null,
-    sandboxEnvironment: human.sandboxEnvironment ?? null,
-    createdAt: human.createdAt,
+    svcUserId: id,
+    passkeyCount: human.passkeys,
+    deviceCount: human.devices,
+    sandboxBehavior: human.sandbox_behavior,
+    sandboxEnvironment: human.sandbox_environment,
+    createdAt: human.created_at,
   };
 }
 

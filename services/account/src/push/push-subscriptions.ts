@@ -116,11 +116,3 @@ export async function removePushSubscription(
   );
   if (removed.length === 0) throw refuse("not_found", `no push subscription ${id} of this person`);
 }
-
-export async function countPushSubscriptions(em: EntityManager, svcUserId: string): Promise<number> {
-  const [row] = await em.execute<{ n: number }[]>(
-    `select count(*)::int as n from push_subscription where svc_user_id = ?`,
-    [svcUserId],
-  );
-  return row?.n ?? 0;
-}
