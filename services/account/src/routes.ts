@@ -171,6 +171,7 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
             svcUserId: human.svcUserId,
             passkeyCount: human.passkeyCount,
             deviceCount: human.deviceCount,
+            webPushSubscriptions: human.webPushSubscriptions,
             sandboxBehavior:
               human.sandboxBehavior === null
                 ? ProtoSandboxBehavior.UNSPECIFIED

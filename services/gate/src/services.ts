@@ -1,4 +1,4 @@
-import { type Client, Code, ConnectError } from "@connectrpc/connect";
+import type { Client } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type { Clock, EventBus, Logger, OutboxRelay } from "@svc/platform";
 import type { AccountService } from "@svc/proto/account/v1/account_pb.js";
@@ -13,9 +13,9 @@ import { partnerRefs } from "./partner-refs.ts";
 import { createLink, type LinkInput } from "./requests/create-link.ts";
 import type { CreatedLink } from "./requests/created-link.ts";
 import { IdempotentCreates } from "./requests/idempotent-creates.ts";
+import { namedPerson } from "./requests/named-person.ts";
 import { PartnerQueries } from "./requests/partner-queries.ts";
 import { type PendingRequest, pendingRequestsOf } from "./requests/person-inbox.ts";
-import { reachableDevices } from "./requests/reachable-devices.ts";
 import { RequestLifecycle } from "./requests/request-lifecycle.ts";
 import { publishRequestCreated, publishSupersededParent } from "./requests/request-watch.ts";
 import { RequestWriter } from "./requests/request-writer.ts";
@@ -79,16 +79,11 @@ export function gateServices(deps: GateDependencies): GateServices {
     ceremony,
     sandbox,
     async createVerificationLink(caller, input) {
-      // The account calls run before the transaction, so it holds no lock while another service answers.
-      // An svc_user_id nobody holds is a request pushed to no device: answering otherwise would tell a
-      // partner which global user ids exist.
-      const [devices, behavior] =
-        input.svcUserId === ""
-          ? [0, undefined]
-          : await Promise.all([
-              reachableDevices({ account, bus: deps.bus }, input.svcUserId).catch(unknownHumanAs(0)),
-              sandbox.behaviorOf(input.svcUserId, caller.environment).catch(unknownHumanAs(undefined)),
-            ]);
+      // The account call runs before the transaction, so it holds no lock while another service answers.
+      const person =
+        input.svcUserId === "" ? undefined : await namedPerson({ account, bus: deps.bus }, input.svcUserId);
+      const devices = person?.devices ?? 0;
+      const behavior = sandbox.behaviorOf(person?.human, caller.environment);
       const link = await createLink(
         {
           writer,
@@ -122,10 +117,3 @@ export function gateServices(deps: GateDependencies): GateServices {
     pendingRequestsOf: (svcUserId) => pendingRequestsOf(orm, clock, svcUserId),
   };
 }
-
-const unknownHumanAs =
-  <T>(value: T) =>
-  (error: unknown): T => {
-    if (error instanceof ConnectError && error.code === Code.NotFound) return value;
-    throw error;
-  };

@@ -42,17 +42,12 @@ const clock = new ManualClock(created);
 /** The account service as the sandbox path uses it; its next `awayFor` assertions fail as if it were away. */
 let awayFor = 0;
 let assertionsBegun = 0;
-let humansAsked = 0;
 /** Runs while an assertion is finished: where a test makes another answer win the race. */
 let whileFinishing: (() => Promise<void>) | undefined;
 const account = createClient(
   AccountService,
   createRouterTransport(({ service }) => {
     service(AccountService, {
-      getHuman: ({ svcUserId }) => {
-        humansAsked++;
-        return { svcUserId, sandboxBehavior: SandboxBehavior.CONFIRM };
-      },
       beginPasskeyAssertion: () => {
         assertionsBegun++;
         if (awayFor-- > 0) throw new ConnectError("account is away", Code.Unavailable);
@@ -178,15 +173,18 @@ const eventsOf = async (id: string) =>
   ).map((row) => row.message_id.split(":")[0]);
 
 describe("sandbox humans", () => {
-  it("are honoured in the development environment of a development deployment", async () => {
-    expect(await responder().behaviorOf(randomUUID(), "development")).toBe("confirm");
+  const confirming = { sandboxBehavior: SandboxBehavior.CONFIRM };
+
+  it("are honoured in the development environment of a development deployment", () => {
+    expect(responder().behaviorOf(confirming, "development")).toBe("confirm");
+    expect(responder().behaviorOf({ sandboxBehavior: SandboxBehavior.DECLINE }, "development")).toBe("decline");
+    expect(responder().behaviorOf({ sandboxBehavior: SandboxBehavior.UNSPECIFIED }, "development")).toBeUndefined();
+    expect(responder().behaviorOf(undefined, "development")).toBeUndefined();
   });
 
-  it("are never honoured in the production environment or a production deployment, without even asking, and production never sweeps", async () => {
-    humansAsked = 0;
-    expect(await responder().behaviorOf(randomUUID(), "production")).toBeUndefined();
-    expect(await responder("production").behaviorOf(randomUUID(), "development")).toBeUndefined();
-    expect(humansAsked).toBe(0);
+  it("are never honoured in the production environment or a production deployment, and production never sweeps", async () => {
+    expect(responder().behaviorOf(confirming, "production")).toBeUndefined();
+    expect(responder("production").behaviorOf(confirming, "development")).toBeUndefined();
     const { id } = await sandboxRequest("confirm");
     clock.set(at(sandboxFastPathMs));
     expect(await responder("production").sweep(20)).toBe(0);

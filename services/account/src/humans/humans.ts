@@ -8,6 +8,7 @@ export interface HumanSummary {
   svcUserId: string;
   passkeyCount: number;
   deviceCount: number;
+  webPushSubscriptions: number;
   sandboxBehavior: NonNullable<Human["sandboxBehavior"]> | null;
   sandboxEnvironment: NonNullable<Human["sandboxEnvironment"]> | null;
   createdAt: Date;
@@ -22,8 +23,8 @@ export async function requireHuman(em: EntityManager, svcUserId: string, field =
 }
 
 /**
- * A human and its counts in one prepared statement (gate asks for it with every request that names a person in
- * development: through the ORM its three queries took 2.5 ms of a create-verification-link's time).
+ * A human and its counts in one prepared statement: gate asks for it with every request that names a person
+ * (its devices and sandbox answer), and through the ORM its three queries took 2.5 ms of the request's time.
  */
 export async function describeHuman(db: Queryable, svcUserId: string): Promise<HumanSummary> {
   const id = requireUuid(svcUserId, "svc_user_id");
@@ -33,11 +34,13 @@ export async function describeHuman(db: Queryable, svcUserId: string): Promise<H
     sandbox_environment: HumanSummary["sandboxEnvironment"];
     passkeys: number;
     devices: number;
+    subscriptions: number;
   }>({
     name: "describe_human",
     text: `select h.created_at, h.sandbox_behavior, h.sandbox_environment,
         (select count(*)::int from passkey where svc_user_id = h.id) as passkeys,
-        (select count(*)::int from device where svc_user_id = h.id) as devices
+        (select count(*)::int from device where svc_user_id = h.id) as devices,
+        (select count(*)::int from push_subscription where svc_user_id = h.id) as subscriptions
       from human h where h.id = $1`,
     values: [id],
   });
@@ -47,6 +50,7 @@ export async function describeHuman(db: Queryable, svcUserId: string): Promise<H
     svcUserId: id,
     passkeyCount: human.passkeys,
     deviceCount: human.devices,
+    webPushSubscriptions: human.subscriptions,
     sandboxBehavior: human.sandbox_behavior,
     sandboxEnvironment: human.sandbox_environment,
     createdAt: human.created_at,

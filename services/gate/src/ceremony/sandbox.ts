@@ -1,7 +1,7 @@
 import type { Client } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { type Clock, type EnvironmentName, type Logger, withBackoff } from "@svc/platform";
-import { type AccountService, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
+import { type AccountService, type GetHumanResponse, SandboxBehavior } from "@svc/proto/account/v1/account_pb.js";
 import type { Ceremony, RelyingParty } from "./ceremony.ts";
 
 /** How a sandbox human who answers answers; a silent one is never recorded, as they never answer. */
@@ -64,10 +64,15 @@ export class SandboxResponder {
     this.#retriesMs = options.retriesMs ?? fastPathRetriesMs;
   }
 
-  /** How a sandbox human of the development environment answers; undefined for everyone else, and for a silent one. */
-  async behaviorOf(svcUserId: string, environment: EnvironmentName): Promise<SandboxVerdict | undefined> {
-    if (!this.#honoured || environment !== "development") return undefined;
-    const human = await this.#account.getHuman({ svcUserId });
+  /**
+   * How a sandbox human of the development environment answers, from account's answer for the person (absent
+   * for an unknown one); undefined for everyone else, and for a silent one.
+   */
+  behaviorOf(
+    human: Pick<GetHumanResponse, "sandboxBehavior"> | undefined,
+    environment: EnvironmentName,
+  ): SandboxVerdict | undefined {
+    if (!this.#honoured || environment !== "development" || human === undefined) return undefined;
     if (human.sandboxBehavior === SandboxBehavior.CONFIRM) return "confirm";
     if (human.sandboxBehavior === SandboxBehavior.DECLINE) return "decline";
     return undefined;
