@@ -35,12 +35,17 @@ export function stopOnTerminate(stop: () => Promise<void>): () => Promise<void> 
  */
 export async function startBenchMesh(
   only?: ServiceName[],
-  options: { env?: Record<string, string>; startMesh?: (options: MeshOptions) => Promise<Mesh> } = {},
+  options: {
+    env?: Record<string, string>;
+    startMesh?: (options: MeshOptions) => Promise<Mesh>;
+    /** More PostgreSQL server settings (`name=value`). */
+    postgresSettings?: readonly string[];
+  } = {},
 ) {
   const dir = mkdtempSync(join(tmpdir(), "svc-bench-"));
   // As root, PostgreSQL runs as the postgres user, which must be able to enter the data dir's parent.
   chmodSync(dir, 0o755);
-  const infrastructure = await startInfrastructure({ dir, durable: false });
+  const infrastructure = await startInfrastructure({ dir, durable: false, postgresSettings: options.postgresSettings });
   const client = new pg.Client({ connectionString: infrastructure.postgresUrl });
   await client.connect();
   await client.query("create database bench");

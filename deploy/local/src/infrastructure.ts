@@ -6,6 +6,8 @@ import { type Log, silent } from "./process-tools.ts";
 export type InfrastructureOptions = {
   dir: string;
   durable: boolean;
+  /** More PostgreSQL server settings (`name=value`). */
+  postgresSettings?: readonly string[];
   log?: Log;
   /** Keeps Ctrl-C in a terminal away from the servers, so the caller stops them after the mesh (npm start). */
   detached?: boolean;
@@ -26,8 +28,8 @@ export async function startInfrastructure(options: InfrastructureOptions): Promi
   const mode = await chooseMode();
   log(`infrastructure: ${mode}`);
   return mode === "containers"
-    ? startContainers(options.durable)
-    : startLocal(options.dir, options.durable, options.detached === true, log);
+    ? startContainers(serverSettings(options.durable, options.postgresSettings))
+    : startLocal(options, log);
 }
 
 async function chooseMode(): Promise<"local" | "containers"> {
@@ -54,10 +56,15 @@ async function containerRuntimeAnswers(): Promise<boolean> {
   }
 }
 
-async function startLocal(dir: string, durable: boolean, detached: boolean, log: Log): Promise<Infrastructure> {
+async function startLocal(options: InfrastructureOptions, log: Log): Promise<Infrastructure> {
   const [postgres, nats] = await startTogether(
-    startPostgres({ dataDir: join(dir, "postgres"), durable, log }),
-    startNats({ storeDir: join(dir, "nats"), log, detached }),
+    startPostgres({
+      dataDir: join(options.dir, "postgres"),
+      durable: options.durable,
+      settings: options.postgresSettings,
+      log,
+    }),
+    startNats({ storeDir: join(options.dir, "nats"), log, detached: options.detached === true }),
   );
   return {
     postgresUrl: postgres.url,
@@ -68,13 +75,13 @@ async function startLocal(dir: string, durable: boolean, detached: boolean, log:
   };
 }
 
-/** Containers keep nothing across restarts; `durable` only decides whether PostgreSQL syncs to disk. */
-async function startContainers(durable: boolean): Promise<Infrastructure> {
+/** Containers keep nothing across restarts; `settings` are PostgreSQL's (`durable` only decides whether it syncs to disk). */
+async function startContainers(settings: string[]): Promise<Infrastructure> {
   const { GenericContainer, Wait } = await import("testcontainers");
   const [postgres, nats] = await startTogether(
     new GenericContainer("postgres:15")
       .withEnvironment({ POSTGRES_HOST_AUTH_METHOD: "trust" })
-      .withCommand(["postgres", ...serverSettings(durable).flatMap((setting) => ["-c", setting])])
+      .withCommand(["postgres", ...settings.flatMap((setting) => ["-c", setting])])
       .withExposedPorts(5432)
       // The image's entrypoint runs a temporary server for initialisation before the real one.
       .withWaitStrategy(Wait.forLogMessage(/database system is ready to accept connections/, 2))

@@ -8,6 +8,8 @@ export type PostgresOptions = {
   port?: number;
   /** false trades crash safety for speed: right for throwaway test clusters, wrong for `npm start`. */
   durable?: boolean;
+  /** More server settings (`name=value`), after the shared ones: a benchmark's `track_commit_timestamp=on`. */
+  settings?: readonly string[];
   log?: Log;
 };
 
@@ -22,10 +24,10 @@ export async function startPostgres(options: PostgresOptions): Promise<RunningPo
 }
 
 /** Server settings shared by every way of running PostgreSQL here (local, embedded, container). */
-export function serverSettings(durable: boolean): string[] {
+export function serverSettings(durable: boolean, more: readonly string[] = []): string[] {
   const settings = ["max_connections=300"];
   if (!durable) settings.push("fsync=off", "synchronous_commit=off", "full_page_writes=off");
-  return settings;
+  return [...settings, ...more];
 }
 
 function urlFor(port: number, password?: string): string {
@@ -72,7 +74,7 @@ async function startWithLocalBinaries(options: PostgresOptions): Promise<Running
     `-p ${port}`,
     "-k ''",
     "-c listen_addresses=127.0.0.1",
-    ...serverSettings(options.durable ?? true).map((setting) => `-c ${setting}`),
+    ...serverSettings(options.durable ?? true, options.settings).map((setting) => `-c ${setting}`),
   ].join(" ");
   const logFile = join(dataDir, "server.log");
   try {
@@ -154,7 +156,7 @@ async function startEmbedded(options: PostgresOptions): Promise<RunningPostgres>
     createPostgresUser: true,
     postgresFlags: [
       ...["-k", "", "-c", "listen_addresses=127.0.0.1"],
-      ...serverSettings(options.durable ?? true).flatMap((setting) => ["-c", setting]),
+      ...serverSettings(options.durable ?? true, options.settings).flatMap((setting) => ["-c", setting]),
     ],
     onLog: (message) => serverOutput.push(message),
     onError: (error) => serverOutput.push(String(error)),
