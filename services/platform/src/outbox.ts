@@ -1,4 +1,4 @@
-import { defineEntity, type EntityManager, p } from "@mikro-orm/postgresql";
+import { defineEntity, type EntityManager, type InferEntity, p } from "@mikro-orm/postgresql";
 import type pg from "pg";
 import type { Clock } from "./clock.ts";
 import { parse, type Settings } from "./config.ts";
@@ -108,15 +108,29 @@ export const outboxRow = (
   traceContext: currentTraceContext(),
 });
 
-/** Adds an event to the caller's unit of work; it is written when the caller's transaction commits. */
+export type OutboxEvent = InferEntity<typeof OutboxEvent>;
+
+/**
+ * Adds an event to the caller's unit of work; it is written when the caller's transaction commits. The row
+ * it returns has its id once that transaction has committed: `committedEvent` then hands it to the relay.
+ */
 export function enqueueEvent(
   em: EntityManager,
   clock: Clock,
   event: { type: string; messageId: string; payload: Uint8Array },
   bus: Pick<EventBus, "subject">,
-): void {
-  em.create(OutboxEvent, outboxRow(clock, event, bus));
+): OutboxEvent {
+  return em.create(OutboxEvent, outboxRow(clock, event, bus));
 }
+
+/** An event `enqueueEvent` added, as `publishCommitted` takes it, after its transaction committed. */
+export const committedEvent = (row: OutboxEvent): CommittedEvent => ({
+  id: String(row.id),
+  subject: row.subject,
+  messageId: row.messageId,
+  payload: row.payload,
+  traceContext: row.traceContext ?? null,
+});
 
 /** Read as SVC_ variables only (startService): one value for every service. */
 export const outboxSettings = {

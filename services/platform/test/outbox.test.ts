@@ -1,6 +1,7 @@
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { jetstreamManager } from "@nats-io/jetstream";
 import {
+  committedEvent,
   connectEventBus,
   createLogger,
   type EventBus,
@@ -156,8 +157,15 @@ describe("transactional outbox", () => {
     };
     const before = await streamMessages();
 
-    // Handed over twice (a writer's hand-over and a run's claim may both publish one row): one message.
-    const handed = await write(bus.subject("test.handed"), "handed-1");
+    // Written through the ORM, the row has its id once the transaction committed; handed over twice (a
+    // writer's hand-over and a run's claim may both publish one row): one message.
+    const row = await orm.em
+      .fork()
+      .transactional(async (em) =>
+        enqueueEvent(em, clock, { type: "test.handed", messageId: "handed-1", payload: new Uint8Array([7]) }, bus),
+      );
+    const handed = committedEvent(row);
+    expect(handed.id).toMatch(/^\d+$/);
     relay.publishCommitted([handed, handed]);
     await expect.poll(unpublished, { timeout: 5000 }).toEqual([]);
     expect(await streamMessages()).toBe(before + 1);

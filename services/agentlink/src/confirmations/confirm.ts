@@ -5,8 +5,10 @@ import type { Client } from "@connectrpc/connect";
 import { type EntityManager, LockMode } from "@mikro-orm/postgresql";
 import {
   type Clock,
+  committedEvent,
   type EventBus,
   enqueueEvent,
+  type OutboxEvent,
   type OutboxRelay,
   publishInboxChanged,
   underItemTrace,
@@ -35,7 +37,7 @@ export interface ConfirmationContext {
   signing: Pick<Client<typeof SigningService>, "signProof">;
   deployment: "development" | "production";
   bus: Pick<EventBus, "subject" | "nc" | "subjectPrefix">;
-  outbox: Pick<OutboxRelay, "wake">;
+  outbox: Pick<OutboxRelay, "publishCommitted">;
 }
 
 export interface ConfirmInput {
@@ -106,6 +108,8 @@ export async function confirm(ctx: ConfirmationContext, input: ConfirmInput): Pr
   );
 
   let outcome: { applied: Card[]; resolved: Card[]; asked: string[]; quorums: Map<string, QuorumView> };
+  // Written in the transaction, handed to the relay once it committed.
+  const enqueued: OutboxEvent[] = [];
   try {
     outcome = await ctx.em.transactional(async (em) => {
       const locked = await em.find(
@@ -170,7 +174,7 @@ export async function confirm(ctx: ConfirmationContext, input: ConfirmInput): Pr
         });
         // The resolution event continues the inquire's trace, so its webhook delivery is part of that trace.
         await underItemTrace(card.traceContext ?? null, "agents_ask resolve", async () =>
-          enqueueEvent(em, ctx.clock, resolutionDecided(agent, card), ctx.bus),
+          enqueued.push(enqueueEvent(em, ctx.clock, resolutionDecided(agent, card), ctx.bus)),
         );
         resolved.push(card);
       }
@@ -185,7 +189,7 @@ export async function confirm(ctx: ConfirmationContext, input: ConfirmInput): Pr
     if (committed) return committed;
     throw error;
   }
-  ctx.outbox.wake();
+  ctx.outbox.publishCommitted(enqueued.map(committedEvent));
   // Only a resolution ends the agent's long-poll; a counted decision takes the card out of its person's inbox.
   publishCardsLeftQueue(ctx.bus, outcome.resolved, outcome.quorums);
   publishInboxChanged(ctx.bus, [input.svcUserId, ...outcome.asked]);

@@ -79,7 +79,7 @@ export async function startInProcessConfirmations(
       signing,
       deployment,
       bus,
-      outbox: { wake: () => undefined },
+      outbox: { publishCommitted: () => undefined },
     }),
     stop: async () => {
       await bus.nc.drain();

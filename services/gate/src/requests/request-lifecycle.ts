@@ -1,5 +1,13 @@
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { type Clock, type EventBus, enqueueEvent, type OutboxRelay, underItemTrace } from "@svc/platform";
+import {
+  type Clock,
+  committedEvent,
+  type EventBus,
+  enqueueEvent,
+  type OutboxEvent,
+  type OutboxRelay,
+  underItemTrace,
+} from "@svc/platform";
 import {
   type FailureReason,
   humanVerified,
@@ -165,6 +173,7 @@ export class RequestLifecycle {
   async sweep(limit: number): Promise<number> {
     const now = this.#clock.now();
     let expired: RequestRow[] = [];
+    const enqueued: OutboxEvent[] = [];
     await this.#orm.em.fork().transactional(async (em) => {
       const rows = await em.execute<RequestRow[]>(
         `with due as (select id from requests where ${timeUp} order by expires_at limit ? for update skip locked)
@@ -176,10 +185,10 @@ export class RequestLifecycle {
       for (const row of rows)
         if (row.opened_at !== null)
           await underItemTrace(row.trace_context, "gate resolve expired", async () =>
-            this.#enqueue(em, unavailableExpired(eventSubject(row), new Date(row.expires_at), now)),
+            enqueued.push(this.#enqueue(em, unavailableExpired(eventSubject(row), new Date(row.expires_at), now))),
           );
     });
-    if (expired.length > 0) this.#outbox.wake();
+    this.#outbox.publishCommitted(enqueued.map(committedEvent));
     publishRequestsChanged(this.#bus, expired);
     return expired.length;
   }
@@ -189,19 +198,20 @@ export class RequestLifecycle {
     params: unknown[],
     events: (row: RequestRow) => OutboxMessage[],
   ): Promise<RequestRow | undefined> {
+    const enqueued: OutboxEvent[] = [];
     const row = await this.#orm.em.fork().transactional(async (em) => {
       const rows = await em.execute<RequestRow[]>(sql, params);
-      if (rows[0]) for (const event of events(rows[0])) this.#enqueue(em, event);
+      if (rows[0]) for (const event of events(rows[0])) enqueued.push(this.#enqueue(em, event));
       return rows[0];
     });
     if (row) {
-      this.#outbox.wake();
+      this.#outbox.publishCommitted(enqueued.map(committedEvent));
       publishRequestsChanged(this.#bus, [row]);
     }
     return row;
   }
 
-  #enqueue(em: Em, event: OutboxMessage): void {
-    enqueueEvent(em, this.#clock, event, this.#bus);
+  #enqueue(em: Em, event: OutboxMessage): OutboxEvent {
+    return enqueueEvent(em, this.#clock, event, this.#bus);
   }
 }
