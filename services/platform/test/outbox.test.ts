@@ -49,6 +49,24 @@ describe("transactional outbox", () => {
 
   const streamMessages = async () => (await (await jetstreamManager(bus.nc)).streams.info(stream)).state.messages;
 
+  /**
+   * Adds a stream for the subjects under `late`, wakes the relay and waits for nothing to be left unpublished;
+   * then stops the relay, checks that the stream got its one message, and deletes it.
+   */
+  const publishedOnceAStreamTakes = async (
+    late: string,
+    relay: ReturnType<typeof startOutboxRelay>,
+    unpublished: () => Promise<string[]>,
+  ) => {
+    const jsm = await jetstreamManager(bus.nc);
+    await jsm.streams.add({ name: late.toUpperCase(), subjects: [`${late}.>`] });
+    relay.wake();
+    await expect.poll(unpublished, { timeout: 5000 }).toEqual([]);
+    await relay.stop();
+    expect((await jsm.streams.info(late.toUpperCase())).state.messages).toBe(1);
+    await jsm.streams.delete(late.toUpperCase());
+  };
+
   it("publishes only events whose transaction committed, each once under its message id", async () => {
     await orm.em.fork().transactional(async (em) => {
       enqueueEvent(
@@ -126,14 +144,8 @@ describe("transactional outbox", () => {
     expect(await streamMessages()).toBe(before + 2);
 
     // Once a stream takes its subject, the next poll publishes it.
-    const jsm = await jetstreamManager(bus.nc);
-    await jsm.streams.add({ name: late.toUpperCase(), subjects: [`${late}.>`] });
-    relay.wake();
-    await expect.poll(unpublished, { timeout: 5000 }).toEqual([]);
-    await relay.stop();
-    expect((await jsm.streams.info(late.toUpperCase())).state.messages).toBe(1);
+    await publishedOnceAStreamTakes(late, relay, unpublished);
     expect(await streamMessages()).toBe(before + 2);
-    await jsm.streams.delete(late.toUpperCase());
   });
 
   it("publishes events handed over by their writer at once, unclaimed, and marks them; a refused one stays for a run", async () => {
@@ -176,14 +188,8 @@ describe("transactional outbox", () => {
     // Refused after the relay's own publish, which went first on the same connection.
     await expect(bus.js.publish(`${late}.probe`, new Uint8Array([0]))).rejects.toThrow();
     expect(await unpublished()).toEqual(["handed-late-1"]);
-    const jsm = await jetstreamManager(bus.nc);
-    await jsm.streams.add({ name: late.toUpperCase(), subjects: [`${late}.>`] });
-    relay.wake();
-    await expect.poll(unpublished, { timeout: 5000 }).toEqual([]);
-    await relay.stop();
-    expect((await jsm.streams.info(late.toUpperCase())).state.messages).toBe(1);
+    await publishedOnceAStreamTakes(late, relay, unpublished);
     expect(await streamMessages()).toBe(before + 1);
-    await jsm.streams.delete(late.toUpperCase());
   });
 
   it("deletes published rows past their retention, a small batch at a time, and never an unpublished one", async () => {

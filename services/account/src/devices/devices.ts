@@ -1,8 +1,8 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { type Clock, type Queryable, uuid } from "@svc/platform";
-import { requireHuman } from "../humans/humans.ts";
-import { requireText, requireUuid } from "../input.ts";
-import { invalidArgument, refuse } from "../refusal.ts";
+import { queryHuman, requireHuman } from "../humans/humans.ts";
+import { requireText } from "../input.ts";
+import { invalidArgument } from "../refusal.ts";
 import { Device } from "./device.entity.ts";
 
 const platforms = ["ios", "android", "web"] as const;
@@ -48,21 +48,17 @@ export interface HumanDevices {
  * request that names a person (`pushed_to_devices`), and through the ORM its three queries took 3.7 ms.
  */
 export async function listDevices(db: Queryable, svcUserId: string): Promise<HumanDevices> {
-  const id = requireUuid(svcUserId, "svc_user_id");
-  const { rows } = await db.query<{
+  const human = await queryHuman<{
     devices: { id: string; platform: HumanDevices["devices"][number]["platform"]; registered_at: string }[];
     subscriptions: number;
-  }>({
+  }>(db, svcUserId, {
     name: "list_devices",
     text: `select
         coalesce((select json_agg(json_build_object('id', d.id, 'platform', d.platform, 'registered_at', d.registered_at)
                    order by d.registered_at, d.id) from device d where d.svc_user_id = h.id), '[]') as devices,
         (select count(*)::int from push_subscription where svc_user_id = h.id) as subscriptions
       from human h where h.id = $1`,
-    values: [id],
   });
-  const human = rows[0];
-  if (human === undefined) throw refuse("not_found", `no human with svc_user_id ${id}`);
   return {
     devices: human.devices.map((device) => ({
       id: device.id,
