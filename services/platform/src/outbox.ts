@@ -154,7 +154,7 @@ const oldestUnrelayed = gauge(
 /** How often, in clock time, the relay looks for published rows past their retention. */
 const pruneEveryMs = 60_000;
 
-/** An outbox row its writer has committed, with the id the statement that wrote it returned. */
+/** An outbox row its writer has committed, with its id. */
 export interface CommittedEvent {
   id: string;
   subject: string;
@@ -167,9 +167,10 @@ export interface OutboxRelay {
   /** Called after a commit that enqueued events, so they leave at once instead of at the next poll. */
   wake(): void;
   /**
-   * Publishes events their writer has just committed, at once and without claiming them: what a hot path
-   * whose statement returns its rows' ids calls instead of `wake`, sparing each event the claim's transaction.
-   * A publish that fails leaves its row to the relay's next run (woken at once).
+   * Publishes events their writer has just committed, at once and without claiming them: what a writer that
+   * knows its rows' ids (a statement's `returning`, or `enqueueEvent`'s row once its transaction committed)
+   * calls instead of `wake`, sparing each event the claim's transaction. A publish that fails leaves its row to
+   * the relay's next run (woken at once).
    */
   publishCommitted(events: readonly CommittedEvent[]): void;
   stop(): Promise<void>;
