@@ -43,10 +43,7 @@ export interface HumanDevices {
   webPushSubscriptions: number;
 }
 
-/**
- * A human's devices and web push subscriptions, or NotFound, in one prepared statement: gate asks with every
- * request that names a person (`pushed_to_devices`), and through the ORM its three queries took 3.7 ms.
- */
+/** A human's devices and web push subscriptions, or NotFound, in one prepared statement (`queryHuman`). */
 export async function listDevices(db: Queryable, svcUserId: string): Promise<HumanDevices> {
   const human = await queryHuman<{
     devices: { id: string; platform: HumanDevices["devices"][number]["platform"]; registered_at: string }[];
