@@ -84,7 +84,7 @@ export interface RouteDependencies {
   statements: Queryable;
   clock: Clock;
   bus: Pick<EventBus, "subject" | "nc" | "subjectPrefix">;
-  outbox: Pick<OutboxRelay, "wake">;
+  outbox: Pick<OutboxRelay, "publishCommitted">;
   secrets: AccountSecrets;
   devIssuer: string;
   rpName: string;

@@ -71,7 +71,7 @@ function platform(environment: EnvironmentName = "production", organizationId = 
           clock,
           pepper: createSecretKey(Buffer.from(refPepper, "base64")),
           bus: { subject: (type) => `${account.env.SVC_EVENT_SUBJECT_PREFIX}.${type}` },
-          outbox: { wake() {} },
+          outbox: { publishCommitted: async () => true },
           inboxes: { changed() {} },
         },
         { organizationId, environment, partnerUserRef, by, reason, at },

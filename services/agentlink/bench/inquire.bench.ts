@@ -85,7 +85,7 @@ try {
     },
     classifier: undefined,
     bus: { subject: (type) => `events.${type}`, nc, subjectPrefix: "events" },
-    outbox: { publishCommitted: () => undefined },
+    outbox: { publishCommitted: async () => true },
     // Its people are no sandbox humans: its cards stay out of the mesh's sandbox sweep.
     deployment: "production",
   });

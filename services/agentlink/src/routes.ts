@@ -76,7 +76,7 @@ export interface RouteDependencies {
   /** The trust layer's HTTP classifier, made once at start; undefined without a URL (local rules only). */
   classifier: ClassifierClient | undefined;
   bus: Pick<EventBus, "subject" | "nc" | "js" | "subjectPrefix">;
-  outbox: Pick<OutboxRelay, "wake" | "publishCommitted">;
+  outbox: Pick<OutboxRelay, "publishCommitted">;
 }
 
 /** Thin handlers: translate the wire to the domain operations and back, one unit of work (a fresh entity manager) each. */

@@ -9,7 +9,7 @@ import {
   ensureCredentialStream,
   type NatsConnection,
 } from "./nats.ts";
-import { OutboxEvent, type OutboxRelay } from "./outbox.ts";
+import { committedEvent, OutboxEvent, type OutboxRelay } from "./outbox.ts";
 
 /** A serialized `CredentialChanged` (credential_watch.proto) and its message id, unique per change. */
 export interface CredentialChangeMessage {
@@ -17,14 +17,17 @@ export interface CredentialChangeMessage {
   payload: Uint8Array;
 }
 
-/** Adds the change to the caller's unit of work, so it commits with the change it tells of. */
+/**
+ * Adds the change to the caller's unit of work, so it commits with the change it tells of. The row it returns
+ * has its id once that transaction has committed, for `publishCredentialChange`.
+ */
 export function enqueueCredentialChange(
   em: EntityManager,
   clock: Clock,
   bus: Pick<EventBus, "subjectPrefix">,
   change: CredentialChangeMessage,
-): void {
-  em.create(OutboxEvent, {
+): OutboxEvent {
+  return em.create(OutboxEvent, {
     subject: credentialChangeSubject(bus.subjectPrefix),
     messageId: change.messageId,
     payload: Buffer.from(change.payload),
@@ -34,25 +37,19 @@ export function enqueueCredentialChange(
 }
 
 /**
- * After the commit: publishes the change at once and waits for JetStream to have stored it, so that the
- * operation that caused it answers only once every gateway can hear it. If that fails it is only logged:
- * the relay publishes the outbox row, and JetStream drops whichever copy comes second (same message id).
+ * After the commit: hands the change's row to the relay and waits for JetStream to have stored it, so that the
+ * operation that caused it answers only once every gateway can hear it. If that fails it is only logged: the
+ * relay's next run publishes the row.
  */
 export async function publishCredentialChange(
-  bus: Pick<EventBus, "js" | "subjectPrefix">,
-  outbox: Pick<OutboxRelay, "wake">,
-  change: CredentialChangeMessage,
+  outbox: Pick<OutboxRelay, "publishCommitted">,
+  row: OutboxEvent,
   logger: Logger,
 ): Promise<void> {
-  try {
-    await bus.js.publish(credentialChangeSubject(bus.subjectPrefix), change.payload, { msgID: change.messageId });
-  } catch (error) {
+  if (!(await outbox.publishCommitted([committedEvent(row)])))
     logger.warn("credential change not published at once; the outbox relay publishes it", {
-      error,
-      message_id: change.messageId,
+      message_id: row.messageId,
     });
-  }
-  outbox.wake();
 }
 
 /**

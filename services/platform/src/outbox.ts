@@ -164,15 +164,16 @@ export interface CommittedEvent {
 }
 
 export interface OutboxRelay {
-  /** Called after a commit that enqueued events, so they leave at once instead of at the next poll. */
+  /** Runs the relay at once rather than at its next poll (it wakes itself after a refused publish). */
   wake(): void;
   /**
    * Publishes events their writer has just committed, at once and without claiming them: what a writer that
    * knows its rows' ids (a statement's `returning`, or `enqueueEvent`'s row once its transaction committed)
    * calls instead of `wake`, sparing each event the claim's transaction. A publish that fails leaves its row to
-   * the relay's next run (woken at once).
+   * the relay's next run (woken at once). Resolves once every event is stored by JetStream (true) or one of
+   * them was left to that run (false); it never rejects, so a writer that need not wait ignores it.
    */
-  publishCommitted(events: readonly CommittedEvent[]): void;
+  publishCommitted(events: readonly CommittedEvent[]): Promise<boolean>;
   stop(): Promise<void>;
 }
 
@@ -289,20 +290,26 @@ export function startOutboxRelay(options: {
     }
     marking = undefined;
   };
-  const publishCommitted = (events: readonly CommittedEvent[]) => {
-    for (const event of events) {
+  const publishCommitted = (events: readonly CommittedEvent[]): Promise<boolean> => {
+    const publishes = events.map((event) => {
       const published = publishTraced(event.subject, event.traceContext, (headers) =>
         bus.js.publish(event.subject, event.payload, { msgID: event.messageId, headers }),
       ).then(
         () => {
           acknowledged.push(event.id);
           marking ??= markAcknowledged();
+          return true;
         },
-        () => loop.wake(),
+        () => {
+          loop.wake();
+          return false;
+        },
       );
       inFlight.add(published);
       void published.finally(() => inFlight.delete(published));
-    }
+      return published;
+    });
+    return Promise.all(publishes).then((stored) => stored.every(Boolean));
   };
 
   const loop = startWakeableLoop({

@@ -1,6 +1,14 @@
 import type { KeyObject } from "node:crypto";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { type Clock, type EnvironmentName, type EventBus, type OutboxRelay, uuid } from "@svc/platform";
+import {
+  type Clock,
+  committedEvent,
+  type EnvironmentName,
+  type EventBus,
+  type OutboxEvent,
+  type OutboxRelay,
+  uuid,
+} from "@svc/platform";
 import { requireHuman } from "../humans/humans.ts";
 import { optionalUuid, requireInstant, requireText, requireUuid } from "../input.ts";
 import { invalidArgument, refuse } from "../refusal.ts";
@@ -15,7 +23,7 @@ export interface LinkContext {
   clock: Clock;
   pepper: KeyObject;
   bus: Pick<EventBus, "subject">;
-  outbox: Pick<OutboxRelay, "wake">;
+  outbox: Pick<OutboxRelay, "publishCommitted">;
   /** After a commit that changed these people's links or notices: their open inboxes read again (`InboxChanged`). */
   inboxes: { changed(svcUserIds: Iterable<string | null>): void };
 }
@@ -96,6 +104,7 @@ export async function secureAccount(
   const securedAt = requireInstant(input.at, "at");
   const human = await requireHuman(ctx.em, input.svcUserId);
   for (let round = 0; round < maxRounds; round++) {
+    let secured: OutboxEvent | undefined;
     const outcome = await ctx.em.transactional(async (tx): Promise<SecureOutcome | undefined> => {
       const decided = await decide(tx, account, human.id);
       if (decided !== undefined) return decided;
@@ -109,7 +118,7 @@ export async function secureAccount(
       );
       if (inserted.length === 0) return undefined;
       await withdrawRelinkOffers(tx, { ...account, svcUserId: human.id });
-      enqueueAccountSecured(tx, ctx.clock, ctx.bus, {
+      secured = enqueueAccountSecured(tx, ctx.clock, ctx.bus, {
         organizationId: account.organizationId,
         environment: account.environment,
         handle,
@@ -119,8 +128,8 @@ export async function secureAccount(
       return { kind: "secured", handle, trustedSince: securedAt, firstTime: true };
     });
     if (outcome === undefined) continue;
-    if (outcome.kind === "secured" && outcome.firstTime) {
-      ctx.outbox.wake();
+    if (secured !== undefined) {
+      void ctx.outbox.publishCommitted([committedEvent(secured)]);
       // A new link, which may have withdrawn an offer to re-link.
       ctx.inboxes.changed([human.id]);
     }
@@ -159,13 +168,15 @@ interface EndedLink {
   handle: string;
   surface_id: string | null;
   svc_user_id: string;
+  /** Its account.unlinked, written with it. */
+  event: OutboxEvent;
 }
 
 /**
  * The one place a link ends (the state table's three unlink rows): the active links the condition
  * selects become unlinked, each sends account.unlinked, and a partner's revoke leaves the person a
  * notice, all in the caller's transaction. Links already ended are not selected, so a repeat sends
- * nothing. The caller wakes the outbox and the people's inboxes after commit.
+ * nothing. The caller announces them (`announceEnded`) after the commit.
  */
 async function endLinks(
   tx: EntityManager,
@@ -173,14 +184,15 @@ async function endLinks(
   which: { condition: string; params: unknown[] },
   end: LinkEnd,
 ): Promise<EndedLink[]> {
-  const ended = await tx.execute<EndedLink[]>(
+  const rows = await tx.execute<Omit<EndedLink, "event">[]>(
     `update account_link set status = 'unlinked', unlinked_at = ?, unlinked_by = ?, unlink_reason = ?
       where status = 'active' and ${which.condition}
       returning id, organization_id, environment, handle, surface_id, svc_user_id`,
     [end.at, end.by, end.reason, ...which.params],
   );
-  for (const link of ended) {
-    enqueueAccountUnlinked(tx, ctx.clock, ctx.bus, {
+  const ended: EndedLink[] = [];
+  for (const link of rows) {
+    const event = enqueueAccountUnlinked(tx, ctx.clock, ctx.bus, {
       organizationId: link.organization_id,
       environment: link.environment,
       handle: link.handle,
@@ -189,10 +201,18 @@ async function endLinks(
       by: end.by,
       reason: end.reason,
     });
+    ended.push({ ...link, event });
     if (end.by === "platform")
       await addNotice(tx, { svcUserId: link.svc_user_id, linkId: link.id, reason: end.reason, at: end.at });
   }
   return ended;
+}
+
+/** After the commit that ended links: their events leave at once, and their people's inboxes read again. */
+function announceEnded(ctx: LinkContext, ended: readonly EndedLink[]): void {
+  if (ended.length === 0) return;
+  void ctx.outbox.publishCommitted(ended.map((link) => committedEvent(link.event)));
+  ctx.inboxes.changed(ended.map((link) => link.svc_user_id));
 }
 
 /** The active link of a partner's account ends; undefined (and nothing sent) when it has none. */
@@ -210,8 +230,7 @@ async function endAccountLink(ctx: LinkContext, input: PartnerAccountInput & Lin
     ),
   );
   if (ended === undefined) return undefined;
-  ctx.outbox.wake();
-  ctx.inboxes.changed([ended.svc_user_id]);
+  announceEnded(ctx, [ended]);
   return ended.handle;
 }
 
@@ -263,8 +282,9 @@ export async function unlinkOwnAccount(
   const svcUserId = requireUuid(input.svcUserId, "svc_user_id");
   const handle = requireText(input.handle, "handle", 64);
   const at = ctx.clock.now();
+  let ended: EndedLink[] = [];
   const outcome = await ctx.em.transactional(async (tx) => {
-    const ended = await endLinks(
+    ended = await endLinks(
       tx,
       ctx,
       { condition: "svc_user_id = ? and handle = ?", params: [svcUserId, handle] },
@@ -275,10 +295,7 @@ export async function unlinkOwnAccount(
     if (earlier?.unlinkedAt == null) throw refuse("not_found", "none of your secured accounts has this handle");
     return { handle, unlinkedAt: earlier.unlinkedAt, alreadyUnlinked: true };
   });
-  if (!outcome.alreadyUnlinked) {
-    ctx.outbox.wake();
-    ctx.inboxes.changed([svcUserId]);
-  }
+  announceEnded(ctx, ended);
   return outcome;
 }
 
@@ -310,11 +327,12 @@ export async function deleteHuman(
 ): Promise<{ linksUnlinked: number; alreadyDeleted: boolean }> {
   const id = requireUuid(svcUserId, "svc_user_id");
   const at = ctx.clock.now();
+  let ended: EndedLink[] = [];
   const outcome = await ctx.em.transactional(async (tx) => {
     // Locking the human first makes a concurrent SecureAccount (whose insert refers to it) wait, then fail.
     const found = await tx.execute(`select id from human where id = ? for update`, [id]);
     if (found.length === 0) return { linksUnlinked: 0, alreadyDeleted: true };
-    const ended = await endLinks(
+    ended = await endLinks(
       tx,
       ctx,
       { condition: "svc_user_id = ?", params: [id] },
@@ -325,9 +343,6 @@ export async function deleteHuman(
     await tx.execute(`delete from human where id = ?`, [id]);
     return { linksUnlinked: ended.length, alreadyDeleted: false };
   });
-  if (outcome.linksUnlinked > 0) {
-    ctx.outbox.wake();
-    ctx.inboxes.changed([id]);
-  }
+  announceEnded(ctx, ended);
   return outcome;
 }

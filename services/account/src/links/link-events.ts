@@ -1,7 +1,15 @@
 import { create, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { type Clock, type EnvironmentName, type EventBus, enqueueEvent, environmentProto, uuid } from "@svc/platform";
+import {
+  type Clock,
+  type EnvironmentName,
+  type EventBus,
+  enqueueEvent,
+  environmentProto,
+  type OutboxEvent,
+  uuid,
+} from "@svc/platform";
 import { EventSchema } from "@svc/proto/events/v1/events_pb.js";
 
 interface LinkFacts {
@@ -13,15 +21,16 @@ interface LinkFacts {
 
 /**
  * account.secured and account.unlinked leave through the outbox in the caller's transaction. The spec
- * deduplicates them by the webhook-id alone, so each gets a fresh uuid as its dedup key.
+ * deduplicates them by the webhook-id alone, so each gets a fresh uuid as its dedup key. Each returns its
+ * outbox row, for the caller to hand to the relay once the transaction committed.
  */
 export function enqueueAccountSecured(
   em: EntityManager,
   clock: Clock,
   bus: Pick<EventBus, "subject">,
   link: LinkFacts & { securedAt: Date },
-): void {
-  enqueue(em, clock, bus, link, link.securedAt, {
+): OutboxEvent {
+  return enqueue(em, clock, bus, link, link.securedAt, {
     case: "accountSecured",
     value: {
       handle: link.handle,
@@ -36,8 +45,8 @@ export function enqueueAccountUnlinked(
   clock: Clock,
   bus: Pick<EventBus, "subject">,
   link: LinkFacts & { unlinkedAt: Date; by: "human" | "platform"; reason: "human" | "platform" | "credential_changed" },
-): void {
-  enqueue(em, clock, bus, link, link.unlinkedAt, {
+): OutboxEvent {
+  return enqueue(em, clock, bus, link, link.unlinkedAt, {
     case: "accountUnlinked",
     value: {
       handle: link.handle,
@@ -66,7 +75,7 @@ function enqueue(
   link: LinkFacts,
   occurredAt: Date,
   payload: AccountPayload,
-): void {
+): OutboxEvent {
   const dedupKey = uuid();
   const event = create(EventSchema, {
     dedupKey,
@@ -75,7 +84,7 @@ function enqueue(
     occurredAt: timestampFromDate(occurredAt),
     payload,
   });
-  enqueueEvent(
+  return enqueueEvent(
     em,
     clock,
     { type: webhookTypes[payload.case], messageId: dedupKey, payload: toBinary(EventSchema, event) },

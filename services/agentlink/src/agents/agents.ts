@@ -29,8 +29,8 @@ export interface AgentContext {
   /** How long older keys keep working after a rotation (AGENTLINK_KEY_OVERLAP). */
   keyOverlapMs: number;
   /** Where a revoke or a rotation is told to the gateways' caches (credential_watch.proto). */
-  bus: Pick<EventBus, "js" | "subjectPrefix">;
-  outbox: Pick<OutboxRelay, "wake">;
+  bus: Pick<EventBus, "subjectPrefix">;
+  outbox: Pick<OutboxRelay, "publishCommitted">;
   logger: Logger;
 }
 
@@ -120,9 +120,9 @@ export async function revokeAgent(ctx: AgentContext, agentId: string): Promise<A
 /** Commits the unit of work with the change's outbox row, then tells the gateways at once. */
 async function changeKeys(ctx: AgentContext, agentId: string, change: CredentialChange): Promise<void> {
   const message = agentKeysChanged(agentId, change);
-  enqueueCredentialChange(ctx.em, ctx.clock, ctx.bus, message);
+  const row = enqueueCredentialChange(ctx.em, ctx.clock, ctx.bus, message);
   await ctx.em.flush();
-  await publishCredentialChange(ctx.bus, ctx.outbox, message, ctx.logger);
+  await publishCredentialChange(ctx.outbox, row, ctx.logger);
 }
 
 /**

@@ -1,5 +1,12 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { type Clock, type EventBus, enqueueEvent, type OutboxRelay } from "@svc/platform";
+import {
+  type Clock,
+  committedEvent,
+  type EventBus,
+  enqueueEvent,
+  type OutboxEvent,
+  type OutboxRelay,
+} from "@svc/platform";
 import { Agent } from "../agents/agent.entity.ts";
 import { refuse } from "../refusal.ts";
 import { Card, CardAudit } from "./card.entity.ts";
@@ -13,15 +20,15 @@ const sweepLimit = { default: 200, min: 1, max: 1000 } as const;
  * The expire sweep: queued cards past `ttl_at` become `expired` (resolved at `ttl_at`), each with an audit
  * row `card.expired` (actor `sweep`) and `agents_ask.resolution.expired`, in one transaction. The rows are
  * taken `for update skip locked`, so replicas sweeping at once never take the same card, and a card a
- * cancel holds is left to the next sweep. Once committed, the long-polls held for them are woken. Returns
- * how many cards expired.
+ * cancel holds is left to the next sweep. Once committed, the events are handed to the relay and the
+ * long-polls held for them are woken. Returns how many cards expired.
  */
 export async function expireSweep(
   ctx: {
     em: EntityManager;
     clock: Clock;
     bus: Pick<EventBus, "subject" | "nc" | "subjectPrefix">;
-    outbox: Pick<OutboxRelay, "wake">;
+    outbox: Pick<OutboxRelay, "publishCommitted">;
   },
   requestedLimit: number | undefined,
 ): Promise<number> {
@@ -29,6 +36,7 @@ export async function expireSweep(
   if (!Number.isInteger(limit) || limit < sweepLimit.min || limit > sweepLimit.max)
     throw refuse("invalid_argument", `limit must be ${sweepLimit.min}-${sweepLimit.max}`);
   const now = ctx.clock.now();
+  const events: OutboxEvent[] = [];
   const expired = await ctx.em.transactional(async (em) => {
     const due = await em.execute<{ id: string }[]>(
       `with due as (
@@ -43,12 +51,12 @@ export async function expireSweep(
       const agent = agents.find((a) => a.id === card.agentId);
       if (!agent) throw new Error(`card ${card.id} has no agent ${card.agentId}`);
       em.create(CardAudit, { cardId: card.id, action: "card.expired", actor: "sweep", at: now, detail: null });
-      enqueueEvent(em, ctx.clock, resolutionExpired(agent, card, now), ctx.bus);
+      events.push(enqueueEvent(em, ctx.clock, resolutionExpired(agent, card, now), ctx.bus));
     }
     return cards;
   });
   if (expired.length === 0) return 0;
-  ctx.outbox.wake();
+  void ctx.outbox.publishCommitted(events.map(committedEvent));
   publishCardsLeftQueue(ctx.bus, expired);
   await wakeApprovers(ctx.em, ctx.bus, expired);
   return expired.length;

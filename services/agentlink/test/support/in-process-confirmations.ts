@@ -79,7 +79,7 @@ export async function startInProcessConfirmations(
       signing,
       deployment,
       bus,
-      outbox: { publishCommitted: () => undefined },
+      outbox: { publishCommitted: async () => true },
     }),
     stop: async () => {
       await bus.nc.drain();
