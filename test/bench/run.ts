@@ -197,7 +197,7 @@ const goals: Record<string, Goal[]> = {
     {
       field: "ratio",
       atMost: 1.03,
-      says: "server CPU per verify-token (the edge route) through a mesh with tracing off at most 1.03x the same at the commit before tracing",
+      says: "server CPU per verify-token (the edge route) through a mesh with tracing off at most 1.03x the same at the previous commit (both meshes sent each round at once)",
     },
     { field: "create_link_ratio", says: "" },
   ],
