@@ -1,6 +1,8 @@
+import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
+import { parse } from "yaml";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 import { svcctlJson } from "./agent-support.ts";
 import { dataError, newGate, newPartner, partnerApi, result } from "./gate-support.ts";
@@ -25,6 +27,35 @@ const sample = (scrape: Scrape, name: string, labels: Record<string, string> = {
   return scrape.get(key) ?? 0;
 };
 
+/** The metric names a scrape declares (`# TYPE`), with the series a histogram or summary writes under its name. */
+function declaredNames(text: string): Set<string> {
+  const names = new Set<string>();
+  for (const [, name, type] of text.matchAll(/^# TYPE (\S+) (\S+)$/gm)) {
+    names.add(name as string);
+    if (type === "histogram") for (const suffix of ["_bucket", "_count", "_sum"]) names.add(`${name}${suffix}`);
+    if (type === "summary") for (const suffix of ["_count", "_sum"]) names.add(`${name}${suffix}`);
+  }
+  return names;
+}
+
+/**
+ * The metric names a PromQL expression selects: what is left once label matchers, range selectors, grouping
+ * clauses, function calls, numbers and operators are taken out.
+ */
+function selectedMetrics(expr: string): string[] {
+  const selectors = expr
+    .replace(/\{[^}]*\}/g, " ")
+    .replace(/\[[^\]]*\]/g, " ")
+    .replace(/\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)/g, " ")
+    .replace(/\b[a-z_]+\s*\(/g, " ");
+  const keywords = new Set(["and", "or", "unless", "bool", "offset"]);
+  return [...selectors.matchAll(/\b[a-zA-Z_:][a-zA-Z0-9_:]*\b/g)]
+    .map(([name]) => name)
+    .filter((name) => !keywords.has(name));
+}
+
+const observability = new URL("../../deploy/observability/", import.meta.url);
+
 /**
  * Every service's port and the gateway's console port serve Prometheus metrics without a credential; a scrape
  * before and after a known workload (three verifications a sandbox human confirms, two calls without a
@@ -36,11 +67,15 @@ describe("metrics move with the work", () => {
   let delivered = 0;
   let before: Record<string, Scrape>;
   let after: Record<string, Scrape>;
+  /** What each process declared at its last scrape. */
+  const declared = new Map<string, Set<string>>();
   const targets = () => ({
     gateway: mesh.consoleUrl,
     gate: mesh.urls.gate as string,
     "webhook-dispatch": mesh.urls["webhook-dispatch"] as string,
     agentlink: mesh.urls.agentlink as string,
+    account: mesh.urls.account as string,
+    signing: mesh.urls.signing as string,
   });
   const scrapeAll = async (): Promise<Record<string, Scrape>> => {
     const scrapes: Record<string, Scrape> = {};
@@ -48,7 +83,9 @@ describe("metrics move with the work", () => {
       const response = await fetch(`${url}/metrics`);
       expect(response.status, `${name} /metrics`).toBe(200);
       expect(response.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
-      scrapes[name] = parseScrape(await response.text());
+      const text = await response.text();
+      scrapes[name] = parseScrape(text);
+      declared.set(name, declaredNames(text));
     }
     return scrapes;
   };
@@ -138,6 +175,30 @@ describe("metrics move with the work", () => {
     expect(sample(after["webhook-dispatch"] as Scrape, "webhook_oldest_due_delivery_age_seconds")).toBe(0);
     for (const service of ["gate", "webhook-dispatch", "agentlink"])
       expect(sample(after[service] as Scrape, "outbox_oldest_unrelayed_age_seconds"), service).toBe(0);
+  });
+
+  test("every metric the shipped alert rules and dashboard select is one a process serves", () => {
+    const rules = parse(readFileSync(new URL("prometheus-alerts.yaml", observability), "utf8")) as {
+      groups: { rules: { alert: string; expr: string }[] }[];
+    };
+    const dashboard = JSON.parse(readFileSync(new URL("grafana-dashboard.json", observability), "utf8")) as {
+      panels: { title: string; targets: { expr: string }[] }[];
+    };
+    const expressions = [
+      ...rules.groups.flatMap((group) => group.rules.map((rule) => ({ where: rule.alert, expr: rule.expr }))),
+      ...dashboard.panels.flatMap((panel) =>
+        panel.targets.map((target) => ({ where: panel.title, expr: target.expr })),
+      ),
+    ];
+    // Prometheus' own `up`, and kube-state-metrics' pod readiness (deploy/observability/README.md says it is needed).
+    const served = new Set(["up", "kube_pod_status_ready", ...[...declared.values()].flatMap((names) => [...names])]);
+    const selecting = expressions.map(({ where, expr }) => ({ where, names: selectedMetrics(expr) }));
+    expect(selecting.filter(({ names }) => names.length === 0)).toEqual([]);
+    expect(
+      selecting.flatMap(({ where, names }) =>
+        names.filter((name) => !served.has(name)).map((name) => `${where}: ${name}`),
+      ),
+    ).toEqual([]);
   });
 
   test("agentlink serves its cards by status, every label a status and never an id", () => {

@@ -21,6 +21,7 @@ import { ceremonyRetentionRule } from "./passkeys/ceremonies.ts";
 import { Passkey, PasskeyCeremony } from "./passkeys/passkey.entity.ts";
 import { configuredProviders } from "./push/configured-providers.ts";
 import { pushItem } from "./push/push-item.ts";
+import { measureOldestDuePush } from "./push/push-metrics.ts";
 import { pushSealing } from "./push/subscription-sealing.ts";
 import { loadVapidKeys } from "./push/vapid-keys.ts";
 import { startWebPushSender } from "./push/web-push-sender.ts";
@@ -105,7 +106,9 @@ const account = defineService({
         },
       ],
     });
+    const stopMeasuring = measureOldestDuePush(statements, clock);
     return async () => {
+      stopMeasuring();
       await stopTriggers();
       await sender.stop();
       await retention.stop();

@@ -5,7 +5,7 @@ import { Code } from "@connectrpc/connect";
 import { createInternalClient, createLogger, ManualClock, openDatabase, uuid } from "@svc/platform";
 import { AccountService, NoticeKind, PushKind } from "@svc/proto/account/v1/account_pb.js";
 import { CallerSchema, CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   type BrowserSubscription,
   startPushService,
@@ -369,5 +369,64 @@ describe("sending", () => {
     });
     expect(offered.topic).not.toBe(revoked.topic);
     expect(pushService.problems).toEqual([]);
+  });
+});
+
+describe("metrics", () => {
+  /** account's /metrics: each sample's value by its name and labels, as Prometheus' text format writes them. */
+  const scrape = async (): Promise<Map<string, number>> => {
+    const response = await fetch(`${account.service.url}/metrics`);
+    expect(response.status).toBe(200);
+    const samples = new Map<string, number>();
+    for (const line of (await response.text()).split("\n")) {
+      if (line === "" || line.startsWith("#")) continue;
+      const at = line.lastIndexOf(" ");
+      samples.set(line.slice(0, at), Number(line.slice(at + 1)));
+    }
+    return samples;
+  };
+  const attempts = (samples: Map<string, number>, outcome: string) =>
+    samples.get(`account_web_push_attempts_total{outcome="${outcome}"}`) ?? 0;
+  const oldestDue = (samples: Map<string, number>) => samples.get("account_web_push_oldest_due_age_seconds");
+
+  it("counts each send by outcome, and serves how long the oldest due push has waited for a sender", async () => {
+    const before = await scrape();
+    const svcUserId = await newHuman();
+    const phone = await subscribed(svcUserId);
+    const gone = await subscribed(svcUserId);
+    pushService.answerNext(phone.endpoint, 503);
+    pushService.answerNext(gone.endpoint, 410);
+    await account.client.pushToHuman(card(svcUserId));
+    expect((await pushService.next(phone.endpoint)).status).toBe(503);
+    expect((await pushService.next(gone.endpoint)).status).toBe(410);
+    await expect
+      .poll(
+        async () =>
+          (await account.sql(`select 1 from push_job where subscription_id = $1 and attempts = 1`, [phone.id])).length,
+      )
+      .toBe(1);
+    expect(oldestDue(await scrape())).toBe(0);
+
+    // Held by a transaction of the test's, the retry comes due and no sender can take it (they skip locked rows).
+    await account.sql("begin");
+    try {
+      await account.sql(`select 1 from push_job where subscription_id = $1 for update`, [phone.id]);
+      clock.advance(5000);
+      // Due since 4 s: its retry was set for 1 s after the refusal.
+      expect(oldestDue(await scrape())).toBe(4);
+    } finally {
+      await account.sql("rollback");
+    }
+    expect((await pushService.next(phone.endpoint)).status).toBe(201);
+    const after = await vi.waitFor(async () => {
+      const samples = await scrape();
+      if (attempts(samples, "delivered") === attempts(before, "delivered")) throw new Error("not settled yet");
+      return samples;
+    });
+    expect(attempts(after, "delivered") - attempts(before, "delivered")).toBe(1);
+    expect(attempts(after, "retry") - attempts(before, "retry")).toBe(1);
+    expect(attempts(after, "gone") - attempts(before, "gone")).toBe(1);
+    expect(attempts(after, "refused") - attempts(before, "refused")).toBe(0);
+    expect(oldestDue(after)).toBe(0);
   });
 });

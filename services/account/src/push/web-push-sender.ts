@@ -6,6 +6,7 @@ import { openedSubscriptions } from "./opened-subscriptions.ts";
 import { encryptPush } from "./push-encryption.ts";
 import type { PushEndpointPolicy } from "./push-endpoint-policy.ts";
 import type { PushJob } from "./push-jobs.ts";
+import { pushAttempts } from "./push-metrics.ts";
 import type { PushSealing } from "./subscription-sealing.ts";
 import { vapidAuthorization } from "./vapid-authorization.ts";
 import type { VapidKeys } from "./vapid-keys.ts";
@@ -33,7 +34,7 @@ const maxRetryDelayMs = 60_000;
 const expiredBatch = 1000;
 
 type Outcome =
-  | { kind: "sent" }
+  | { kind: "delivered" }
   /** RFC 8030 §7.3: the subscription is gone for good. */
   | { kind: "gone" }
   | { kind: "retry"; retryAfterMs?: number }
@@ -124,7 +125,7 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WebPushHand
       return abort.signal.aborted ? { kind: "released" } : { kind: "retry" };
     }
     const status = response.statusCode ?? 0;
-    if (status >= 200 && status < 300) return { kind: "sent" };
+    if (status >= 200 && status < 300) return { kind: "delivered" };
     if (status === 404 || status === 410) return { kind: "gone" };
     if (status === 429 || status >= 500) {
       const seconds = Number(response.headers["retry-after"]);
@@ -151,7 +152,9 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WebPushHand
     const released: PushJob[] = [];
     for (const [i, job] of jobs.entries()) {
       const outcome = outcomes[i] as Outcome;
-      if (outcome.kind === "sent") {
+      // A sender stopping mid-send gives the push back: no attempt ended.
+      if (outcome.kind !== "released") pushAttempts.inc({ outcome: outcome.kind });
+      if (outcome.kind === "delivered") {
         done.push(job);
         sentTo.push(job.subscription_id);
       } else if (outcome.kind === "gone") {
