@@ -3,6 +3,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import { type ReceivedSpan, spanKind, startOtlpReceiver } from "../harness/otlp-receiver.ts";
+import { startPushService, type TestPushService } from "../harness/push-service.ts";
 import { SoftwareAuthenticator } from "../harness/software-passkey.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
 import { svcctlJson } from "./agent-support.ts";
@@ -27,6 +28,9 @@ describe("one trace from a partner's call to the webhook", () => {
   let hooksUrl: string;
   let organizationId: string;
   let partnerSecret: string;
+  /** The push service of the person's phone, and the VAPID key the app serves, read by the test that subscribes. */
+  let pushService: TestPushService;
+  let vapidKey = "";
 
   const parentIn = (spans: ReceivedSpan[], span: ReceivedSpan) => spans.find((s) => s.spanId === span.parentSpanId);
   const parentOf = (span: ReceivedSpan) => parentIn(trace, span);
@@ -74,6 +78,7 @@ describe("one trace from a partner's call to the webhook", () => {
 
   beforeAll(async () => {
     otlp = await startOtlpReceiver();
+    pushService = await startPushService({ vapidPublicKey: async () => vapidKey });
     hooks = createServer((req, res) => {
       req.resume();
       req.on("end", () => {
@@ -133,6 +138,7 @@ describe("one trace from a partner's call to the webhook", () => {
     await mesh?.stop();
     hooks?.close();
     await otlp?.close();
+    await pushService?.stop();
   });
 
   test("the gateway's operation span is the root of a trace through every service", () => {
@@ -314,7 +320,7 @@ describe("one trace from a partner's call to the webhook", () => {
     expect(chain.at(-1)).toBe(createRoot);
   }, 90_000);
 
-  test("a real person's confirm, a later call, continues the card's trace: its proof and callback join the inquire's, linked to the confirm", async () => {
+  test("a real person's confirm, a later call, continues the card's trace: its push, proof and callback join the inquire's, linked to the confirm", async () => {
     const api = partnerApi(mesh);
     const svcctl = svcctlJson(mesh);
     const agentKey = (
@@ -324,6 +330,9 @@ describe("one trace from a partner's call to the webhook", () => {
       ])
     ).agent_key as string;
     const { sessionToken, authenticator } = await personWithPasskey();
+    vapidKey = result(await api.get("/app/push-key", {}, sessionToken)).public_key as string;
+    const phone = pushService.subscribe();
+    result(await api.post("/app/push-subscriptions", { ...phone }, sessionToken));
     const code = result(await api.post("/agent/bind-session", {}, agentKey)).link_code;
     result(await api.post("/app/agent-bindings/claim", { link_code: code }, sessionToken));
     const opaqueId = result(await api.get("/agent/check-binding", { link_code: code }, agentKey)).opaque_id;
@@ -334,6 +343,7 @@ describe("one trace from a partner's call to the webhook", () => {
         agentKey,
       ),
     );
+    expect((await pushService.next(phone.endpoint)).payload).toMatchObject({ kind: "card", id: queued.card_id });
     const decisions = [{ card_id: queued.card_id, verdict: "approve" }];
     const challenge = result(await api.post("/agentlink/confirm-challenge", { decisions }, sessionToken));
     result(
@@ -364,9 +374,12 @@ describe("one trace from a partner's call to the webhook", () => {
         );
         // The resolution goes to the organization's endpoint and to the agent's callback.
         if (resolutionDeliveries.length < 2) throw new Error("the resolution's delivery spans are not exported yet");
-        // Each process exports on its own schedule: signing's span may come after the rest.
+        // Each process exports on its own schedule: signing's and account's spans may come after the rest.
         if (!cardTrace.some((s) => s.service === "signing" && s.name === "svc.signing.v1.SigningService/SignProof"))
           throw new Error("the proof's signing span is not exported yet");
+        const pushed = cardTrace.find((s) => s.name === "POST web push");
+        if (!pushed || ancestry(cardTrace, pushed).at(-1)?.parentSpanId !== "")
+          throw new Error("the push's spans are not all exported yet");
         return { cardTrace, confirmRoot, resolve };
       },
       { timeout: 30_000, interval: 100 },
@@ -392,6 +405,22 @@ describe("one trace from a partner's call to the webhook", () => {
           ancestry(cardTrace, s).includes(signProof as ReceivedSpan),
       ),
     ).toBe(true);
+    // The card's push to the person's phone: sent in account under the trigger's consumer span, which continues
+    // agentlink's producer span; the push's span records no endpoint (a capability), only method, status, outcome.
+    const pushSubject = `${mesh.env.SVC_EVENT_SUBJECT_PREFIX}_push.trigger`;
+    const pushed = cardTrace.find((s) => s.name === "POST web push") as ReceivedSpan;
+    expect(pushed).toMatchObject({ service: "account", kind: spanKind.client });
+    expect(pushed.attributes).toEqual({
+      "http.request.method": "POST",
+      "http.response.status_code": 201,
+      "web_push.outcome": "delivered",
+    });
+    const pushChain = ancestry(cardTrace, pushed);
+    expect(pushChain.slice(1, 3).map((s) => [s.service, s.kind, s.name])).toEqual([
+      ["account", spanKind.consumer, `process ${pushSubject}`],
+      ["agentlink", spanKind.producer, `send ${pushSubject}`],
+    ]);
+    expect(pushChain.at(-1)).toBe(inquireRoot);
     const subject = `${mesh.env.SVC_EVENT_SUBJECT_PREFIX}.agents_ask.resolution.confirmed`;
     const delivery = cardTrace.find(
       (s) => s.name === "POST webhook" && ancestry(cardTrace, s).some((a) => a.name === `process ${subject}`),

@@ -5,6 +5,7 @@ import { Code, type ConnectRouter } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import {
   type Clock,
+  currentTraceContext,
   type EventBus,
   environmentName,
   environmentProto,
@@ -215,6 +216,7 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
               providers: deps.pushProviders,
               sender: deps.webPush.sender,
               logger: deps.logger,
+              traceContext: currentTraceContext(),
             },
             req,
           ),

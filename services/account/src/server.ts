@@ -83,9 +83,9 @@ const account = defineService({
     const stopTriggers = consumePushTriggers({
       bus,
       consumerName: "account-push",
-      take: (trigger) =>
+      take: (trigger, traceContext) =>
         pushItem(
-          { em: orm.em.fork(), statements, now: clock.now(), providers: pushProviders, sender, logger },
+          { em: orm.em.fork(), statements, now: clock.now(), providers: pushProviders, sender, logger, traceContext },
           trigger,
         ).then(() => undefined),
       logger,

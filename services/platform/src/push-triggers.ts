@@ -4,7 +4,7 @@ import { AckPolicy, DeliverPolicy, jetstreamManager } from "@nats-io/jetstream";
 import type { PushKind } from "@svc/proto/account/v1/account_pb.js";
 import { type PushTrigger, PushTriggerSchema } from "@svc/proto/account/v1/push_trigger_pb.js";
 import type { Clock } from "./clock.ts";
-import { currentTraceContext } from "./event-tracing.ts";
+import { currentTraceContext, type StoredTraceContext, startConsumerSpan } from "./event-tracing.ts";
 import type { Logger } from "./logger.ts";
 import { type EventBus, pushTriggerStream, pushTriggerSubject } from "./nats.ts";
 import type { OutboxRow } from "./outbox.ts";
@@ -65,7 +65,8 @@ const restartAfterMs = 2000;
 const takingAtOnce = 8;
 
 /**
- * Reads every push trigger through the durable consumer `consumerName`, calling `take` with each and
+ * Reads every push trigger through the durable consumer `consumerName`, calling `take` with each (in a
+ * consumer span, child of the producer span its headers name, ended once it is settled) and
  * acknowledging it only once `take` resolved (it commits what the trigger asks for): a trigger is taken
  * at least once, so `take` must be idempotent. An unreadable trigger is dropped; one `take` refused is
  * delivered again, later each time. Up to eight are taken at once, in no promised order. While the stream cannot be read the consumer is listed in `bus.consumersDown` and
@@ -74,7 +75,8 @@ const takingAtOnce = 8;
 export function consumePushTriggers(options: {
   bus: EventBus;
   consumerName: string;
-  take(trigger: PushTrigger): Promise<void>;
+  /** `traceContext` is the trigger's consumer span, child of its producer's: the pushes it leads to continue it. */
+  take(trigger: PushTrigger, traceContext: StoredTraceContext): Promise<void>;
   logger: Logger;
 }): () => Promise<void> {
   const { bus, consumerName, logger } = options;
@@ -115,8 +117,9 @@ export function consumePushTriggers(options: {
           message.term();
           continue;
         }
+        const consumed = startConsumerSpan(message.subject, message.headers);
         const taken: Promise<void> = options
-          .take(trigger)
+          .take(trigger, consumed?.traceContext ?? null)
           .then(
             () => message.ack(),
             (error: unknown) => {
@@ -125,7 +128,10 @@ export function consumePushTriggers(options: {
             },
           )
           .catch((error: unknown) => logger.warn("push trigger not acknowledged", { error, seq: message.seq }))
-          .finally(() => taking.delete(taken));
+          .finally(() => {
+            consumed?.span.end();
+            taking.delete(taken);
+          });
         taking.add(taken);
         if (taking.size >= takingAtOnce) await Promise.race(taking);
       }

@@ -1,5 +1,5 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { type EnvironmentName, uuid } from "@svc/platform";
+import { currentTraceContext, type EnvironmentName, uuid } from "@svc/platform";
 import { requireHuman } from "../humans/humans.ts";
 import { requireUuid } from "../input.ts";
 import { enqueuePush } from "../push/push-jobs.ts";
@@ -53,6 +53,7 @@ export async function addNotice(
     notice.svcUserId,
     { kind: "notice", id, title: pushTitles[kind], expiresAt: new Date(notice.at.getTime() + noticePushLifeMs) },
     notice.at,
+    currentTraceContext(),
   );
 }
 

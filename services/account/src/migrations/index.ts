@@ -11,6 +11,7 @@ import { countAccountLinks } from "./0010-account-link-counts.ts";
 import { addSignInEmails } from "./0011-sign-in-emails.ts";
 import { indexPresentationRetention } from "./0012-presentation-retention-index.ts";
 import { addWebPush } from "./0013-web-push.ts";
+import { addPushTraceContext } from "./0014-push-trace-context.ts";
 
 /** Applied in order at start; a migration, once released, is never edited (add a new one). */
 export const migrations = [
@@ -27,4 +28,5 @@ export const migrations = [
   addSignInEmails,
   indexPresentationRetention,
   addWebPush,
+  addPushTraceContext,
 ];

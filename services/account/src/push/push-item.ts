@@ -1,6 +1,6 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { isUuid, type Logger, type Queryable } from "@svc/platform";
+import { isUuid, type Logger, type Queryable, type StoredTraceContext } from "@svc/platform";
 import { PushKind } from "@svc/proto/account/v1/account_pb.js";
 import type { PushTrigger } from "@svc/proto/account/v1/push_trigger_pb.js";
 import { requireText } from "../input.ts";
@@ -18,6 +18,8 @@ export interface PushItemContext {
   /** The web push sender, which takes the jobs leased to it or is woken for them. */
   sender: WebPushHandOver;
   logger: Logger;
+  /** The trace the pushes continue: the trigger's consumer span, or the RPC's that asked. */
+  traceContext: StoredTraceContext;
 }
 
 /**
@@ -47,6 +49,7 @@ export async function pushItem(
       },
       ctx.now,
       dueAt,
+      ctx.traceContext,
     );
     webPush = subscriptions;
     if (dueAt > ctx.now) ctx.sender.send(written, ctx.now);

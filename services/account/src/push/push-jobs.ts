@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import type { Queryable } from "@svc/platform";
+import type { Queryable, StoredTraceContext } from "@svc/platform";
 
 /** The push payload of decisions.md "Web Push": what the item is and a short title, nothing personal. */
 export interface PushItem {
@@ -20,6 +20,8 @@ export interface PushJob {
   /** As the driver gives it for a raw statement. */
   expires_at: string | Date;
   attempts: number;
+  /** The trace of the work that asked for the push (a trigger's consumer span, an RPC's): each send continues it. */
+  trace_context: StoredTraceContext;
   sealed: Buffer;
 }
 
@@ -35,17 +37,18 @@ const urgencyOf = (kind: PushItem["kind"]) => (kind === "notice" ? "normal" : "h
 
 /** One row per subscription of the person and item; a trigger repeated for the same item adds none. */
 const insertJobs = `with subscriptions as (select id, sealed from push_subscription where svc_user_id = $1),
-  added as (insert into push_job (subscription_id, topic, payload, urgency, expires_at, next_attempt_at)
-            select id, $2, $3::jsonb, $4, $5, $6 from subscriptions on conflict do nothing
-            returning subscription_id, topic, payload, urgency, expires_at, attempts)`;
+  added as (insert into push_job (subscription_id, topic, payload, urgency, expires_at, next_attempt_at, trace_context)
+            select id, $2, $3::jsonb, $4, $5, $6, $7 from subscriptions on conflict do nothing
+            returning subscription_id, topic, payload, urgency, expires_at, attempts, trace_context)`;
 
-const parameters = (svcUserId: string, item: PushItem, dueAt: Date) => [
+const parameters = (svcUserId: string, item: PushItem, dueAt: Date, traceContext: StoredTraceContext) => [
   svcUserId,
   topicOf(item),
   JSON.stringify({ kind: item.kind, id: item.id, title: item.title }),
   urgencyOf(item.kind),
   item.expiresAt,
   dueAt,
+  traceContext,
 ];
 
 /**
@@ -60,14 +63,15 @@ export async function writePushJobs(
   item: PushItem,
   now: Date,
   dueAt: Date,
+  traceContext: StoredTraceContext,
 ): Promise<{ subscriptions: number; written: PushJob[] }> {
   if (item.expiresAt <= now) return { subscriptions: 0, written: [] };
   const { rows } = await statements.query<PushJob | { sealed: Buffer; topic: null }>({
     name: "write_push_jobs",
     text: `${insertJobs}
-      select a.subscription_id, a.topic, a.payload, a.urgency, a.expires_at, a.attempts, s.sealed
+      select a.subscription_id, a.topic, a.payload, a.urgency, a.expires_at, a.attempts, a.trace_context, s.sealed
         from subscriptions s left join added a on a.subscription_id = s.id`,
-    values: parameters(svcUserId, item, dueAt),
+    values: parameters(svcUserId, item, dueAt, traceContext),
   });
   return { subscriptions: rows.length, written: rows.filter((row): row is PushJob => row.topic !== null) };
 }
@@ -76,8 +80,14 @@ export async function writePushJobs(
  * The pushes of an item written with it, in the caller's ORM transaction (a notice): due at once, for the
  * sender to take after the commit.
  */
-export async function enqueuePush(tx: EntityManager, svcUserId: string, item: PushItem, now: Date): Promise<void> {
+export async function enqueuePush(
+  tx: EntityManager,
+  svcUserId: string,
+  item: PushItem,
+  now: Date,
+  traceContext: StoredTraceContext,
+): Promise<void> {
   if (item.expiresAt <= now) return;
   // The ORM binds by `?`; each numbered parameter appears once, in order.
-  await tx.execute(`${insertJobs} select 1`.replace(/\$\d/g, "?"), parameters(svcUserId, item, now));
+  await tx.execute(`${insertJobs} select 1`.replace(/\$\d/g, "?"), parameters(svcUserId, item, now, traceContext));
 }

@@ -1,6 +1,6 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import { type Clock, type Logger, startWakeableLoop, type WakeableLoop } from "@svc/platform";
+import { type Clock, inHttpClientSpan, type Logger, startWakeableLoop, type WakeableLoop } from "@svc/platform";
 import type pg from "pg";
 import { openedSubscriptions } from "./opened-subscriptions.ts";
 import { encryptPush } from "./push-encryption.ts";
@@ -75,6 +75,7 @@ export interface WebPushHandOver {
  * after the send, ends the lease, and a crash before that leaves the push due when the lease ends, sent
  * again under the same Topic, which replaces the first at the push service. 404/410 deletes the
  * subscription; 429, 5xx and no answer retry with backoff while the item lives; other answers drop the push.
+ * Each send is an HTTP client span under the trace the push was written in, and counted by its outcome.
  */
 export function startWebPushSender(deps: WebPushSenderDependencies): WebPushHandOver & { stop(): Promise<void> } {
   const { statements, clock, logger } = deps;
@@ -103,6 +104,29 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WebPushHand
       sent.end(body);
     });
 
+  /** The push service's answer to one push (RFC 8030 §5, §7.3), with its status for the span. */
+  const answered = async (
+    url: URL,
+    headers: OutgoingHttpHeaders,
+    body: Buffer,
+  ): Promise<Outcome & { status?: number }> => {
+    let response: IncomingMessage;
+    try {
+      response = await post(url, headers, body);
+    } catch {
+      return abort.signal.aborted ? { kind: "released" } : { kind: "retry" };
+    }
+    const status = response.statusCode ?? 0;
+    if (status >= 200 && status < 300) return { kind: "delivered", status };
+    if (status === 404 || status === 410) return { kind: "gone", status };
+    if (status === 429 || status >= 500) {
+      const seconds = Number(response.headers["retry-after"]);
+      const retryAfterMs = Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : undefined;
+      return { kind: "retry", retryAfterMs, status };
+    }
+    return { kind: "refused", detail: `the push service answered ${status}`, status };
+  };
+
   const send = async (job: PushJob, now: Date): Promise<Outcome> => {
     const subscription = open(job.subscription_id, job.sealed);
     if ("refused" in subscription) return { kind: "refused", detail: subscription.refused };
@@ -118,20 +142,13 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WebPushHand
       "Content-Length": body.length,
       Authorization: authorization(url.origin),
     };
-    let response: IncomingMessage;
-    try {
-      response = await post(url, headers, body);
-    } catch {
-      return abort.signal.aborted ? { kind: "released" } : { kind: "retry" };
-    }
-    const status = response.statusCode ?? 0;
-    if (status >= 200 && status < 300) return { kind: "delivered" };
-    if (status === 404 || status === 410) return { kind: "gone" };
-    if (status === 429 || status >= 500) {
-      const seconds = Number(response.headers["retry-after"]);
-      return { kind: "retry", retryAfterMs: Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : undefined };
-    }
-    return { kind: "refused", detail: `the push service answered ${status}` };
+    // The span records the method, the answer's status and the outcome, never the endpoint (a capability).
+    return inHttpClientSpan("POST web push", job.trace_context, async (span) => {
+      const outcome = await answered(url, headers, body);
+      span?.setAttribute("web_push.outcome", outcome.kind);
+      if (outcome.status !== undefined) span?.setAttribute("http.response.status_code", outcome.status);
+      return outcome;
+    });
   };
 
   /** One statement setting `column` to `at` on every row of `jobs`. */
@@ -226,7 +243,7 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WebPushHand
          update push_job j set next_attempt_at = $2
            from due, push_subscription s
           where j.subscription_id = due.subscription_id and j.topic = due.topic and s.id = j.subscription_id
-         returning j.subscription_id, j.topic, j.payload, j.urgency, j.expires_at, j.attempts, s.sealed`,
+         returning j.subscription_id, j.topic, j.payload, j.urgency, j.expires_at, j.attempts, j.trace_context, s.sealed`,
       values: [now, leaseEnd(now)],
     });
     await settle(due, now);
