@@ -135,6 +135,20 @@ describe("subscriptions", () => {
       ["not a url", {}, /endpoint is not a URL/],
       [`${pushService.origin}/push/x`, { p256dh: "AAAA" }, /keys.p256dh must be base64url of 65 bytes/],
       [`${pushService.origin}/push/x`, { auth: Buffer.alloc(15).toString("base64url") }, /keys.auth must be/],
+      // The right length and prefix, but (1, 1) is not on P-256: no push could ever be encrypted to it.
+      [
+        `${pushService.origin}/push/x`,
+        {
+          p256dh: Buffer.concat([
+            Buffer.of(4),
+            Buffer.alloc(31),
+            Buffer.of(1),
+            Buffer.alloc(31),
+            Buffer.of(1),
+          ]).toString("base64url"),
+        },
+        /keys.p256dh must be a point on P-256/,
+      ],
     ];
     for (const [endpoint, override, message] of cases) {
       const error = await refusal(account.client.addPushSubscription({ svcUserId, endpoint, ...keys, ...override }));

@@ -1,3 +1,4 @@
+import { type PushReceiver, receiverKey } from "./push-encryption.ts";
 import { checkPushEndpoint, type PushEndpointPolicy } from "./push-endpoint-policy.ts";
 import type { SubscriptionSecret } from "./push-subscriptions.ts";
 import type { PushSealing } from "./subscription-sealing.ts";
@@ -5,17 +6,16 @@ import type { PushSealing } from "./subscription-sealing.ts";
 /** Subscriptions kept opened: a burst's thousand and more, a few hundred bytes each. */
 const capacity = 10_000;
 
-export interface OpenedSubscription {
+export interface OpenedSubscription extends PushReceiver {
   url: URL;
-  p256dh: Buffer;
-  auth: Buffer;
 }
 
 /**
- * A subscription's sealed row opened, its endpoint checked against the policy and its keys decoded, once,
- * not on every push to it: kept by subscription id while the row's sealed bytes are the same (a browser
- * registering again rewrites them in place), the oldest dropped past `capacity`. An endpoint the policy
- * refuses is answered by its reason and not kept; a row that does not open throws, as before it was kept.
+ * A subscription's sealed row opened, its endpoint checked against the policy and its keys decoded (the point
+ * made a key), once, not on every push to it: kept by subscription id while the row's sealed bytes are the
+ * same (a browser registering again rewrites them in place), the oldest dropped past `capacity`. An endpoint
+ * the policy refuses is answered by its reason and not kept; a row that does not open throws, as before it
+ * was kept.
  */
 export function openedSubscriptions(
   sealing: PushSealing,
@@ -32,11 +32,8 @@ export function openedSubscriptions(
     } catch (error) {
       return { refused: (error as Error).message };
     }
-    const subscription = {
-      url,
-      p256dh: Buffer.from(secret.p256dh, "base64url"),
-      auth: Buffer.from(secret.auth, "base64url"),
-    };
+    const p256dh = Buffer.from(secret.p256dh, "base64url");
+    const subscription = { url, p256dh, key: receiverKey(p256dh), auth: Buffer.from(secret.auth, "base64url") };
     opened.delete(id);
     opened.set(id, { sealed, subscription });
     if (opened.size > capacity) opened.delete(opened.keys().next().value as string);

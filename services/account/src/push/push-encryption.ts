@@ -1,4 +1,12 @@
-import { createCipheriv, createECDH, hkdfSync, randomBytes } from "node:crypto";
+import {
+  createCipheriv,
+  createPublicKey,
+  diffieHellman,
+  generateKeyPairSync,
+  hkdfSync,
+  type KeyObject,
+  randomBytes,
+} from "node:crypto";
 
 /** RFC 8291 §4: push services take records of 4096 octets; a payload of ours fills less than one. */
 const recordSize = 4096;
@@ -6,16 +14,39 @@ const saltBytes = 16;
 
 const info = (label: string, ...keys: Buffer[]) => Buffer.concat([Buffer.from(`${label}\0`), ...keys]);
 
+/** A browser's subscription keys, as RFC 8291 uses them: its P-256 point (`p256dh`), that point as a key, and `auth`. */
+export interface PushReceiver {
+  p256dh: Buffer;
+  key: KeyObject;
+  auth: Buffer;
+}
+
 /**
- * A Web Push message body (RFC 8291 with RFC 8188 `aes128gcm`): `payload` encrypted to the browser's key
- * `p256dh` (an uncompressed P-256 point) and its 16-byte `auth` secret, under an ECDH key pair made for this
- * message alone, as one record (header: salt, record size, our public key). Each of the three derivations is
- * one HKDF (RFC 5869) call of node:crypto, where `web-push` spends eight HMAC objects per message.
+ * A browser's `p256dh` (an uncompressed P-256 point) as a public key, made once per subscription: the ECDH of
+ * every message to it then takes half the time node:crypto's `ECDH.computeSecret` spends decoding the point
+ * again each time (53 against 99 µs here). Throws when the point is not on the curve.
  */
-export function encryptPush(payload: Buffer, p256dh: Buffer, auth: Buffer): Buffer {
-  const ecdh = createECDH("prime256v1");
-  const senderPublic = ecdh.generateKeys();
-  const sharedSecret = ecdh.computeSecret(p256dh);
+export function receiverKey(p256dh: Buffer): KeyObject {
+  const coordinates = {
+    x: p256dh.subarray(1, 33).toString("base64url"),
+    y: p256dh.subarray(33, 65).toString("base64url"),
+  };
+  return createPublicKey({ key: { kty: "EC", crv: "P-256", ...coordinates }, format: "jwk" });
+}
+
+/**
+ * A Web Push message body (RFC 8291 with RFC 8188 `aes128gcm`): `payload` encrypted to the browser's keys under
+ * an ECDH key pair made for this message alone, as one record (header: salt, record size, our public key). Each
+ * of the three derivations is one HKDF (RFC 5869) call of node:crypto, where `web-push` spends eight HMAC
+ * objects per message (an HMAC object costs about 14 µs here, an `hkdfSync` 11).
+ */
+export function encryptPush(payload: Buffer, receiver: PushReceiver): Buffer {
+  const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+  // JWK's coordinates are the curve's full 32 bytes each (RFC 7518 §6.2.1.2): with 0x04, the uncompressed point.
+  const { x, y } = publicKey.export({ format: "jwk" }) as { x: string; y: string };
+  const senderPublic = Buffer.concat([Buffer.of(4), Buffer.from(x, "base64url"), Buffer.from(y, "base64url")]);
+  const sharedSecret = diffieHellman({ privateKey, publicKey: receiver.key });
+  const { p256dh, auth } = receiver;
   // §3.3: IKM from the shared secret, keyed by the auth secret and bound to both public keys.
   const ikm = Buffer.from(hkdfSync("sha256", sharedSecret, auth, info("WebPush: info", p256dh, senderPublic), 32));
   const salt = randomBytes(saltBytes);

@@ -3,6 +3,7 @@ import { uuid } from "@svc/platform";
 import { requireHuman } from "../humans/humans.ts";
 import { requireUuid } from "../input.ts";
 import { invalidArgument, refuse } from "../refusal.ts";
+import { receiverKey } from "./push-encryption.ts";
 import { checkPushEndpoint, type PushEndpointPolicy } from "./push-endpoint-policy.ts";
 import type { PushSealing } from "./subscription-sealing.ts";
 
@@ -48,6 +49,12 @@ export async function addPushSubscription(
   const url = checkPushEndpoint(input.endpoint, ctx.policy);
   base64urlBytes(input.p256dh, "keys.p256dh", 65, 0x04);
   base64urlBytes(input.auth, "keys.auth", 16);
+  // A point off the curve could never be pushed to: refused now, not at every send.
+  try {
+    receiverKey(Buffer.from(input.p256dh, "base64url"));
+  } catch {
+    throw invalidArgument("keys.p256dh must be a point on P-256");
+  }
   const human = await requireHuman(ctx.em, input.svcUserId);
   const endpointHash = ctx.sealing.endpointHash(input.endpoint);
   const secret = Buffer.from(JSON.stringify({ endpoint: input.endpoint, p256dh: input.p256dh, auth: input.auth }));

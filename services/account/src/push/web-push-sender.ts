@@ -131,7 +131,7 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WebPushHand
     const subscription = open(job.subscription_id, job.sealed);
     if ("refused" in subscription) return { kind: "refused", detail: subscription.refused };
     const { url } = subscription;
-    const body = encryptPush(Buffer.from(JSON.stringify(job.payload)), subscription.p256dh, subscription.auth);
+    const body = encryptPush(Buffer.from(JSON.stringify(job.payload)), subscription);
     // RFC 8030 §5.2–5.4 and RFC 8292 §3.
     const headers: OutgoingHttpHeaders = {
       TTL: Math.max(1, Math.floor((new Date(job.expires_at).getTime() - now.getTime()) / 1000)),
