@@ -46,7 +46,7 @@ const addPushSubscriptionRoute = defineRoute({
       keys: {
         type: "object",
         properties: {
-          p256dh: base64url("The browser's P-256 public key (65 bytes)."),
+          p256dh: base64url("The browser's P-256 public key: an uncompressed point on the curve (65 bytes), or a 400."),
           auth: base64url("The authentication secret (16 bytes)."),
         },
         required: ["p256dh", "auth"],
