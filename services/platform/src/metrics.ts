@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { Clock } from "./clock.ts";
 
 export type { Gauge };
 
@@ -53,4 +54,19 @@ export const measureByStatus = (
   refreshBeforeScrape(async () => {
     const rows = await read();
     for (const status of statuses) byStatus.set({ status }, Number(rows.find((r) => r.status === status)?.count ?? 0));
+  });
+
+/**
+ * Keeps `age` at how long the oldest item `read` finds (a queue's oldest due row, say) has waited by `clock`, in
+ * seconds, 0 when it finds none; refreshed at every scrape. Returns what stops it.
+ */
+export const measureOldestAge = (
+  age: Gauge,
+  clock: Clock,
+  read: (now: Date) => Promise<Date | string | null | undefined>,
+): (() => void) =>
+  refreshBeforeScrape(async () => {
+    const now = clock.now();
+    const oldest = await read(now);
+    age.set(oldest ? Math.max(0, now.getTime() - new Date(oldest).getTime()) / 1000 : 0);
   });

@@ -5,7 +5,7 @@ import { parse, type Settings } from "./config.ts";
 import { inTransaction, Migration } from "./database.ts";
 import { currentTraceContext, publishTraced, type StoredTraceContext } from "./event-tracing.ts";
 import type { Logger } from "./logger.ts";
-import { gauge, refreshBeforeScrape } from "./metrics.ts";
+import { gauge, measureOldestAge } from "./metrics.ts";
 import type { EventBus } from "./nats.ts";
 import { startWakeableLoop } from "./wakeable-loop.ts";
 
@@ -263,12 +263,11 @@ export function startOutboxRelay(options: {
     return deleted > 0;
   };
 
-  const stopMeasuring = refreshBeforeScrape(async () => {
+  const stopMeasuring = measureOldestAge(oldestUnrelayed, clock, async () => {
     const { rows } = await statements.query<{ oldest: Date | null }>(
       "select min(created_at) as oldest from outbox where published_at is null",
     );
-    const oldest = rows[0]?.oldest?.getTime();
-    oldestUnrelayed.set(oldest === undefined ? 0 : Math.max(0, clock.now().getTime() - oldest) / 1000);
+    return rows[0]?.oldest;
   });
   /**
    * Events handed over by their writers are published unclaimed, so a relay run may claim one before it is

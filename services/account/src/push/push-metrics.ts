@@ -1,4 +1,4 @@
-import { type Clock, counter, gauge, type Queryable, refreshBeforeScrape } from "@svc/platform";
+import { type Clock, counter, gauge, measureOldestAge, type Queryable } from "@svc/platform";
 
 export const pushAttempts = counter(
   "account_web_push_attempts_total",
@@ -13,12 +13,10 @@ const oldestDue = gauge(
 
 /** Keeps the oldest due push's age, read at every scrape (the claim's own index); returns what stops it. */
 export const measureOldestDuePush = (statements: Queryable, clock: Clock): (() => void) =>
-  refreshBeforeScrape(async () => {
-    const now = clock.now();
+  measureOldestAge(oldestDue, clock, async (now) => {
     const { rows } = await statements.query<{ oldest: Date | null }>(
       "select min(next_attempt_at) as oldest from push_job where sent_at is null and next_attempt_at <= $1 and expires_at > $1",
       [now],
     );
-    const oldest = rows[0]?.oldest;
-    oldestDue.set(oldest ? Math.max(0, now.getTime() - new Date(oldest).getTime()) / 1000 : 0);
+    return rows[0]?.oldest;
   });

@@ -1,4 +1,4 @@
-import { type Clock, counter, gauge, type Queryable, refreshBeforeScrape } from "@svc/platform";
+import { type Clock, counter, gauge, measureOldestAge, type Queryable } from "@svc/platform";
 
 export const deliveryAttempts = counter(
   "webhook_delivery_attempts_total",
@@ -13,12 +13,10 @@ const oldestDue = gauge(
 
 /** Keeps the oldest due delivery's age, read at every scrape; returns what stops it. */
 export const measureOldestDueDelivery = (statements: Queryable, clock: Clock): (() => void) =>
-  refreshBeforeScrape(async () => {
-    const now = clock.now();
+  measureOldestAge(oldestDue, clock, async (now) => {
     const { rows } = await statements.query<{ oldest: Date | null }>(
       `select min(next_attempt_at) as oldest from deliveries where status = 'pending' and next_attempt_at <= $1`,
       [now],
     );
-    const oldest = rows[0]?.oldest;
-    oldestDue.set(oldest ? Math.max(0, now.getTime() - new Date(oldest).getTime()) / 1000 : 0);
+    return rows[0]?.oldest;
   });
