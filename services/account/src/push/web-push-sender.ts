@@ -95,6 +95,7 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WebPushHand
   const unanswered = new Set<ClientRequest>();
   const post = (url: URL, headers: OutgoingHttpHeaders, body: Buffer) =>
     new Promise<IncomingMessage>((resolve, reject) => {
+      if (stopping) return reject(new Error("the sender is stopping"));
       const https = url.protocol === "https:";
       const sent = (https ? httpsRequest : httpRequest)(
         url,
