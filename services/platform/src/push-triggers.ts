@@ -67,10 +67,11 @@ const takingAtOnce = 8;
 /**
  * Reads every push trigger through the durable consumer `consumerName`, calling `take` with each and the
  * context of its consumer span (child of the producer span its headers name, ended once the trigger is
- * settled), and acknowledging it only once `take` resolved (it commits what the trigger asks for): a trigger is taken
- * at least once, so `take` must be idempotent. An unreadable trigger is dropped; one `take` refused is
- * delivered again, later each time. Up to eight are taken at once, in no promised order. While the stream cannot be read the consumer is listed in `bus.consumersDown` and
- * tried again every 2 s. Returns the function that stops it.
+ * settled), and acknowledging it only once `take` resolved (it commits what the trigger asks for): a trigger
+ * is taken at least once, so `take` must be idempotent. An unreadable trigger is dropped; one `take` refused
+ * is delivered again, later each time. Up to eight are taken at once, in no promised order. While the stream
+ * cannot be read the consumer is listed in `bus.consumersDown` and tried again every 2 s. Returns the
+ * function that stops it.
  */
 export function consumePushTriggers(options: {
   bus: EventBus;
