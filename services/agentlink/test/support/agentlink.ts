@@ -34,6 +34,9 @@ export async function startTestAgentlink(
       AGENTLINK_KEY_PEPPER: keyPepper.toString("base64"),
       AGENTLINK_OPAQUE_ID_KEY: opaqueIdKey.toString("base64"),
       AGENTLINK_CALLBACK_SECRET_KEY: callbackSecretKey.toString("base64"),
+      // Tests sweep by calling Expire: a timed sweep firing mid-test takes the card first, and Expire,
+      // skipping the locked row, returns before that sweep commits.
+      AGENTLINK_SWEEP_EVERY: "1h",
       ...options.env,
     },
     start: (env) => startAgentlink({ env, clock: options.clock, logger: createLogger("agentlink", {}, "error") }),
