@@ -53,13 +53,14 @@ export const settings = {
   agentKeyCacheTtl: {
     parse: parse.duration,
     default: 5000,
-    description: "how long agentlink's answer for an agent key is reused: the longest a revoked agent still passes",
+    description:
+      "how long agentlink's answer for an agent key is reused at most (each 80-100% of it): the longest a revoked agent still passes when NATS did not carry the revocation",
   },
   apiKeyCacheTtl: {
     parse: parse.duration,
     default: 5000,
     description:
-      "how long a recognised API key is reused without a statement: the longest a revoked key still passes on another replica when NATS did not carry the revocation",
+      "how long a recognised API key is reused without a statement at most (each 80-100% of it): the longest a revoked key still passes on another replica when NATS did not carry the revocation",
   },
   webhookDispatchUrl: {
     parse: parse.url,

@@ -84,7 +84,7 @@ describe("agent keys in the gateway", () => {
     expect(agentlink.asked[0]?.environments).toEqual([Environment.PRODUCTION]);
   });
 
-  test("reuses agentlink's answers, accepted and refused, for the TTL only", async () => {
+  test("reuses agentlink's answers, accepted and refused, for at least 80% of the TTL and never past it", async () => {
     clock.set("2026-11-22T10:00:00Z");
     const agentlink = fakeAgentlink({ guessed: AgentKeyRefusal.WRONG_SECRET });
     const resolver = resolverWith(agentlink);
@@ -94,11 +94,11 @@ describe("agent keys in the gateway", () => {
       credential: { kind: "agent_key", caller: { credentialId: "agent-travel" } },
     });
     await resolver.resolve(key("guessed"), { origin: undefined });
-    clock.advance(4999);
+    clock.advance(3999);
     expect(await resolver.resolve(key("travel"), { origin: undefined })).toEqual(accepted);
     expect(await resolver.resolve(key("guessed"), { origin: undefined })).toMatchObject({ failure: "wrong_secret" });
     expect(agentlink.asked).toHaveLength(2);
-    clock.advance(1);
+    clock.advance(1001);
     await resolver.resolve(key("travel"), { origin: undefined });
     await resolver.resolve(key("guessed"), { origin: undefined });
     expect(agentlink.asked).toHaveLength(4);
@@ -238,6 +238,34 @@ describe("answer cache", () => {
     expect(cache.get("a")).toBe(1);
     cache.set("c", 3);
     expect([cache.get("a"), cache.get("b"), cache.get("c"), cache.size]).toEqual([1, undefined, 3, 2]);
+  });
+
+  test("gives each entry 80-100% of the TTL, drawn apart, so entries cached together do not all expire together", () => {
+    clock.set("2026-11-22T10:00:00Z");
+    const draws = [0, 0.5, 0.999_999];
+    const cache = new AnswerCache<number>({ clock, ttlMs: 10_000, capacity: 10, random: () => draws.shift() ?? 0 });
+    cache.set("whole", 1);
+    cache.set("nine tenths", 2);
+    cache.set("four fifths", 3);
+    const present = () => ["whole", "nine tenths", "four fifths"].filter((k) => cache.get(k) !== undefined);
+    clock.advance(7_999);
+    expect(present()).toEqual(["whole", "nine tenths", "four fifths"]);
+    clock.advance(2);
+    expect(present()).toEqual(["whole", "nine tenths"]);
+    clock.advance(999);
+    expect(present()).toEqual(["whole"]);
+    clock.advance(1_000);
+    expect(present()).toEqual([]);
+  });
+
+  test("keeps an answer no longer than its own end, however long the TTL", () => {
+    clock.set("2026-11-22T10:00:00Z");
+    const cache = new AnswerCache<number>({ clock, ttlMs: 60_000, capacity: 10, random: () => 0 });
+    cache.set("rotated", 1, new Date("2026-11-22T10:00:02Z"));
+    clock.advance(1_999);
+    expect(cache.get("rotated")).toBe(1);
+    clock.advance(1);
+    expect(cache.get("rotated")).toBeUndefined();
   });
 
   test("forgets the entries a predicate matches, or all of them", () => {

@@ -1,21 +1,29 @@
 import type { Clock } from "@svc/platform";
 
 /**
- * A small least-recently-used map whose entries live `ttlMs` by the injected clock: the gateway's
- * memory of another service's recent answers, so a hot credential costs no round trip per request.
- * A change (a revoked agent) is forgotten at once when its owner says so (`forget`), and within `ttlMs`
- * when that word is lost. At most `capacity` entries; the least recently used goes first.
+ * The share of `ttlMs` an entry's life may fall short of it, drawn per entry: answers cached together (every
+ * hot key in a gateway's first second) are then not all asked for again in the same instant every `ttlMs`.
+ */
+const lifeSpread = 0.2;
+
+/**
+ * A small least-recently-used map whose entries live `ttlMs` by the injected clock, less up to a fifth drawn
+ * per entry: the gateway's memory of another service's recent answers, so a hot credential costs no round
+ * trip per request. A change (a revoked agent) is forgotten at once when its owner says so (`forget`), and
+ * within `ttlMs` when that word is lost. At most `capacity` entries; the least recently used goes first.
  */
 export class AnswerCache<V> {
   readonly #entries = new Map<string, { value: V; expiresAt: number }>();
   readonly #clock: Clock;
   readonly #ttlMs: number;
   readonly #capacity: number;
+  readonly #random: () => number;
 
-  constructor(options: { clock: Clock; ttlMs: number; capacity: number }) {
+  constructor(options: { clock: Clock; ttlMs: number; capacity: number; random?: () => number }) {
     this.#clock = options.clock;
     this.#ttlMs = options.ttlMs;
     this.#capacity = options.capacity;
+    this.#random = options.random ?? Math.random;
   }
 
   get(key: string): V | undefined {
@@ -27,11 +35,11 @@ export class AnswerCache<V> {
     return entry.value;
   }
 
-  /** Kept `ttlMs`, or until `until` when that is sooner (the answer itself ends then). */
+  /** Kept 80-100% of `ttlMs`, or until `until` when that is sooner (the answer itself ends then). */
   set(key: string, value: V, until?: Date): void {
     if (this.#ttlMs <= 0) return;
     this.#entries.delete(key);
-    const expiresAt = this.#clock.now().getTime() + this.#ttlMs;
+    const expiresAt = this.#clock.now().getTime() + this.#ttlMs * (1 - lifeSpread * this.#random());
     this.#entries.set(key, { value, expiresAt: until ? Math.min(expiresAt, until.getTime()) : expiresAt });
     for (const oldest of this.#entries.keys()) {
       if (this.#entries.size <= this.#capacity) break;

@@ -84,8 +84,9 @@ export const agentCommands: CommandGroup = {
       name: "revoke",
       summary: "Revokes an agent: every key of it is refused; prints the agent.",
       details:
-        "agentlink refuses the agent's keys at once; a gateway that answered for a key within the last few seconds " +
-        "may still accept it until its answer cache expires (GATEWAY_AGENT_KEY_CACHE_TTL, 5 seconds).",
+        "agentlink refuses the agent's keys at once, and every gateway forgets its cached answers for them when " +
+        "agentlink's CredentialChanged reaches it; one that cannot read NATS may accept a key until its answer " +
+        "expires (GATEWAY_AGENT_KEY_CACHE_TTL, at most 5 seconds).",
       options: { "agent-id": agentId },
       async run(values, ctx) {
         const response = await ctx
