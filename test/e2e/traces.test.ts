@@ -406,13 +406,15 @@ describe("one trace from a partner's call to the webhook", () => {
       ),
     ).toBe(true);
     // The card's push to the person's phone: sent in account under the trigger's consumer span, which continues
-    // agentlink's producer span; the push's span records no endpoint (a capability), only method, status, outcome.
+    // agentlink's producer span; the push's span records no endpoint (a capability), only method, status, HTTP
+    // version (the harness's push service is plain HTTP/1.1 on loopback) and outcome.
     const pushSubject = `${mesh.env.SVC_EVENT_SUBJECT_PREFIX}_push.trigger`;
     const pushed = cardTrace.find((s) => s.name === "POST web push") as ReceivedSpan;
     expect(pushed).toMatchObject({ service: "account", kind: spanKind.client });
     expect(pushed.attributes).toEqual({
       "http.request.method": "POST",
       "http.response.status_code": 201,
+      "network.protocol.version": "1.1",
       "web_push.outcome": "delivered",
     });
     const pushChain = ancestry(cardTrace, pushed);

@@ -1,13 +1,17 @@
 import { createDecipheriv, createECDH, createHmac, randomBytes } from "node:crypto";
-import { createServer, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer, type IncomingHttpHeaders } from "node:http";
+import { createSecureServer, type Http2Session } from "node:http2";
+import { createServer as createHttpsServer } from "node:https";
+import type { AddressInfo, Socket } from "node:net";
 import { importJWK, type JWTPayload, jwtVerify } from "jose";
+import type { TlsCertificate } from "./tls-certificate.ts";
 
 /**
  * A push service (RFC 8030) on a loopback port, for tests of what the sender sends: it checks each push's
  * VAPID (RFC 8292) JWT with jose, decrypts its body with the RFC 8291 aes128gcm decryption written below on
  * node:crypto (independent of the sender's library), records it, and answers what the test queued. With
- * `checkLater` (for benchmarks) it answers every request 201 at once and keeps it for `check`.
+ * `checkLater` (for benchmarks) it answers every request 201 at once and keeps it for `check`. With `tls` it is
+ * https, offering HTTP/2 and HTTP/1.1 as the public push services do (or HTTP/1.1 only, `http2: false`).
  */
 interface PushReceipt {
   endpoint: string;
@@ -21,6 +25,8 @@ interface PushReceipt {
   /** The decrypted payload, parsed as JSON. */
   payload: unknown;
   vapid: JWTPayload;
+  /** "2.0" or "1.1". */
+  httpVersion: string;
 }
 
 /** What a browser's PushManager gives the app: the endpoint and the keys the pushes are encrypted to. */
@@ -35,6 +41,7 @@ type Answer = number | "hang";
 export interface ArrivedPush {
   endpoint: string;
   arrivedAt: number;
+  httpVersion: string;
   method: string | undefined;
   headers: IncomingHttpHeaders;
   body: Buffer;
@@ -55,6 +62,10 @@ export interface TestPushService {
   takeArrived(): ArrivedPush[];
   /** Checks arrived requests as pushes (into `received` or `problems`), as the service does without `checkLater`. */
   check(arrived: readonly ArrivedPush[]): Promise<void>;
+  /** Connections the service has accepted so far (TLS handshakes, over https). */
+  connections(): number;
+  /** Ends every connection as a push service going away does: HTTP/2's GOAWAY, then the socket. */
+  endConnections(): void;
   stop(): Promise<void>;
 }
 
@@ -85,11 +96,21 @@ function decryptAes128gcm(body: Buffer, receiver: { privateKey: Buffer; publicKe
   return padded.subarray(0, end);
 }
 
-const readBody = async (req: IncomingMessage) => {
+const readBody = async (req: AsyncIterable<unknown>) => {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);
 };
+
+type Incoming = AsyncIterable<unknown> & {
+  url?: string | undefined;
+  method?: string | undefined;
+  headers: IncomingHttpHeaders;
+  httpVersion: string;
+};
+
+/** What the service needs of a response, over HTTP/1.1 and HTTP/2 alike. */
+type Outgoing = { writeHead(status: number, headers?: Record<string, string>): unknown; end(): unknown };
 
 /**
  * `vapidPublicKey`: the VAPID key the JWTs must be signed with (base64url point), as the server serves it.
@@ -99,6 +120,7 @@ export async function startPushService(options: {
   vapidPublicKey: () => Promise<string>;
   checkLater?: boolean;
   now?: () => Date;
+  tls?: { certificate: TlsCertificate; http2: boolean };
 }): Promise<TestPushService> {
   const receivers = new Map<string, { privateKey: Buffer; publicKey: Buffer; auth: Buffer }>();
   const answers = new Map<string, Answer[]>();
@@ -136,7 +158,7 @@ export async function startPushService(options: {
   };
 
   /** Checks one request and records it; answers what the service answers (400 for a bad push). */
-  const take = async ({ endpoint, arrivedAt, method, headers, body }: ArrivedPush): Promise<Answer> => {
+  const take = async ({ endpoint, arrivedAt, httpVersion, method, headers, body }: ArrivedPush): Promise<Answer> => {
     const receiver = receivers.get(endpoint);
     try {
       if (method !== "POST" || !receiver) throw new Error(`${method} to an unknown endpoint ${endpoint}`);
@@ -156,6 +178,7 @@ export async function startPushService(options: {
         topic: (headers.topic as string | undefined) ?? null,
         payload,
         vapid,
+        httpVersion,
       };
       received.push(receipt);
       const waiter = waiting.findIndex((w) => w.endpoint === endpoint);
@@ -170,22 +193,52 @@ export async function startPushService(options: {
     }
   };
 
-  const server = createServer(async (req, res) => {
+  const handle = async (req: Incoming, res: Outgoing) => {
     const arrivedAt = performance.now();
     const endpoint = `${origin}${req.url}`;
-    const request = { endpoint, arrivedAt, method: req.method, headers: req.headers, body: await readBody(req) };
+    const request = {
+      endpoint,
+      arrivedAt,
+      httpVersion: req.httpVersion,
+      method: req.method,
+      headers: req.headers,
+      body: await readBody(req),
+    };
     if (options.checkLater) {
       arrived.push(request);
-      res.writeHead(201).end();
+      res.writeHead(201);
+      res.end();
       return;
     }
     const answer = await take(request);
     if (answer === "hang") return;
     res.writeHead(answer, answer === 201 ? { Location: `${endpoint}/messages/${randomBytes(4).toString("hex")}` } : {});
     res.end();
+  };
+  const { tls } = options;
+  const server = !tls
+    ? createServer(handle)
+    : tls.http2
+      ? createSecureServer({ ...tls.certificate, allowHTTP1: true }, handle)
+      : createHttpsServer({ ...tls.certificate }, handle);
+  let accepted = 0;
+  const sockets = new Set<Socket>();
+  const sessions = new Set<Http2Session>();
+  server.on(tls ? "secureConnection" : "connection", (socket: Socket) => {
+    accepted++;
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
   });
+  server.on("session", (session: Http2Session) => {
+    sessions.add(session);
+    session.once("close", () => sessions.delete(session));
+  });
+  const endConnections = () => {
+    for (const session of sessions) session.close();
+    for (const socket of sockets) socket.end();
+  };
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const origin = `${tls ? "https" : "http"}://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
   return {
     origin,
@@ -221,8 +274,11 @@ export async function startPushService(options: {
     async check(requests) {
       for (const request of requests) await take(request);
     },
+    connections: () => accepted,
+    endConnections,
     async stop() {
-      server.closeAllConnections();
+      for (const session of sessions) session.destroy();
+      for (const socket of sockets) socket.destroy();
       await new Promise((resolve) => server.close(resolve));
     },
   };

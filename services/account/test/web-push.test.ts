@@ -1,4 +1,5 @@
 import { createECDH } from "node:crypto";
+import { getCACertificates, setDefaultCACertificates } from "node:tls";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
@@ -11,6 +12,7 @@ import {
   startPushService,
   type TestPushService,
 } from "../../../test/harness/push-service.ts";
+import { selfSignedCertificate } from "../../../test/harness/tls-certificate.ts";
 import { Human } from "../src/humans/human.entity.ts";
 import { migrations } from "../src/migrations/index.ts";
 import { checkPushEndpoint } from "../src/push/push-endpoint-policy.ts";
@@ -28,7 +30,11 @@ beforeAll(async () => {
     vapidPublicKey: async () => (await account.client.getPushKey({})).publicKey,
     now: () => clock.now(),
   });
-  account = await startTestAccount("account_web_push", { clock, env: { ACCOUNT_PUSH_POLL_EVERY: "20ms" } });
+  account = await startTestAccount("account_web_push", {
+    clock,
+    // https on 127.0.0.1 for the push services below that speak TLS, as the public ones do.
+    env: { ACCOUNT_PUSH_POLL_EVERY: "20ms", ACCOUNT_PUSH_SERVICE_HOSTS: "127.0.0.1" },
+  });
 });
 afterAll(async () => {
   await account?.stop();
@@ -38,8 +44,11 @@ afterAll(async () => {
 const newHuman = async () =>
   (await account.client.resolveSignedInHuman({ issuer: "https://id.example", subject: uuid() })).svcUserId;
 
-async function subscribed(svcUserId: string): Promise<BrowserSubscription & { id: string }> {
-  const subscription = pushService.subscribe();
+async function subscribed(
+  svcUserId: string,
+  at: TestPushService = pushService,
+): Promise<BrowserSubscription & { id: string }> {
+  const subscription = at.subscribe();
   const { subscriptionId } = await account.client.addPushSubscription({
     svcUserId,
     endpoint: subscription.endpoint,
@@ -194,6 +203,81 @@ describe("subscriptions", () => {
     }
     const listed = (await account.client.listPushSubscriptions({ svcUserId })).subscriptions;
     expect(listed.map((s) => s.subscriptionId)).toEqual(ids.slice(1));
+  });
+});
+
+describe("the connection to a push service", () => {
+  let h2: TestPushService;
+  let h1: TestPushService;
+  beforeAll(async () => {
+    const certificate = await selfSignedCertificate();
+    // This process's TLS trusts the test certificate, as a server's trusts the public push services'.
+    setDefaultCACertificates([...getCACertificates("default"), certificate.cert]);
+    const vapidPublicKey = async () => (await account.client.getPushKey({})).publicKey;
+    const now = () => clock.now();
+    h2 = await startPushService({ vapidPublicKey, now, tls: { certificate, http2: true } });
+    h1 = await startPushService({ vapidPublicKey, now, tls: { certificate, http2: false } });
+  });
+  afterAll(async () => {
+    await h2?.stop();
+    await h1?.stop();
+  });
+
+  it("is HTTP/2 where the push service offers it: one TLS connection carries every push, each checked and decrypted", async () => {
+    const svcUserId = await newHuman();
+    const devices = [await subscribed(svcUserId, h2), await subscribed(svcUserId, h2), await subscribed(svcUserId, h2)];
+    const first = card(svcUserId);
+    expect((await account.client.pushToHuman(first)).webPush).toBe(3);
+    const receipts = await Promise.all(devices.map((device) => h2.next(device.endpoint)));
+    const second = card(svcUserId);
+    await account.client.pushToHuman(second);
+    receipts.push(...(await Promise.all(devices.map((device) => h2.next(device.endpoint)))));
+    expect(
+      receipts.map((receipt) => [receipt.httpVersion, receipt.status, (receipt.payload as { id: string }).id]),
+    ).toEqual([...devices.map(() => ["2.0", 201, first.itemId]), ...devices.map(() => ["2.0", 201, second.itemId])]);
+    expect(receipts.every((receipt) => receipt.ttl === 300 && receipt.urgency === "high")).toBe(true);
+    expect(h2.connections()).toBe(1);
+    expect(h2.problems).toEqual([]);
+  });
+
+  it("connects again after the push service ends the connection (GOAWAY), and a 410 over HTTP/2 still deletes", async () => {
+    const svcUserId = await newHuman();
+    const phone = await subscribed(svcUserId, h2);
+    const gone = await subscribed(svcUserId, h2);
+    await account.client.pushToHuman(card(svcUserId));
+    await Promise.all([h2.next(phone.endpoint), h2.next(gone.endpoint)]);
+    const before = h2.connections();
+    h2.endConnections();
+    h2.answerNext(gone.endpoint, 410);
+    const after = card(svcUserId);
+    await account.client.pushToHuman(after);
+    const [delivered, refused] = await Promise.all([h2.next(phone.endpoint), h2.next(gone.endpoint)]);
+    expect([delivered.httpVersion, delivered.status, (delivered.payload as { id: string }).id]).toEqual([
+      "2.0",
+      201,
+      after.itemId,
+    ]);
+    expect([refused.httpVersion, refused.status]).toEqual(["2.0", 410]);
+    expect(h2.connections()).toBe(before + 1);
+    await expect
+      .poll(async () =>
+        (await account.client.listPushSubscriptions({ svcUserId })).subscriptions.map((s) => s.subscriptionId),
+      )
+      .toEqual([phone.id]);
+  });
+
+  it("is HTTP/1.1 over TLS where the push service offers only that", async () => {
+    const svcUserId = await newHuman();
+    const phone = await subscribed(svcUserId, h1);
+    const queued = card(svcUserId);
+    await account.client.pushToHuman(queued);
+    const receipt = await h1.next(phone.endpoint);
+    expect([receipt.httpVersion, receipt.status, (receipt.payload as { id: string }).id]).toEqual([
+      "1.1",
+      201,
+      queued.itemId,
+    ]);
+    expect(h1.problems).toEqual([]);
   });
 });
 

@@ -1,11 +1,3 @@
-import {
-  type ClientRequest,
-  Agent as HttpAgent,
-  request as httpRequest,
-  type IncomingMessage,
-  type OutgoingHttpHeaders,
-} from "node:http";
-import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { type Clock, inHttpClientSpan, type Logger, startWakeableLoop, type WakeableLoop } from "@svc/platform";
 import type pg from "pg";
 import { openedSubscriptions } from "./opened-subscriptions.ts";
@@ -13,6 +5,7 @@ import { encryptPush } from "./push-encryption.ts";
 import type { PushEndpointPolicy } from "./push-endpoint-policy.ts";
 import type { PushJob } from "./push-jobs.ts";
 import { pushAttempts } from "./push-metrics.ts";
+import { type PushAnswer, pushTransport } from "./push-transport.ts";
 import type { PushSealing } from "./subscription-sealing.ts";
 import { vapidAuthorization } from "./vapid-authorization.ts";
 import type { VapidKeys } from "./vapid-keys.ts";
@@ -74,8 +67,8 @@ export interface WebPushHandOver {
 
 /**
  * Delivers the pushes `writePushJobs` and `enqueuePush` committed (RFC 8030, encrypted RFC 8291 aes128gcm by
- * `encryptPush`, under a VAPID JWT signed once per push service, sent by our own node:http(s) request over
- * kept-alive connections, so the endpoint policy is checked on the very URL sent to). A push is the
+ * `encryptPush`, under a VAPID JWT signed once per push service, sent by `pushTransport`: HTTP/2 where the push
+ * service takes it, one connection per service, so the endpoint policy is checked on the very URL sent to). A push is the
  * sender's for a lease of 30 s, the one statement that claims due rows (`for update skip locked`, so
  * replicas never take one push at once) or the trigger's own that wrote them for it: its outcome, written
  * after the send, ends the lease, and a crash before that leaves the push due when the lease ends, sent
@@ -89,59 +82,29 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WebPushHand
   let stopping = false;
   const authorization = vapidAuthorization(deps.vapid, clock);
   const open = openedSubscriptions(deps.sealing, deps.policy);
-  // Redirects are not followed: a push service answers the endpoint itself (RFC 8030 §5).
-  const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
-  /** Sends waiting for their answer: destroyed when the sender stops. */
-  const unanswered = new Set<ClientRequest>();
-  const post = (url: URL, headers: OutgoingHttpHeaders, body: Buffer) =>
-    new Promise<IncomingMessage>((resolve, reject) => {
-      if (stopping) return reject(new Error("the sender is stopping"));
-      const https = url.protocol === "https:";
-      const sent = (https ? httpsRequest : httpRequest)(
-        url,
-        { method: "POST", headers, agent: https ? agents.https : agents.http },
-        (response) => {
-          heard();
-          response.resume();
-          resolve(response);
-        },
-      );
-      // A timer of its own, not a signal composed of the sender's and a timeout's: `AbortSignal.any` and
-      // `AbortSignal.timeout` took about 2% of a push's CPU in a burst.
-      const timer = setTimeout(() => sent.destroy(new Error(`no answer in ${sendTimeoutMs} ms`)), sendTimeoutMs);
-      const heard = () => {
-        clearTimeout(timer);
-        unanswered.delete(sent);
-      };
-      unanswered.add(sent);
-      sent.on("error", (error) => {
-        heard();
-        reject(error);
-      });
-      sent.end(body);
-    });
+  const transport = pushTransport({ timeoutMs: sendTimeoutMs });
 
-  /** The push service's answer to one push (RFC 8030 §5, §7.3), with its status for the span. */
+  /** The push service's answer to one push (RFC 8030 §5, §7.3), with its status and HTTP version for the span. */
   const answered = async (
     url: URL,
-    headers: OutgoingHttpHeaders,
+    headers: Record<string, string | number>,
     body: Buffer,
-  ): Promise<Outcome & { status?: number }> => {
-    let response: IncomingMessage;
+  ): Promise<Outcome & { status?: number; protocol?: PushAnswer["protocol"] }> => {
+    let answer: PushAnswer;
     try {
-      response = await post(url, headers, body);
+      answer = await transport.post(url, headers, body);
     } catch {
       return stopping ? { kind: "released" } : { kind: "retry" };
     }
-    const status = response.statusCode ?? 0;
-    if (status >= 200 && status < 300) return { kind: "delivered", status };
-    if (status === 404 || status === 410) return { kind: "gone", status };
+    const { status, protocol } = answer;
+    if (status >= 200 && status < 300) return { kind: "delivered", status, protocol };
+    if (status === 404 || status === 410) return { kind: "gone", status, protocol };
     if (status === 429 || status >= 500) {
-      const seconds = Number(response.headers["retry-after"]);
+      const seconds = Number(answer.retryAfter);
       const retryAfterMs = Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : undefined;
-      return { kind: "retry", retryAfterMs, status };
+      return { kind: "retry", retryAfterMs, status, protocol };
     }
-    return { kind: "refused", detail: `the push service answered ${status}`, status };
+    return { kind: "refused", detail: `the push service answered ${status}`, status, protocol };
   };
 
   const send = async (job: PushJob, now: Date): Promise<Outcome> => {
@@ -150,7 +113,7 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WebPushHand
     const { url } = subscription;
     const body = encryptPush(Buffer.from(JSON.stringify(job.payload)), subscription);
     // RFC 8030 §5.2–5.4 and RFC 8292 §3.
-    const headers: OutgoingHttpHeaders = {
+    const headers = {
       TTL: Math.max(1, Math.floor((new Date(job.expires_at).getTime() - now.getTime()) / 1000)),
       Urgency: job.urgency,
       Topic: job.topic,
@@ -159,11 +122,13 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WebPushHand
       "Content-Length": body.length,
       Authorization: authorization(url.origin),
     };
-    // The span records the method, the answer's status and the outcome, never the endpoint (a capability).
+    // The span records the method, the answer's status, its HTTP version and the outcome, never the endpoint (a
+    // capability).
     return inHttpClientSpan("POST web push", job.trace_context, async (span) => {
       const outcome = await answered(url, headers, body);
       span?.setAttribute("web_push.outcome", outcome.kind);
       if (outcome.status !== undefined) span?.setAttribute("http.response.status_code", outcome.status);
+      if (outcome.protocol !== undefined) span?.setAttribute("network.protocol.version", outcome.protocol);
       return outcome;
     });
   };
@@ -316,10 +281,8 @@ export function startWebPushSender(deps: WebPushSenderDependencies): WebPushHand
     wake: wakeOne,
     async stop() {
       stopping = true;
-      for (const sent of unanswered) sent.destroy();
+      transport.close();
       await Promise.all([...loops.map((loop) => loop.stop()), ...handedOver]);
-      agents.http.destroy();
-      agents.https.destroy();
     },
   };
 }
