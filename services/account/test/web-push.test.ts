@@ -266,6 +266,23 @@ describe("the connection to a push service", () => {
       .toEqual([phone.id]);
   });
 
+  it("a push waiting on HTTP/2 for an answer when its sender stops is given back, due at once, for another", async () => {
+    const svcUserId = await newHuman();
+    const phone = await subscribed(svcUserId, h2);
+    h2.answerNext(phone.endpoint, "hang");
+    const second = await startAccount({ env: account.env, clock, logger: createLogger("account", {}, "error") });
+    let unanswered: Awaited<ReturnType<TestPushService["next"]>>;
+    try {
+      await createInternalClient(AccountService, second.url).pushToHuman(card(svcUserId));
+      unanswered = await h2.next(phone.endpoint);
+      expect([unanswered.httpVersion, unanswered.status]).toEqual(["2.0", 0]);
+    } finally {
+      await second.stop();
+    }
+    const delivered = await h2.next(phone.endpoint);
+    expect([delivered.httpVersion, delivered.status, delivered.topic]).toEqual(["2.0", 201, unanswered.topic]);
+  });
+
   it("is HTTP/1.1 over TLS where the push service offers only that", async () => {
     const svcUserId = await newHuman();
     const phone = await subscribed(svcUserId, h1);
