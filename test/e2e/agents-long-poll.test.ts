@@ -44,7 +44,12 @@ describe("agents ask: the check-status long-poll", () => {
       .toBe(count);
 
   beforeAll(async () => {
-    mesh = await startTestMesh("agents_long_poll", { only: ["signing", "account", "agentlink"], clockAt: start });
+    // The sweep test counts what `svcctl agent sweep` expired: agentlink's timed sweep must not take the card first.
+    mesh = await startTestMesh("agents_long_poll", {
+      only: ["signing", "account", "agentlink"],
+      clockAt: start,
+      env: { AGENTLINK_SWEEP_EVERY: "1h" },
+    });
     api = partnerApi(mesh);
     ({ agentKey, opaqueId } = await agentBoundToSilentHuman(mesh, api, {
       organization: "Waiters",

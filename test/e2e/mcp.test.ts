@@ -104,7 +104,8 @@ describe("the MCP server", () => {
   const keySet = () => createRemoteJWKSet(new URL(`${mesh.gatewayUrl}/.well-known/jwks.json`));
 
   beforeAll(async () => {
-    mesh = await startTestMesh("mcp");
+    // A test counts what the expire sweep expired: agentlink's timed sweep must not take the card first.
+    mesh = await startTestMesh("mcp", { env: { AGENTLINK_SWEEP_EVERY: "1h" } });
     svcctl = svcctlJson(mesh);
     organizationId = (await mesh.console.createOrganization({ name: "MCP partner" })).organizationId;
     agentKey = await registerAgent("Mcp_Bot");

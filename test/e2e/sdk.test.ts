@@ -48,7 +48,8 @@ describe("the SDK against the mesh", () => {
     (await svcctl(["human", "create", "--env", "development", "--behavior", behavior])).svc_user_id as string;
 
   beforeAll(async () => {
-    mesh = await startTestMesh("sdk");
+    // A test counts what the expire sweep expired: agentlink's timed sweep must not take the card first.
+    mesh = await startTestMesh("sdk", { env: { AGENTLINK_SWEEP_EVERY: "1h" } });
     svcctl = svcctlJson(mesh);
     partner = await newPartner(mesh, "SDK partner");
     await newGate(mesh, partner.organizationId, { key: "signup" });

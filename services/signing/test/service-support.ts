@@ -17,7 +17,9 @@ export async function startTestSigning(
 ) {
   const logger = options.logger ?? memoryLogger();
   const service: RunningSigning = await startSigning({
-    env: { SVC_DATABASE_URL: databaseUrl, SIGNING_PORT: "0", ...options.env },
+    // Tests run the maintenance themselves (RotateKeys, the prune): a timed run joined mid-way would have read the
+    // clock before the test moved it. Five minutes is the longest the publish lead allows.
+    env: { SVC_DATABASE_URL: databaseUrl, SIGNING_PORT: "0", SIGNING_REFRESH_EVERY: "5m", ...options.env },
     clock: options.clock,
     logger,
   });
