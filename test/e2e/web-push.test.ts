@@ -1,15 +1,21 @@
 import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DocumentedAnswer, expectDocumented } from "../harness/documented-answer.ts";
 import { startPushService, type TestPushService } from "../harness/push-service.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
+import { selfSignedCertificate } from "../harness/tls-certificate.ts";
 import { dataError, newGate, newPartner, partnerApi, type Reply, result } from "./gate-support.ts";
 
 /**
  * Web Push through the gateway against the real mesh (decisions.md "Web Push"): the person's app
  * registers, lists and removes subscriptions; a gate request naming them reaches the push service
  * (VAPID and RFC 8291 checked there) and counts in `pushed_to_devices`; a kill of account between the
- * push's commit and the push service's answer loses nothing and sends it again under one Topic.
+ * push's commit and the push service's answer loses nothing and sends it again under one Topic. The push
+ * service is https and speaks HTTP/2, as the public ones do: account, a process of its own, is told to trust its
+ * certificate as an operator would be for a private one (NODE_EXTRA_CA_CERTS) and to take https on 127.0.0.1.
  */
 const start = new Date("2026-11-28T09:00:00Z");
 type Json = Record<string, unknown>;
@@ -20,9 +26,17 @@ describe("web push", () => {
   let partner: Awaited<ReturnType<typeof newPartner>>;
   let pushService: TestPushService;
   let document: Json;
+  const certificateDir = mkdtempSync(join(tmpdir(), "web-push-ca-"));
 
   beforeAll(async () => {
-    mesh = await startTestMesh("web_push", { only: ["signing", "account", "agentlink", "gate"], clockAt: start });
+    const certificate = await selfSignedCertificate();
+    const trusted = join(certificateDir, "push-service.pem");
+    writeFileSync(trusted, certificate.cert);
+    mesh = await startTestMesh("web_push", {
+      only: ["signing", "account", "agentlink", "gate"],
+      clockAt: start,
+      env: { NODE_EXTRA_CA_CERTS: trusted, ACCOUNT_PUSH_SERVICE_HOSTS: "127.0.0.1" },
+    });
     api = partnerApi(mesh);
     partner = await newPartner(mesh, "Push Shop");
     await newGate(mesh, partner.organizationId, { key: "plain" });
@@ -32,11 +46,13 @@ describe("web push", () => {
       vapidPublicKey: async () => result(await api.get("/app/push-key", {}, anyone.sessionToken)).public_key,
       // The mesh's clock stands at `start`, and the JWT's expiry follows it.
       now: () => start,
+      tls: { certificate, http2: true },
     });
   });
   afterAll(async () => {
     await pushService?.stop();
     await mesh?.stop();
+    rmSync(certificateDir, { recursive: true, force: true });
   });
 
   async function person() {
@@ -137,6 +153,7 @@ describe("web push", () => {
     });
     expect(push.ttl).toBe((Date.parse(link.expires_at) - start.getTime()) / 1000);
     expect(push.urgency).toBe("high");
+    expect(push.httpVersion).toBe("2.0");
     expect(pushService.problems).toEqual([]);
   });
 
@@ -153,7 +170,7 @@ describe("web push", () => {
     const leaseEnded = new Date(start.getTime() + 30_000);
     mesh.setClock(leaseEnded);
     const delivered = await pushService.next(phone.endpoint);
-    expect(delivered.status).toBe(201);
+    expect([delivered.httpVersion, delivered.status]).toEqual(["2.0", 201]);
     expect(delivered.payload).toEqual(unanswered.payload);
     expect(delivered.payload).toMatchObject({ id: link.request_id });
     expect(delivered.topic).toBe(unanswered.topic);
