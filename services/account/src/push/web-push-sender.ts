@@ -67,8 +67,8 @@ export interface WebPushHandOver {
 
 /**
  * Delivers the pushes `writePushJobs` and `enqueuePush` committed (RFC 8030, encrypted RFC 8291 aes128gcm by
- * `encryptPush`, under a VAPID JWT signed once per push service, sent by `pushTransport`: HTTP/2 where the push
- * service takes it, one connection per service, so the endpoint policy is checked on the very URL sent to). A push is the
+ * `encryptPush`, under a VAPID JWT signed once per push service, sent by our own requests in `pushTransport`,
+ * HTTP/2 where the push service takes it, so the endpoint policy is checked on the very URL sent to). A push is the
  * sender's for a lease of 30 s, the one statement that claims due rows (`for update skip locked`, so
  * replicas never take one push at once) or the trigger's own that wrote them for it: its outcome, written
  * after the send, ends the lease, and a crash before that leaves the push due when the lease ends, sent
