@@ -79,14 +79,17 @@ export function pushTransport(options: { timeoutMs: number }): PushTransport {
       });
     });
 
+  /** Drops `link` as the origin's, unless a newer one has taken its place already. */
+  const forgetLink = (origin: string, link: Promise<ClientHttp2Session | "1.1">) => {
+    if (links.get(origin) === link) links.delete(origin);
+  };
+
   const linkTo = (url: URL): Promise<ClientHttp2Session | "1.1"> => {
     const kept = links.get(url.origin);
     if (kept) return kept;
     const link = negotiate(url);
     links.set(url.origin, link);
-    const forget = () => {
-      if (links.get(url.origin) === link) links.delete(url.origin);
-    };
+    const forget = () => forgetLink(url.origin, link);
     link.then((session) => {
       if (session === "1.1") return;
       session.once("close", forget);
@@ -178,15 +181,12 @@ export function pushTransport(options: { timeoutMs: number }): PushTransport {
         const pending = linkTo(url);
         const link = await pending;
         if (link === "1.1") return overHttp1(url, headers, body);
-        const forget = () => {
-          if (links.get(url.origin) === pending) links.delete(url.origin);
-        };
         try {
           if (link.closed || link.destroyed) throw new Unprocessed("the connection has closed");
           return await overHttp2(link, url, headers, body);
         } catch (error) {
           if (!(error instanceof Unprocessed) || tries > 0 || closed) throw error;
-          forget();
+          forgetLink(url.origin, pending);
         }
       }
     },
