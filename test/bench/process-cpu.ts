@@ -77,6 +77,17 @@ export const cpuMicrosSince = (before: Map<string, number>, listed: string[]): n
   );
 };
 
+/**
+ * The whole machine's busy CPU so far, in µs (every process and the kernel's interrupts: /proc/stat's first
+ * line without idle and iowait): what a workload costs all of its parts together, the load generator included.
+ */
+export const machineCpuMicros = (): number => {
+  const [, user, nice, system, , , irq, softirq, steal] = readFileSync("/proc/stat", "utf8")
+    .split("\n", 1)[0]!
+    .split(/\s+/);
+  return [user, nice, system, irq, softirq, steal].reduce((sum, ticks) => sum + Number(ticks), 0) * 10_000;
+};
+
 let sequence = 0;
 /** `count` fresh attestation tokens from signing, 200 at a time, each for its own request id. */
 export async function mintAttestations(signing: Client<typeof SigningService>, count: number): Promise<string[]> {

@@ -5,10 +5,11 @@ import pg from "pg";
 import { startPushService } from "../harness/push-service.ts";
 import { median, startBenchMesh } from "./bench-infrastructure.ts";
 import { benchPartner } from "./bench-partner.ts";
+import { httpsPushPath } from "./https-push-path.ts";
 
 /**
  * Web Push through the real gateway, gate, account and NATS, to the harness push service (which checks the
- * VAPID JWT and decrypts each push). One result line, `push-commit`: one gate request at a time naming a
+ * VAPID JWT and decrypts each push) on production's path (https, HTTP/2: `httpsPushPath`). One result line, `push-commit`: one gate request at a time naming a
  * person with one subscription; `push_p99_ms` is the 99th percentile from the commit of the request and its
  * push trigger (PostgreSQL's commit timestamp of the request's row: `track_commit_timestamp` is on for this
  * benchmark's server) to the push service receiving the encrypted push (its request's arrival; the service
@@ -26,8 +27,10 @@ const warmUp = 30;
 // One pending request per round; spread over people so that no person's inbox grows long.
 const people = 40;
 
+const pushPath = await httpsPushPath();
 const mesh = await startBenchMesh(["signing", "account", "agentlink", "gate"], {
   postgresSettings: ["track_commit_timestamp=on"],
+  env: pushPath.env,
 });
 const nc = await connect({ servers: mesh.natsUrl });
 try {
@@ -39,7 +42,10 @@ try {
   // Read once: the push service checks every push's VAPID JWT against it, and the app's own limit is 60 a minute.
   const first = await operators.mintDevSession({ issuer: mesh.devIdpIssuer, subject: "bench-push-key" });
   const vapidKey = (await call("GET", "/app/push-key", {}, first.sessionToken)).body.public_key as string;
-  const pushService = await startPushService({ vapidPublicKey: async () => vapidKey });
+  const pushService = await startPushService({
+    vapidPublicKey: async () => vapidKey,
+    tls: { certificate: pushPath.certificate, http2: true },
+  });
   const persons = await Promise.all(
     Array.from({ length: people }, async (_, i) => {
       const { sessionToken } = await operators.mintDevSession({
@@ -92,6 +98,7 @@ try {
     ]);
     if ((receipt.payload as { id?: string }).id !== link.body.request_id)
       throw new Error("another request's push arrived");
+    if (receipt.httpVersion !== "2.0") throw new Error(`a push came over HTTP/${receipt.httpVersion}`);
     // Between the rounds, so that both figures see the same machine: other work on it moves them alike.
     await publishAndAck(round >= warmUp);
     if (round >= warmUp) {
@@ -137,6 +144,7 @@ try {
       from_answer_median_ms: median(fromAnswer),
       arrived_before_answer: fromAnswer.filter((ms) => ms < 0).length,
       from_create_p99_ms: p99(fromCreate),
+      push_service: "https, HTTP/2",
       rounds: pushes.length,
     }),
   );
@@ -145,4 +153,5 @@ try {
 } finally {
   await nc.close();
   await mesh.stop();
+  pushPath.remove();
 }
