@@ -33,7 +33,10 @@ const burst = agentCount * peoplePerAgent * subscriptionsPerPerson;
 const inFlight = 50;
 const cores = availableParallelism();
 
-/** The bare client: POSTs `count` bodies to `urls` in turn, `inFlight` at a time, when told to. */
+/**
+ * The bare client: POSTs `count` bodies to the endpoints' `paths` in turn, `inFlight` streams at a time on one
+ * HTTP/2 connection, when told to.
+ */
 const bareClient = `
 const { parentPort, workerData } = require("node:worker_threads");
 const { connect } = require("node:http2");
