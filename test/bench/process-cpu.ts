@@ -16,6 +16,9 @@ const statFields = (pid: string): string[] | undefined => {
   }
 };
 
+/** /proc counts CPU in clock ticks of 10 ms (USER_HZ 100 on Linux). */
+const microsPerTick = 10_000;
+
 const livePids = () => readdirSync("/proc").filter((pid) => /^\d+$/.test(pid));
 
 /** `pids` and every process whose parent is one of them. */
@@ -45,7 +48,7 @@ export const cpuMicros = (pids: string[]): number =>
   pids.reduce((sum, pid) => {
     const fields = statFields(pid);
     return fields
-      ? sum + (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * 10_000
+      ? sum + (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * microsPerTick
       : sum;
   }, 0);
 
@@ -85,7 +88,7 @@ export const machineCpuMicros = (): number => {
   const [, user, nice, system, , , irq, softirq, steal] = readFileSync("/proc/stat", "utf8")
     .split("\n", 1)[0]!
     .split(/\s+/);
-  return [user, nice, system, irq, softirq, steal].reduce((sum, ticks) => sum + Number(ticks), 0) * 10_000;
+  return [user, nice, system, irq, softirq, steal].reduce((sum, ticks) => sum + Number(ticks), 0) * microsPerTick;
 };
 
 let sequence = 0;

@@ -1,10 +1,10 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
+import { httpsPushPath } from "../harness/https-push-path.ts";
 import { type ArrivedPush, startPushService } from "../harness/push-service.ts";
 import { median, startBenchMesh } from "./bench-infrastructure.ts";
 import { benchPartner } from "./bench-partner.ts";
-import { httpsPushPath } from "./https-push-path.ts";
 import { cpuMicrosSince, cpuReading, machineCpuMicros, postgresProcesses } from "./process-cpu.ts";
 
 /**

@@ -2,15 +2,15 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { KeyType } from "@svc/proto/console/v1/console_pb.js";
 import pg from "pg";
+import { httpsPushPath } from "../harness/https-push-path.ts";
 import { startPushService } from "../harness/push-service.ts";
 import { median, startBenchMesh } from "./bench-infrastructure.ts";
 import { benchPartner } from "./bench-partner.ts";
-import { httpsPushPath } from "./https-push-path.ts";
 
 /**
  * Web Push through the real gateway, gate, account and NATS, to the harness push service (which checks the
- * VAPID JWT and decrypts each push) on production's path (https, HTTP/2: `httpsPushPath`). One result line, `push-commit`: one gate request at a time naming a
- * person with one subscription; `push_p99_ms` is the 99th percentile from the commit of the request and its
+ * VAPID JWT and decrypts each push) on production's path (https, HTTP/2: `httpsPushPath`). One result line,
+ * `push-commit`: one gate request at a time naming a person with one subscription; `push_p99_ms` is the 99th percentile from the commit of the request and its
  * push trigger (PostgreSQL's commit timestamp of the request's row: `track_commit_timestamp` is on for this
  * benchmark's server) to the push service receiving the encrypted push (its request's arrival; the service
  * then checks it, and a round fails without a correct push), against a bare JetStream publish-and-ack on the

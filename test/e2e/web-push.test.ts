@@ -1,12 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DocumentedAnswer, expectDocumented } from "../harness/documented-answer.ts";
+import { type HttpsPushPath, httpsPushPath } from "../harness/https-push-path.ts";
 import { startPushService, type TestPushService } from "../harness/push-service.ts";
 import { startTestMesh, type TestMesh } from "../harness/test-mesh.ts";
-import { selfSignedCertificate } from "../harness/tls-certificate.ts";
 import { dataError, newGate, newPartner, partnerApi, type Reply, result } from "./gate-support.ts";
 
 /**
@@ -26,16 +23,14 @@ describe("web push", () => {
   let partner: Awaited<ReturnType<typeof newPartner>>;
   let pushService: TestPushService;
   let document: Json;
-  const certificateDir = mkdtempSync(join(tmpdir(), "web-push-ca-"));
+  let pushPath: HttpsPushPath;
 
   beforeAll(async () => {
-    const certificate = await selfSignedCertificate();
-    const trusted = join(certificateDir, "push-service.pem");
-    writeFileSync(trusted, certificate.cert);
+    pushPath = await httpsPushPath();
     mesh = await startTestMesh("web_push", {
       only: ["signing", "account", "agentlink", "gate"],
       clockAt: start,
-      env: { NODE_EXTRA_CA_CERTS: trusted, ACCOUNT_PUSH_SERVICE_HOSTS: "127.0.0.1" },
+      env: pushPath.env,
     });
     api = partnerApi(mesh);
     partner = await newPartner(mesh, "Push Shop");
@@ -46,13 +41,13 @@ describe("web push", () => {
       vapidPublicKey: async () => result(await api.get("/app/push-key", {}, anyone.sessionToken)).public_key,
       // The mesh's clock stands at `start`, and the JWT's expiry follows it.
       now: () => start,
-      tls: { certificate, http2: true },
+      tls: { certificate: pushPath.certificate, http2: true },
     });
   });
   afterAll(async () => {
     await pushService?.stop();
     await mesh?.stop();
-    rmSync(certificateDir, { recursive: true, force: true });
+    pushPath?.remove();
   });
 
   async function person() {

@@ -1,7 +1,15 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { selfSignedCertificate, type TlsCertificate } from "../harness/tls-certificate.ts";
+import { selfSignedCertificate, type TlsCertificate } from "./tls-certificate.ts";
+
+/** A certificate made for the run, the mesh environment that trusts it, and its removal. */
+export interface HttpsPushPath {
+  certificate: TlsCertificate;
+  /** For the mesh's environment. */
+  env: Record<string, string>;
+  remove(): void;
+}
 
 /**
  * The push path as production runs it: a push service on https offering HTTP/2 (FCM's, Mozilla's and Apple's
@@ -10,12 +18,7 @@ import { selfSignedCertificate, type TlsCertificate } from "../harness/tls-certi
  * path only, and costs a push more (an HTTP/1.1 request per push in flight instead of a stream on one
  * connection).
  */
-export async function httpsPushPath(): Promise<{
-  certificate: TlsCertificate;
-  /** For the mesh's environment. */
-  env: Record<string, string>;
-  remove(): void;
-}> {
+export async function httpsPushPath(): Promise<HttpsPushPath> {
   const certificate = await selfSignedCertificate();
   const dir = mkdtempSync(join(tmpdir(), "svc-bench-push-ca-"));
   const trusted = join(dir, "push-service.pem");
