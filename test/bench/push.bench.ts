@@ -6,6 +6,7 @@ import { httpsPushPath } from "../harness/https-push-path.ts";
 import { startPushService } from "../harness/push-service.ts";
 import { median, startBenchMesh } from "./bench-infrastructure.ts";
 import { benchPartner } from "./bench-partner.ts";
+import { cpuSince, threadCpu } from "./mesh-arms.ts";
 
 /**
  * Web Push through the real gateway, gate, account and NATS, to the harness push service (which checks the
@@ -19,7 +20,9 @@ import { benchPartner } from "./bench-partner.ts";
  * `performance.now()`); a commit read later than the answer that reported it fails the run. Gate hands the
  * trigger to its relay as it commits, so a push may arrive before create-verification-link's answer does:
  * `from_answer_*` (the figure this benchmark judged before) is kept beside it, and `from_create_p99_ms` counts
- * the whole create call.
+ * the whole create call. CPU from the threads' schedstat: `round_cpu_us` is the server processes' (the mesh,
+ * PostgreSQL, NATS) per kept round (a session, a gate request naming the person, its push, and the round's one
+ * publish-and-ack), `publish_cpu_us` nats-server's per publish-and-ack, read around each.
  * Run: node test/bench/push.bench.ts
  */
 const rounds = 2000;
@@ -66,10 +69,16 @@ try {
   const js = jetstream(nc);
   const payload = new Uint8Array(64);
   const acks: number[] = [];
+  const nats = mesh.natsProcesses();
+  let publishCpuUs = 0;
   const publishAndAck = async (kept: boolean) => {
+    const cpuBefore = threadCpu(nats);
     const started = performance.now();
     await js.publish("bench_push_ack.one", payload);
-    if (kept) acks.push(performance.now() - started);
+    if (kept) {
+      acks.push(performance.now() - started);
+      publishCpuUs += cpuSince(cpuBefore, nats);
+    }
   };
   for (let i = 0; i < 200; i++) await publishAndAck(false);
 
@@ -77,7 +86,9 @@ try {
   const kept: { requestId: string; answeredAt: number; arrivedAt: number }[] = [];
   const fromAnswer: number[] = [];
   const fromCreate: number[] = [];
+  let serverCpuBefore = new Map<string, number>();
   for (let round = 0; round < rounds + warmUp; round++) {
+    if (round === warmUp) serverCpuBefore = threadCpu(mesh.serverProcesses());
     const person = persons[round % persons.length]!;
     const grant = (await call("POST", "/sdk/create-session", {}, secret)).body.anchor_grant_token as string;
     const arrived = pushService.next(person.endpoint);
@@ -112,6 +123,7 @@ try {
       fromCreate.push(receipt.arrivedAt - created);
     }
   }
+  const roundCpuUs = cpuSince(serverCpuBefore, mesh.serverProcesses()) / rounds;
   const db = new pg.Client({ connectionString: mesh.databaseUrl });
   await db.connect();
   const committed = new Map(
@@ -144,6 +156,8 @@ try {
       from_answer_median_ms: median(fromAnswer),
       arrived_before_answer: fromAnswer.filter((ms) => ms < 0).length,
       from_create_p99_ms: p99(fromCreate),
+      round_cpu_us: Math.round(roundCpuUs),
+      publish_cpu_us: Math.round(publishCpuUs / rounds),
       push_service: "https, HTTP/2",
       rounds: pushes.length,
     }),
