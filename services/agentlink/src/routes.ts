@@ -30,9 +30,10 @@ import {
 } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { type Caller, CallerSchema, CredentialKind, Environment } from "@svc/proto/common/v1/caller_pb.js";
 import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
-import { Agent } from "./agents/agent.entity.ts";
+import type { Agent } from "./agents/agent.entity.ts";
 import type { AgentNames } from "./agents/agent-naming.ts";
 import { type AgentContext, listAgents, registerAgent, revokeAgent, rotateAgentKey } from "./agents/agents.ts";
+import { agentsOf } from "./agents/agents-of.ts";
 import { type AgentKeyRefusal, authenticateAgentKey } from "./agents/authenticate.ts";
 import { callbackTarget } from "./agents/callback-target.ts";
 import { dismissBindingNotice, listBindingNotices } from "./binding/binding-notices.ts";
@@ -248,7 +249,7 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
           const now = clock.now();
           const person = requireHuman(req.svcUserId);
           const cards = await queuedCardsOf(manager, person, now);
-          const agents = await manager.find(Agent, { id: { $in: [...new Set(cards.map((card) => card.agentId))] } });
+          const agents = await agentsOf(manager, cards);
           const quorums = await quorumsOf(manager, person, cards);
           return {
             cards: cards.map((card) =>

@@ -1,5 +1,6 @@
 import { isUuid, publishInboxChanged } from "@svc/platform";
-import { Agent } from "../agents/agent.entity.ts";
+import type { Agent } from "../agents/agent.entity.ts";
+import { agentsOf } from "../agents/agents-of.ts";
 import { refuse } from "../refusal.ts";
 import { Binding } from "./binding.entity.ts";
 import type { BindingContext } from "./bindings.ts";
@@ -17,7 +18,7 @@ export async function listBindingNotices(
     { svcUserId, unboundAt: null, noticeDismissedAt: null },
     { orderBy: { boundAt: "desc", id: "asc" }, limit: 100 },
   );
-  const agents = await ctx.em.find(Agent, { id: { $in: bindings.map((b) => b.agentId) } });
+  const agents = await agentsOf(ctx.em, bindings);
   return bindings.flatMap((binding) => {
     const agent = agents.find((a) => a.id === binding.agentId);
     return agent ? [{ noticeId: binding.id, agent, boundAt: binding.boundAt }] : [];

@@ -3,6 +3,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { type EntityManager, LockMode, UniqueConstraintViolationException } from "@mikro-orm/postgresql";
 import { type Clock, type EventBus, isUuid, publishInboxChanged, uuid } from "@svc/platform";
 import { Agent } from "../agents/agent.entity.ts";
+import { agentsOf } from "../agents/agents-of.ts";
 import { refuse } from "../refusal.ts";
 import { screenPersonLabel } from "../trust-layer/person-label.ts";
 import type { Violation } from "../trust-layer/violation.ts";
@@ -142,7 +143,7 @@ export async function listBindings(
     { svcUserId, unboundAt: null },
     { orderBy: { boundAt: "desc", id: "asc" } },
   );
-  const agents = await ctx.em.find(Agent, { id: { $in: bindings.map((b) => b.agentId) } });
+  const agents = await agentsOf(ctx.em, bindings);
   return bindings.flatMap((binding) => {
     const agent = agents.find((a) => a.id === binding.agentId);
     return agent ? [{ agent, boundAt: binding.boundAt, personLabel: binding.personLabel ?? null }] : [];
