@@ -62,6 +62,12 @@ export const settings = {
     description:
       "how long a recognised API key is reused without a statement at most (each 80-100% of it): the longest a revoked key still passes on another replica when NATS did not carry the revocation",
   },
+  userSessionCacheTtl: {
+    parse: parse.duration,
+    default: 5000,
+    description:
+      "how long whom a user session names is reused without verifying its JWT and asking account again, at most (each 80-100% of it, never past the token's exp): the longest a deleted person's session still names them on another replica when NATS did not carry the deletion",
+  },
   webhookDispatchUrl: {
     parse: parse.url,
     default: "http://127.0.0.1:9095",

@@ -129,6 +129,8 @@ export async function startGateway(
     heldLongPolls.set({ kind: "inbox" }, inboxWaiters.size);
   });
   const inboxPresence = new InboxPresence({ subjectPrefix: config.eventSubjectPrefix, logger });
+  const oidc = loadOidcConfig(env);
+  const userSessions = userSessionResolver({ oidc, account, clock, cacheTtlMs: config.userSessionCacheTtl });
   const services: GatewayServices = {
     signing,
     keySet: new KeySetCache({ signing, logger }),
@@ -150,12 +152,11 @@ export async function startGateway(
     inboxWaiters,
     inboxPresence,
     organizations: new OrganizationNameCache(directory),
+    userSessions,
     clock,
     publicOrigin: config.publicOrigin,
     widget: loadWidgetScript(logger),
   };
-  const oidc = loadOidcConfig(env);
-  const userSessions = userSessionResolver({ oidc, account, clock });
   // The web app signs in with the configured issuer once it has a client id there.
   const signIn =
     oidc.oidcIssuer !== "" && oidc.oidcClientId !== ""
@@ -263,6 +264,7 @@ export async function startGateway(
         subjectPrefix: config.eventSubjectPrefix,
         agentKeys,
         apiKeys,
+        userSessions,
         logger,
       });
     },

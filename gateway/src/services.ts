@@ -6,6 +6,7 @@ import type { GateService } from "@svc/proto/gate/v1/gate_pb.js";
 import type { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import type { WebhookCallbackService } from "@svc/proto/webhook/v1/webhook_pb.js";
 import type { OrganizationNames } from "./app/organization-names.ts";
+import type { UserSessionResolver } from "./credentials/user-session.ts";
 import type { Route, RouteDefinition } from "./http/route.ts";
 import type { ObjectSchema } from "./http/schema.ts";
 import type { InboxPresence } from "./long-poll/inbox-presence.ts";
@@ -42,6 +43,8 @@ export interface GatewayServices {
   inboxPresence: InboxPresence;
   /** Organizations are the gateway's: the app names a partner by its organization's name (cached, `OrganizationNameCache`). */
   organizations: OrganizationNames;
+  /** Whom the user sessions this replica resolved name (a deleted account is forgotten here at once). */
+  userSessions: Pick<UserSessionResolver, "forgetHuman">;
   /** The injected clock (the inbox leaves out requests whose window has ended). */
   clock: Clock;
   /** `{api_origin}`, for the links a response carries. */

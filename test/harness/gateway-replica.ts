@@ -19,10 +19,17 @@ export interface GatewayReplica {
   stop(): Promise<void>;
 }
 
-/** What a further gateway of `mesh` needs: the mesh's settings and the address of each of its services. */
+/**
+ * What a further gateway of `mesh` needs: the mesh's settings, the address of each of its services, and its
+ * development identity provider, so that a person's session signs in on every replica.
+ */
 export function replicaEnvOf(mesh: TestMesh): Record<string, string> {
   return {
     ...mesh.env,
+    GATEWAY_OIDC_ISSUER: mesh.devIdpIssuer,
+    GATEWAY_OIDC_JWKS_URL: `${mesh.devIdpIssuer}/.well-known/jwks.json`,
+    GATEWAY_OIDC_CLIENT_ID: "svc-app",
+    GATEWAY_DEV_IDP_ISSUER: mesh.devIdpIssuer,
     ...Object.fromEntries(
       Object.entries(mesh.urls).flatMap(([name, url]) =>
         name === "gateway" || url === undefined ? [] : [[`GATEWAY_${name.toUpperCase().replace("-", "_")}_URL`, url]],

@@ -29,6 +29,8 @@ export const deleteAccountRoute = defineRoute({
     const svcUserId = sessionUserId(caller);
     await services.agentlink.eraseHuman({ svcUserId });
     await services.account.deleteHuman({ svcUserId });
+    // Account tells every replica; this one forgets at once, before the person's next request can reach it.
+    services.userSessions.forgetHuman(svcUserId);
     return ok({ deleted: true });
   },
 });

@@ -9,11 +9,12 @@ import {
 import { CredentialChange, CredentialChangedSchema } from "@svc/proto/common/v1/credential_watch_pb.js";
 import type { AgentKeyResolver } from "./agent-key.ts";
 import type { ApiKeyLookup } from "./api-key-cache.ts";
+import type { UserSessionResolver } from "./user-session.ts";
 
 /**
  * Every credential cache of this replica, told by the credentials' owners that one changed
  * (credential_watch.proto): the agent-key answers forget a revoked or rotated agent at once, the API keys
- * a revoked key. Reading starts again after any gap (NATS away, the stream gone) by forgetting everything cached.
+ * a revoked key, the user sessions a deleted person. Reading starts again after any gap (NATS away, the stream gone) by forgetting everything cached.
  */
 export function forgetChangedCredentials(options: {
   nc: NatsConnection;
@@ -21,19 +22,22 @@ export function forgetChangedCredentials(options: {
   subjectPrefix: string;
   agentKeys: Pick<AgentKeyResolver, "forgetAgent" | "forgetAll">;
   apiKeys: Pick<ApiKeyLookup, "forgetKey" | "forgetAll">;
+  userSessions: Pick<UserSessionResolver, "forgetHuman" | "forgetAll">;
   logger: Logger;
 }): () => Promise<void> {
-  const { agentKeys, apiKeys } = options;
+  const { agentKeys, apiKeys, userSessions } = options;
   return followCredentialChanges({
     ...options,
     hear(payload) {
       const { credential } = fromBinary(CredentialChangedSchema, payload);
       if (credential.case === "agentId") agentKeys.forgetAgent(credential.value);
       if (credential.case === "apiKeyId") apiKeys.forgetKey(credential.value);
+      if (credential.case === "svcUserId") userSessions.forgetHuman(credential.value);
     },
     gap: () => {
       agentKeys.forgetAll();
       apiKeys.forgetAll();
+      userSessions.forgetAll();
     },
   });
 }

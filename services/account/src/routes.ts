@@ -49,9 +49,9 @@ import { claimedEmailHash, findHumanByEmail } from "./humans/sign-in-emails.ts";
 import type { AccountLink } from "./links/account-link.entity.ts";
 import {
   accountLinkState,
+  type DeletionContext,
   deleteHuman,
   type LinkConflict,
-  type LinkContext,
   listOwnAccounts,
   reportCredentialChange,
   secureAccount,
@@ -113,7 +113,15 @@ export function accountRoutes(deps: RouteDependencies): (router: ConnectRouter) 
       return publishInboxChanged(deps.bus, svcUserIds);
     },
   };
-  const links = (): LinkContext => ({ em: em(), clock, pepper, bus: deps.bus, outbox: deps.outbox, inboxes });
+  const links = (): DeletionContext => ({
+    em: em(),
+    clock,
+    pepper,
+    bus: deps.bus,
+    outbox: deps.outbox,
+    inboxes,
+    logger: deps.logger,
+  });
   const sandbox = (): SandboxContext => ({
     em: em(),
     clock,

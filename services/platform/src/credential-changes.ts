@@ -53,8 +53,9 @@ export async function publishCredentialChange(
 }
 
 /**
- * Publishes a change that has no outbox behind it (the gateway keeps none: its console's API-key revocation)
- * and waits for JetStream to have stored it; a failure is the caller's to report.
+ * Publishes a change that has no outbox behind it (the gateway keeps none: its console's API-key revocation;
+ * account keeps no row naming a deleted person) and waits for JetStream to have stored it; a failure is the
+ * caller's to report.
  */
 export async function announceCredentialChange(
   nc: NatsConnection,

@@ -1,14 +1,17 @@
 import type { KeyObject } from "node:crypto";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import {
+  announceCredentialChange,
   type Clock,
   committedEvent,
   type EnvironmentName,
   type EventBus,
+  type Logger,
   type OutboxEvent,
   type OutboxRelay,
   uuid,
 } from "@svc/platform";
+import { humanDeleted } from "../humans/human-deleted.ts";
 import { requireHuman } from "../humans/humans.ts";
 import { optionalUuid, requireInstant, requireText, requireUuid } from "../input.ts";
 import { invalidArgument, refuse } from "../refusal.ts";
@@ -27,6 +30,9 @@ export interface LinkContext {
   /** After a commit that changed these people's links or notices: their open inboxes read again (`InboxChanged`). */
   inboxes: { changed(svcUserIds: Iterable<string | null>): void };
 }
+
+/** Deleting a person also tells the gateways (credential_watch.proto), and logs when that word is lost. */
+export type DeletionContext = LinkContext & { bus: Pick<EventBus, "nc" | "subjectPrefix">; logger: Logger };
 
 /** A partner's account as a caller names it: organization, environment and the partner's reference. */
 export interface PartnerAccountInput {
@@ -319,10 +325,15 @@ export async function listOwnAccounts(em: EntityManager, svcUserId: string): Pro
  * partner already holds it) and ref_hash (the keyed hash of the partner's own user reference: it names
  * the partner's user, not the person, and lets the partner's platform_user_ref filter find its row).
  *
+ * The gateways forget the sign-in sessions they resolved to the person before this answers (`humanDeleted`).
+ * That word is published after the commit, not kept in the outbox: an outbox row would keep the erased id.
+ * Should NATS not take it, the other gateway replicas forget when their cache entries expire
+ * (GATEWAY_USER_SESSION_CACHE_TTL), and the replica that asked forgets at once itself.
+ *
  * A repeat, or an unknown id, changes nothing and answers `alreadyDeleted`.
  */
 export async function deleteHuman(
-  ctx: LinkContext,
+  ctx: DeletionContext,
   svcUserId: string,
 ): Promise<{ linksUnlinked: number; alreadyDeleted: boolean }> {
   const id = requireUuid(svcUserId, "svc_user_id");
@@ -344,5 +355,11 @@ export async function deleteHuman(
     return { linksUnlinked: ended.length, alreadyDeleted: false };
   });
   announceEnded(ctx, ended);
+  if (!outcome.alreadyDeleted)
+    await announceCredentialChange(ctx.bus.nc, ctx.bus.subjectPrefix, humanDeleted(id)).catch((error: unknown) =>
+      ctx.logger.warn("person's deletion not announced; other gateway replicas forget them when their cache expires", {
+        error,
+      }),
+    );
   return outcome;
 }
