@@ -9,7 +9,9 @@ import { ConsoleService, KeyType } from "@svc/proto/console/v1/console_pb.js";
 import { GateConsoleService, GateType } from "@svc/proto/gate/v1/gate_pb.js";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
 import pg from "pg";
-import { median, startBenchMesh } from "./bench-infrastructure.ts";
+import { startBenchMesh } from "./bench-infrastructure.ts";
+import { cpuSince, threadCpu } from "./mesh-arms.ts";
+import { postgresProcesses } from "./process-cpu.ts";
 
 /**
  * Growth: the mesh's lookups and periodic scans with its tables filled by SQL to 10,000 rows, then
@@ -32,7 +34,9 @@ import { median, startBenchMesh } from "./bench-infrastructure.ts";
  * them, so the services' own timers never see them.
  *
  * Lookups go through the real gateway, one at a time; scans run their statement (the services' text,
- * or the platform's batch delete for retention) straight on PostgreSQL.
+ * or the platform's batch delete for retention) straight on PostgreSQL. Beside each time, CPU from the
+ * threads' schedstat: a lookup's server CPU (the mesh, PostgreSQL, NATS; create-link's counts the session
+ * it needs), a scan's PostgreSQL CPU (its median round's), at both sizes.
  */
 /** `GROWTH_SIZES=10000,20000` tries the benchmark quickly; its goals are about 10,000 against 1,000,000. */
 const sizes = (process.env.GROWTH_SIZES ?? "10000,1000000").split(",").map(Number);
@@ -214,6 +218,7 @@ try {
     return body.data;
   };
 
+  type Timed = { p50: number; p99: number; cpuUs: number };
   const percentile = (values: number[], p: number) => {
     const sorted = [...values].sort((a, b) => a - b);
     return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]!;
@@ -225,12 +230,14 @@ try {
   async function timed(work: (i: number) => Promise<number | undefined>) {
     for (let i = 0; i < 10; i++) await work(samples + i);
     const times: number[] = [];
+    const cpuBefore = threadCpu(mesh.serverProcesses());
     for (let i = 0; i < samples; i++) {
       const started = performance.now();
       const part = await work(i);
       times.push(part ?? performance.now() - started);
     }
-    return { p50: percentile(times, 50), p99: percentile(times, 99) };
+    const cpuUs = cpuSince(cpuBefore, mesh.serverProcesses()) / samples;
+    return { p50: percentile(times, 50), p99: percentile(times, 99), cpuUs };
   }
 
   /** The ids of rows the big partner owns among the first `size`. */
@@ -249,7 +256,7 @@ try {
     const largeOffset = 5000;
     if (bigLinks <= largeOffset) throw new Error(`the big partner has only ${bigLinks} links`);
     const cursor = (await list({ limit: 1, offset: largeOffset })).data.next_cursor as string;
-    const result: Record<string, { p50: number; p99: number }> = {};
+    const result: Record<string, Timed> = {};
     result.status = await timed(async (i) => {
       const record = await call("GET", "/verification/status", { request_id: requestIds[i % requestIds.length] }, key);
       if (record.found !== true) throw new Error(`status: ${JSON.stringify(record)}`);
@@ -316,12 +323,15 @@ try {
       // Rows the mesh made due by itself (the benchmark's own rate-limit windows that ended) go first.
       await drain();
       await client.query(seed);
+      const postgres = postgresProcesses(mesh.databaseUrl);
+      const cpuBefore = threadCpu(postgres);
       const started = performance.now();
       const changed = await drain();
       const ms = performance.now() - started;
+      const cpuUs = cpuSince(cpuBefore, postgres);
       await client.query("commit");
       if (changed !== due) throw new Error(`scan changed ${changed} rows, not ${due}: ${statement}`);
-      return ms;
+      return { ms, cpuUs };
     } finally {
       client.release();
     }
@@ -333,17 +343,22 @@ try {
   const retention = (table: string, column: string) => numbered(dueBatchStatement({ table, column }));
   const day = 86_400_000;
 
-  /** Each scan's median over `scanRounds` rounds, each with its own fresh due rows. */
+  /** Each scan's median round over `scanRounds` rounds, each with its own fresh due rows. */
   async function scans(size: number) {
-    const rounds: Record<string, number>[] = [];
+    const rounds: Record<string, { ms: number; cpuUs: number }>[] = [];
     for (let round = 0; round < scanRounds; round++) rounds.push(await scanRound(`${size}_${round}`));
-    return Object.fromEntries(Object.keys(rounds[0]!).map((name) => [name, median(rounds.map((r) => r[name]!))]));
+    return Object.fromEntries(
+      Object.keys(rounds[0]!).map((name) => {
+        const byTime = rounds.map((r) => r[name]!).sort((a, b) => a.ms - b.ms);
+        return [name, byTime[Math.floor(byTime.length / 2)]!];
+      }),
+    );
   }
 
   async function scanRound(tag: string) {
     const now = new Date();
     const series = `generate_series(1, ${due}) as i`;
-    const result: Record<string, number> = {};
+    const result: Record<string, { ms: number; cpuUs: number }> = {};
     result["gate expiry sweep"] = await scan(
       `insert into gate.requests (id, organization_id, environment, gate_key, gate_type, session_id, status, flow_secret_hash,
                                   mode, sdk_type, notarize_offered, created_at, expires_at)
@@ -403,8 +418,8 @@ try {
 
   const measured: {
     size: number;
-    lookups: Record<string, { p50: number; p99: number }>;
-    scans: Record<string, number>;
+    lookups: Record<string, Timed>;
+    scans: Record<string, { ms: number; cpuUs: number }>;
   }[] = [];
   let filled = 0;
   for (const size of sizes) {
@@ -422,27 +437,32 @@ try {
   const [a0, b0] = [label(small.size), label(large.size)];
   const rows: string[] = [];
   const ratios: Record<string, number> = {};
+  const cpu = (us: number) => Math.round(us).toLocaleString("en").padStart(11);
   rows.push(
-    `${"lookup (ms)".padEnd(28)} ${`p50 ${a0}`.padStart(9)} ${`p99 ${a0}`.padStart(9)} ${`p50 ${b0}`.padStart(9)} ${`p99 ${b0}`.padStart(9)} ${"p50 ratio".padStart(10)}`,
+    `${"lookup (ms, µs of CPU)".padEnd(28)} ${`p50 ${a0}`.padStart(9)} ${`p99 ${a0}`.padStart(9)} ${`p50 ${b0}`.padStart(9)} ${`p99 ${b0}`.padStart(9)} ${"p50 ratio".padStart(10)} ${`cpu ${a0}`.padStart(11)} ${`cpu ${b0}`.padStart(11)}`,
   );
+  const lookupCpu: Record<string, [number, number]> = {};
   for (const name of Object.keys(small.lookups)) {
     const a = small.lookups[name]!;
     const b = large.lookups[name]!;
     ratios[name] = b.p50 / a.p50;
+    lookupCpu[name] = [Math.round(a.cpuUs), Math.round(b.cpuUs)];
     rows.push(
-      `${name.padEnd(28)} ${a.p50.toFixed(2).padStart(9)} ${a.p99.toFixed(2).padStart(9)} ${b.p50.toFixed(2).padStart(9)} ${b.p99.toFixed(2).padStart(9)} ${ratios[name]!.toFixed(2).padStart(10)}`,
+      `${name.padEnd(28)} ${a.p50.toFixed(2).padStart(9)} ${a.p99.toFixed(2).padStart(9)} ${b.p50.toFixed(2).padStart(9)} ${b.p99.toFixed(2).padStart(9)} ${ratios[name]!.toFixed(2).padStart(10)} ${cpu(a.cpuUs)} ${cpu(b.cpuUs)}`,
     );
   }
   rows.push(
-    `${`scan of ${due} due rows (ms)`.padEnd(28)} ${a0.padStart(9)} ${"".padStart(9)} ${b0.padStart(9)} ${"".padStart(9)} ${"ratio".padStart(10)}`,
+    `${`scan of ${due} due rows (ms)`.padEnd(28)} ${a0.padStart(9)} ${"".padStart(9)} ${b0.padStart(9)} ${"".padStart(9)} ${"ratio".padStart(10)} ${`pg cpu ${a0}`.padStart(11)} ${`pg cpu ${b0}`.padStart(11)}`,
   );
   const scanRatios: Record<string, number> = {};
+  const scanCpu: Record<string, [number, number]> = {};
   for (const name of Object.keys(small.scans)) {
     const a = small.scans[name]!;
     const b = large.scans[name]!;
-    scanRatios[name] = b / a;
+    scanRatios[name] = b.ms / a.ms;
+    scanCpu[name] = [Math.round(a.cpuUs), Math.round(b.cpuUs)];
     rows.push(
-      `${name.padEnd(28)} ${a.toFixed(2).padStart(9)} ${"".padStart(9)} ${b.toFixed(2).padStart(9)} ${"".padStart(9)} ${(b / a).toFixed(2).padStart(10)}`,
+      `${name.padEnd(28)} ${a.ms.toFixed(2).padStart(9)} ${"".padStart(9)} ${b.ms.toFixed(2).padStart(9)} ${"".padStart(9)} ${scanRatios[name]!.toFixed(2).padStart(10)} ${cpu(a.cpuUs)} ${cpu(b.cpuUs)}`,
     );
   }
   process.stdout.write(
@@ -457,6 +477,8 @@ try {
       worst_scan_ratio: Math.max(...Object.values(scanRatios)),
       lookup_ratios: ratios,
       scan_ratios: scanRatios,
+      lookup_cpu_us: lookupCpu,
+      scan_postgres_cpu_us: scanCpu,
       load_average: loadavg()[0],
     }),
   );
