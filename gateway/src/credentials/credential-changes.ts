@@ -1,10 +1,10 @@
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { fromBinary } from "@bufbuild/protobuf";
 import {
   announceCredentialChange,
+  credentialChanged,
   followCredentialChanges,
   type Logger,
   type NatsConnection,
-  uuid,
 } from "@svc/platform";
 import { CredentialChange, CredentialChangedSchema } from "@svc/proto/common/v1/credential_watch_pb.js";
 import type { AgentKeyResolver } from "./agent-key.ts";
@@ -62,16 +62,10 @@ export class ApiKeyRevocations {
   }
 
   async announce(keyId: string): Promise<void> {
-    const change = {
-      messageId: `credential_changed:${uuid()}`,
-      payload: toBinary(
-        CredentialChangedSchema,
-        create(CredentialChangedSchema, {
-          credential: { case: "apiKeyId", value: keyId },
-          change: CredentialChange.REVOKED,
-        }),
-      ),
-    };
+    const change = credentialChanged({
+      credential: { case: "apiKeyId", value: keyId },
+      change: CredentialChange.REVOKED,
+    });
     try {
       if (!this.#nc) throw new Error("not connected to NATS");
       await announceCredentialChange(this.#nc, this.#subjectPrefix, change);

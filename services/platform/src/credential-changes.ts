@@ -1,6 +1,9 @@
+import { create, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { type ConsumerMessages, DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { CredentialChangedSchema } from "@svc/proto/common/v1/credential_watch_pb.js";
 import type { Clock } from "./clock.ts";
+import { uuid } from "./ids.ts";
 import type { Logger } from "./logger.ts";
 import {
   credentialChangeStream,
@@ -16,6 +19,14 @@ export interface CredentialChangeMessage {
   messageId: string;
   payload: Uint8Array;
 }
+
+/** A change to tell the gateways, with a message id of its own (JetStream deduplicates a re-publish by it). */
+export const credentialChanged = (
+  change: MessageInitShape<typeof CredentialChangedSchema>,
+): CredentialChangeMessage => ({
+  messageId: `credential_changed:${uuid()}`,
+  payload: toBinary(CredentialChangedSchema, create(CredentialChangedSchema, change)),
+});
 
 /**
  * Adds the change to the caller's unit of work, so it commits with the change it tells of. The row it returns
