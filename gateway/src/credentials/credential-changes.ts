@@ -14,7 +14,8 @@ import type { UserSessionResolver } from "./user-session.ts";
 /**
  * Every credential cache of this replica, told by the credentials' owners that one changed
  * (credential_watch.proto): the agent-key answers forget a revoked or rotated agent at once, the API keys
- * a revoked key, the user sessions a deleted person. Reading starts again after any gap (NATS away, the stream gone) by forgetting everything cached.
+ * a revoked key, the user sessions a deleted person. Reading starts again after any gap (NATS away, the
+ * stream gone) by forgetting everything cached.
  */
 export function forgetChangedCredentials(options: {
   nc: NatsConnection;

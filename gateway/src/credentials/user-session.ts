@@ -34,7 +34,7 @@ export const loadOidcConfig = (env: NodeJS.ProcessEnv) => loadConfig("GATEWAY", 
 /** A compact JWS: three base64url segments, the first a JSON header (`eyJ`). */
 const jwtForm = /^eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
-/** The user-session resolver, which remembers whom each session names until the person is deleted. */
+/** The user-session resolver, which remembers for a while whom each session names, and forgets a deleted person. */
 export interface UserSessionResolver extends CredentialResolver<Resolution> {
   /** The person deleted their account: the sessions resolved to them are resolved afresh. */
   forgetHuman(svcUserId: string): void;
