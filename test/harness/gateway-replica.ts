@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
+import { signInEnv } from "@svc/local-mesh/mesh";
 import { freePort } from "@svc/local-mesh/process-tools";
 import { type DocumentedFetch, documentedFetch } from "./documented-fetch.ts";
 import type { TestMesh } from "./test-mesh.ts";
@@ -26,10 +27,7 @@ export interface GatewayReplica {
 export function replicaEnvOf(mesh: TestMesh): Record<string, string> {
   return {
     ...mesh.env,
-    GATEWAY_OIDC_ISSUER: mesh.devIdpIssuer,
-    GATEWAY_OIDC_JWKS_URL: `${mesh.devIdpIssuer}/.well-known/jwks.json`,
-    GATEWAY_OIDC_CLIENT_ID: "svc-app",
-    GATEWAY_DEV_IDP_ISSUER: mesh.devIdpIssuer,
+    ...signInEnv(mesh.devIdpIssuer),
     ...Object.fromEntries(
       Object.entries(mesh.urls).flatMap(([name, url]) =>
         name === "gateway" || url === undefined ? [] : [[`GATEWAY_${name.toUpperCase().replace("-", "_")}_URL`, url]],

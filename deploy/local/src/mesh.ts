@@ -139,13 +139,7 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
     DEV_IDP_APP_ORIGINS: appOrigins.join(","),
     DEV_IDP_KEY_SEED: options.devIdpKeySeed,
   });
-  const signIn = {
-    GATEWAY_OIDC_ISSUER: devIdp.issuer,
-    GATEWAY_OIDC_JWKS_URL: `${devIdp.issuer}/.well-known/jwks.json`,
-    GATEWAY_OIDC_CLIENT_ID: "svc-app",
-    GATEWAY_DEV_IDP_ISSUER: devIdp.issuer,
-    ACCOUNT_DEV_ISSUER: devIdp.issuer,
-  };
+  const signIn = signInEnv(devIdp.issuer);
 
   // Each process learns every other's address as <ITS_PREFIX>_<OTHER_PREFIX>_URL, e.g. GATEWAY_SIGNING_URL.
   const addressBook: Record<string, string> = {};
@@ -337,3 +331,12 @@ async function waitUntilReady(
   }
   throw new Error(`${p.name} was not ready within ${timeoutMs} ms:\n${recentLogs()}`);
 }
+
+/** What the gateway and account need to sign people in with the development identity provider at `issuer`. */
+export const signInEnv = (issuer: string): Record<string, string> => ({
+  GATEWAY_OIDC_ISSUER: issuer,
+  GATEWAY_OIDC_JWKS_URL: `${issuer}/.well-known/jwks.json`,
+  GATEWAY_OIDC_CLIENT_ID: "svc-app",
+  GATEWAY_DEV_IDP_ISSUER: issuer,
+  ACCOUNT_DEV_ISSUER: issuer,
+});
