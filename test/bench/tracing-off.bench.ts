@@ -29,8 +29,13 @@ import { type ArmMesh, costedRound, cpuRatio, type Figures, startArmMeshes } fro
  * Server CPU per request is that of every mesh process and its PostgreSQL, from /proc. `ratio` is the median of the rounds'
  * ratios for verify-token, this checkout to the baseline, with their interquartile range (`ratio_iqr`);
  * `create_link_ratio` the same for create-link.
+ *
+ * 45 rounds, not 15: a round's ratio spreads about ±6% around the arms' true ratio (same code in both arms, session
+ * 27: rounds 0.83 to 1.16), so the median of 15 moved by about 4% between runs (1.038, 0.939, 1.011 of one
+ * commit), more than the 3% it judges; three times the rounds narrow that to about 1.5% (interquartile 0.983 to
+ * 1.038, median 1.006, in 2 min 21 s).
  */
-const rounds = 15;
+const rounds = 45;
 const tokensPerRound = 2000;
 const linksPerRound = 200;
 const inFlight = 16;
