@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { ListNoticesResponseSchema, NoticeKind } from "@svc/proto/account/v1/account_pb.js";
-import { ListBindingNoticesResponseSchema, ListCardsResponseSchema } from "@svc/proto/agentlink/v1/agentlink_pb.js";
+import { ListInboxResponseSchema } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import { type InboxRequest, InboxRequestSchema } from "@svc/proto/common/v1/inbox_watch_pb.js";
 import { GateType, ListPendingRequestsResponseSchema, PendingRequestSchema } from "@svc/proto/gate/v1/gate_pb.js";
 import { describe, expect, it, vi } from "vitest";
@@ -66,8 +66,7 @@ function servicesWith(pending: { requests: InboxRequest[] }, directoryQueries = 
     services: {
       gate: { listPendingRequests },
       agentlink: {
-        listCards: async () => create(ListCardsResponseSchema, {}),
-        listBindingNotices: async () => create(ListBindingNoticesResponseSchema, {}),
+        listInbox: async () => create(ListInboxResponseSchema, {}),
       },
       account: {
         listNotices: async () =>

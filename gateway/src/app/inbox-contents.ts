@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { type Timestamp, timestampDate } from "@bufbuild/protobuf/wkt";
 import { type ListNoticesResponse, NoticeKind } from "@svc/proto/account/v1/account_pb.js";
-import type { ListBindingNoticesResponse } from "@svc/proto/agentlink/v1/agentlink_pb.js";
+import type { BindingNotice } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import type { InboxRequest } from "@svc/proto/common/v1/inbox_watch_pb.js";
 import { GateType } from "@svc/proto/gate/v1/gate_pb.js";
 import { instant } from "../http/instant.ts";
@@ -57,7 +57,7 @@ export interface HeldInbox {
 
 /**
  * What the person's inbox holds, read from the services that own each part, in parallel: gate's pending
- * requests naming them, agentlink's queued cards and its notices of new bindings, account's notices of
+ * requests naming them, agentlink's queued cards and its notices of new bindings (one call), account's notices of
  * their links (a partner's revoke, an offer to re-link). Partners are named by their organization's name,
  * looked up once. Notices are newest first, whoever owns them.
  */
@@ -66,10 +66,9 @@ export async function readInbox(services: GatewayServices, svcUserId: string): P
 }
 
 export async function readHeldInbox(services: GatewayServices, svcUserId: string): Promise<HeldInbox> {
-  const [{ requests }, { cards }, bindingNotices, accountNotices] = await Promise.all([
+  const [{ requests }, { cards, notices: bindingNotices }, accountNotices] = await Promise.all([
     services.gate.listPendingRequests({ svcUserId }),
-    services.agentlink.listCards({ svcUserId }),
-    services.agentlink.listBindingNotices({ svcUserId }),
+    services.agentlink.listInbox({ svcUserId }),
     services.account.listNotices({ svcUserId }),
   ]);
   const platformOf = await platformsOf(services, [
@@ -88,7 +87,7 @@ export async function readHeldInbox(services: GatewayServices, svcUserId: string
 
 function noticeItems(
   accountNotices: ListNoticesResponse,
-  bindingNotices: ListBindingNoticesResponse,
+  bindingNotices: readonly BindingNotice[],
   platformOf: (organizationId: string) => { name: string },
 ) {
   return [
@@ -99,7 +98,7 @@ function noticeItems(
       at: instant(notice.at),
       handle: notice.handle,
     })),
-    ...bindingNotices.notices.map((notice) => ({
+    ...bindingNotices.map((notice) => ({
       notice_id: notice.noticeId,
       kind: "agent_bound" as const,
       agent: { display_name: notice.agent?.displayName ?? "" },

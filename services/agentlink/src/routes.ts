@@ -119,6 +119,37 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
     bus: deps.bus,
     outbox: deps.outbox,
   });
+  /** The person's queued cards as the app shows them. */
+  const personCards = async (person: string) => {
+    const manager = em();
+    const now = clock.now();
+    const cards = await queuedCardsOf(manager, person, now);
+    const agents = await agentsOf(manager, cards);
+    const quorums = await quorumsOf(manager, person, cards);
+    return cards.map((card) =>
+      create(PersonCardSchema, {
+        cardId: card.id,
+        requestId: card.requestId,
+        agent: toProtoAgent(agents.find((agent) => agent.id === card.agentId) as Agent),
+        card: JSON.parse(card.canonicalCard) as JsonObject,
+        cardDigest: card.cardDigest,
+        ttlAt: timestampFromDate(card.ttlAt),
+        proposedAt: timestampFromDate(card.createdAt),
+        warnings: card.warnings,
+        status: toProtoCardStatus[cardStateAt(card, now).status],
+        quorum: quorums.get(card.id),
+      }),
+    );
+  };
+  /** The person's notices of agents bound to them. */
+  const bindingNotices = async (person: string) =>
+    (await listBindingNotices(bindings(), person)).map((n) =>
+      create(BindingNoticeSchema, {
+        noticeId: n.noticeId,
+        agent: toProtoAgent(n.agent),
+        boundAt: timestampFromDate(n.boundAt),
+      }),
+    );
   /** After a new card's commit: sandbox humans' answers (its push triggers committed with it). */
   const cardQueued = (environment: EnvironmentName | undefined, card: ProposedCard) => {
     // Recorded with a development card: should these answers be lost, the sandbox sweep gives them.
@@ -243,42 +274,17 @@ export function agentlinkRoutes(deps: RouteDependencies): (router: ConnectRouter
           };
         }),
 
-      listCards: (req) =>
-        wireErrors(async () => {
-          const manager = em();
-          const now = clock.now();
-          const person = requireHuman(req.svcUserId);
-          const cards = await queuedCardsOf(manager, person, now);
-          const agents = await agentsOf(manager, cards);
-          const quorums = await quorumsOf(manager, person, cards);
-          return {
-            cards: cards.map((card) =>
-              create(PersonCardSchema, {
-                cardId: card.id,
-                requestId: card.requestId,
-                agent: toProtoAgent(agents.find((agent) => agent.id === card.agentId) as Agent),
-                card: JSON.parse(card.canonicalCard) as JsonObject,
-                cardDigest: card.cardDigest,
-                ttlAt: timestampFromDate(card.ttlAt),
-                proposedAt: timestampFromDate(card.createdAt),
-                warnings: card.warnings,
-                status: toProtoCardStatus[cardStateAt(card, now).status],
-                quorum: quorums.get(card.id),
-              }),
-            ),
-          };
-        }),
+      listCards: (req) => wireErrors(async () => ({ cards: await personCards(requireHuman(req.svcUserId)) })),
 
       listBindingNotices: (req) =>
-        wireErrors(async () => ({
-          notices: (await listBindingNotices(bindings(), requireHuman(req.svcUserId))).map((n) =>
-            create(BindingNoticeSchema, {
-              noticeId: n.noticeId,
-              agent: toProtoAgent(n.agent),
-              boundAt: timestampFromDate(n.boundAt),
-            }),
-          ),
-        })),
+        wireErrors(async () => ({ notices: await bindingNotices(requireHuman(req.svcUserId)) })),
+
+      listInbox: (req) =>
+        wireErrors(async () => {
+          const person = requireHuman(req.svcUserId);
+          const [cards, notices] = await Promise.all([personCards(person), bindingNotices(person)]);
+          return { cards, notices };
+        }),
 
       dismissBindingNotice: (req) =>
         wireErrors(async () => ({

@@ -182,6 +182,20 @@ describe("inquire with approvers and quorum", () => {
     expect(alone?.quorum).toBeUndefined();
     expect(await inbox(three.people[0] as string)).toEqual([cardId]);
   });
+
+  it("answers a person's inbox in one call: their cards as ListCards does, their binding notices as ListBindingNotices did", async () => {
+    const two = await team(2);
+    const { cardId } = await ask(two);
+    const person = two.people[1] as string;
+    const { cards, notices } = await agentlink.client.listInbox({ svcUserId: person });
+    expect(cards.map((card) => card.cardId)).toEqual([cardId]);
+    expect(cards).toEqual((await agentlink.client.listCards({ svcUserId: person })).cards);
+    expect(notices).toHaveLength(1);
+    expect(notices[0]?.agent?.displayName).toMatch(/^bot/);
+    expect(notices).toEqual((await agentlink.client.listBindingNotices({ svcUserId: person })).notices);
+    const stranger = await agentlink.client.listInbox({ svcUserId: uuid() });
+    expect([stranger.cards, stranger.notices]).toEqual([[], []]);
+  });
 });
 
 describe("the other approvers, as a person sees them", () => {
