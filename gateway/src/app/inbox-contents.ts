@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import { type Timestamp, timestampDate } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { type ListNoticesResponse, NoticeKind } from "@svc/proto/account/v1/account_pb.js";
-import type { BindingNotice } from "@svc/proto/agentlink/v1/agentlink_pb.js";
+import type { BindingNotice, PersonCard } from "@svc/proto/agentlink/v1/agentlink_pb.js";
 import type { InboxRequest } from "@svc/proto/common/v1/inbox_watch_pb.js";
 import { GateType } from "@svc/proto/gate/v1/gate_pb.js";
 import { instant } from "../http/instant.ts";
@@ -68,7 +69,7 @@ export async function readInbox(services: GatewayServices, svcUserId: string): P
 export async function readHeldInbox(services: GatewayServices, svcUserId: string): Promise<HeldInbox> {
   const [{ requests }, { cards, notices: bindingNotices }, accountNotices] = await Promise.all([
     services.gate.listPendingRequests({ svcUserId }),
-    services.agentlink.listInbox({ svcUserId }),
+    agentlinkInbox(services, svcUserId),
     services.account.listNotices({ svcUserId }),
   ]);
   const platformOf = await platformsOf(services, [
@@ -83,6 +84,27 @@ export async function readHeldInbox(services: GatewayServices, svcUserId: string
     }),
     createdAt: new Map(requests.map((r) => [r.requestId, timestampMs(r.createdAt)])),
   };
+}
+
+/**
+ * agentlink's part: its cards and binding notices in one call. An agentlink of the previous release, met while a
+ * rollout has updated the gateway first, answers ListInbox `unimplemented`; it is then asked the two reads that
+ * release answers. Dropped in the release after, with ListBindingNotices (proto/README.md, "Removing an RPC").
+ */
+async function agentlinkInbox(
+  services: GatewayServices,
+  svcUserId: string,
+): Promise<{ cards: PersonCard[]; notices: BindingNotice[] }> {
+  try {
+    return await services.agentlink.listInbox({ svcUserId });
+  } catch (error) {
+    if (ConnectError.from(error).code !== Code.Unimplemented) throw error;
+    const [{ cards }, { notices }] = await Promise.all([
+      services.agentlink.listCards({ svcUserId }),
+      services.agentlink.listBindingNotices({ svcUserId }),
+    ]);
+    return { cards, notices };
+  }
 }
 
 function noticeItems(
