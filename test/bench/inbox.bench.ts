@@ -12,6 +12,7 @@ import {
   wakeAgainstPublish,
 } from "./bench-infrastructure.ts";
 import { benchPartner } from "./bench-partner.ts";
+import { cpuSince, threadCpu } from "./mesh-arms.ts";
 
 /**
  * The person's inbox through the real gateway, gate and NATS. One result line, `inbox-wake`: one person's
@@ -25,6 +26,8 @@ import { benchPartner } from "./bench-partner.ts";
  * CPU (the mesh, PostgreSQL, NATS) per round trip of a wake (the inbox read, its long-poll, create-session,
  * create-verification-link); `publish_cpu_us`: nats-server's per publish. `from_create_p99_ms` also counts
  * create-verification-link; `answered_before_heard` counts the wakes that reached this process first.
+ * `read_cpu_us`: the server processes' CPU per plain GET /app/inbox, one at a time after the rounds (what the app
+ * pays at every open; each inbox then holds the 7 or 8 requests of its person's wakes).
  * Run: node test/bench/inbox.bench.ts
  */
 const rounds = 30;
@@ -32,6 +35,7 @@ const wakesPerRound = 10;
 const publishesPerRound = 20;
 // Each wake reads a person's inbox twice; enough people that none passes the app's 60 requests a minute.
 const people = 40;
+const readsPerPerson = 5;
 
 const mesh = await startBenchMesh(["signing", "account", "agentlink", "gate"]);
 const nc = await connect({ servers: mesh.natsUrl });
@@ -96,12 +100,19 @@ try {
     { sample: publishAndAck, perRound: publishesPerRound, processes: mesh.natsProcesses },
   );
   const kept = wakes.arm.samples.length;
+
+  // One plain read of an inbox at a time, each person's now holding the requests of their wakes.
+  const reads = people * readsPerPerson;
+  const cpuBefore = threadCpu(mesh.serverProcesses());
+  for (let i = 0; i < reads; i++) await call("GET", "/app/inbox", {}, persons[i % people]!.sessionToken);
+  const readCpuUs = cpuSince(cpuBefore, mesh.serverProcesses()) / reads;
   console.log(
     JSON.stringify({
       name: "inbox-wake",
       ...wakeAgainstPublish(wakes),
       from_create_p99_ms: p99(fromCreate.slice(-kept)),
       answered_before_heard: answeredFirst.slice(-kept).filter(Boolean).length,
+      read_cpu_us: Math.round(readCpuUs),
     }),
   );
 } finally {
