@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { postVerifyToken } from "../../gateway/bench/verify-token-post.ts";
 import { checkoutAt } from "./baseline-checkout.ts";
+import { median } from "./bench-infrastructure.ts";
 import { postCreateLink } from "./gateway-calls.ts";
 import { type ArmMesh, costedRound, cpuRatio, type Figures, startArmMeshes } from "./mesh-arms.ts";
 
@@ -30,12 +31,17 @@ import { type ArmMesh, costedRound, cpuRatio, type Figures, startArmMeshes } fro
  * ratios for verify-token, this checkout to the baseline, with their interquartile range (`ratio_iqr`);
  * `create_link_ratio` the same for create-link.
  *
- * 45 rounds, not 15: a round's ratio spreads about ±6% around the arms' true ratio (same code in both arms, session
- * 27: rounds 0.83 to 1.16), so the median of 15 moved by about 4% between runs (1.038, 0.939, 1.011 of one
- * commit), more than the 3% it judges; three times the rounds narrow that to about 1.5% (interquartile 0.983 to
- * 1.038, median 1.006, in 2 min 21 s).
+ * Six blocks of eight rounds, each block on two meshes started for it. A pair of meshes carries a bias of its own
+ * that no number of rounds on it averages away (where its processes land on the cores, what their JIT compiled:
+ * not told apart here). Session 28 ran 45 rounds on one pair and read 1.007, 1.039 and 1.006 over three runs of
+ * the same code, the second run's thirds 1.048, 1.029 and 1.034, where a round's own spread (about ±6%) would
+ * move the median of 45 by under 1%. Session 27's 15 rounds read 1.038, 0.939 and 1.011. Fresh pairs make the biases independent, so the
+ * median of all rounds averages six of them; `block_ratios` prints each block's median. Within a round both arms'
+ * inputs are made before either starts (`bothAtOnce`).
  */
-const rounds = 45;
+const blocks = 6;
+const roundsPerBlock = 8;
+const rounds = blocks * roundsPerBlock;
 const tokensPerRound = 2000;
 const linksPerRound = 200;
 const inFlight = 16;
@@ -49,64 +55,87 @@ const hereRoot = hereRef === undefined ? root : checkoutAt(hereRef).root;
 const baselineRef = process.env.SVC_BENCH_BASELINE ?? `${hereRef ?? "HEAD"}^1`;
 const baseline = checkoutAt(baselineRef);
 
-const arms: Partial<Record<"here" | "baseline", ArmMesh>> = {};
-try {
-  [arms.here, arms.baseline] = await startArmMeshes([
-    { root: hereRoot, env: {} },
-    { root: baseline.root, env: {} },
-  ]);
-  const verifyRound = async (arm: ArmMesh, count: number) =>
-    costedRound(arm, await arm.attestations(count), inFlight, settleMs, (token, agent) =>
-      postVerifyToken(arm.gatewayUrl, token, agent),
-    );
-  const linkRound = async (arm: ArmMesh, count: number) =>
-    costedRound(arm, await arm.grants(count), inFlight, settleMs, (grant, agent) =>
-      postCreateLink(arm.gatewayUrl, grant, agent),
-    );
-  await Promise.all(
-    [arms.here!, arms.baseline!].map(async (arm) => {
-      await verifyRound(arm, 400);
-      await linkRound(arm, 200);
-    }),
-  );
-  const names = ["here", "baseline"] as const;
-  const tokens: Record<(typeof names)[number], Figures[]> = { here: [], baseline: [] };
-  const links: Record<(typeof names)[number], Figures[]> = { here: [], baseline: [] };
-  for (let round = 0; round < rounds; round++) {
-    const verified = await Promise.all(names.map((name) => verifyRound(arms[name]!, tokensPerRound)));
-    const linked = await Promise.all(names.map((name) => linkRound(arms[name]!, linksPerRound)));
-    names.forEach((name, index) => {
-      tokens[name].push(verified[index]!);
-      links[name].push(linked[index]!);
-    });
-  }
+const names = ["here", "baseline"] as const;
+const tokens: Record<(typeof names)[number], Figures[]> = { here: [], baseline: [] };
+const links: Record<(typeof names)[number], Figures[]> = { here: [], baseline: [] };
+const verify = (arm: ArmMesh, attestations: string[]) =>
+  costedRound(arm, attestations, inFlight, settleMs, (token, agent) => postVerifyToken(arm.gatewayUrl, token, agent));
+const link = (arm: ArmMesh, grants: string[]) =>
+  costedRound(arm, grants, inFlight, settleMs, (grant, agent) => postCreateLink(arm.gatewayUrl, grant, agent));
 
-  const verify = cpuRatio(tokens.here, tokens.baseline);
-  const link = cpuRatio(links.here, links.baseline);
-  console.log(
-    JSON.stringify({
-      name: "tracing-off",
-      ratio: verify.ratio,
-      ratio_iqr: verify.ratio_iqr,
-      here_cpu_us: verify.over_cpu_us,
-      baseline_cpu_us: verify.under_cpu_us,
-      round_ratios: verify.round_ratios,
-      create_link_ratio: link.ratio,
-      create_link_ratio_iqr: link.ratio_iqr,
-      create_link_here_cpu_us: link.over_cpu_us,
-      create_link_baseline_cpu_us: link.under_cpu_us,
-      create_link_round_ratios: link.round_ratios,
-      baseline: `${baselineRef} (${baseline.commit.slice(0, 12)})`,
-      here:
-        hereRef === undefined
-          ? git("rev-parse", "--short=12", "HEAD")
-          : `${hereRef} (${checkoutAt(hereRef).commit.slice(0, 12)})`,
-      route: "POST /v1/sdk/verify-token",
-      rounds,
-      per_round: { verify_token: tokensPerRound, create_link: linksPerRound },
-      in_flight: inFlight,
+/**
+ * One phase of a round on both arms: each arm's inputs made first, then both arms' calls started together, the
+ * arm that starts first alternating by round. Made inside each arm's own call, the first arm's inputs were ready
+ * first, so its calls started first and the other's last ones ran alone: the same arm's figures always came from
+ * the same share of the machine.
+ */
+async function bothAtOnce(
+  arms: Record<(typeof names)[number], ArmMesh>,
+  round: number,
+  inputs: (arm: ArmMesh) => Promise<string[]>,
+  phase: (arm: ArmMesh, inputs: string[]) => Promise<Figures>,
+): Promise<Figures[]> {
+  const made = await Promise.all(names.map((name) => inputs(arms[name])));
+  const order = round % 2 === 0 ? [0, 1] : [1, 0];
+  const figures: Figures[] = [];
+  await Promise.all(
+    order.map(async (index) => {
+      figures[index] = await phase(arms[names[index]!], made[index]!);
     }),
   );
-} finally {
-  await Promise.all([arms.here?.stop(), arms.baseline?.stop()]);
+  return figures;
 }
+
+for (let block = 0; block < blocks; block++) {
+  const arms: Partial<Record<(typeof names)[number], ArmMesh>> = {};
+  try {
+    [arms.here, arms.baseline] = await startArmMeshes([
+      { root: hereRoot, env: {} },
+      { root: baseline.root, env: {} },
+    ]);
+    const started = arms as Record<(typeof names)[number], ArmMesh>;
+    await bothAtOnce(started, 0, (arm) => arm.attestations(400), verify);
+    await bothAtOnce(started, 0, (arm) => arm.grants(200), link);
+    for (let round = 0; round < roundsPerBlock; round++) {
+      const verified = await bothAtOnce(started, round, (arm) => arm.attestations(tokensPerRound), verify);
+      const linked = await bothAtOnce(started, round, (arm) => arm.grants(linksPerRound), link);
+      names.forEach((name, index) => {
+        tokens[name].push(verified[index]!);
+        links[name].push(linked[index]!);
+      });
+    }
+  } finally {
+    await Promise.all([arms.here?.stop(), arms.baseline?.stop()]);
+  }
+}
+
+const verifyRatio = cpuRatio(tokens.here, tokens.baseline);
+const linkRatio = cpuRatio(links.here, links.baseline);
+console.log(
+  JSON.stringify({
+    name: "tracing-off",
+    ratio: verifyRatio.ratio,
+    ratio_iqr: verifyRatio.ratio_iqr,
+    here_cpu_us: verifyRatio.over_cpu_us,
+    baseline_cpu_us: verifyRatio.under_cpu_us,
+    round_ratios: verifyRatio.round_ratios,
+    block_ratios: Array.from({ length: blocks }, (_, block) =>
+      median(verifyRatio.round_ratios.slice(block * roundsPerBlock, (block + 1) * roundsPerBlock)),
+    ),
+    create_link_ratio: linkRatio.ratio,
+    create_link_ratio_iqr: linkRatio.ratio_iqr,
+    create_link_here_cpu_us: linkRatio.over_cpu_us,
+    create_link_baseline_cpu_us: linkRatio.under_cpu_us,
+    create_link_round_ratios: linkRatio.round_ratios,
+    baseline: `${baselineRef} (${baseline.commit.slice(0, 12)})`,
+    here:
+      hereRef === undefined
+        ? git("rev-parse", "--short=12", "HEAD")
+        : `${hereRef} (${checkoutAt(hereRef).commit.slice(0, 12)})`,
+    route: "POST /v1/sdk/verify-token",
+    rounds,
+    blocks,
+    per_round: { verify_token: tokensPerRound, create_link: linksPerRound },
+    in_flight: inFlight,
+  }),
+);
