@@ -4,7 +4,7 @@ import { postVerifyToken } from "../../gateway/bench/verify-token-post.ts";
 import { checkoutAt } from "./baseline-checkout.ts";
 import { median } from "./bench-infrastructure.ts";
 import { postCreateLink } from "./gateway-calls.ts";
-import { type ArmMesh, costedRound, cpuRatio, type Figures, startArmMeshes } from "./mesh-arms.ts";
+import { type ArmMesh, atOnce, costedRound, cpuRatio, type Figures, startArmMeshes } from "./mesh-arms.ts";
 
 /**
  * What tracing costs while it is off, as the goal states it: the edge route's server CPU with tracing off stays
@@ -35,9 +35,9 @@ import { type ArmMesh, costedRound, cpuRatio, type Figures, startArmMeshes } fro
  * that no number of rounds on it averages away (where its processes land on the cores, what their JIT compiled:
  * not told apart here). Session 28 ran 45 rounds on one pair and read 1.007, 1.039 and 1.006 over three runs of
  * the same code, the second run's thirds 1.048, 1.029 and 1.034, where a round's own spread (about ±6%) would
- * move the median of 45 by under 1%. Session 27's 15 rounds read 1.038, 0.939 and 1.011. Fresh pairs make the biases independent, so the
- * median of all rounds averages six of them; `block_ratios` prints each block's median. Within a round both arms'
- * inputs are made before either starts (`bothAtOnce`).
+ * move the median of 45 by under 1%. Session 27's 15 rounds read 1.038, 0.939 and 1.011. Fresh pairs make the
+ * biases independent, so the median of all rounds averages six of them; `block_ratios` prints each block's
+ * median. Within a round both arms' inputs are made before either starts (`atOnce` in mesh-arms.ts).
  */
 const blocks = 6;
 const roundsPerBlock = 8;
@@ -63,29 +63,6 @@ const verify = (arm: ArmMesh, attestations: string[]) =>
 const link = (arm: ArmMesh, grants: string[]) =>
   costedRound(arm, grants, inFlight, settleMs, (grant, agent) => postCreateLink(arm.gatewayUrl, grant, agent));
 
-/**
- * One phase of a round on both arms: each arm's inputs made first, then both arms' calls started together, the
- * arm that starts first alternating by round. Made inside each arm's own call, the first arm's inputs were ready
- * first, so its calls started first and the other's last ones ran alone: the same arm's figures always came from
- * the same share of the machine.
- */
-async function bothAtOnce(
-  arms: Record<(typeof names)[number], ArmMesh>,
-  round: number,
-  inputs: (arm: ArmMesh) => Promise<string[]>,
-  phase: (arm: ArmMesh, inputs: string[]) => Promise<Figures>,
-): Promise<Figures[]> {
-  const made = await Promise.all(names.map((name) => inputs(arms[name])));
-  const order = round % 2 === 0 ? [0, 1] : [1, 0];
-  const figures: Figures[] = [];
-  await Promise.all(
-    order.map(async (index) => {
-      figures[index] = await phase(arms[names[index]!], made[index]!);
-    }),
-  );
-  return figures;
-}
-
 for (let block = 0; block < blocks; block++) {
   const arms: Partial<Record<(typeof names)[number], ArmMesh>> = {};
   try {
@@ -93,12 +70,26 @@ for (let block = 0; block < blocks; block++) {
       { root: hereRoot, env: {} },
       { root: baseline.root, env: {} },
     ]);
-    const started = arms as Record<(typeof names)[number], ArmMesh>;
-    await bothAtOnce(started, 0, (arm) => arm.attestations(400), verify);
-    await bothAtOnce(started, 0, (arm) => arm.grants(200), link);
+    const arm = (name: (typeof names)[number]) => arms[name]!;
+    const verifies = (round: number, count: number) =>
+      atOnce(
+        names,
+        round,
+        (name) => arm(name).attestations(count),
+        (name, made) => verify(arm(name), made),
+      );
+    const creates = (round: number, count: number) =>
+      atOnce(
+        names,
+        round,
+        (name) => arm(name).grants(count),
+        (name, made) => link(arm(name), made),
+      );
+    await verifies(0, 400);
+    await creates(0, 200);
     for (let round = 0; round < roundsPerBlock; round++) {
-      const verified = await bothAtOnce(started, round, (arm) => arm.attestations(tokensPerRound), verify);
-      const linked = await bothAtOnce(started, round, (arm) => arm.grants(linksPerRound), link);
+      const verified = await verifies(round, tokensPerRound);
+      const linked = await creates(round, linksPerRound);
       names.forEach((name, index) => {
         tokens[name].push(verified[index]!);
         links[name].push(linked[index]!);

@@ -1,7 +1,7 @@
 import { fileURLToPath } from "node:url";
 import { startOtlpReceiver } from "../harness/otlp-receiver.ts";
 import { postCreateLink } from "./gateway-calls.ts";
-import { type ArmMesh, costedRound, cpuRatio, simultaneous, startArmMeshes } from "./mesh-arms.ts";
+import { type ArmMesh, atOnce, costedRound, cpuRatio, simultaneous, startArmMeshes } from "./mesh-arms.ts";
 
 /**
  * What tracing at 100% sampling costs the servers: two meshes of this checkout, one exporting every span over
@@ -35,18 +35,22 @@ try {
   const operation = "POST /v1/sdk/create-verification-link";
   const operationSpans = () => receiver.spans.filter((s) => s.service === "gateway" && s.name === operation).length;
 
-  const round = async (name: "traced" | "untraced", count: number) => {
-    const arm = arms[name]!;
-    const grants = await arm.grants(count);
+  const names = ["traced", "untraced"] as const;
+  const grants = (count: number) => async (name: (typeof names)[number]) => {
+    const made = await arms[name]!.grants(count);
     // The grants' own spans leave on the exporters' schedule before the round starts counting.
     await new Promise((resolve) => setTimeout(resolve, settleMs));
-    return costedRound(arm, grants, inFlight, settleMs, (grant, agent) => postCreateLink(arm.gatewayUrl, grant, agent));
+    return made;
   };
+  const creates = (name: (typeof names)[number], made: string[]) =>
+    costedRound(arms[name]!, made, inFlight, settleMs, (grant, agent) =>
+      postCreateLink(arms[name]!.gatewayUrl, grant, agent),
+    );
   // Warm both (JIT, pools, plans) with a round that is not counted.
-  await Promise.all([round("traced", 200), round("untraced", 200)]);
+  await atOnce(names, 0, grants(200), creates);
   const spansBefore = receiver.spans.length;
   const operationSpansBefore = operationSpans();
-  const figures = await simultaneous(["traced", "untraced"] as const, rounds, (name) => round(name, perRound));
+  const figures = await simultaneous(names, rounds, grants(perRound), creates);
   const sent = rounds * perRound;
 
   const { ratio, ratio_iqr, over_cpu_us, under_cpu_us, round_ratios } = cpuRatio(figures.traced, figures.untraced);
