@@ -58,6 +58,8 @@ const baseline = checkoutAt(baselineRef);
 const names = ["here", "baseline"] as const;
 const tokens: Record<(typeof names)[number], Figures[]> = { here: [], baseline: [] };
 const links: Record<(typeof names)[number], Figures[]> = { here: [], baseline: [] };
+/** What an arm's phase is given: its round's attestations or grant tokens, made before either arm starts. */
+type Inputs = (arm: ArmMesh) => Promise<string[]>;
 const verify = (arm: ArmMesh, attestations: string[]) =>
   costedRound(arm, attestations, inFlight, settleMs, (token, agent) => postVerifyToken(arm.gatewayUrl, token, agent));
 const link = (arm: ArmMesh, grants: string[]) =>
@@ -71,25 +73,18 @@ for (let block = 0; block < blocks; block++) {
       { root: baseline.root, env: {} },
     ]);
     const arm = (name: (typeof names)[number]) => arms[name]!;
-    const verifies = (round: number, count: number) =>
+    const phase = (round: number, inputs: Inputs, run: (arm: ArmMesh, made: string[]) => Promise<Figures>) =>
       atOnce(
         names,
         round,
-        (name) => arm(name).attestations(count),
-        (name, made) => verify(arm(name), made),
+        (name) => inputs(arm(name)),
+        (name, made) => run(arm(name), made),
       );
-    const creates = (round: number, count: number) =>
-      atOnce(
-        names,
-        round,
-        (name) => arm(name).grants(count),
-        (name, made) => link(arm(name), made),
-      );
-    await verifies(0, 400);
-    await creates(0, 200);
+    await phase(0, (a) => a.attestations(400), verify);
+    await phase(0, (a) => a.grants(200), link);
     for (let round = 0; round < roundsPerBlock; round++) {
-      const verified = await verifies(round, tokensPerRound);
-      const linked = await creates(round, linksPerRound);
+      const verified = await phase(round, (a) => a.attestations(tokensPerRound), verify);
+      const linked = await phase(round, (a) => a.grants(linksPerRound), link);
       names.forEach((name, index) => {
         tokens[name].push(verified[index]!);
         links[name].push(linked[index]!);
