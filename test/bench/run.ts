@@ -132,7 +132,7 @@ const goals: Record<string, Goal[]> = {
     {
       field: "ratio",
       atLeast: 0.9,
-      says: "server CPU per verify-token idle over while they are held at least 0.9 (median of the holds' ratios, each against the idle runs either side)",
+      says: "server CPU per verify-token on an idle mesh over one holding them at least 0.9 (two meshes sent at once, the holder alternating; geometric mean of each holder's median)",
     },
     { field: "failed", atMost: 0, says: "every held long-poll answered (queued, at its end)" },
   ],
