@@ -22,8 +22,6 @@ import { mintAttestations } from "./process-cpu.ts";
  * 0.93 and 1.07, and in one run the gateway's CPU per verify moved from 201 to 355 µs between measurements, the
  * machine's moment deciding a round more than the hold. Sent at once, both figures of a round share that moment:
  * as a run's CPU per verify drifted from 543 to 352 µs, its rounds read 0.86 to 1.11.
- * `held_gateway_gc_us_per_verify` and `idle_gateway_gc_us_per_verify` are the gateway's time in garbage collection
- * per verify (its `nodejs_gc_duration_seconds`, every kind; medians of the rounds): what a larger heap costs.
  * `rss_kib_per_held` = the gateway's RSS growth over its idle RSS, per held poll, in a first hold before any
  * other (goal: at most 32): a later hold reuses memory an earlier one grew, so a median moved with the number of
  * holds (6 KiB over five, 14 to 16 over three). `failed` counts held long-polls not answered `queued` at their end
@@ -74,14 +72,6 @@ async function startSide(name: string) {
           cards.push({ key, requestId });
         }),
       );
-    /** The gateway's time in garbage collection so far, every kind, from its metrics (`nodejs_gc_duration_seconds`). */
-    const gatewayGcSeconds = async () => {
-      const text = await (await fetch(`${mesh.consoleUrl}/metrics`)).text();
-      return [...text.matchAll(/^nodejs_gc_duration_seconds_sum\{[^}]*\} (\S+)$/gm)].reduce(
-        (sum, [, value]) => sum + Number(value),
-        0,
-      );
-    };
     return {
       mesh,
       /** Tokens live 120 s: each round gets its own, signed before its hold starts. */
@@ -116,8 +106,7 @@ async function startSide(name: string) {
         }
         return { answers: Promise.all(polls) };
       },
-      async verify(tokens: string[]): Promise<Figures & { gcUsPerOp: number }> {
-        const gcBefore = await gatewayGcSeconds();
+      async verify(tokens: string[]): Promise<Figures> {
         const processes = mesh.serverProcesses();
         const before = threadCpu(processes);
         const started = performance.now();
@@ -131,9 +120,10 @@ async function startSide(name: string) {
           }),
         );
         const seconds = (performance.now() - started) / 1000;
-        const cpuUsPerOp = cpuSince(before, mesh.serverProcesses()) / tokens.length;
-        const gcUsPerOp = (((await gatewayGcSeconds()) - gcBefore) * 1e6) / tokens.length;
-        return { cpuUsPerOp, opsPerSecond: tokens.length / seconds, gcUsPerOp };
+        return {
+          cpuUsPerOp: cpuSince(before, mesh.serverProcesses()) / tokens.length,
+          opsPerSecond: tokens.length / seconds,
+        };
       },
       async stop() {
         partner.close();
@@ -184,8 +174,7 @@ try {
   await memoryHold.answers;
 
   const arms = ["held", "idle"] as const;
-  type Measured = Figures & { gcUsPerOp: number };
-  const rounds: { held: Measured; idle: Measured; holder: "a" | "b" }[] = [];
+  const rounds: { held: Figures; idle: Figures; holder: "a" | "b" }[] = [];
   let answeredBeforeMeasured = 0;
   /** Both meshes' verify-tokens at once, `holder`'s while it holds; the warm-up is round -1, both idle. */
   const measure = async (
@@ -240,8 +229,6 @@ try {
       round_ratios: overall.round_ratios,
       idle_verify_cpu_us: overall.over_cpu_us,
       held_verify_cpu_us: overall.under_cpu_us,
-      idle_gateway_gc_us_per_verify: Math.round(median(rounds.map((r) => r.idle.gcUsPerOp))),
-      held_gateway_gc_us_per_verify: Math.round(median(rounds.map((r) => r.held.gcUsPerOp))),
       idle_verify_ops: Math.round(median(rounds.map((r) => r.idle.opsPerSecond))),
       held_verify_ops: Math.round(median(rounds.map((r) => r.held.opsPerSecond))),
     }),

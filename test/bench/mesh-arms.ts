@@ -175,14 +175,14 @@ async function inRounds<Arm extends string>(
  * first, so its calls always started first and another's last calls ran alone (tracing-off read 1.022 with every
  * one of six blocks above 1, then 1.003 so). Each arm's figures, in the order of `arms`.
  */
-export async function atOnce<Arm extends string, F extends Figures = Figures>(
+export async function atOnce<Arm extends string>(
   arms: readonly Arm[],
   round: number,
   inputs: (arm: Arm) => Promise<string[]>,
-  phase: (arm: Arm, inputs: string[]) => Promise<F>,
-): Promise<F[]> {
+  phase: (arm: Arm, inputs: string[]) => Promise<Figures>,
+): Promise<Figures[]> {
   const made = await Promise.all(arms.map((arm) => inputs(arm)));
-  const figures: F[] = [];
+  const figures: Figures[] = [];
   await Promise.all(
     arms.map(async (_, k) => {
       const at = (round + k) % arms.length;
