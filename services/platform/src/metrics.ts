@@ -1,4 +1,4 @@
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { Clock } from "./clock.ts";
 
 export type { Gauge };
@@ -9,14 +9,6 @@ export type { Gauge };
  * name operations, methods, codes, causes and outcomes, never an id or anything a caller sent.
  */
 const registry = new Registry();
-
-/**
- * The process's own figures under the names Prometheus' Node.js clients share (`process_cpu_seconds_total`,
- * `process_resident_memory_bytes`, `nodejs_heap_size_used_bytes`, `nodejs_gc_duration_seconds{kind}`,
- * `nodejs_eventloop_lag_p99_seconds`, …), so the dashboards an operator already has read them. The event loop's
- * delay is sampled every 20 ms rather than the client's 10: a timer that wakes an idle process half as often.
- */
-collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 });
 
 export const counter = <L extends string>(name: string, help: string, labelNames: readonly L[] = []) =>
   new Counter<L>({ name, help, labelNames, registers: [registry] });
