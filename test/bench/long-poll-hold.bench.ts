@@ -21,7 +21,10 @@ import { mintAttestations } from "./process-cpu.ts";
  * of 3,000 in turn, a held one's ratio against the idle ones either side: three runs of one commit read 0.77,
  * 0.93 and 1.07, and in one run the gateway's CPU per verify moved from 201 to 355 µs between measurements, the
  * machine's moment deciding a round more than the hold. Sent at once, both figures of a round share that moment:
- * as a run's CPU per verify drifted from 543 to 352 µs, its rounds read 0.86 to 1.11.
+ * as a run's CPU per verify drifted from 543 to 352 µs, its rounds read 0.86 to 1.11. Three runs of one commit
+ * (`npm run bench -- --repeat 3 long-poll-hold`, 2026-11-30): 0.931, 1.025 and 1.000, one mesh's bias over the
+ * other 1 to 13% either way; in the first, every round but two read 0.90 to 0.95, the holder paying about 5% more
+ * per verify.
  * `rss_kib_per_held` = the gateway's RSS growth over its idle RSS, per held poll, in a first hold before any
  * other (goal: at most 32): a later hold reuses memory an earlier one grew, so a median moved with the number of
  * holds (6 KiB over five, 14 to 16 over three). `failed` counts held long-polls not answered `queued` at their end
@@ -56,7 +59,8 @@ async function startSide(name: string) {
     const { call } = partner;
     const { svcUserId } = await partner.sandboxHuman();
     const signing = createInternalClient(SigningService, mesh.urls.signing!, { timeoutMs: 30_000 });
-    // One card an agent: its 40 polls a hold, two holds a minute at most, and its inquire stay under its 120 calls a minute.
+    // One card an agent: its 40 polls a hold, two holds a minute at most, and its inquire stay under its 120 calls
+    // a minute.
     const agentCount = Math.ceil(held / pollsPerCard);
     const keys: string[] = [];
     for (let first = 0; first < agentCount; first += 25)
