@@ -1,9 +1,10 @@
 import { readFileSync } from "node:fs";
 import { createInternalClient } from "@svc/platform";
 import { SigningService } from "@svc/proto/signing/v1/signing_pb.js";
+import { postVerifyToken } from "../../gateway/bench/verify-token-post.ts";
 import { median, sleep, startBenchMesh } from "./bench-infrastructure.ts";
 import { benchPartner } from "./bench-partner.ts";
-import { atOnce, cpuRatio, cpuSince, type Figures, threadCpu } from "./mesh-arms.ts";
+import { atOnce, costedRound, cpuRatio, cpuSince, type Figures, threadCpu } from "./mesh-arms.ts";
 import { mintAttestations } from "./process-cpu.ts";
 
 /**
@@ -110,25 +111,10 @@ async function startSide(name: string) {
         }
         return { answers: Promise.all(polls) };
       },
-      async verify(tokens: string[]): Promise<Figures> {
-        const processes = mesh.serverProcesses();
-        const before = threadCpu(processes);
-        const started = performance.now();
-        let next = 0;
-        await Promise.all(
-          Array.from({ length: verifyInFlight }, async () => {
-            while (next < tokens.length) {
-              const { body } = await call("POST", "/sdk/verify-token", { token: tokens[next++] });
-              if (body.valid !== true) throw new Error("verify-token refused a fresh token");
-            }
-          }),
-        );
-        const seconds = (performance.now() - started) / 1000;
-        return {
-          cpuUsPerOp: cpuSince(before, mesh.serverProcesses()) / tokens.length,
-          opsPerSecond: tokens.length / seconds,
-        };
-      },
+      verify: (tokens: string[]): Promise<Figures> =>
+        costedRound({ processes: mesh.serverProcesses }, tokens, verifyInFlight, 0, (token, agent) =>
+          postVerifyToken(mesh.gatewayUrl, token, agent),
+        ),
       async stop() {
         partner.close();
         await mesh.stop();

@@ -130,7 +130,7 @@ export const cpuSince = (before: Map<string, number>, pids: string[]): number =>
  * just as it is reused.
  */
 export async function costedRound(
-  arm: ArmMesh,
+  arm: Pick<ArmMesh, "processes">,
   inputs: string[],
   inFlight: number,
   settleMs: number,
